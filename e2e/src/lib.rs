@@ -1,0 +1,1 @@
+//! The user stories run end to end against a real apiserver and real NATS servers.

@@ -1,0 +1,1 @@
+//! The auth controller: NATS operator, accounts and users as resources.

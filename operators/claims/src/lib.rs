@@ -1,0 +1,1 @@
+//! NATS JWTs: operator, account, user and activation claims; encode, sign, decode, verify.

@@ -1,0 +1,1 @@
+//! The cluster controller: NatsCluster becomes running NATS servers.

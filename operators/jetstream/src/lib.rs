@@ -1,0 +1,1 @@
+//! The JetStream controller: streams, consumers, buckets, balancing, evacuation.

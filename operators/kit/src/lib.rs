@@ -1,0 +1,1 @@
+//! Controller plumbing: conditions, reference grants, events, metrics, leader election.

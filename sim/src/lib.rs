@@ -1,0 +1,1 @@
+//! The simulation rig: real nats-server topologies, faults, traffic ledger, scenarios.
