@@ -1,1 +1,17 @@
-//! Every CRD type of the four API groups, their CEL rules and condition vocabulary.
+//! Every CRD type of the four API groups (`nats`, `cluster`, `auth`, `jetstream` under `nats.mikluko.io`),
+//! their CEL rules and their condition vocabulary.
+//!
+//! The types are the API: the CRD YAML under `deploy/crds/` is generated from them by `crdgen`,
+//! and the story manifests under `docs/stories/` are decoded strictly into them by tests.
+
+pub mod common;
+pub mod nats;
+pub mod cluster;
+pub mod auth;
+pub mod jetstream;
+pub mod crds;
+#[cfg(feature = "cel-cases")]
+pub mod cel_cases;
+
+/// The API version every group serves.
+pub const VERSION: &str = "v1beta1";

@@ -1,0 +1,38 @@
+//! The CEL case table: objects every kind's CEL rules must accept or refuse.
+//!
+//! Shared by the offline evaluator (`tests/cel_table.rs`, kube-cel) and the platform tests that
+//! apply the same rows to a real apiextensions-apiserver, so both judge the rules by the same rows.
+
+pub mod auth_jetstream;
+pub mod nats_cluster;
+
+/// One row of the table: an object (and, for an update, the object it replaces) and the verdict.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// What the row covers, quoting the rule, e.g. "stream: storage is immutable".
+    pub name: &'static str,
+    /// CRD kind, e.g. "NatsStream".
+    pub kind: &'static str,
+    /// Whole object as YAML for a transition (update) case; `None` for a create.
+    pub old: Option<&'static str>,
+    /// Whole object as YAML (apiVersion, kind, metadata, spec).
+    pub new: &'static str,
+    /// The verdict the rules must reach.
+    pub expect: Expect,
+}
+
+/// The verdict of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every rule passes.
+    Accepted,
+    /// Some rule fails with a message containing this substring.
+    Refused(&'static str),
+}
+
+/// Every row: the `nats` and `cluster` groups' rows followed by the `auth` and `jetstream` groups'.
+pub fn all() -> Vec<Case> {
+    let mut cases = nats_cluster::cases();
+    cases.extend(auth_jetstream::cases());
+    cases
+}
