@@ -48,8 +48,10 @@ pub fn cache_root() -> PathBuf {
     base.join("nats-operators")
 }
 
-fn located(env: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(env).map(PathBuf::from).unwrap_or(default)
+fn located(env: Option<&str>, default: PathBuf) -> PathBuf {
+    env.and_then(std::env::var_os)
+        .map(PathBuf::from)
+        .unwrap_or(default)
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -59,9 +61,17 @@ fn is_executable(path: &Path) -> bool {
 
 /// etcd and kube-apiserver 1.20, or an error telling the user to run `scripts/install-apiserver.sh`.
 pub fn binaries() -> Result<Binaries, ApiServerError> {
-    let bin = cache_root().join("kube-apiserver-1.20").join("bin");
-    let etcd = located(ENV_ETCD, bin.join("etcd"));
-    let kube_apiserver = located(ENV_KUBE_APISERVER, bin.join("kube-apiserver"));
+    binaries_in(&cache_root(), true)
+}
+
+/// [`binaries`] under a given cache root, with or without the env overrides.
+pub(super) fn binaries_in(root: &Path, env: bool) -> Result<Binaries, ApiServerError> {
+    let bin = root.join("kube-apiserver-1.20").join("bin");
+    let etcd = located(env.then_some(ENV_ETCD), bin.join("etcd"));
+    let kube_apiserver = located(
+        env.then_some(ENV_KUBE_APISERVER),
+        bin.join("kube-apiserver"),
+    );
     for (what, path) in [("etcd", &etcd), ("kube-apiserver 1.20", &kube_apiserver)] {
         if !is_executable(path) {
             return Err(ApiServerError::BinaryMissing {
@@ -79,9 +89,17 @@ pub fn binaries() -> Result<Binaries, ApiServerError> {
 
 /// The apiextensions-apiserver 1.36 binary, or why there is none (built-and-failed vs never installed).
 pub fn apiextensions_binary() -> Result<PathBuf, ApiextensionsUnavailable> {
-    let dir = cache_root().join("apiextensions-apiserver-1.36");
+    apiextensions_binary_in(&cache_root(), true)
+}
+
+/// [`apiextensions_binary`] under a given cache root, with or without the env override.
+pub(super) fn apiextensions_binary_in(
+    root: &Path,
+    env: bool,
+) -> Result<PathBuf, ApiextensionsUnavailable> {
+    let dir = root.join("apiextensions-apiserver-1.36");
     let path = located(
-        ENV_APIEXTENSIONS_APISERVER,
+        env.then_some(ENV_APIEXTENSIONS_APISERVER),
         dir.join("bin").join("apiextensions-apiserver"),
     );
     if is_executable(&path) {

@@ -16,6 +16,8 @@
 mod binaries;
 mod pki;
 mod process;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -245,8 +247,6 @@ impl ApiServer {
             format!("--listen-peer-urls={peer_url}"),
             format!("--initial-advertise-peer-urls={peer_url}"),
             format!("--initial-cluster=default={peer_url}"),
-            // Test data is disposable; fsync would only make every write slow.
-            "--unsafe-no-fsync".to_owned(),
         ];
         let mut etcd = Proc::spawn("etcd", etcd_bin, &etcd_args, root.join("etcd.log"))?;
         wait_etcd(&mut etcd, &etcd_url).await?;
@@ -268,7 +268,7 @@ impl ApiServer {
                 "--insecure-port=0".to_owned(),
                 "--authorization-mode=RBAC".to_owned(),
                 "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
-                format!("--service-account-key-file={}", p(&pki.service_account_key)),
+                format!("--service-account-key-file={}", p(&pki.service_account_pub)),
                 format!(
                     "--service-account-signing-key-file={}",
                     p(&pki.service_account_key)

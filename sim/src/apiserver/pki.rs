@@ -21,6 +21,8 @@ pub struct Pki {
     pub admin_key: PathBuf,
     /// Signs service-account tokens; kube-apiserver 1.20 refuses to start without one.
     pub service_account_key: PathBuf,
+    /// Its public half, which verifies the tokens (PKIX PEM: 1.20 does not read it out of a PKCS#8 key).
+    pub service_account_pub: PathBuf,
 }
 
 fn pki_error(what: &'static str) -> impl FnOnce(rcgen::Error) -> ApiServerError {
@@ -114,5 +116,6 @@ pub fn generate(dir: &Path) -> Result<Pki, ApiServerError> {
         admin_cert: write(dir.join("admin.crt"), &admin.pem())?,
         admin_key: write(dir.join("admin.key"), &admin_key.serialize_pem())?,
         service_account_key: write(dir.join("sa.key"), &service_account.serialize_pem())?,
+        service_account_pub: write(dir.join("sa.pub"), &service_account.public_key_pem())?,
     })
 }

@@ -1,0 +1,188 @@
+//! The harness against the real binaries: it starts, serves the admin, and leaves no process behind.
+
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+
+use super::binaries::{apiextensions_binary_in, binaries_in};
+use super::{ApiServer, ApiServerError, ApiextensionsUnavailable, Flavor, apiextensions_binary};
+
+fn alive(pid: u32) -> bool {
+    // Signal 0 only checks existence; the PIDs are reaped on drop, so a dead one is gone (ESRCH).
+    kill(Pid::from_raw(pid as i32), None).is_ok()
+}
+
+async fn version(server: &ApiServer) -> String {
+    let mut request = http::Request::new(Vec::new());
+    *request.uri_mut() = "/version".parse().expect("static path");
+    let body = server
+        .client()
+        .request_text(request)
+        .await
+        .expect("GET /version");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("version JSON");
+    v["gitVersion"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn an_empty_cache_names_the_install_script() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let err = binaries_in(root.path(), false).expect_err("nothing installed");
+    assert!(
+        matches!(err, ApiServerError::BinaryMissing { what: "etcd", .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("scripts/install-apiserver.sh"),
+        "{err}"
+    );
+
+    let err = apiextensions_binary_in(root.path(), false).expect_err("nothing installed");
+    assert!(
+        matches!(err, ApiextensionsUnavailable::NotInstalled { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("scripts/install-apiserver.sh"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_apiextensions_build_is_a_reason_not_a_missing_install() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let dir = root.path().join("apiextensions-apiserver-1.36");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("build-failed"),
+        "build from Debian sid failed: undefined: foo\n",
+    )
+    .expect("write");
+    let err = apiextensions_binary_in(root.path(), false).expect_err("not built");
+    match &err {
+        ApiextensionsUnavailable::BuildFailed { reason, .. } => {
+            assert!(reason.ends_with("undefined: foo"), "{err}")
+        }
+        other => panic!("expected BuildFailed, got {other}"),
+    }
+}
+
+#[test]
+fn a_present_kube_apiserver_is_found() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let bin = root.path().join("kube-apiserver-1.20").join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    for name in ["etcd", "kube-apiserver"] {
+        std::fs::write(bin.join(name), "#!/bin/sh\n").expect("write");
+        set_executable(&bin.join(name));
+    }
+    let found = binaries_in(root.path(), false).expect("both present");
+    assert_eq!(found.kube_apiserver, bin.join("kube-apiserver"));
+    assert_eq!(found.etcd, bin.join("etcd"));
+}
+
+fn set_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[tokio::test]
+async fn kube_1_20_serves_the_admin_and_dies_with_its_handle() {
+    let server = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(version(&server).await, "v1.20.2");
+    server
+        .create_namespace("harness")
+        .await
+        .expect("create namespace");
+    let ns: Api<Namespace> = Api::all(server.client());
+    assert!(
+        ns.get_opt("harness")
+            .await
+            .expect("get namespace")
+            .is_some()
+    );
+    assert!(server.kubeconfig().is_file());
+
+    let (etcd, apiserver) = server.pids();
+    let dir = server.dir().expect("instance dir").to_path_buf();
+    assert!(alive(etcd) && alive(apiserver));
+    drop(server);
+    assert!(!alive(etcd), "etcd {etcd} survived the drop");
+    assert!(
+        !alive(apiserver),
+        "kube-apiserver {apiserver} survived the drop"
+    );
+    assert!(!dir.exists(), "instance dir {} left behind", dir.display());
+}
+
+#[tokio::test]
+async fn two_instances_run_side_by_side() {
+    let (a, b) = tokio::join!(ApiServer::kube_1_20(), ApiServer::kube_1_20());
+    let (a, b) = (
+        a.unwrap_or_else(|e| panic!("{e}")),
+        b.unwrap_or_else(|e| panic!("{e}")),
+    );
+    assert_ne!(a.url(), b.url());
+    a.create_namespace("only-in-a")
+        .await
+        .expect("create namespace");
+    let in_b: Api<Namespace> = Api::all(b.client());
+    assert!(
+        in_b.get_opt("only-in-a")
+            .await
+            .expect("get namespace")
+            .is_none(),
+        "instances share etcd"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_test_still_kills_its_servers() {
+    let server = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (etcd, apiserver) = server.pids();
+    let dir = server.dir().expect("instance dir").to_path_buf();
+    let outcome = std::panic::AssertUnwindSafe(async move {
+        let _held = server;
+        panic!("a failing test");
+    });
+    let joined = tokio::spawn(futures::FutureExt::catch_unwind(outcome))
+        .await
+        .expect("join");
+    assert!(joined.is_err(), "the body panicked");
+    assert!(
+        !alive(etcd) && !alive(apiserver),
+        "processes survived a panic"
+    );
+    // The logs of a failed test are kept for reading; this one is ours to clean.
+    assert!(
+        dir.join("server.log").is_file(),
+        "logs of a panicking test are kept"
+    );
+    std::fs::remove_dir_all(&dir).expect("clean kept dir");
+}
+
+#[tokio::test]
+async fn apiextensions_1_36_serves_crds_where_it_is_built() {
+    match apiextensions_binary() {
+        Err(ApiextensionsUnavailable::BuildFailed { reason, .. }) => {
+            eprintln!("SKIP apiextensions-apiserver 1.36 harness test: {reason}");
+            return;
+        }
+        Err(e @ ApiextensionsUnavailable::NotInstalled { .. }) => panic!("{e}"),
+        Ok(_) => {}
+    }
+    let server = ApiServer::start(Flavor::Apiextensions136)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(version(&server).await.starts_with("v1.36."));
+    let (etcd, apiserver) = server.pids();
+    drop(server);
+    assert!(!alive(etcd) && !alive(apiserver));
+}
