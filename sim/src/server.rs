@@ -1,0 +1,399 @@
+//! One nats-server process: start, stop, signals, restart on the same store, wipe the store,
+//! config edit + reload. The process is killed by PID when this value drops (also on panic).
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::config::ServerConfig;
+use crate::wait;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("I/O on {path} for server {server}: {source}")]
+    Io {
+        server: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server {server}: a port is already in use (log: {log_tail})")]
+    PortInUse { server: String, log_tail: String },
+    #[error("server {server} exited during start with {status}; log tail:\n{log_tail}")]
+    ExitedAtStart {
+        server: String,
+        status: String,
+        log_tail: String,
+    },
+    #[error("server {server} is not running")]
+    NotRunning { server: String },
+    #[error("sending {signal} to server {server} (pid {pid}): {source}")]
+    Signal {
+        server: String,
+        signal: String,
+        pid: u32,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("`nats-server --signal {what}` for server {server} failed: {stderr}")]
+    SignalCommand {
+        server: String,
+        what: String,
+        stderr: String,
+    },
+    #[error("server {server}: {source}")]
+    Wait {
+        server: String,
+        #[source]
+        source: wait::WaitError,
+    },
+}
+
+/// How the server's process is doing, as far as the sim knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running,
+    Paused,
+    Stopped,
+}
+
+pub struct Server {
+    pub config: ServerConfig,
+    /// Cluster this server belongs to (for a leaf: the leaf's own name).
+    pub cluster: String,
+    binary: PathBuf,
+    dir: PathBuf,
+    child: Option<Child>,
+    paused: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.config.name)
+            .field("pid", &self.pid())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Server {
+    /// A server that is not yet started; `dir` holds its config, log and store.
+    pub fn new(binary: PathBuf, dir: PathBuf, cluster: String, config: ServerConfig) -> Self {
+        Server {
+            config,
+            cluster,
+            binary,
+            dir,
+            child: None,
+            paused: false,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("nats.conf")
+    }
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+    pub fn store_dir(&self) -> Option<&Path> {
+        self.config
+            .jetstream
+            .as_ref()
+            .map(|j| j.store_dir.as_path())
+    }
+    pub fn client_url(&self) -> String {
+        format!("nats://{}:{}", self.config.host, self.config.port)
+    }
+    pub fn monitor_url(&self) -> String {
+        format!("http://{}:{}", self.config.host, self.config.http_port)
+    }
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    pub fn state(&self) -> ProcessState {
+        match (&self.child, self.paused) {
+            (None, _) => ProcessState::Stopped,
+            (Some(_), true) => ProcessState::Paused,
+            (Some(_), false) => ProcessState::Running,
+        }
+    }
+
+    fn io(&self, path: &Path) -> impl FnOnce(std::io::Error) -> ServerError + use<> {
+        let server = self.config.name.clone();
+        let path = path.to_path_buf();
+        move |source| ServerError::Io {
+            server,
+            path,
+            source,
+        }
+    }
+
+    /// Writes the rendered config to disk (used by start and by config edits).
+    pub fn write_config(&self) -> Result<(), ServerError> {
+        std::fs::create_dir_all(&self.dir).map_err(self.io(&self.dir))?;
+        let path = self.config_path();
+        std::fs::write(&path, self.config.render()).map_err(self.io(&path))
+    }
+
+    /// Starts the process and waits until it accepts client connections.
+    pub async fn start(&mut self) -> Result<(), ServerError> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        self.write_config()?;
+        let log_path = self.log_path();
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(self.io(&log_path))?;
+        let log_err = log.try_clone().map_err(self.io(&log_path))?;
+        let log_len = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
+        let child = Command::new(&self.binary)
+            .arg("-c")
+            .arg(self.config_path())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(self.io(&self.binary.clone()))?;
+        self.child = Some(child);
+        self.paused = false;
+        let addr = format!("{}:{}", self.config.host, self.config.port);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.try_reap() {
+                let tail = self.log_since(log_len);
+                let server = self.config.name.clone();
+                return Err(if tail.contains("address already in use") {
+                    ServerError::PortInUse {
+                        server,
+                        log_tail: tail,
+                    }
+                } else {
+                    ServerError::ExitedAtStart {
+                        server,
+                        status,
+                        log_tail: tail,
+                    }
+                });
+            }
+            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ServerError::Wait {
+                    server: self.config.name.clone(),
+                    source: wait::WaitError {
+                        what: format!("client port {addr} to accept"),
+                        after: Duration::from_secs(30),
+                        last: self.log_since(log_len),
+                    },
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// If the process has exited, forget it and return its exit status.
+    fn try_reap(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                self.child = None;
+                self.paused = false;
+                Some(status.to_string())
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.child = None;
+                Some(format!("unknown ({e})"))
+            }
+        }
+    }
+
+    /// Whether the process is alive (reaps it if it exited on its own).
+    pub fn is_running(&mut self) -> bool {
+        self.try_reap();
+        self.child.is_some()
+    }
+
+    fn log_since(&self, offset: u64) -> String {
+        let text = std::fs::read(self.log_path()).unwrap_or_default();
+        let start = (offset as usize).min(text.len());
+        let tail = String::from_utf8_lossy(&text[start..]).to_string();
+        let lines: Vec<&str> = tail.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        self.log_since(0)
+    }
+
+    fn signal(&self, sig: Signal) -> Result<(), ServerError> {
+        let pid = self.pid().ok_or_else(|| ServerError::NotRunning {
+            server: self.config.name.clone(),
+        })?;
+        kill(Pid::from_raw(pid as i32), sig).map_err(|source| ServerError::Signal {
+            server: self.config.name.clone(),
+            signal: sig.to_string(),
+            pid,
+            source,
+        })
+    }
+
+    /// kill -9: the process dies at once, nothing is flushed.
+    pub fn kill9(&mut self) -> Result<(), ServerError> {
+        self.signal(Signal::SIGKILL)?;
+        self.reap_blocking();
+        Ok(())
+    }
+
+    fn reap_blocking(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+        self.paused = false;
+    }
+
+    /// Waits (polling, with a deadline) until the process has exited by itself.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Result<(), ServerError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if !self.is_running() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ServerError::Wait {
+                    server: self.config.name.clone(),
+                    source: wait::WaitError {
+                        what: "process exit".to_string(),
+                        after: timeout,
+                        last: format!("pid {:?} still alive", self.pid()),
+                    },
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    pub async fn sigterm(&mut self, timeout: Duration) -> Result<(), ServerError> {
+        if self.paused {
+            self.resume()?;
+        }
+        self.signal(Signal::SIGTERM)?;
+        self.wait_exit(timeout).await
+    }
+
+    /// Lame duck through the server's own CLI (`nats-server --signal ldm=<pidfile>`); returns once the
+    /// signal is delivered. The server steps its leaders down and exits when its clients are gone.
+    pub fn lame_duck(&mut self) -> Result<(), ServerError> {
+        self.signal_command("ldm")
+    }
+
+    /// Config reload through the CLI (`--signal reload=<pidfile>`).
+    pub fn reload(&mut self) -> Result<(), ServerError> {
+        self.signal_command("reload")
+    }
+
+    /// Config reload with SIGHUP.
+    pub fn sighup(&mut self) -> Result<(), ServerError> {
+        self.signal(Signal::SIGHUP)
+    }
+
+    fn signal_command(&self, what: &str) -> Result<(), ServerError> {
+        if self.child.is_none() {
+            return Err(ServerError::NotRunning {
+                server: self.config.name.clone(),
+            });
+        }
+        let arg = format!("{what}={}", self.config.pid_file.display());
+        let out = Command::new(&self.binary)
+            .arg("--signal")
+            .arg(&arg)
+            .output()
+            .map_err(self.io(&self.binary))?;
+        if !out.status.success() {
+            return Err(ServerError::SignalCommand {
+                server: self.config.name.clone(),
+                what: arg,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// SIGSTOP: the process freezes (its sockets stay open, it answers nothing).
+    pub fn pause(&mut self) -> Result<(), ServerError> {
+        self.signal(Signal::SIGSTOP)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT after [`Server::pause`].
+    pub fn resume(&mut self) -> Result<(), ServerError> {
+        self.signal(Signal::SIGCONT)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// Stops the process (kill -9 if running) and starts it again on the same config and store.
+    pub async fn restart(&mut self) -> Result<(), ServerError> {
+        if self.child.is_some() {
+            self.kill9()?;
+        }
+        self.start().await
+    }
+
+    /// Deletes the JetStream store. The server must be stopped (a live server would recreate files).
+    pub fn wipe_store(&mut self) -> Result<(), ServerError> {
+        if self.is_running() {
+            return Err(ServerError::NotRunning {
+                server: format!("{} (must be stopped to wipe its store)", self.config.name),
+            });
+        }
+        if let Some(dir) = self.store_dir().map(Path::to_path_buf)
+            && dir.exists()
+        {
+            std::fs::remove_dir_all(&dir).map_err(self.io(&dir))?;
+        }
+        Ok(())
+    }
+
+    /// Edits the config, rewrites the file and asks the running server to reload it.
+    pub fn edit_and_reload(
+        &mut self,
+        edit: impl FnOnce(&mut ServerConfig),
+    ) -> Result<(), ServerError> {
+        edit(&mut self.config);
+        self.write_config()?;
+        self.reload()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SIGKILL also ends a SIGSTOPped process.
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
