@@ -1,0 +1,220 @@
+//! Dialing a NatsConnection: the servers list, the CA that issued the client listener's
+//! certificate, the creds of the user whose account decides what the connection may do, and the
+//! inbox prefix a controller preset is confined to.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::rustls;
+use async_nats::rustls::pki_types::CertificateDer;
+use async_nats::rustls::pki_types::pem::PemObject;
+
+use crate::error::DialError;
+use crate::{DEFAULT_REQUEST_TIMEOUT, Wire};
+
+/// A NatsConnection resolved to material: what the controllers read from the NatsConnection spec
+/// and the Secrets it names.
+#[derive(Clone, Default)]
+pub struct ConnectionConfig {
+    /// Server URLs (`nats://host:port`, `tls://host:port`); at least one.
+    pub servers: Vec<String>,
+    /// PEM bundle of the CA(s) to trust (the Secret's `ca.crt`). Set, the connection requires TLS
+    /// and trusts these on top of the system roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// The text of a creds file (JWT + seed).
+    pub creds: Option<String>,
+    /// Custom inbox prefix, e.g. `_INBOX.cluster-controller`: a controller preset may subscribe only
+    /// under `_INBOX.<preset>.>`, so its replies must come back there.
+    pub inbox_prefix: Option<String>,
+    /// Connection name shown in CONNZ.
+    pub name: Option<String>,
+    /// How long the first connect may take.
+    pub connect_timeout: Option<Duration>,
+    /// Default timeout of a single request; pings take their own deadline.
+    pub request_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for ConnectionConfig {
+    // Creds hold a seed: never print them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionConfig")
+            .field("servers", &self.servers)
+            .field("ca_pem", &self.ca_pem.as_ref().map(|c| c.len()))
+            .field("creds", &self.creds.as_ref().map(|_| "<redacted>"))
+            .field("inbox_prefix", &self.inbox_prefix)
+            .field("name", &self.name)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
+    }
+}
+
+impl ConnectionConfig {
+    pub fn new<S: Into<String>>(servers: impl IntoIterator<Item = S>) -> Self {
+        ConnectionConfig {
+            servers: servers.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
+    }
+
+    pub fn with_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
+    pub fn with_creds(mut self, creds: impl Into<String>) -> Self {
+        self.creds = Some(creds.into());
+        self
+    }
+
+    pub fn with_inbox_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.inbox_prefix = Some(prefix.into());
+        self
+    }
+
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+}
+
+/// The inbox prefix a controller preset dials with: `_INBOX.<preset>`.
+pub fn preset_inbox_prefix(preset: &str) -> String {
+    format!("_INBOX.{preset}")
+}
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Dials the connection. The client reconnects on its own afterwards; only the first connect is
+/// bounded by `connect_timeout`.
+pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
+    let servers = config.servers.clone();
+    if servers.is_empty() {
+        return Err(DialError::NoServers { servers });
+    }
+    let mut options = async_nats::ConnectOptions::new();
+    if let Some(creds) = &config.creds {
+        options = options
+            .credentials(creds)
+            .map_err(|source| DialError::InvalidCredentials {
+                servers: servers.clone(),
+                source,
+            })?;
+    }
+    if let Some(pem) = &config.ca_pem {
+        let tls = client_tls_config(pem).map_err(|reason| DialError::InvalidCa {
+            servers: servers.clone(),
+            reason,
+        })?;
+        options = options.tls_client_config(tls).require_tls(true);
+    }
+    if let Some(prefix) = &config.inbox_prefix {
+        options = options.custom_inbox_prefix(prefix);
+    }
+    if let Some(name) = &config.name {
+        options = options.name(name);
+    }
+    let connect_timeout = config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    let request_timeout = config.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+    options = options
+        .connection_timeout(connect_timeout)
+        .request_timeout(Some(request_timeout));
+    let addrs: Vec<async_nats::ServerAddr> = servers
+        .iter()
+        .map(|s| s.parse::<async_nats::ServerAddr>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| DialError::Connect {
+            servers: servers.clone(),
+            source: async_nats::ConnectError::with_source(
+                async_nats::ConnectErrorKind::ServerParse,
+                e,
+            ),
+        })?;
+    let client = tokio::time::timeout(connect_timeout, options.connect(addrs))
+        .await
+        .map_err(|_| DialError::Timeout {
+            servers: servers.clone(),
+            after: connect_timeout,
+        })?
+        .map_err(|source| DialError::Connect {
+            servers: servers.clone(),
+            source,
+        })?;
+    Ok(Wire::new(client).with_request_timeout(request_timeout))
+}
+
+/// A rustls client config trusting the PEM bundle (and the system roots, as async-nats does when
+/// no CA is named).
+fn client_tls_config(pem: &[u8]) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("PEM parse: {e}"))?;
+    if certs.is_empty() {
+        return Err("no CERTIFICATE block".to_string());
+    }
+    for cert in certs {
+        roots
+            .add(cert)
+            .map_err(|e| format!("certificate rejected: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS versions: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preset_prefix_is_under_inbox() {
+        assert_eq!(
+            preset_inbox_prefix("cluster-controller"),
+            "_INBOX.cluster-controller"
+        );
+    }
+
+    #[test]
+    fn ca_without_certificate_is_refused() {
+        let err = client_tls_config(b"not a pem").unwrap_err();
+        assert!(err.contains("no CERTIFICATE"), "{err}");
+    }
+
+    #[test]
+    fn debug_redacts_creds() {
+        let c = ConnectionConfig::new(["nats://a:4222"]).with_creds("SUAxxx seed");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("SUAxxx"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn dial_without_servers_is_refused() {
+        let err = dial(&ConnectionConfig::default()).await.err();
+        assert!(matches!(err, Some(DialError::NoServers { .. })), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn dial_with_garbage_creds_is_refused() {
+        let c = ConnectionConfig::new(["nats://127.0.0.1:1"]).with_creds("garbage");
+        let err = dial(&c).await.err();
+        assert!(
+            matches!(err, Some(DialError::InvalidCredentials { .. })),
+            "{err:?}"
+        );
+    }
+}
