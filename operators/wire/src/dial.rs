@@ -98,7 +98,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Dials the connection. The client reconnects on its own afterwards; only the first connect is
 /// bounded by `connect_timeout`.
 pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
-    let servers = config.servers.clone();
+    // Errors carry the servers without any password in them.
+    let servers: Vec<String> = config.servers.iter().map(|s| redact_userinfo(s)).collect();
     if servers.is_empty() {
         return Err(DialError::NoServers { servers });
     }
@@ -129,7 +130,8 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
     options = options
         .connection_timeout(connect_timeout)
         .request_timeout(Some(request_timeout));
-    let addrs: Vec<async_nats::ServerAddr> = servers
+    let addrs: Vec<async_nats::ServerAddr> = config
+        .servers
         .iter()
         .map(|s| s.parse::<async_nats::ServerAddr>())
         .collect::<Result<_, _>>()
@@ -140,6 +142,20 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
                 e,
             ),
         })?;
+    // async-nats parses `nats://user:pass@host` but does not send the user; nats.go does, and a
+    // NatsConnection's servers may carry one, so apply the first one found (creds take precedence).
+    if config.creds.is_none()
+        && let Some((user, pass)) = addrs.iter().find_map(|a| {
+            a.has_user_pass().then(|| {
+                (
+                    a.username().unwrap_or_default().to_string(),
+                    a.password().unwrap_or_default().to_string(),
+                )
+            })
+        })
+    {
+        options = options.user_and_password(user, pass);
+    }
     let client = tokio::time::timeout(connect_timeout, options.connect(addrs))
         .await
         .map_err(|_| DialError::Timeout {
@@ -151,6 +167,16 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
             source,
         })?;
     Ok(Wire::new(client).with_request_timeout(request_timeout))
+}
+
+/// `nats://user:pass@host:4222` → `nats://***@host:4222`.
+fn redact_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    match rest.split_once('@') {
+        Some((_, host)) if scheme.is_empty() => format!("***@{host}"),
+        Some((_, host)) => format!("{scheme}://***@{host}"),
+        None => url.to_string(),
+    }
 }
 
 /// A rustls client config trusting the PEM bundle (and the system roots, as async-nats does when
@@ -187,6 +213,13 @@ mod tests {
             preset_inbox_prefix("cluster-controller"),
             "_INBOX.cluster-controller"
         );
+    }
+
+    #[test]
+    fn userinfo_is_redacted() {
+        assert_eq!(redact_userinfo("nats://sys:pw@h:4222"), "nats://***@h:4222");
+        assert_eq!(redact_userinfo("h:4222"), "h:4222");
+        assert_eq!(redact_userinfo("u:p@h:4222"), "***@h:4222");
     }
 
     #[test]

@@ -1,0 +1,455 @@
+//! Live tests against a real 3-server JetStream cluster (sim, config accounts SYS and APP):
+//! every monitoring ping collects all three answers, per-server forms answer, reload succeeds for
+//! a reloadable change and is refused for a restart-only one, kick disconnects a client, leader
+//! stepdowns move leaders, evacuation moves a stream off a server, and SERVER.REMOVE removes a
+//! peer from the meta group.
+
+mod common;
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use common::{WAIT, app_wire, eventually, roster, sys_wire};
+use nats_wire::jsapi::PeerRef;
+use nats_wire::monitor::{ConnzOptions, GatewayzOptions, HealthzOptions, JszOptions, LeafzOptions};
+use nats_wire::{Collect, ServerFilter, WireError};
+use sim::topology::{Topology, TopologySpec};
+
+const N: usize = 3;
+
+async fn cluster() -> Topology {
+    Topology::start(TopologySpec::cluster(N))
+        .await
+        .expect("a 3-server cluster boots")
+}
+
+fn all_three() -> Collect {
+    Collect::expecting(N, Duration::from_secs(5))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_collect_every_servers_answer_and_per_server_forms_answer() {
+    let topo = cluster().await;
+    let wire = sys_wire(&topo).await;
+    let ids = roster(&wire, N).await;
+    let mut names: Vec<String> = ids.keys().cloned().collect();
+    names.sort();
+    assert_eq!(names, topo.server_names());
+
+    // Without an expected count the ping collects until the deadline and still sees everyone.
+    let statsz = wire
+        .ping_statsz(&ServerFilter::all(), Collect::until(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    assert_eq!(statsz.server_names(), names);
+    assert!(
+        statsz
+            .replies
+            .iter()
+            .all(|r| r.data.active_servers == N as i64)
+    );
+
+    let varz = wire
+        .ping_varz(&ServerFilter::all(), all_three())
+        .await
+        .unwrap();
+    assert_eq!(varz.server_names(), names);
+    for r in &varz.replies {
+        assert!(
+            r.data.config_digest.len() > 10,
+            "{:?}",
+            r.data.config_digest
+        );
+        assert!(r.data.config_load_time.is_some());
+        assert_eq!(r.data.server_name, r.server.name);
+        assert_eq!(r.data.cluster.name, "c1");
+    }
+
+    let jsz = wire
+        .ping_jsz(
+            &JszOptions {
+                filter: ServerFilter::cluster("c1"),
+                ..Default::default()
+            },
+            all_three(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(jsz.server_names(), names);
+    let leaders: Vec<String> = jsz
+        .replies
+        .iter()
+        .filter_map(|r| r.data.meta_cluster.as_ref().map(|m| m.leader.clone()))
+        .collect();
+    assert_eq!(leaders.len(), N);
+    assert!(leaders.iter().all(|l| l == &leaders[0] && !l.is_empty()));
+
+    // A cluster filter naming another NATS cluster leaves nobody to answer.
+    let err = wire
+        .ping_jsz(
+            &JszOptions {
+                filter: ServerFilter::cluster("elsewhere"),
+                ..Default::default()
+            },
+            Collect::until(Duration::from_millis(500)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WireError::Timeout { .. }), "{err}");
+
+    let connz = wire
+        .ping_connz(&ConnzOptions::default(), all_three())
+        .await
+        .unwrap();
+    assert_eq!(connz.server_names(), names);
+    let sys_conns: usize = connz
+        .replies
+        .iter()
+        .map(|r| {
+            r.data
+                .connections
+                .iter()
+                .filter(|c| c.name == "wire-test-sys")
+                .count()
+        })
+        .sum();
+    assert_eq!(sys_conns, 1, "our own connection shows up once");
+
+    let leafz = wire
+        .ping_leafz(&LeafzOptions::default(), all_three())
+        .await
+        .unwrap();
+    assert_eq!(leafz.server_names(), names);
+    assert!(leafz.replies.iter().all(|r| r.data.num_leafs == 0));
+
+    let gwz = wire
+        .ping_gatewayz(&GatewayzOptions::default(), all_three())
+        .await
+        .unwrap();
+    assert_eq!(gwz.server_names(), names);
+
+    let health = wire
+        .ping_healthz(&HealthzOptions::default(), all_three())
+        .await
+        .unwrap();
+    assert_eq!(health.server_names(), names);
+    assert!(
+        health.replies.iter().all(|r| r.data.is_ok()),
+        "{:?}",
+        health.replies
+    );
+
+    // The per-server forms, addressed by id, answer from exactly that server.
+    for (name, id) in &ids {
+        assert_eq!(&wire.statsz(id).await.unwrap().server.name, name);
+        let v = wire.varz(id).await.unwrap();
+        assert_eq!(&v.data.server_name, name);
+        let j = wire.jsz(id, &JszOptions::default()).await.unwrap();
+        assert_eq!(&j.data.server_id, id);
+        let c = wire.connz(id, &ConnzOptions::default()).await.unwrap();
+        assert_eq!(&c.data.server_id, id);
+        let l = wire.leafz(id, &LeafzOptions::default()).await.unwrap();
+        assert_eq!(&l.data.server_id, id);
+        let g = wire
+            .gatewayz(id, &GatewayzOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(&g.data.server_id, id);
+        let h = wire.healthz(id, &HealthzOptions::default()).await.unwrap();
+        assert!(h.data.is_ok());
+    }
+
+    // An id no server has: nobody subscribes, and the error names the server asked for.
+    let err = wire.varz("NOSUCHSERVER").await.unwrap_err();
+    assert!(matches!(err, WireError::NoResponders { .. }), "{err}");
+    assert_eq!(err.server(), Some("NOSUCHSERVER"));
+
+    // The APP account cannot reach the system pings.
+    let app = app_wire(&topo).await;
+    let err = app
+        .ping_statsz(
+            &ServerFilter::all(),
+            Collect::until(Duration::from_millis(500)),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WireError::NoResponders { .. } | WireError::Timeout { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_applies_a_reloadable_change_and_refuses_a_restart_only_one() {
+    let mut topo = cluster().await;
+    let wire = sys_wire(&topo).await;
+    let ids = roster(&wire, N).await;
+    let name = "c1-0";
+    let id = ids[name].clone();
+    let before = wire.varz(&id).await.unwrap().data;
+
+    // server_tags reload.
+    {
+        let server = topo.server_mut(name).unwrap();
+        server.config.tags = vec!["az:reloaded".to_string()];
+        server.write_config().unwrap();
+    }
+    let answered = wire.reload(&id).await.expect("a reloadable change reloads");
+    assert_eq!(answered.id, id);
+    let after = wire.varz(&id).await.unwrap().data;
+    assert!(
+        after.tags.contains(&"az:reloaded".to_string()),
+        "{:?}",
+        after.tags
+    );
+    assert_ne!(after.config_digest, before.config_digest);
+    assert!(after.config_load_time > before.config_load_time);
+
+    // The JetStream store directory is restart-only: the whole reload is refused.
+    {
+        let server = topo.server_mut(name).unwrap();
+        let js = server.config.jetstream.as_mut().unwrap();
+        js.store_dir = js.store_dir.with_file_name("elsewhere");
+        server.write_config().unwrap();
+    }
+    let err = wire.reload(&id).await.unwrap_err();
+    match &err {
+        WireError::Refused {
+            request,
+            server,
+            description,
+            ..
+        } => {
+            assert_eq!(request, &format!("$SYS.REQ.SERVER.{id}.RELOAD"));
+            assert!(server.contains(name), "{server}");
+            assert!(
+                description.to_lowercase().contains("not supported")
+                    || description.to_lowercase().contains("jetstream"),
+                "{description}"
+            );
+        }
+        other => panic!("expected a refusal, got {other}"),
+    }
+    let unchanged = wire.varz(&id).await.unwrap().data;
+    assert_eq!(unchanged.config_digest, after.config_digest);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kick_disconnects_the_client_connz_found() {
+    let topo = cluster().await;
+    let wire = sys_wire(&topo).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let victim = async_nats::ConnectOptions::new()
+        .name("kick-me")
+        .event_callback(move |e| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(e);
+            }
+        })
+        .connect(topo.server_addrs())
+        .await
+        .unwrap();
+    victim.flush().await.unwrap();
+
+    // The design's lookup: a CONNZ ping filtered by account and user.
+    let connz = wire
+        .ping_connz(&ConnzOptions::user_of_account("APP", "app"), all_three())
+        .await
+        .unwrap();
+    let (server_id, cid) = connz
+        .replies
+        .iter()
+        .find_map(|r| {
+            r.data
+                .connections
+                .iter()
+                .find(|c| c.name == "kick-me")
+                .map(|c| (r.server.id.clone(), c.cid))
+        })
+        .expect("CONNZ finds the client");
+    // The account filter leaves out the system user's own connection.
+    assert!(
+        connz
+            .replies
+            .iter()
+            .flat_map(|r| &r.data.connections)
+            .all(|c| c.account == "APP" && c.authorized_user == "app")
+    );
+
+    wire.kick(&server_id, cid).await.expect("kick");
+    tokio::time::timeout(WAIT, async {
+        while let Some(e) = rx.recv().await {
+            if matches!(e, async_nats::Event::Disconnected) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the kicked client sees its connection closed");
+
+    let err = wire.kick(&server_id, 987_654).await.unwrap_err();
+    assert!(matches!(err, WireError::Refused { .. }), "{err}");
+    drop(victim);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_stepdowns_move_stream_consumer_and_meta_leaders() {
+    let topo = cluster().await;
+    let sys = sys_wire(&topo).await;
+    let app = app_wire(&topo).await;
+    let js = jetstream::new(app.client().clone());
+    let stream = js
+        .create_stream(jetstream::stream::Config {
+            name: "ORDERS".into(),
+            subjects: vec!["orders.>".into()],
+            num_replicas: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::Config {
+            durable_name: Some("worker".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let _ = consumer;
+
+    let stream_leader = || async {
+        let info = js
+            .get_stream("ORDERS")
+            .await
+            .map_err(|e| e.to_string())?
+            .info()
+            .await
+            .map_err(|e| e.to_string())?
+            .clone();
+        Ok(info.cluster.and_then(|c| c.leader))
+    };
+    let first = eventually("stream leader", WAIT, stream_leader).await;
+    app.stream_leader_stepdown("ORDERS", None)
+        .await
+        .expect("stream stepdown");
+    eventually("a new stream leader", WAIT, || async {
+        Ok(stream_leader().await?.filter(|l| *l != first))
+    })
+    .await;
+
+    let consumer_leader = || async {
+        let mut c: jetstream::consumer::PullConsumer = js
+            .get_consumer_from_stream("worker", "ORDERS")
+            .await
+            .map_err(|e| e.to_string())?;
+        let info = c.info().await.map_err(|e| e.to_string())?.clone();
+        Ok(info.cluster.and_then(|c| c.leader))
+    };
+    let first = eventually("consumer leader", WAIT, consumer_leader).await;
+    app.consumer_leader_stepdown("ORDERS", "worker", None)
+        .await
+        .expect("consumer stepdown");
+    eventually("a new consumer leader", WAIT, || async {
+        Ok(consumer_leader().await?.filter(|l| *l != first))
+    })
+    .await;
+
+    // A stream the account does not have: a JetStream error naming the request.
+    let err = app.stream_leader_stepdown("NOPE", None).await.unwrap_err();
+    match &err {
+        WireError::JetStream { request, code, .. } => {
+            assert_eq!(request, "$JS.API.STREAM.LEADER.STEPDOWN.NOPE");
+            assert_eq!(*code, 404);
+        }
+        other => panic!("{other}"),
+    }
+
+    let group = sys
+        .meta_group(Collect::until(Duration::from_secs(2)))
+        .await
+        .unwrap()
+        .expect("the meta leader answers");
+    assert_eq!(group.peer_names(), topo.server_names());
+    sys.meta_leader_stepdown(None).await.expect("meta stepdown");
+    eventually("a new meta leader", WAIT, || async {
+        let g = sys
+            .meta_group(Collect::until(Duration::from_secs(1)))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(g.filter(|g| g.leader != group.leader).map(|g| g.leader))
+    })
+    .await;
+
+    // The meta group is the system account's: APP is not answered.
+    let err = app.meta_leader_stepdown(None).await.unwrap_err();
+    assert!(
+        matches!(err, WireError::JetStream { .. } | WireError::Timeout { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evacuate_moves_a_stream_off_the_server_and_remove_drops_the_peer() {
+    let mut topo = cluster().await;
+    let sys = sys_wire(&topo).await;
+    let app = app_wire(&topo).await;
+    let js = jetstream::new(app.client().clone());
+    js.create_stream(jetstream::stream::Config {
+        name: "ONE".into(),
+        subjects: vec!["one.>".into()],
+        num_replicas: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    js.publish("one.x", "hello".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let host = topo.wait_stream_leader("ONE", WAIT).await.unwrap();
+
+    sys.server_evacuate(&PeerRef::name(&host))
+        .await
+        .expect("evacuate");
+    let moved_to = eventually("ONE off the evacuated server", WAIT, || async {
+        Ok(topo.stream_leader("ONE").await?.filter(|l| *l != host))
+    })
+    .await;
+    assert_ne!(moved_to, host);
+
+    // Remove a peer that is gone: the meta group shrinks to the other two.
+    let meta = sys
+        .meta_group(Collect::until(Duration::from_secs(2)))
+        .await
+        .unwrap()
+        .expect("meta leader");
+    let victim = topo
+        .server_names()
+        .into_iter()
+        .find(|n| *n != meta.leader)
+        .unwrap();
+    topo.server_mut(&victim).unwrap().kill9().unwrap();
+    sys.server_remove(&PeerRef::name(&victim))
+        .await
+        .expect("SERVER.REMOVE");
+    eventually("the meta group without the removed peer", WAIT, || async {
+        let g = sys
+            .meta_group(Collect::until(Duration::from_secs(1)))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(g.filter(|g| !g.peer_names().contains(&victim)))
+    })
+    .await;
+
+    // A peer that is not a member: a JetStream error naming that server.
+    let err = sys
+        .server_remove(&PeerRef::name("no-such-server"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WireError::JetStream { .. }), "{err}");
+    assert_eq!(err.server(), Some("no-such-server"));
+}
