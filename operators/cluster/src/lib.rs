@@ -1,1 +1,7 @@
-//! The cluster controller: NatsCluster becomes running NATS servers.
+//! The cluster controller: a NatsCluster becomes running NATS servers.
+//!
+//! The pure core — rendering a server's nats.conf, deciding reload or restart — lives in
+//! [`render`] and [`apply_mode`]; the shells that talk to Kubernetes and to NATS call it.
+
+pub mod apply_mode;
+pub mod render;

@@ -1,0 +1,329 @@
+//! Reload or restart (design §4.2): a rendered-config change reloads a server where every changed
+//! field is in the reload allow-list for its version, and restarts it otherwise. A reload succeeds
+//! or fails whole, so one restart-only field makes the whole batch a restart.
+//!
+//! The allow-list mirrors nats-server's `diffOptions` (server/reload.go) for the supported
+//! versions; the design cites the restart-only fields it depends on.
+
+use crate::render::{ServerPlan, TlsFiles};
+
+/// How a changed configuration reaches a running server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyMode {
+    /// Nothing rendered changed.
+    Unchanged,
+    /// Every changed field reloads: `$SYS.REQ.SERVER.<id>.RELOAD`, confirmed by `/varz`.
+    Reload { changed: Vec<&'static str> },
+    /// At least one changed field is restart-only; `restart_only` names them for status.
+    Restart {
+        changed: Vec<&'static str>,
+        restart_only: Vec<&'static str>,
+    },
+}
+
+impl ApplyMode {
+    /// A short reason for `status.config.restartReason`.
+    pub fn restart_reason(&self) -> Option<String> {
+        match self {
+            ApplyMode::Restart { restart_only, .. } => Some(format!(
+                "restart-only fields changed: {}",
+                restart_only.join(", ")
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a field reloads on the given nats-server version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reload {
+    Yes,
+    No,
+}
+
+/// One compared field: its name as the status reports it and whether it reloads.
+struct Field {
+    name: &'static str,
+    reload: Reload,
+    changed: bool,
+}
+
+/// Decides how `new` reaches a server running `old`, for nats-server `version` (MAJOR.MINOR.PATCH).
+///
+/// Every supported version (2.15.0 and later) shares today's allow-list; `version` is where a
+/// future minor that widens `diffOptions` is told apart.
+pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMode {
+    use Reload::{No, Yes};
+    let js_raised_only = jetstream_limits_only_raised(old, new);
+    let fields = [
+        // Identity and listeners: the server binds these at start.
+        f("server_name", No, old.server_name != new.server_name),
+        f("cluster.name", No, old.cluster_name != new.cluster_name),
+        f("listen", No, old.client != new.client),
+        f("http", No, old.monitor != new.monitor),
+        f("cluster.listen", No, old.route_listen != new.route_listen),
+        f("pid_file", No, old.pid_file != new.pid_file),
+        // Lame-duck settings are restart-only (reload.go:1969-1973).
+        f(
+            "lame_duck_duration",
+            No,
+            old.lame_duck_duration != new.lame_duck_duration,
+        ),
+        // Routes, tags and certificates reload.
+        f("cluster.routes", Yes, old.routes != new.routes),
+        f("server_tags", Yes, old.tags != new.tags),
+        tls_field("tls", &old.client_tls, &new.client_tls),
+        tls_field("cluster.tls", &old.route_tls, &new.route_tls),
+        // JetStream: raised limits reload; store_dir, domain and a lowered limit restart.
+        f(
+            "jetstream",
+            No,
+            old.jetstream.is_some() != new.jetstream.is_some(),
+        ),
+        f(
+            "jetstream.store_dir",
+            No,
+            js(old, |j| j.store_dir.clone()) != js(new, |j| j.store_dir.clone()),
+        ),
+        f(
+            "jetstream.domain",
+            No,
+            js(old, |j| j.domain.clone()) != js(new, |j| j.domain.clone()),
+        ),
+        f(
+            "jetstream.limits",
+            if js_raised_only { Yes } else { No },
+            js(old, |j| (j.max_memory_store, j.max_file_store))
+                != js(new, |j| (j.max_memory_store, j.max_file_store)),
+        ),
+        // Gateway config is not reloadable at all (reload.go:1765-1790).
+        f("gateway", No, old.gateway != new.gateway),
+        // The leafnode listener is restart-only; remotes are added and removed by reload
+        // (reload.go:931-990).
+        f("leafnodes", No, old.leafnodes != new.leafnodes),
+        f(
+            "leafnodes.remotes",
+            Yes,
+            old.leaf_remotes != new.leaf_remotes,
+        ),
+        // Trust: the operator (reload.go:1619), system_account, any resolver change (a reloaded
+        // resolver is never started, reload.go:2236) and any preloaded account other than the
+        // system account's restart. The system account's preload reloads, though the server keeps
+        // the preload it started with: the new JWT reaches it as a claims update.
+        f(
+            "operator",
+            No,
+            trust(old, |t| t.operator.clone()) != trust(new, |t| t.operator.clone()),
+        ),
+        f(
+            "system_account",
+            No,
+            trust(old, |t| t.system_account.clone()) != trust(new, |t| t.system_account.clone()),
+        ),
+        f(
+            "resolver",
+            No,
+            trust(old, |t| t.resolver.clone()) != trust(new, |t| t.resolver.clone()),
+        ),
+        f(
+            "resolver_preload.accounts",
+            No,
+            preload_other(old) != preload_other(new),
+        ),
+        f(
+            "resolver_preload.system_account",
+            Yes,
+            preload_system(old) != preload_system(new),
+        ),
+    ];
+
+    let changed: Vec<&'static str> = fields
+        .iter()
+        .filter(|x| x.changed)
+        .map(|x| x.name)
+        .collect();
+    if changed.is_empty() {
+        return ApplyMode::Unchanged;
+    }
+    let restart_only: Vec<&'static str> = fields
+        .iter()
+        .filter(|x| x.changed && x.reload == No)
+        .map(|x| x.name)
+        .collect();
+    if restart_only.is_empty() {
+        ApplyMode::Reload { changed }
+    } else {
+        ApplyMode::Restart {
+            changed,
+            restart_only,
+        }
+    }
+}
+
+fn f(name: &'static str, reload: Reload, changed: bool) -> Field {
+    Field {
+        name,
+        reload,
+        changed,
+    }
+}
+
+/// A listener's certificate, key and CA reload; turning TLS on or off, or changing whether
+/// peers are verified, changes what every client or peer must do and restarts.
+fn tls_field(name: &'static str, old: &Option<TlsFiles>, new: &Option<TlsFiles>) -> Field {
+    match (old, new) {
+        (Some(o), Some(n)) => f(
+            name,
+            if o.verify == n.verify {
+                Reload::Yes
+            } else {
+                Reload::No
+            },
+            o != n,
+        ),
+        (None, None) => f(name, Reload::Yes, false),
+        _ => f(name, Reload::No, true),
+    }
+}
+
+fn js<T: PartialEq>(p: &ServerPlan, g: impl Fn(&crate::render::JetStreamPlan) -> T) -> Option<T> {
+    p.jetstream.as_ref().map(g)
+}
+
+fn trust<T: PartialEq>(p: &ServerPlan, g: impl Fn(&crate::render::TrustPlan) -> T) -> Option<T> {
+    p.trust.as_ref().map(g)
+}
+
+fn preload_system(p: &ServerPlan) -> Option<String> {
+    let t = p.trust.as_ref()?;
+    t.preload
+        .iter()
+        .find(|(k, _)| *k == t.system_account)
+        .map(|(_, jwt)| jwt.clone())
+}
+
+fn preload_other(p: &ServerPlan) -> Vec<(String, String)> {
+    match &p.trust {
+        Some(t) => t
+            .preload
+            .iter()
+            .filter(|(k, _)| *k != t.system_account)
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// True when no JetStream limit went down or from a set value to the server's default: the
+/// server raises a limit in place, but lowering one below what streams already reserve is
+/// refused at runtime, so it restarts.
+fn jetstream_limits_only_raised(old: &ServerPlan, new: &ServerPlan) -> bool {
+    let (Some(o), Some(n)) = (&old.jetstream, &new.jetstream) else {
+        return false;
+    };
+    let up = |a: Option<i64>, b: Option<i64>| match (a, b) {
+        (Some(a), Some(b)) => b >= a,
+        (None, None) => true,
+        _ => false,
+    };
+    up(o.max_memory_store, n.max_memory_store) && up(o.max_file_store, n.max_file_store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::tests::plan;
+    use crate::render::{GatewayPlan, LeafRemotePlan, Listen, ResolverPlan, TrustPlan};
+    use rstest::rstest;
+
+    fn trusted() -> ServerPlan {
+        let mut p = plan();
+        p.trust = Some(TrustPlan {
+            operator: "OPJWT".into(),
+            system_account: "ASYS".into(),
+            resolver: ResolverPlan::Full {
+                dir: "/data/resolver".into(),
+            },
+            preload: vec![("ASYS".into(), "SYSJWT".into())],
+        });
+        p.client_tls = Some(TlsFiles {
+            cert_file: Some("/a.crt".into()),
+            key_file: Some("/a.key".into()),
+            ca_file: None,
+            verify: false,
+        });
+        p
+    }
+
+    fn edit(f: fn(&mut ServerPlan)) -> (ServerPlan, ServerPlan) {
+        let old = trusted();
+        let mut new = old.clone();
+        f(&mut new);
+        (old, new)
+    }
+
+    #[rstest]
+    #[case::routes_reload("a route added reloads", |p: &mut ServerPlan| p.routes.push("nats://demo-3:6222".into()))]
+    #[case::tags_reload("server_tags reload", |p: &mut ServerPlan| p.tags.push("zone:b".into()))]
+    #[case::js_raised("a raised memory store reloads", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_memory_store = Some(2 << 30))]
+    #[case::leaf_remote_added("a leaf remote added reloads (reload.go:931-990)", |p: &mut ServerPlan| p.leaf_remotes.push(LeafRemotePlan { urls: vec!["nats-leaf://hub:7422".into()], credentials: None, ca_file: None, account: None }))]
+    #[case::system_preload("the re-signed system account preload reloads", |p: &mut ServerPlan| p.trust.as_mut().unwrap().preload[0].1 = "SYSJWT2".into())]
+    #[case::client_cert("a new client certificate reloads", |p: &mut ServerPlan| p.client_tls.as_mut().unwrap().cert_file = Some("/b.crt".into()))]
+    fn reloadable_changes(#[case] what: &str, #[case] change: fn(&mut ServerPlan)) {
+        let (old, new) = edit(change);
+        let mode = apply_mode(&old, &new, "2.15.1");
+        assert!(matches!(mode, ApplyMode::Reload { .. }), "{what}: {mode:?}");
+    }
+
+    #[rstest]
+    #[case::gateway("any gateway change restarts (reload.go:1765-1790)", "gateway", |p: &mut ServerPlan| p.gateway = Some(GatewayPlan { name: "demo".into(), listen: Listen::new("0.0.0.0", 7222), advertise: None, reject_unknown: true, remotes: vec![], tls: None }))]
+    #[case::client_tls_off("turning client TLS off restarts", "tls", |p: &mut ServerPlan| p.client_tls = None)]
+    #[case::route_listen("the route listen address restarts", "cluster.listen", |p: &mut ServerPlan| p.route_listen.port = 6333)]
+    #[case::store_dir("JetStream store_dir restarts", "jetstream.store_dir", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().store_dir = "/other".into())]
+    #[case::js_lowered("a lowered memory store restarts", "jetstream.limits", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_memory_store = Some(1 << 20))]
+    #[case::lame_duck("lame-duck settings restart (reload.go:1969-1973)", "lame_duck_duration", |p: &mut ServerPlan| p.lame_duck_duration = "3m".into())]
+    #[case::system_account("system_account restarts", "system_account", |p: &mut ServerPlan| p.trust.as_mut().unwrap().system_account = "AOTHER".into())]
+    #[case::operator("the trusted NATS operator restarts (reload.go:1619)", "operator", |p: &mut ServerPlan| p.trust.as_mut().unwrap().operator = "OPJWT2".into())]
+    #[case::resolver("any resolver change restarts (reload.go:2236)", "resolver", |p: &mut ServerPlan| p.trust.as_mut().unwrap().resolver = ResolverPlan::Cache { dir: "/data/resolver".into() })]
+    #[case::account_preload("an account preloaded from a NatsAccountTrust restarts", "resolver_preload.accounts", |p: &mut ServerPlan| p.trust.as_mut().unwrap().preload.push(("AACC".into(), "ACCJWT".into())))]
+    #[case::domain("the JetStream domain restarts", "jetstream.domain", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().domain = Some("edge".into()))]
+    fn restart_only_changes(
+        #[case] what: &str,
+        #[case] field: &str,
+        #[case] change: fn(&mut ServerPlan),
+    ) {
+        let (old, new) = edit(change);
+        match apply_mode(&old, &new, "2.15.1") {
+            ApplyMode::Restart { restart_only, .. } => {
+                assert!(restart_only.contains(&field), "{what}: {restart_only:?}")
+            }
+            other => panic!("{what}: expected a restart, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_restart_only_field_makes_the_whole_batch_a_restart() {
+        let (old, new) = edit(|p| {
+            p.tags.push("zone:b".into());
+            p.lame_duck_duration = "3m".into();
+        });
+        let mode = apply_mode(&old, &new, "2.15.1");
+        assert_eq!(
+            mode,
+            ApplyMode::Restart {
+                changed: vec!["lame_duck_duration", "server_tags"],
+                restart_only: vec!["lame_duck_duration"],
+            }
+        );
+        assert_eq!(
+            mode.restart_reason().as_deref(),
+            Some("restart-only fields changed: lame_duck_duration")
+        );
+    }
+
+    #[test]
+    fn an_identical_render_is_unchanged() {
+        let p = trusted();
+        assert_eq!(apply_mode(&p, &p.clone(), "2.15.1"), ApplyMode::Unchanged);
+    }
+}
