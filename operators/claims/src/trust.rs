@@ -1,7 +1,10 @@
 //! Whether an issuer is allowed to sign a JWT, as nats-server decides it: an account by its
-//! NATS operator's identity or signing keys (only signing keys under strict signing), a user
-//! or activation by its account's identity or signing keys (with `issuer_account` set), and a
-//! user of a scoped signing key carrying no permissions of its own.
+//! NATS operator's identity or signing keys, a user or activation by its account's identity or
+//! signing keys (with `issuer_account` set), and a user of a scoped signing key carrying no
+//! permissions of its own. Under a NATS operator with strict signing
+//! (`strict_signing_key_usage`), identities sign nothing but themselves: accounts need an
+//! operator signing key and users an account signing key (nats-server accounts.go, where a
+//! strict operator's account identity is left out of the account's signers).
 
 use crate::claims::{AccountClaims, ActivationClaims, OperatorClaims, UserClaims};
 use crate::error::{Error, Result};
@@ -43,10 +46,20 @@ pub fn check_account(operator: &OperatorClaims, account: &AccountClaims) -> Resu
     Err(refuse("account", &account.issuer, &account.subject, reason))
 }
 
-pub fn check_user(account: &AccountClaims, user: &UserClaims) -> Result<()> {
+/// `strict_signing` is the NATS operator's `strict_signing_key_usage`.
+pub fn check_user(account: &AccountClaims, user: &UserClaims, strict_signing: bool) -> Result<()> {
     let issuer = &user.issuer;
     let issuer_account = &user.nats.issuer_account;
     if issuer == &account.subject {
+        if strict_signing {
+            return Err(refuse(
+                "user",
+                issuer,
+                &user.subject,
+                "the NATS operator requires strict signing: users must be signed by an account signing key"
+                    .into(),
+            ));
+        }
         if !issuer_account.is_empty() && issuer_account != &account.subject {
             return Err(refuse(
                 "user",
