@@ -199,6 +199,11 @@ impl TopologySpec {
                 "several clusters need a gateway mode".into(),
             ));
         }
+        if self.gateways.is_some() && self.clusters.iter().any(|c| c.servers < 2) {
+            return Err(TopologyError::Invalid(
+                "a JetStream cluster in a supercluster needs at least 2 servers (routes)".into(),
+            ));
+        }
         for l in &self.leafs {
             if !self.clusters.iter().any(|c| c.name == l.hub) {
                 return Err(TopologyError::NoSuchCluster(l.hub.clone()));
@@ -773,14 +778,30 @@ impl Topology {
             "gateways connected between every cluster",
             timeout,
             || async {
+                // Every server dials one server of each other cluster (outbound); inbound connections
+                // land on whichever server was dialed, so they are counted per cluster.
+                let mut inbound: BTreeMap<(String, String), usize> = BTreeMap::new();
                 for (n, own) in &names {
                     let gz = self.monitor(n, "/gatewayz").await?;
                     for c in clusters.iter().filter(|c| *c != own) {
                         if gz["outbound_gateways"][c].is_null() {
                             return Err(format!("{n} has no outbound gateway to {c}"));
                         }
-                        if gz["inbound_gateways"][c].is_null() {
-                            return Err(format!("{n} has no inbound gateway from {c}"));
+                        let k = gz["inbound_gateways"][c]
+                            .as_array()
+                            .map(Vec::len)
+                            .unwrap_or(0);
+                        *inbound.entry((own.clone(), c.clone())).or_default() += k;
+                    }
+                }
+                for own in &clusters {
+                    for c in clusters.iter().filter(|c| *c != own) {
+                        let dialers = names.iter().filter(|(_, cl)| cl == c).count();
+                        let got = inbound.get(&(own.clone(), c.clone())).copied().unwrap_or(0);
+                        if got < dialers {
+                            return Err(format!(
+                                "{own} has {got} inbound gateways from {c}, wants {dialers}"
+                            ));
                         }
                     }
                 }
