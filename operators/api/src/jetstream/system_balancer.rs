@@ -1,0 +1,139 @@
+//! NatsSystemBalancer: evens leaders and replicas over every account of a NATS cluster.
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::balancer::default_interval;
+use super::{GoDuration, Move, Moves};
+use crate::common::{Conditions, ObjectReference};
+
+/// How far the system balancer can move leaders.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = crate::jetstream::drop_type_description)]
+pub enum LeaderCapability {
+    /// Every account with streams exports jetstream-stepdown.
+    Full,
+    /// Some accounts do not export jetstream-stepdown; their leaders are not moved.
+    Partial,
+    /// No account exports jetstream-stepdown.
+    None,
+}
+
+/// What the system balancer can do.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// Whether placement moves are possible (ACCOUNT.STREAM.MOVE over the system account).
+    #[serde(default)]
+    pub placement: bool,
+    /// How far leader moves are possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<LeaderCapability>,
+    /// Why leader moves are not Full, naming the accounts without the export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_reason: Option<String>,
+}
+
+/// What one server holds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerLoad {
+    /// The server's server_name.
+    pub name: String,
+    /// Group leaders the server holds.
+    #[serde(default)]
+    pub leaders: u32,
+    /// Replicas the server holds.
+    #[serde(default)]
+    pub replicas: u32,
+}
+
+/// The difference between the most and fewest a server holds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Skew {
+    /// Leader skew.
+    #[serde(default)]
+    pub leaders: u32,
+    /// Replica skew.
+    #[serde(default)]
+    pub replicas: u32,
+}
+
+/// The balancer of a whole NATS cluster over system credentials: placement moves by
+/// ACCOUNT.STREAM.MOVE and leader moves through each account's jetstream-stepdown export.
+/// At most one per NATS cluster.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "jetstream.nats.mikluko.io",
+    version = "v1beta1",
+    kind = "NatsSystemBalancer",
+    namespaced,
+    status = "NatsSystemBalancerStatus",
+    category = "nats",
+    category = "nats-jetstream",
+    doc = "Balances leaders, and optionally replicas, over every account of a NATS cluster.",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Holding",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Holding\")].reason"
+    ),
+    printcolumn(
+        name = "Leaders",
+        type_ = "string",
+        json_path = ".status.capabilities.leader",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("self.connectionRef == oldSelf.connectionRef").message("connectionRef cannot change"))]
+#[x_kube(validation = Rule::new("duration(self.interval) > duration('0s')").message("interval must be greater than 0"))]
+#[serde(rename_all = "camelCase")]
+pub struct NatsSystemBalancerSpec {
+    /// A NatsConnection with system account credentials to the NATS cluster. Cannot change.
+    pub connection_ref: ObjectReference,
+    /// Which kinds of move to make: leader moves on, placement moves off by default.
+    #[serde(default)]
+    pub moves: Moves,
+    /// The pace of passes, at most one move each (Go duration, greater than 0; default `1m`).
+    #[serde(default = "default_interval")]
+    pub interval: GoDuration,
+}
+
+/// The observed state of the system balancer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NatsSystemBalancerStatus {
+    /// The generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Ready and Holding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Conditions,
+    /// What the balancer can do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+    /// What every server of the NATS cluster holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerLoad>,
+    /// The current skew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<Skew>,
+    /// The last move made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_move: Option<Move>,
+    /// Moves requested and not yet done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Move>,
+}
