@@ -65,7 +65,10 @@ pub enum LoadError {
 
 /// `docs/stories/` of this workspace, found from the `e2e` crate's manifest directory.
 pub fn stories_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("docs").join("stories")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("docs")
+        .join("stories")
 }
 
 /// Every story under [`stories_dir`], ordered by folder name.
@@ -128,7 +131,10 @@ impl Story {
                     let step = step_of(&path)?;
                     let mut objects = parse_objects(&path)?;
                     if objects.len() != 1 {
-                        return Err(LoadError::StatusDocuments { path, found: objects.len() });
+                        return Err(LoadError::StatusDocuments {
+                            path,
+                            found: objects.len(),
+                        });
                     }
                     let object = objects.remove(0);
                     if !object.value.get("status").is_some_and(Value::is_object) {
@@ -148,13 +154,24 @@ impl Story {
                 }
             }
         }
-        Ok(Story { name, dir: dir.to_path_buf(), readme, manifests, status_examples })
+        Ok(Story {
+            name,
+            dir: dir.to_path_buf(),
+            readme,
+            manifests,
+            status_examples,
+        })
     }
 
     /// The manifest documents declaring the object a status example describes (same apiVersion, kind,
     /// name and namespace), in apply order.
-    pub fn manifests_of<'a>(&'a self, example: &'a StatusExample) -> impl Iterator<Item = &'a Document> + 'a {
-        self.manifests.iter().filter(move |d| d.object.same_object(&example.object))
+    pub fn manifests_of<'a>(
+        &'a self,
+        example: &'a StatusExample,
+    ) -> impl Iterator<Item = &'a Document> + 'a {
+        self.manifests
+            .iter()
+            .filter(move |d| d.object.same_object(&example.object))
     }
 }
 
@@ -176,12 +193,16 @@ pub struct Object {
 impl Object {
     /// API group; empty for the core group (`v1`).
     pub fn group(&self) -> &str {
-        self.api_version.rsplit_once('/').map_or("", |(group, _)| group)
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
     }
 
     /// API version without the group, e.g. `v1beta1`.
     pub fn version(&self) -> &str {
-        self.api_version.rsplit_once('/').map_or(self.api_version.as_str(), |(_, version)| version)
+        self.api_version
+            .rsplit_once('/')
+            .map_or(self.api_version.as_str(), |(_, version)| version)
     }
 
     /// Whether the kind belongs to one of this project's four API groups.
@@ -198,7 +219,11 @@ impl Object {
     }
 
     fn from_value(path: &Path, index: usize, value: Value) -> Result<Object, LoadError> {
-        let shape = |problem: &str| LoadError::Shape { path: path.to_path_buf(), index, problem: problem.into() };
+        let shape = |problem: &str| LoadError::Shape {
+            path: path.to_path_buf(),
+            index,
+            problem: problem.into(),
+        };
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
         if !value.is_object() {
             return Err(shape("not a mapping"));
@@ -206,9 +231,16 @@ impl Object {
         let api_version = text(value.get("apiVersion")).ok_or_else(|| shape("no apiVersion"))?;
         let kind = text(value.get("kind")).ok_or_else(|| shape("no kind"))?;
         let metadata = value.get("metadata");
-        let name = text(metadata.and_then(|m| m.get("name"))).ok_or_else(|| shape("no metadata.name"))?;
+        let name =
+            text(metadata.and_then(|m| m.get("name"))).ok_or_else(|| shape("no metadata.name"))?;
         let namespace = text(metadata.and_then(|m| m.get("namespace")));
-        Ok(Object { api_version, kind, name, namespace, value })
+        Ok(Object {
+            api_version,
+            kind,
+            name,
+            namespace,
+            value,
+        })
     }
 }
 
@@ -231,7 +263,11 @@ pub struct Document {
 
 impl fmt::Display for Document {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}#{} ({} {})", self.story, self.file, self.index, self.object.kind, self.object.name)
+        write!(
+            f,
+            "{}/{}#{} ({} {})",
+            self.story, self.file, self.index, self.object.kind, self.object.name
+        )
     }
 }
 
@@ -273,13 +309,20 @@ impl StatusExample {
 
 impl fmt::Display for StatusExample {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{} ({} {})", self.story, self.file, self.object.kind, self.object.name)
+        write!(
+            f,
+            "{}/{} ({} {})",
+            self.story, self.file, self.object.kind, self.object.name
+        )
     }
 }
 
 /// Parses every non-empty YAML document of a file into an [`Object`].
 pub fn parse_objects(path: &Path) -> Result<Vec<Object>, LoadError> {
-    let text = fs::read_to_string(path).map_err(|source| LoadError::Io { path: path.to_path_buf(), source })?;
+    let text = fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut objects = Vec::new();
     for (raw_index, document) in serde_yaml::Deserializer::from_str(&text).enumerate() {
         let value = Value::deserialize(document).map_err(|source| LoadError::Yaml {
@@ -297,7 +340,10 @@ pub fn parse_objects(path: &Path) -> Result<Vec<Object>, LoadError> {
 }
 
 fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let io = |source| LoadError::Io { path: dir.to_path_buf(), source };
+    let io = |source| LoadError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
     let mut entries = Vec::new();
     for entry in fs::read_dir(dir).map_err(io)? {
         entries.push(entry.map_err(io)?.path());
@@ -307,16 +353,23 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 fn is_yaml(path: &Path) -> bool {
-    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    )
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn step_of(path: &Path) -> Result<u32, LoadError> {
     let name = file_name(path);
-    let bad = || LoadError::FileName { path: path.to_path_buf() };
+    let bad = || LoadError::FileName {
+        path: path.to_path_buf(),
+    };
     let (digits, _) = name.split_once('-').ok_or_else(bad)?;
     if digits.len() != 2 {
         return Err(bad());
@@ -333,7 +386,6 @@ mod tests {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, text).unwrap();
     }
-
 
     #[test]
     fn loads_documents_in_order_and_skips_comment_only_documents() {
@@ -362,8 +414,19 @@ mod tests {
         assert_eq!(stories.len(), 1);
         let story = &stories[0];
         assert!(story.readme.is_some());
-        let seen: Vec<_> = story.manifests.iter().map(|d| (d.file.as_str(), d.index, d.object.name.as_str())).collect();
-        assert_eq!(seen, [("01-first.yaml", 0, "one"), ("01-first.yaml", 1, "c"), ("02-second.yaml", 0, "late")]);
+        let seen: Vec<_> = story
+            .manifests
+            .iter()
+            .map(|d| (d.file.as_str(), d.index, d.object.name.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("01-first.yaml", 0, "one"),
+                ("01-first.yaml", 1, "c"),
+                ("02-second.yaml", 0, "late")
+            ]
+        );
         assert_eq!(story.manifests[1].object.group(), "nats.mikluko.io");
         assert!(story.manifests[1].object.is_custom());
         assert!(!story.manifests[0].object.is_custom());
@@ -373,7 +436,10 @@ mod tests {
         assert_eq!(example.file, "status/01-c.yaml");
         assert_eq!(example.step, 1);
         assert_eq!(example.condition("Ready").unwrap()["status"], "True");
-        assert_eq!(example.status_patch()["status"]["conditions"][0]["type"], "Ready");
+        assert_eq!(
+            example.status_patch()["status"]["conditions"][0]["type"],
+            "Ready"
+        );
         assert_eq!(story.manifests_of(example).count(), 1);
     }
 
@@ -381,7 +447,11 @@ mod tests {
     fn refuses_a_document_without_a_name_and_a_status_file_with_two_objects() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("bad");
-        write(&dir, "01-a/01-x.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {}\n");
+        write(
+            &dir,
+            "01-a/01-x.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {}\n",
+        );
         let err = load_from(&dir).unwrap_err();
         assert!(matches!(err, LoadError::Shape { index: 0, .. }), "{err}");
 
@@ -389,10 +459,20 @@ mod tests {
         let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\nstatus: {}\n";
         write(&dir, "01-a/status/01-x.yaml", &format!("{ns}---\n{ns}"));
         let err = load_from(&dir).unwrap_err();
-        assert!(matches!(err, LoadError::StatusDocuments { found: 2, .. }), "{err}");
+        assert!(
+            matches!(err, LoadError::StatusDocuments { found: 2, .. }),
+            "{err}"
+        );
 
         let dir = tmp.path().join("name");
-        write(&dir, "01-a/natscluster.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n");
-        assert!(matches!(load_from(&dir).unwrap_err(), LoadError::FileName { .. }));
+        write(
+            &dir,
+            "01-a/natscluster.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n",
+        );
+        assert!(matches!(
+            load_from(&dir).unwrap_err(),
+            LoadError::FileName { .. }
+        ));
     }
 }
