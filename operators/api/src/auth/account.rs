@@ -275,7 +275,7 @@ pub struct Export {
 /// public key.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
 #[x_kube(validation = Rule::new("has(self.publicKey) != (has(self.kind) && has(self.name))").message("an importer is either kind and name (with an optional namespace) or publicKey"))]
-#[x_kube(validation = Rule::new("!has(self.publicKey) || !has(self.namespace)").message("an importer by publicKey takes no namespace"))]
+#[x_kube(validation = Rule::new("!has(self.publicKey) || !has(self.__namespace__)").message("an importer by publicKey takes no namespace"))]
 #[serde(rename_all = "camelCase")]
 pub struct Importer {
     /// NatsAccount or NatsSystemAccount.
@@ -299,8 +299,27 @@ pub struct Importer {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Activation {
-    /// The Secret key holding the activation JWT.
+    /// The Secret, in this account's namespace, and its key holding the activation JWT
+    /// (`activation.jwt` when `key` is omitted).
+    #[schemars(transform = default_activation_key)]
     pub secret_key_ref: SecretKeyRef,
+}
+
+/// The Secret key an import's activation token is read from when `key` is omitted.
+pub const DEFAULT_ACTIVATION_KEY: &str = "activation.jwt";
+
+fn default_activation_key(schema: &mut schemars::Schema) {
+    super::keys::default_secret_key(schema, DEFAULT_ACTIVATION_KEY);
+}
+
+impl Activation {
+    /// The Secret key to read, with the default applied.
+    pub fn key(&self) -> &str {
+        self.secret_key_ref
+            .key
+            .as_deref()
+            .unwrap_or(DEFAULT_ACTIVATION_KEY)
+    }
 }
 
 /// An import of another account's export. An import names an export, not a subject: with

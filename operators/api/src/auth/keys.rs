@@ -32,8 +32,20 @@ pub struct Keys {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IdentityKey {
-    /// The Secret key holding the seed.
+    /// The Secret, in the referrer's namespace, and its key holding the seed (`seed` when `key` is
+    /// omitted, the key generated Secrets use).
+    #[schemars(transform = default_seed_key)]
     pub secret_key_ref: SecretKeyRef,
+}
+
+impl IdentityKey {
+    /// The Secret key to read, with the default applied.
+    pub fn key(&self) -> &str {
+        self.secret_key_ref
+            .key
+            .as_deref()
+            .unwrap_or(super::DEFAULT_SEED_KEY)
+    }
 }
 
 /// A signing key's seed, read from a Secret (`key` defaults to `seed`).
@@ -43,7 +55,9 @@ pub struct SigningKey {
     /// Names the key within the list.
     #[schemars(length(min = 1, max = 63))]
     pub name: String,
-    /// The Secret key holding the seed.
+    /// The Secret, in the referrer's namespace, and its key holding the seed (`seed` when `key` is
+    /// omitted, the key generated Secrets use).
+    #[schemars(transform = default_seed_key)]
     pub secret_key_ref: SecretKeyRef,
     /// Marks the key for removal: the controller re-signs with another key what this one signed;
     /// removing it afterwards invalidates anything still signed by it.
@@ -53,6 +67,36 @@ pub struct SigningKey {
     /// permissions and limits, and name it by role. Not allowed on a NATS operator's keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
+}
+
+impl SigningKey {
+    /// The Secret key to read, with the default applied.
+    pub fn key(&self) -> &str {
+        self.secret_key_ref
+            .key
+            .as_deref()
+            .unwrap_or(super::DEFAULT_SEED_KEY)
+    }
+}
+
+/// Writes a default key into a `secretKeyRef` schema, so the apiserver fills it in and
+/// `kubectl get -o yaml` shows the key that is read; the description says which.
+pub(crate) fn default_secret_key(schema: &mut schemars::Schema, key: &str) {
+    if let Some(prop) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("key"))
+        .and_then(|k| k.as_object_mut())
+    {
+        prop.insert("default".into(), key.into());
+        prop.insert(
+            "description".into(),
+            format!("Key within the Secret; `{key}` when omitted.").into(),
+        );
+    }
+}
+
+fn default_seed_key(schema: &mut schemars::Schema) {
+    default_secret_key(schema, super::DEFAULT_SEED_KEY);
 }
 
 /// The permissions and limits a scoped signing key imposes on every user it signs.
