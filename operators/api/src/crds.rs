@@ -100,7 +100,13 @@ pub fn rendered() -> Result<Vec<(String, String)>, serde_yaml::Error> {
 
 /// The directory the CRDs are committed in: `deploy/crds/` at the workspace root.
 pub fn default_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds")
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // operators/api -> the workspace root.
+    manifest_dir
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest_dir)
+        .join("deploy/crds")
 }
 
 /// How a committed CRD file differs from what the types generate.
