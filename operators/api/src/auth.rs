@@ -159,3 +159,68 @@ pub mod metric {
     /// Gauge: the expiry of an account's current JWT, Unix seconds {namespace, name}.
     pub const ACCOUNT_JWT_EXPIRY: &str = "nats_operator_account_jwt_expiry_timestamp_seconds";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_secret_names_follow_the_design() {
+        assert_eq!(
+            generated_secret_name("demo", GeneratedKind::Operator, "identity"),
+            "demo-operator-identity"
+        );
+        assert_eq!(
+            generated_secret_name("system", GeneratedKind::SystemAccount, "signing-1"),
+            "system-systemaccount-signing-1"
+        );
+        assert_eq!(
+            generated_for(GeneratedKind::Account, "orders"),
+            "account/orders"
+        );
+    }
+
+    #[test]
+    fn controller_presets_are_the_system_ones() {
+        let system: Vec<_> = [
+            UserPreset::ClusterController,
+            UserPreset::JetStreamController,
+            UserPreset::AuthController,
+            UserPreset::Readonly,
+            UserPreset::Leafnode,
+        ]
+        .into_iter()
+        .filter(|p| p.is_system())
+        .map(|p| p.as_str())
+        .collect();
+        assert_eq!(
+            system,
+            [
+                "cluster-controller",
+                "jetstream-controller",
+                "auth-controller"
+            ]
+        );
+        assert_eq!(
+            UserPreset::JetStreamController.inbox_prefix().as_deref(),
+            Some("_INBOX.jetstream-controller")
+        );
+        assert_eq!(UserPreset::Readonly.inbox_prefix(), None);
+    }
+
+    #[test]
+    fn preset_spelling_matches_serde() {
+        for p in [
+            UserPreset::ClusterController,
+            UserPreset::JetStreamController,
+            UserPreset::AuthController,
+            UserPreset::Readonly,
+            UserPreset::Leafnode,
+        ] {
+            assert_eq!(
+                serde_json::to_value(p).ok(),
+                Some(serde_json::Value::from(p.as_str()))
+            );
+        }
+    }
+}

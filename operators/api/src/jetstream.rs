@@ -12,6 +12,8 @@ mod balancer;
 mod consumer;
 mod duration;
 mod evacuation;
+#[cfg(test)]
+mod invariants;
 mod key_value;
 mod lifecycle;
 mod object_store;
