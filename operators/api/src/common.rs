@@ -104,7 +104,7 @@ impl CaBundle {
 /// Standard conditions list: a list-map keyed by `type`, the metav1.Condition shape.
 ///
 /// Declare a status field as
-/// ```ignore
+/// ```text
 /// /// Conditions: ...
 /// #[serde(default, skip_serializing_if = "Vec::is_empty")]
 /// #[schemars(schema_with = "crate::common::conditions_schema")]
