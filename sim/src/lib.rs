@@ -2,12 +2,18 @@
 //!
 //! A library first: tests, scenarios and the `sim` CLI use the same builders.
 
+pub mod backend;
 pub mod config;
+pub mod duration;
 pub mod install;
+pub mod k3s;
+pub mod ledger;
 pub mod ports;
 pub mod proxy;
+pub mod scenario;
 pub mod server;
 pub mod topology;
+pub mod traffic;
 pub mod wait;
 
 pub use topology::{Auth, GatewayMode, OperatorMode, Topology, TopologySpec};

@@ -1,0 +1,177 @@
+//! Backends: where a topology runs. `local` runs nats-server processes here (the default; no Docker,
+//! no root); `k3s` runs nats-server containers next to a k3s container through testcontainers.
+//! The scenario runner only talks to the [`Deployment`] trait, so a scenario runs on either.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::topology::{Topology, TopologyError, TopologySpec};
+
+/// A fault the sim injects into one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    Kill9,
+    Sigterm,
+    LameDuck,
+    Pause,
+    Resume,
+    /// Start again on the same store (kill -9 first if it still runs).
+    Restart,
+    /// Delete the store (the server must be stopped).
+    WipeStore,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error("backend {backend} is not available here: {reason}")]
+    Unavailable { backend: String, reason: String },
+    #[error("backend {backend} cannot {what}")]
+    Unsupported { backend: String, what: String },
+    #[error("backend {backend}: {message}")]
+    Other { backend: String, message: String },
+}
+
+/// A running topology, whatever runs it.
+pub trait Deployment: Send + Sync {
+    fn backend(&self) -> &'static str;
+    fn server_names(&self) -> Vec<String>;
+    /// Client URLs of the hub servers.
+    fn client_urls(&self) -> Vec<String>;
+    fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>>;
+    fn stream_leader(
+        &self,
+        stream: &str,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<String, BackendError>>;
+    fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>>;
+    fn fault<'a>(&'a mut self, server: &'a str, fault: Fault)
+    -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Appends raw text to a server's config and reloads it.
+    fn reload_with<'a>(
+        &'a mut self,
+        server: &'a str,
+        append: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    fn gateway_link<'a>(
+        &'a self,
+        a: &'a str,
+        b: &'a str,
+        cut: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool) -> BoxFuture<'a, Result<(), BackendError>>;
+}
+
+/// Something that can start a topology.
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    fn start<'a>(
+        &'a self,
+        spec: &'a TopologySpec,
+    ) -> BoxFuture<'a, Result<Box<dyn Deployment>, BackendError>>;
+}
+
+/// nats-server processes on 127.0.0.1.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalBackend;
+
+impl Backend for LocalBackend {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+    fn start<'a>(
+        &'a self,
+        spec: &'a TopologySpec,
+    ) -> BoxFuture<'a, Result<Box<dyn Deployment>, BackendError>> {
+        Box::pin(async move {
+            let t = Topology::start(spec.clone()).await?;
+            Ok(Box::new(t) as Box<dyn Deployment>)
+        })
+    }
+}
+
+impl Deployment for Topology {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+    fn server_names(&self) -> Vec<String> {
+        Topology::server_names(self)
+    }
+    fn client_urls(&self) -> Vec<String> {
+        Topology::client_urls(self)
+    }
+    fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
+        Box::pin(async move { Ok(self.wait_meta_leader(timeout).await?) })
+    }
+    fn stream_leader(
+        &self,
+        stream: &str,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<String, BackendError>> {
+        let stream = stream.to_string();
+        Box::pin(async move { Ok(self.wait_stream_leader(&stream, timeout).await?) })
+    }
+    fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async move { Ok(Topology::wait_healthz(self, timeout).await?) })
+    }
+    fn fault<'a>(
+        &'a mut self,
+        server: &'a str,
+        fault: Fault,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let s = self.server_mut(server)?;
+            let r = match fault {
+                Fault::Kill9 => s.kill9(),
+                Fault::Sigterm => s.sigterm(Duration::from_secs(60)).await,
+                Fault::LameDuck => s.lame_duck(),
+                Fault::Pause => s.pause(),
+                Fault::Resume => s.resume(),
+                Fault::Restart => s.restart().await,
+                Fault::WipeStore => s.wipe_store(),
+            };
+            r.map_err(|e| BackendError::Topology(e.into()))
+        })
+    }
+    fn reload_with<'a>(
+        &'a mut self,
+        server: &'a str,
+        append: &'a str,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let s = self.server_mut(server)?;
+            s.edit_and_reload(|c| {
+                c.extra.push_str(append);
+                c.extra.push('\n');
+            })
+            .map_err(|e| BackendError::Topology(e.into()))
+        })
+    }
+    fn gateway_link<'a>(
+        &'a self,
+        a: &'a str,
+        b: &'a str,
+        cut: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            if cut {
+                self.cut_gateway(a, b).await?;
+            } else {
+                self.restore_gateway(a, b).await?;
+            }
+            Ok(())
+        })
+    }
+    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            if cut {
+                self.cut_leaf(leaf).await?;
+            } else {
+                self.restore_leaf(leaf).await?;
+            }
+            Ok(())
+        })
+    }
+}

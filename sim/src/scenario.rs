@@ -1,0 +1,933 @@
+//! Scenarios as data: a YAML file under `scenarios/` naming a topology, a workload, timed steps and
+//! expectations; a runner that prints a progress line per step; a report (human summary + JSON).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, BackendError, Deployment, Fault};
+use crate::ledger::{Event, Figures, Ledger};
+use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
+use crate::traffic::{self, ConsumerSpec, PublisherSpec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("reading scenario file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("scenario file {path} is not valid: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("scenario {name}: {message}")]
+    Invalid { name: String, message: String },
+    #[error("no scenario named {name} in {dir}")]
+    NotFound { name: String, dir: PathBuf },
+    #[error("scenario {name}: {source}")]
+    Backend {
+        name: String,
+        #[source]
+        source: BackendError,
+    },
+    #[error("scenario {name}: setting up the workload: {message}")]
+    Workload { name: String, message: String },
+    #[error("writing the report to {path}: {source}")]
+    Report {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub topology: TopologyDecl,
+    pub workload: Workload,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Figure name → rule (`"== 0"`, `"<= 1"`, `">= 1"`; a bare number means `==`).
+    #[serde(default)]
+    pub expect: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyDecl {
+    #[serde(default = "one")]
+    pub clusters: usize,
+    pub servers: usize,
+    #[serde(default)]
+    pub gateways: Option<GatewayDecl>,
+    #[serde(default)]
+    pub leafs: Vec<LeafSpecDecl>,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayDecl {
+    Explicit,
+    Gossip,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpecDecl {
+    pub name: String,
+    pub domain: String,
+    pub hub: String,
+}
+
+impl TopologyDecl {
+    pub fn to_spec(&self) -> TopologySpec {
+        let mut spec = TopologySpec::cluster(self.servers);
+        spec.clusters = (1..=self.clusters)
+            .map(|i| ClusterSpec {
+                name: format!("c{i}"),
+                servers: self.servers,
+                tags: Vec::new(),
+            })
+            .collect();
+        spec.gateways = self.gateways.map(|g| match g {
+            GatewayDecl::Explicit => GatewayMode::Explicit,
+            GatewayDecl::Gossip => GatewayMode::Gossip,
+        });
+        spec.leafs = self
+            .leafs
+            .iter()
+            .map(|l| LeafSpec {
+                name: l.name.clone(),
+                domain: l.domain.clone(),
+                hub: l.hub.clone(),
+            })
+            .collect();
+        spec.cuttable_links = spec.gateways.is_some() || !spec.leafs.is_empty();
+        if let Some(v) = &self.version {
+            spec.version = v.clone();
+        }
+        spec
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    #[serde(default)]
+    pub streams: Vec<StreamDecl>,
+    pub publisher: Option<PublisherDecl>,
+    #[serde(default)]
+    pub consumers: Vec<ConsumerSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamDecl {
+    pub name: String,
+    pub subjects: Vec<String>,
+    #[serde(default = "one")]
+    pub replicas: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublisherDecl {
+    /// The stream whose leader the ledger watches.
+    pub stream: String,
+    #[serde(flatten)]
+    pub spec: PublisherSpec,
+}
+
+/// A timed step: `at` is measured from the start of the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    #[serde(with = "crate::duration")]
+    pub at: Duration,
+    #[serde(flatten)]
+    pub action: Action,
+}
+
+/// What a step does. Servers are named (`c1-0`) or chosen: `stream-leader:<stream>`,
+/// `stream-follower:<stream>`, `meta-leader`, `last-faulted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    Kill9 { server: String },
+    Sigterm { server: String },
+    LameDuck { server: String },
+    Pause { server: String },
+    Resume { server: String },
+    Restart { server: String },
+    WipeStore { server: String },
+    /// Appends raw config text to the server's config and reloads it.
+    Reload { server: String, append: String },
+    CutGateway { a: String, b: String },
+    RestoreGateway { a: String, b: String },
+    CutLeaf { leaf: String },
+    RestoreLeaf { leaf: String },
+    WaitMetaLeader {
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    WaitStreamLeader {
+        stream: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    WaitHealthz {
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    // Steps that need the controllers (they plug in here when the controller issues land).
+    ApplyManifest { path: String },
+    Annotate { object: String, annotation: String },
+    WaitCondition {
+        object: String,
+        condition: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    RestartController { controller: String },
+}
+
+fn default_wait() -> Duration {
+    Duration::from_secs(30)
+}
+
+impl Action {
+    /// Whether the step needs the Kubernetes controllers, which are not yet available to the runner.
+    pub fn needs_controllers(&self) -> bool {
+        matches!(
+            self,
+            Action::ApplyManifest { .. }
+                | Action::Annotate { .. }
+                | Action::WaitCondition { .. }
+                | Action::RestartController { .. }
+        )
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Kill9 { server } => format!("kill -9 {server}"),
+            Action::Sigterm { server } => format!("SIGTERM {server}"),
+            Action::LameDuck { server } => format!("lame duck {server}"),
+            Action::Pause { server } => format!("SIGSTOP {server}"),
+            Action::Resume { server } => format!("SIGCONT {server}"),
+            Action::Restart { server } => format!("restart {server} on its store"),
+            Action::WipeStore { server } => format!("wipe the store of {server}"),
+            Action::Reload { server, .. } => format!("edit config of {server} and reload"),
+            Action::CutGateway { a, b } => format!("cut gateway {a} <-> {b}"),
+            Action::RestoreGateway { a, b } => format!("restore gateway {a} <-> {b}"),
+            Action::CutLeaf { leaf } => format!("cut leaf link of {leaf}"),
+            Action::RestoreLeaf { leaf } => format!("restore leaf link of {leaf}"),
+            Action::WaitMetaLeader { .. } => "wait for a meta leader with all peers".into(),
+            Action::WaitStreamLeader { stream, .. } => format!("wait for a leader of {stream}"),
+            Action::WaitHealthz { .. } => "wait for healthz on every server".into(),
+            Action::ApplyManifest { path } => format!("apply manifest {path}"),
+            Action::Annotate { object, annotation } => format!("annotate {object} {annotation}"),
+            Action::WaitCondition {
+                object, condition, ..
+            } => format!("wait for {object} condition {condition}"),
+            Action::RestartController { controller } => format!("restart controller {controller}"),
+        }
+    }
+}
+
+/// A comparison from the `expect` map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Eq(u64),
+    Le(u64),
+    Lt(u64),
+    Ge(u64),
+    Gt(u64),
+}
+
+impl Rule {
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let t = text.trim();
+        let (ctor, rest): (fn(u64) -> Rule, &str) = if let Some(r) = t.strip_prefix("<=") {
+            (Rule::Le, r)
+        } else if let Some(r) = t.strip_prefix(">=") {
+            (Rule::Ge, r)
+        } else if let Some(r) = t.strip_prefix("==") {
+            (Rule::Eq, r)
+        } else if let Some(r) = t.strip_prefix('<') {
+            (Rule::Lt, r)
+        } else if let Some(r) = t.strip_prefix('>') {
+            (Rule::Gt, r)
+        } else {
+            (Rule::Eq, t)
+        };
+        rest.trim()
+            .parse()
+            .map(ctor)
+            .map_err(|_| format!("rule {text:?} is not `[<=|>=|==|<|>] <number>`"))
+    }
+
+    pub fn holds(self, v: u64) -> bool {
+        match self {
+            Rule::Eq(n) => v == n,
+            Rule::Le(n) => v <= n,
+            Rule::Lt(n) => v < n,
+            Rule::Ge(n) => v >= n,
+            Rule::Gt(n) => v > n,
+        }
+    }
+}
+
+/// The value of a named figure.
+pub fn figure(f: &Figures, name: &str) -> Option<u64> {
+    Some(match name {
+        "published" => f.published,
+        "acknowledged" => f.acknowledged,
+        "lost" => f.lost,
+        "duplicated" => f.duplicated,
+        "delivered_twice" => f.delivered_twice,
+        "redeliveries" => f.redeliveries,
+        "ack_timeouts" => f.ack_timeouts,
+        "publish_errors" => f.publish_errors,
+        "unacknowledged" => f.unacknowledged,
+        "max_ack_gap_ms" => f.max_ack_gap_ms,
+        "leadership_changes" => f.leadership_changes,
+        _ => return None,
+    })
+}
+
+impl Scenario {
+    pub fn from_yaml(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let s: Scenario = serde_yaml::from_str(text).map_err(|source| ScenarioError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Scenario::from_yaml(path, &text)
+    }
+
+    fn invalid(&self, message: String) -> ScenarioError {
+        ScenarioError::Invalid {
+            name: self.name.clone(),
+            message,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        for (k, v) in &self.expect {
+            if figure(&Figures::default(), k).is_none() {
+                return Err(self.invalid(format!("expectation on unknown figure {k:?}")));
+            }
+            Rule::parse(v).map_err(|e| self.invalid(format!("expectation {k}: {e}")))?;
+        }
+        let mut last = Duration::ZERO;
+        for s in &self.steps {
+            if s.at < last {
+                return Err(self.invalid(format!(
+                    "steps must be in time order ({} comes after a later step)",
+                    s.action.describe()
+                )));
+            }
+            last = s.at;
+        }
+        if self.topology.servers == 0 || self.topology.clusters == 0 {
+            return Err(self.invalid("the topology needs servers".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The scenarios directory: `$SIM_SCENARIOS`, else `scenarios/` of the workspace.
+pub fn scenarios_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SIM_SCENARIOS") {
+        return PathBuf::from(d);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios")
+}
+
+/// Every scenario file in `dir`, sorted by name.
+pub fn list(dir: &Path) -> Result<Vec<(String, Scenario)>, ScenarioError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| ScenarioError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            let s = Scenario::load(&p)?;
+            out.push((s.name.clone(), s));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Finds the scenario `name` in `dir` (file `<name>.yaml`).
+pub fn find(dir: &Path, name: &str) -> Result<Scenario, ScenarioError> {
+    for ext in ["yaml", "yml"] {
+        let p = dir.join(format!("{name}.{ext}"));
+        if p.exists() {
+            return Scenario::load(&p);
+        }
+    }
+    Err(ScenarioError::NotFound {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    pub index: usize,
+    pub at_ms: u64,
+    pub action: String,
+    /// The server a selector resolved to, if any.
+    pub target: Option<String>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub took_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationOutcome {
+    pub figure: String,
+    pub rule: String,
+    pub actual: u64,
+    pub ok: bool,
+}
+
+/// Per-second traffic counts for the timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    pub second: u64,
+    pub published: u64,
+    pub acked: u64,
+    pub delivered: u64,
+    pub ack_timeouts: u64,
+    pub publish_errors: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub scenario: String,
+    pub description: String,
+    pub backend: String,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub passed: bool,
+    /// Why the run failed, when it did (failed steps, unmet expectations, setup errors).
+    pub failures: Vec<String>,
+    pub figures: Figures,
+    pub expectations: Vec<ExpectationOutcome>,
+    pub steps: Vec<StepOutcome>,
+    /// Notable events in time order (steps, leader changes, ack timeouts, publish errors).
+    pub timeline: Vec<Event>,
+    pub per_second: Vec<Second>,
+}
+
+impl Report {
+    /// The human summary.
+    pub fn summary(&self) -> String {
+        let f = &self.figures;
+        let mut s = format!(
+            "scenario {} ({} backend): {}\n",
+            self.scenario,
+            self.backend,
+            if self.passed { "PASSED" } else { "FAILED" }
+        );
+        s.push_str(&format!(
+            "  published {}  acknowledged {}  lost {}  duplicated {}  delivered twice {}  redeliveries {}\n",
+            f.published, f.acknowledged, f.lost, f.duplicated, f.delivered_twice, f.redeliveries
+        ));
+        s.push_str(&format!(
+            "  publish-ack timeouts {}  publish errors {}  unacknowledged {}  max ack gap {} ms  leadership changes {}\n",
+            f.ack_timeouts, f.publish_errors, f.unacknowledged, f.max_ack_gap_ms, f.leadership_changes
+        ));
+        for e in &self.expectations {
+            s.push_str(&format!(
+                "  expect {} {}: {} ({})\n",
+                e.figure,
+                e.rule,
+                e.actual,
+                if e.ok { "ok" } else { "NOT MET" }
+            ));
+        }
+        for fl in &self.failures {
+            s.push_str(&format!("  failure: {fl}\n"));
+        }
+        s.push_str(&format!("  took {:.1} s\n", self.duration_ms as f64 / 1000.0));
+        s
+    }
+
+    /// Writes `<dir>/<scenario>-<timestamp>/report.json` and `summary.txt`; returns the folder.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, ScenarioError> {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let out = dir.join(format!("{}-{stamp}", self.scenario));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ScenarioError::Report { path, source }
+        };
+        std::fs::create_dir_all(&out).map_err(io(&out))?;
+        let json = serde_json::to_string_pretty(self)
+            .map_err(|e| io(&out)(std::io::Error::other(e)))?;
+        std::fs::write(out.join("report.json"), json).map_err(io(&out.join("report.json")))?;
+        std::fs::write(out.join("summary.txt"), self.summary())
+            .map_err(io(&out.join("summary.txt")))?;
+        Ok(out)
+    }
+}
+
+/// Where progress lines go (stdout for the CLI, captured in tests).
+pub type Progress<'a> = &'a mut (dyn FnMut(&str) + Send);
+
+/// Runs a scenario on `backend`; the report says whether it passed.
+pub async fn run(
+    scenario: &Scenario,
+    backend: &dyn Backend,
+    progress: Progress<'_>,
+) -> Result<Report, ScenarioError> {
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let clock = std::time::Instant::now();
+    let name = scenario.name.clone();
+    let ledger = Ledger::new();
+    let mut failures = Vec::new();
+    let mut steps_out = Vec::new();
+    let line = |t: u64, text: &str| format!("[{:>6.1}s] {text}", t as f64 / 1000.0);
+
+    // Honest refusal: a step the runner cannot carry out fails the scenario before anything runs.
+    let blocked: Vec<String> = scenario
+        .steps
+        .iter()
+        .filter(|s| s.action.needs_controllers())
+        .map(|s| s.action.describe())
+        .collect();
+    if !blocked.is_empty() {
+        for b in &blocked {
+            progress(&line(0, &format!("step {b}: needs the controllers (not yet available)")));
+            failures.push(format!("step {b:?} needs the controllers (not yet available)"));
+        }
+        return Ok(finish(scenario, backend.name(), started_at, clock, &ledger, &[], failures, steps_out, &[]));
+    }
+
+    let spec = scenario.topology.to_spec();
+    progress(&line(0, &format!(
+        "starting {} cluster(s) × {} server(s){}{} on the {} backend",
+        spec.clusters.len(),
+        scenario.topology.servers,
+        spec.gateways.map(|g| format!(", gateways {g:?}")).unwrap_or_default(),
+        if spec.leafs.is_empty() { String::new() } else { format!(", {} leaf(s)", spec.leafs.len()) },
+        backend.name()
+    )));
+    let mut dep = backend.start(&spec).await.map_err(|source| ScenarioError::Backend {
+        name: name.clone(),
+        source,
+    })?;
+    let meta = dep
+        .meta_leader(Duration::from_secs(30))
+        .await
+        .map_err(|source| ScenarioError::Backend { name: name.clone(), source })?;
+    progress(&line(ledger.now_ms(), &format!("topology ready, meta leader {meta}")));
+
+    let addrs: Vec<async_nats::ServerAddr> =
+        dep.client_urls().iter().filter_map(|u| u.parse().ok()).collect();
+    let workload_err = |message: String| ScenarioError::Workload { name: name.clone(), message };
+    let client = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .connect(addrs)
+        .await
+        .map_err(|e| workload_err(e.to_string()))?;
+    let js = jetstream::new(client);
+    for st in &scenario.workload.streams {
+        let cfg = jetstream::stream::Config {
+            name: st.name.clone(),
+            subjects: st.subjects.clone(),
+            num_replicas: st.replicas,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        };
+        crate::wait::poll(&format!("stream {} created", st.name), Duration::from_secs(30), || async {
+            js.get_or_create_stream(cfg.clone()).await.map(Some).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| workload_err(e.to_string()))?;
+        let leader = dep
+            .stream_leader(&st.name, Duration::from_secs(30))
+            .await
+            .map_err(|source| ScenarioError::Backend { name: name.clone(), source })?;
+        progress(&line(ledger.now_ms(), &format!("stream {} R{} led by {leader}", st.name, st.replicas)));
+    }
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut consumer_tasks = Vec::new();
+    for c in &scenario.workload.consumers {
+        let h = traffic::spawn_consumer(js.clone(), c.clone(), ledger.clone(), stop_rx.clone())
+            .await
+            .map_err(|e| workload_err(e.to_string()))?;
+        consumer_tasks.push(h);
+    }
+    let consumer_names: Vec<String> =
+        scenario.workload.consumers.iter().map(|c| c.name.clone()).collect();
+    let mut watch_task = None;
+    let mut publisher = None;
+    let workload_start = ledger.now_ms();
+    if let Some(p) = &scenario.workload.publisher {
+        watch_task = Some(traffic::spawn_leader_watch(
+            js.clone(),
+            p.stream.clone(),
+            ledger.clone(),
+            stop_rx.clone(),
+        ));
+        progress(&line(ledger.now_ms(), &format!(
+            "publishing {} msg/s to {} for {:.0} s",
+            p.spec.rate,
+            p.spec.subject,
+            p.spec.duration.as_secs_f64()
+        )));
+        publisher = Some(traffic::spawn_publisher(js.clone(), p.spec.clone(), ledger.clone()));
+    }
+
+    let mut last_faulted: Option<String> = None;
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let due = workload_start + step.at.as_millis() as u64;
+        let now = ledger.now_ms();
+        if due > now {
+            tokio::time::sleep(Duration::from_millis(due - now)).await;
+        }
+        let t0 = ledger.now_ms();
+        ledger.step(format!("step {}: {}", i + 1, step.action.describe()));
+        let result = run_step(dep.as_mut(), &step.action, &mut last_faulted).await;
+        let took = ledger.now_ms() - t0;
+        let (ok, target, error) = match result {
+            Ok(target) => (true, target, None),
+            Err(e) => (false, None, Some(e)),
+        };
+        progress(&line(t0, &format!(
+            "step {}/{} {}{}: {} ({} ms)",
+            i + 1,
+            scenario.steps.len(),
+            step.action.describe(),
+            target.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default(),
+            match &error {
+                None => "ok".to_string(),
+                Some(e) => format!("FAILED: {e}"),
+            },
+            took
+        )));
+        if let Some(e) = &error {
+            failures.push(format!("step {} ({}) failed: {e}", i + 1, step.action.describe()));
+        }
+        steps_out.push(StepOutcome {
+            index: i + 1,
+            at_ms: t0,
+            action: step.action.describe(),
+            target,
+            ok,
+            error,
+            took_ms: took,
+        });
+    }
+
+    if let Some(p) = publisher {
+        let _ = p.await;
+        progress(&line(ledger.now_ms(), "publisher done"));
+    }
+    if !consumer_names.is_empty() {
+        match traffic::wait_drained(&ledger, &consumer_names, Duration::from_secs(30)).await {
+            Ok(()) => progress(&line(ledger.now_ms(), "consumers drained")),
+            Err(e) => progress(&line(ledger.now_ms(), &format!("consumers not drained: {e}"))),
+        }
+    }
+    let _ = stop_tx.send(true);
+    for h in consumer_tasks {
+        let _ = h.await;
+    }
+    if let Some(w) = watch_task {
+        let _ = w.await;
+    }
+    let backend_name = dep.backend();
+    drop(dep);
+    Ok(finish(scenario, backend_name, started_at, clock, &ledger, &consumer_names, failures, steps_out, &[]))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    scenario: &Scenario,
+    backend: &str,
+    started_at: String,
+    clock: std::time::Instant,
+    ledger: &Ledger,
+    consumers: &[String],
+    mut failures: Vec<String>,
+    steps: Vec<StepOutcome>,
+    _extra: &[()],
+) -> Report {
+    let events = ledger.events();
+    let figures = crate::ledger::figures(&events, consumers);
+    let mut expectations = Vec::new();
+    for (k, rule_text) in &scenario.expect {
+        // validate() guarantees both parse.
+        let (Some(actual), Ok(rule)) = (figure(&figures, k), Rule::parse(rule_text)) else {
+            continue;
+        };
+        let ok = rule.holds(actual);
+        if !ok {
+            failures.push(format!("expectation {k} {rule_text} not met: {actual}"));
+        }
+        expectations.push(ExpectationOutcome {
+            figure: k.clone(),
+            rule: rule_text.clone(),
+            actual,
+            ok,
+        });
+    }
+    let mut per_second: Vec<Second> = Vec::new();
+    let mut timeline = Vec::new();
+    for e in &events {
+        let sec = e.at_ms() / 1000;
+        while per_second.len() as u64 <= sec {
+            let n = per_second.len() as u64;
+            per_second.push(Second { second: n, ..Default::default() });
+        }
+        let b = &mut per_second[sec as usize];
+        match e {
+            Event::Publish { attempt: 1, .. } => b.published += 1,
+            Event::Publish { .. } => {}
+            Event::Ack { .. } => b.acked += 1,
+            Event::Delivery { .. } => b.delivered += 1,
+            Event::AckTimeout { .. } => {
+                b.ack_timeouts += 1;
+                timeline.push(e.clone());
+            }
+            Event::PublishError { .. } => {
+                b.publish_errors += 1;
+                timeline.push(e.clone());
+            }
+            Event::GaveUp { .. } | Event::Leader { .. } | Event::Step { .. } => timeline.push(e.clone()),
+        }
+    }
+    timeline.sort_by_key(Event::at_ms);
+    Report {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        backend: backend.to_string(),
+        started_at,
+        duration_ms: clock.elapsed().as_millis() as u64,
+        passed: failures.is_empty(),
+        failures,
+        figures,
+        expectations,
+        steps,
+        timeline,
+        per_second,
+    }
+}
+
+/// Resolves a server selector against the deployment.
+async fn resolve(
+    dep: &dyn Deployment,
+    selector: &str,
+    last_faulted: &Option<String>,
+) -> Result<String, String> {
+    if selector == "last-faulted" {
+        return last_faulted.clone().ok_or_else(|| "no server was faulted yet".to_string());
+    }
+    if selector == "meta-leader" {
+        return dep.meta_leader(Duration::from_secs(30)).await.map_err(|e| e.to_string());
+    }
+    if let Some(stream) = selector.strip_prefix("stream-leader:") {
+        return dep
+            .stream_leader(stream, Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string());
+    }
+    if let Some(stream) = selector.strip_prefix("stream-follower:") {
+        let leader = dep
+            .stream_leader(stream, Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
+        return dep
+            .server_names()
+            .into_iter()
+            .find(|n| *n != leader)
+            .ok_or_else(|| format!("stream {stream} has no follower"));
+    }
+    if dep.server_names().iter().any(|n| n == selector) {
+        return Ok(selector.to_string());
+    }
+    Err(format!("no server matches {selector:?}"))
+}
+
+async fn run_step(
+    dep: &mut dyn Deployment,
+    action: &Action,
+    last_faulted: &mut Option<String>,
+) -> Result<Option<String>, String> {
+    let fault = |f: Fault| f;
+    let (selector, f) = match action {
+        Action::Kill9 { server } => (server, fault(Fault::Kill9)),
+        Action::Sigterm { server } => (server, Fault::Sigterm),
+        Action::LameDuck { server } => (server, Fault::LameDuck),
+        Action::Pause { server } => (server, Fault::Pause),
+        Action::Resume { server } => (server, Fault::Resume),
+        Action::Restart { server } => (server, Fault::Restart),
+        Action::WipeStore { server } => (server, Fault::WipeStore),
+        Action::Reload { server, append } => {
+            let s = resolve(dep, server, last_faulted).await?;
+            dep.reload_with(&s, append).await.map_err(|e| e.to_string())?;
+            return Ok(Some(s));
+        }
+        Action::CutGateway { a, b } => {
+            dep.gateway_link(a, b, true).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::RestoreGateway { a, b } => {
+            dep.gateway_link(a, b, false).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::CutLeaf { leaf } => {
+            dep.leaf_link(leaf, true).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::RestoreLeaf { leaf } => {
+            dep.leaf_link(leaf, false).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::WaitMetaLeader { timeout } => {
+            return dep.meta_leader(*timeout).await.map(Some).map_err(|e| e.to_string());
+        }
+        Action::WaitStreamLeader { stream, timeout } => {
+            return dep
+                .stream_leader(stream, *timeout)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string());
+        }
+        Action::WaitHealthz { timeout } => {
+            dep.wait_healthz(*timeout).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::ApplyManifest { .. }
+        | Action::Annotate { .. }
+        | Action::WaitCondition { .. }
+        | Action::RestartController { .. } => {
+            return Err("needs the controllers (not yet available)".to_string());
+        }
+    };
+    let s = resolve(dep, selector, last_faulted).await?;
+    dep.fault(&s, f).await.map_err(|e| e.to_string())?;
+    *last_faulted = Some(s.clone());
+    Ok(Some(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+name: demo
+description: every kind of step
+topology: { clusters: 2, servers: 3, gateways: explicit, leafs: [{ name: leaf1, domain: edge, hub: c1 }] }
+workload:
+  streams: [{ name: S, subjects: ["s.>"], replicas: 3 }]
+  publisher: { stream: S, subject: s.x, rate: 100, duration: 10s, ack_timeout: 1500ms }
+  consumers: [{ name: p, stream: S, kind: pull }, { name: q, stream: S, kind: push }]
+steps:
+  - { at: 1s, action: kill9, server: "stream-leader:S" }
+  - { at: 2s, action: restart, server: last-faulted }
+  - { at: 3s, action: reload, server: c1-0, append: "max_payload: 1024" }
+  - { at: 4s, action: cut_gateway, a: c1, b: c2 }
+  - { at: 5s, action: wait_meta_leader, timeout: 20s }
+  - { at: 6s, action: apply_manifest, path: docs/stories/x.yaml }
+expect: { lost: "== 0", ack_timeouts: "<= 1", leadership_changes: ">= 1" }
+"#;
+
+    #[test]
+    fn parses_every_part_of_the_format() {
+        let s = Scenario::from_yaml(Path::new("demo.yaml"), FULL).unwrap();
+        assert_eq!(s.topology.to_spec().clusters.len(), 2);
+        assert_eq!(s.topology.to_spec().leafs[0].domain, "edge");
+        let p = s.workload.publisher.as_ref().unwrap();
+        assert_eq!(p.spec.ack_timeout, Duration::from_millis(1500));
+        assert_eq!(p.spec.give_up_after, Duration::from_secs(60));
+        assert_eq!(s.steps.len(), 6);
+        assert_eq!(
+            s.steps[2].action,
+            Action::Reload {
+                server: "c1-0".into(),
+                append: "max_payload: 1024".into()
+            }
+        );
+        assert!(s.steps[5].action.needs_controllers());
+        assert!(!s.steps[0].action.needs_controllers());
+    }
+
+    #[test]
+    fn unknown_fields_actions_and_figures_are_refused() {
+        let bad_action = FULL.replace("action: kill9", "action: explode");
+        assert!(Scenario::from_yaml(Path::new("x"), &bad_action).is_err());
+        let bad_figure = FULL.replace("lost:", "misplaced:");
+        assert!(Scenario::from_yaml(Path::new("x"), &bad_figure).is_err());
+        let bad_rule = FULL.replace("\"<= 1\"", "\"about 1\"");
+        assert!(Scenario::from_yaml(Path::new("x"), &bad_rule).is_err());
+        let out_of_order = FULL.replace("at: 2s", "at: 9s");
+        assert!(Scenario::from_yaml(Path::new("x"), &out_of_order).is_err());
+    }
+
+    #[test]
+    fn rules_compare() {
+        assert!(Rule::parse("0").unwrap().holds(0));
+        assert!(!Rule::parse("== 0").unwrap().holds(1));
+        assert!(Rule::parse("<= 1").unwrap().holds(1));
+        assert!(!Rule::parse("< 1").unwrap().holds(1));
+        assert!(Rule::parse(">= 1").unwrap().holds(2));
+        assert!(!Rule::parse("> 2").unwrap().holds(2));
+    }
+
+    #[test]
+    fn the_shipped_scenarios_parse() {
+        let all = list(&scenarios_dir()).unwrap();
+        let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        for want in ["baseline", "leader-crash", "lame-duck"] {
+            assert!(names.contains(&want), "{want} missing from {names:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn controller_steps_fail_the_scenario_honestly() {
+        let text = r#"
+name: needs-controllers
+topology: { servers: 1 }
+workload: {}
+steps: [{ at: 0s, action: wait_condition, object: NatsCluster/a, condition: Settled }]
+"#;
+        let s = Scenario::from_yaml(Path::new("x"), text).unwrap();
+        let mut lines = Vec::new();
+        let mut progress = |l: &str| lines.push(l.to_string());
+        let r = run(&s, &crate::backend::LocalBackend, &mut progress).await.unwrap();
+        assert!(!r.passed);
+        assert!(r.failures[0].contains("needs the controllers (not yet available)"), "{r:?}");
+        assert!(lines[0].contains("needs the controllers"), "{lines:?}");
+    }
+}

@@ -1,0 +1,41 @@
+//! The three required scenarios, run end to end on the local backend (about 35 s each).
+//! CI runs them: they are what the figures come from.
+
+use sim::backend::LocalBackend;
+use sim::scenario::{self, Report};
+
+async fn run(name: &str) -> Report {
+    let s = scenario::find(&scenario::scenarios_dir(), name).unwrap();
+    let mut progress = |l: &str| println!("{l}");
+    let report = scenario::run(&s, &LocalBackend, &mut progress).await.unwrap();
+    print!("{}", report.summary());
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-reports");
+    let out = report.write(&dir).unwrap();
+    println!("report: {}", out.display());
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_baseline_30s() {
+    let r = run("baseline").await;
+    assert!(r.passed, "{}", r.summary());
+    assert_eq!(r.figures.lost, 0);
+    assert_eq!(r.figures.duplicated, 0);
+    assert!(r.figures.acknowledged >= 5_900, "{}", r.summary());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_leader_crash_30s() {
+    let r = run("leader-crash").await;
+    assert!(r.passed, "{}", r.summary());
+    assert_eq!(r.figures.lost, 0);
+    assert_eq!(r.figures.duplicated, 0);
+    assert!(r.figures.leadership_changes >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_lame_duck_30s() {
+    let r = run("lame-duck").await;
+    assert!(r.passed, "{}", r.summary());
+    assert!(r.figures.ack_timeouts <= 1);
+}
