@@ -320,6 +320,52 @@ async fn leader_stepdowns_move_stream_consumer_and_meta_leaders() {
         .unwrap();
     let _ = consumer;
 
+    // JSZ with account, stream, consumer and config details, reported by stream leaders only:
+    // exactly one server reports ORDERS, with its three members and its consumer.
+    let details = eventually("ORDERS in JSZ details", WAIT, || async {
+        let jsz = sys
+            .ping_jsz(
+                &JszOptions {
+                    accounts: true,
+                    streams: true,
+                    consumer: true,
+                    config: true,
+                    stream_leader_only: true,
+                    ..Default::default()
+                },
+                all_three(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let found: Vec<_> = jsz
+            .replies
+            .iter()
+            .flat_map(|r| r.data.account_details.iter())
+            .filter(|a| a.name == "APP")
+            .flat_map(|a| a.streams.iter())
+            .filter(|s| s.name == "ORDERS")
+            .cloned()
+            .collect();
+        Ok((found.len() == 1
+            && found[0]
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.members().len() == 3))
+        .then_some(found))
+    })
+    .await;
+    let orders = &details[0];
+    assert_eq!(
+        orders.config.as_ref().map(|c| c.num_replicas),
+        Some(3),
+        "{orders:?}"
+    );
+    assert_eq!(orders.consumers.len(), 1);
+    assert_eq!(orders.consumers[0].name, "worker");
+    let mut members = orders.cluster.as_ref().unwrap().members();
+    members.sort();
+    assert_eq!(members, topo.server_names());
+
     let stream_leader = || async {
         let info = js
             .get_stream("ORDERS")
