@@ -47,8 +47,11 @@ pub trait Deployment: Send + Sync {
         timeout: Duration,
     ) -> BoxFuture<'_, Result<String, BackendError>>;
     fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>>;
-    fn fault<'a>(&'a mut self, server: &'a str, fault: Fault)
-    -> BoxFuture<'a, Result<(), BackendError>>;
+    fn fault<'a>(
+        &'a mut self,
+        server: &'a str,
+        fault: Fault,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
     /// Appends raw text to a server's config and reloads it.
     fn reload_with<'a>(
         &'a mut self,
@@ -61,7 +64,8 @@ pub trait Deployment: Send + Sync {
         b: &'a str,
         cut: bool,
     ) -> BoxFuture<'a, Result<(), BackendError>>;
-    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool) -> BoxFuture<'a, Result<(), BackendError>>;
+    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool)
+    -> BoxFuture<'a, Result<(), BackendError>>;
 }
 
 /// Something that can start a topology.
@@ -164,7 +168,11 @@ impl Deployment for Topology {
             Ok(())
         })
     }
-    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool) -> BoxFuture<'a, Result<(), BackendError>> {
+    fn leaf_link<'a>(
+        &'a self,
+        leaf: &'a str,
+        cut: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
             if cut {
                 self.cut_leaf(leaf).await?;

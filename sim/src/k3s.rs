@@ -98,8 +98,16 @@ impl K3sDeployment {
     }
 
     async fn jsz(&self, s: &NatsContainer) -> Result<Value, String> {
-        let url = format!("http://127.0.0.1:{}/jsz?accounts=true&streams=true", s.monitor_port);
-        let r = self.http.get(&url).send().await.map_err(|e| format!("GET {url}: {e}"))?;
+        let url = format!(
+            "http://127.0.0.1:{}/jsz?accounts=true&streams=true",
+            s.monitor_port
+        );
+        let r = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
         r.json().await.map_err(|e| format!("GET {url}: {e}"))
     }
 }
@@ -114,10 +122,12 @@ impl Backend for K3sBackend {
         spec: &'a TopologySpec,
     ) -> BoxFuture<'a, Result<Box<dyn Deployment>, BackendError>> {
         Box::pin(async move {
-            docker_available().await.map_err(|reason| BackendError::Unavailable {
-                backend: NAME.into(),
-                reason,
-            })?;
+            docker_available()
+                .await
+                .map_err(|reason| BackendError::Unavailable {
+                    backend: NAME.into(),
+                    reason,
+                })?;
             if spec.clusters.len() != 1 || !spec.leafs.is_empty() {
                 return Err(unsupported("run superclusters or leaf nodes yet"));
             }
@@ -160,17 +170,18 @@ impl Backend for K3sBackend {
                         routes.join(","),
                     ]);
                 }
-                let container = GenericImage::new(self.nats_image.0.clone(), self.nats_image.1.clone())
-                    .with_exposed_port(ContainerPort::Tcp(4222))
-                    .with_exposed_port(ContainerPort::Tcp(8222))
-                    .with_wait_for(WaitFor::message_on_stderr("Server is ready"))
-                    .with_cmd(cmd)
-                    .with_network(network.clone())
-                    .with_container_name(format!("{network}-{name}"))
-                    .with_hostname(name.clone())
-                    .start()
-                    .await
-                    .map_err(err)?;
+                let container =
+                    GenericImage::new(self.nats_image.0.clone(), self.nats_image.1.clone())
+                        .with_exposed_port(ContainerPort::Tcp(4222))
+                        .with_exposed_port(ContainerPort::Tcp(8222))
+                        .with_wait_for(WaitFor::message_on_stderr("Server is ready"))
+                        .with_cmd(cmd)
+                        .with_network(network.clone())
+                        .with_container_name(format!("{network}-{name}"))
+                        .with_hostname(name.clone())
+                        .start()
+                        .await
+                        .map_err(err)?;
                 let client_port = container.get_host_port_ipv4(4222).await.map_err(err)?;
                 let monitor_port = container.get_host_port_ipv4(8222).await.map_err(err)?;
                 servers.push(NatsContainer {
@@ -209,14 +220,21 @@ impl Deployment for K3sDeployment {
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move {
             if self.servers.len() < 2 {
-                return Ok(self.servers.first().map(|s| s.name.clone()).unwrap_or_default());
+                return Ok(self
+                    .servers
+                    .first()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default());
             }
             let n = self.servers.len() as u64;
             wait::poll("meta leader with all peers", timeout, || async {
                 let mut leader = None;
                 for s in &self.servers {
                     let j = self.jsz(s).await?;
-                    let l = j["meta_cluster"]["leader"].as_str().unwrap_or("").to_string();
+                    let l = j["meta_cluster"]["leader"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
                     if l.is_empty() || j["meta_cluster"]["cluster_size"].as_u64() != Some(n) {
                         return Err(format!("{} sees no full meta group yet", s.name));
                     }
@@ -290,7 +308,9 @@ impl Deployment for K3sDeployment {
                 let docker = self.docker.clone();
                 let id = id.clone();
                 async move {
-                    let opts = KillContainerOptionsBuilder::default().signal(signal).build();
+                    let opts = KillContainerOptionsBuilder::default()
+                        .signal(signal)
+                        .build();
                     docker.kill_container(&id, Some(opts)).await.map_err(err)
                 }
             };
@@ -331,7 +351,11 @@ impl Deployment for K3sDeployment {
     ) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async { Err(unsupported("cut gateway links")) })
     }
-    fn leaf_link<'a>(&'a self, _leaf: &'a str, _cut: bool) -> BoxFuture<'a, Result<(), BackendError>> {
+    fn leaf_link<'a>(
+        &'a self,
+        _leaf: &'a str,
+        _cut: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async { Err(unsupported("cut leaf links")) })
     }
 }

@@ -132,7 +132,10 @@ impl Ledger {
     }
 
     pub fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Ids acknowledged so far.
@@ -244,16 +247,13 @@ pub fn figures(events: &[Event], consumers: &[String]) -> Figures {
     let mut lost_any = BTreeSet::new();
     for (c, got) in &delivered {
         let missing: Vec<u64> = acked.difference(got).copied().collect();
-        f.lost_by_consumer.insert(c.to_string(), missing.len() as u64);
+        f.lost_by_consumer
+            .insert(c.to_string(), missing.len() as u64);
         lost_any.extend(missing);
     }
     f.lost = lost_any.len() as u64;
     ack_times.sort_unstable();
-    f.max_ack_gap_ms = ack_times
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0);
+    f.max_ack_gap_ms = ack_times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     f
 }
 
@@ -402,7 +402,12 @@ mod tests {
     #[test]
     fn max_ack_gap_is_the_longest_silence_between_acks_in_time_order() {
         // Out-of-order recording (concurrent publishers) is sorted first.
-        let ev = vec![ack(100, 1, 1), ack(3100, 3, 3), ack(200, 2, 2), ack(3150, 4, 4)];
+        let ev = vec![
+            ack(100, 1, 1),
+            ack(3100, 3, 3),
+            ack(200, 2, 2),
+            ack(3150, 4, 4),
+        ];
         assert_eq!(figures(&ev, &[]).max_ack_gap_ms, 2900);
     }
 

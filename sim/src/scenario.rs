@@ -167,19 +167,46 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
-    Kill9 { server: String },
-    Sigterm { server: String },
-    LameDuck { server: String },
-    Pause { server: String },
-    Resume { server: String },
-    Restart { server: String },
-    WipeStore { server: String },
+    Kill9 {
+        server: String,
+    },
+    Sigterm {
+        server: String,
+    },
+    LameDuck {
+        server: String,
+    },
+    Pause {
+        server: String,
+    },
+    Resume {
+        server: String,
+    },
+    Restart {
+        server: String,
+    },
+    WipeStore {
+        server: String,
+    },
     /// Appends raw config text to the server's config and reloads it.
-    Reload { server: String, append: String },
-    CutGateway { a: String, b: String },
-    RestoreGateway { a: String, b: String },
-    CutLeaf { leaf: String },
-    RestoreLeaf { leaf: String },
+    Reload {
+        server: String,
+        append: String,
+    },
+    CutGateway {
+        a: String,
+        b: String,
+    },
+    RestoreGateway {
+        a: String,
+        b: String,
+    },
+    CutLeaf {
+        leaf: String,
+    },
+    RestoreLeaf {
+        leaf: String,
+    },
     WaitMetaLeader {
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
@@ -194,15 +221,22 @@ pub enum Action {
         timeout: Duration,
     },
     // Steps that need the controllers (they plug in here when the controller issues land).
-    ApplyManifest { path: String },
-    Annotate { object: String, annotation: String },
+    ApplyManifest {
+        path: String,
+    },
+    Annotate {
+        object: String,
+        annotation: String,
+    },
     WaitCondition {
         object: String,
         condition: String,
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
-    RestartController { controller: String },
+    RestartController {
+        controller: String,
+    },
 }
 
 fn default_wait() -> Duration {
@@ -363,7 +397,9 @@ pub fn scenarios_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("SIM_SCENARIOS") {
         return PathBuf::from(d);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("scenarios")
 }
 
 /// Every scenario file in `dir`, sorted by name.
@@ -477,7 +513,10 @@ impl Report {
         for fl in &self.failures {
             s.push_str(&format!("  failure: {fl}\n"));
         }
-        s.push_str(&format!("  took {:.1} s\n", self.duration_ms as f64 / 1000.0));
+        s.push_str(&format!(
+            "  took {:.1} s\n",
+            self.duration_ms as f64 / 1000.0
+        ));
         s
     }
 
@@ -490,8 +529,8 @@ impl Report {
             move |source| ScenarioError::Report { path, source }
         };
         std::fs::create_dir_all(&out).map_err(io(&out))?;
-        let json = serde_json::to_string_pretty(self)
-            .map_err(|e| io(&out)(std::io::Error::other(e)))?;
+        let json =
+            serde_json::to_string_pretty(self).map_err(|e| io(&out)(std::io::Error::other(e)))?;
         std::fs::write(out.join("report.json"), json).map_err(io(&out.join("report.json")))?;
         std::fs::write(out.join("summary.txt"), self.summary())
             .map_err(io(&out.join("summary.txt")))?;
@@ -525,34 +564,72 @@ pub async fn run(
         .collect();
     if !blocked.is_empty() {
         for b in &blocked {
-            progress(&line(0, &format!("step {b}: needs the controllers (not yet available)")));
-            failures.push(format!("step {b:?} needs the controllers (not yet available)"));
+            progress(&line(
+                0,
+                &format!("step {b}: needs the controllers (not yet available)"),
+            ));
+            failures.push(format!(
+                "step {b:?} needs the controllers (not yet available)"
+            ));
         }
-        return Ok(finish(scenario, backend.name(), started_at, clock, &ledger, &[], failures, steps_out, &[]));
+        return Ok(finish(
+            scenario,
+            backend.name(),
+            started_at,
+            clock,
+            &ledger,
+            &[],
+            failures,
+            steps_out,
+        ));
     }
 
     let spec = scenario.topology.to_spec();
-    progress(&line(0, &format!(
-        "starting {} cluster(s) × {} server(s){}{} on the {} backend",
-        spec.clusters.len(),
-        scenario.topology.servers,
-        spec.gateways.map(|g| format!(", gateways {g:?}")).unwrap_or_default(),
-        if spec.leafs.is_empty() { String::new() } else { format!(", {} leaf(s)", spec.leafs.len()) },
-        backend.name()
-    )));
-    let mut dep = backend.start(&spec).await.map_err(|source| ScenarioError::Backend {
-        name: name.clone(),
-        source,
-    })?;
+    progress(&line(
+        0,
+        &format!(
+            "starting {} cluster(s) × {} server(s){}{} on the {} backend",
+            spec.clusters.len(),
+            scenario.topology.servers,
+            spec.gateways
+                .map(|g| format!(", gateways {g:?}"))
+                .unwrap_or_default(),
+            if spec.leafs.is_empty() {
+                String::new()
+            } else {
+                format!(", {} leaf(s)", spec.leafs.len())
+            },
+            backend.name()
+        ),
+    ));
+    let mut dep = backend
+        .start(&spec)
+        .await
+        .map_err(|source| ScenarioError::Backend {
+            name: name.clone(),
+            source,
+        })?;
     let meta = dep
         .meta_leader(Duration::from_secs(30))
         .await
-        .map_err(|source| ScenarioError::Backend { name: name.clone(), source })?;
-    progress(&line(ledger.now_ms(), &format!("topology ready, meta leader {meta}")));
+        .map_err(|source| ScenarioError::Backend {
+            name: name.clone(),
+            source,
+        })?;
+    progress(&line(
+        ledger.now_ms(),
+        &format!("topology ready, meta leader {meta}"),
+    ));
 
-    let addrs: Vec<async_nats::ServerAddr> =
-        dep.client_urls().iter().filter_map(|u| u.parse().ok()).collect();
-    let workload_err = |message: String| ScenarioError::Workload { name: name.clone(), message };
+    let addrs: Vec<async_nats::ServerAddr> = dep
+        .client_urls()
+        .iter()
+        .filter_map(|u| u.parse().ok())
+        .collect();
+    let workload_err = |message: String| ScenarioError::Workload {
+        name: name.clone(),
+        message,
+    };
     let client = async_nats::ConnectOptions::new()
         .retry_on_initial_connect()
         .connect(addrs)
@@ -567,16 +644,29 @@ pub async fn run(
             duplicate_window: Duration::from_secs(120),
             ..Default::default()
         };
-        crate::wait::poll(&format!("stream {} created", st.name), Duration::from_secs(30), || async {
-            js.get_or_create_stream(cfg.clone()).await.map(Some).map_err(|e| e.to_string())
-        })
+        crate::wait::poll(
+            &format!("stream {} created", st.name),
+            Duration::from_secs(30),
+            || async {
+                js.get_or_create_stream(cfg.clone())
+                    .await
+                    .map(Some)
+                    .map_err(|e| e.to_string())
+            },
+        )
         .await
         .map_err(|e| workload_err(e.to_string()))?;
         let leader = dep
             .stream_leader(&st.name, Duration::from_secs(30))
             .await
-            .map_err(|source| ScenarioError::Backend { name: name.clone(), source })?;
-        progress(&line(ledger.now_ms(), &format!("stream {} R{} led by {leader}", st.name, st.replicas)));
+            .map_err(|source| ScenarioError::Backend {
+                name: name.clone(),
+                source,
+            })?;
+        progress(&line(
+            ledger.now_ms(),
+            &format!("stream {} R{} led by {leader}", st.name, st.replicas),
+        ));
     }
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -587,8 +677,12 @@ pub async fn run(
             .map_err(|e| workload_err(e.to_string()))?;
         consumer_tasks.push(h);
     }
-    let consumer_names: Vec<String> =
-        scenario.workload.consumers.iter().map(|c| c.name.clone()).collect();
+    let consumer_names: Vec<String> = scenario
+        .workload
+        .consumers
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
     let mut watch_task = None;
     let mut publisher = None;
     let workload_start = ledger.now_ms();
@@ -599,13 +693,20 @@ pub async fn run(
             ledger.clone(),
             stop_rx.clone(),
         ));
-        progress(&line(ledger.now_ms(), &format!(
-            "publishing {} msg/s to {} for {:.0} s",
-            p.spec.rate,
-            p.spec.subject,
-            p.spec.duration.as_secs_f64()
-        )));
-        publisher = Some(traffic::spawn_publisher(js.clone(), p.spec.clone(), ledger.clone()));
+        progress(&line(
+            ledger.now_ms(),
+            &format!(
+                "publishing {} msg/s to {} for {:.0} s",
+                p.spec.rate,
+                p.spec.subject,
+                p.spec.duration.as_secs_f64()
+            ),
+        ));
+        publisher = Some(traffic::spawn_publisher(
+            js.clone(),
+            p.spec.clone(),
+            ledger.clone(),
+        ));
     }
 
     let mut last_faulted: Option<String> = None;
@@ -623,20 +724,30 @@ pub async fn run(
             Ok(target) => (true, target, None),
             Err(e) => (false, None, Some(e)),
         };
-        progress(&line(t0, &format!(
-            "step {}/{} {}{}: {} ({} ms)",
-            i + 1,
-            scenario.steps.len(),
-            step.action.describe(),
-            target.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default(),
-            match &error {
-                None => "ok".to_string(),
-                Some(e) => format!("FAILED: {e}"),
-            },
-            took
-        )));
+        progress(&line(
+            t0,
+            &format!(
+                "step {}/{} {}{}: {} ({} ms)",
+                i + 1,
+                scenario.steps.len(),
+                step.action.describe(),
+                target
+                    .as_ref()
+                    .map(|t| format!(" -> {t}"))
+                    .unwrap_or_default(),
+                match &error {
+                    None => "ok".to_string(),
+                    Some(e) => format!("FAILED: {e}"),
+                },
+                took
+            ),
+        ));
         if let Some(e) = &error {
-            failures.push(format!("step {} ({}) failed: {e}", i + 1, step.action.describe()));
+            failures.push(format!(
+                "step {} ({}) failed: {e}",
+                i + 1,
+                step.action.describe()
+            ));
         }
         steps_out.push(StepOutcome {
             index: i + 1,
@@ -656,7 +767,10 @@ pub async fn run(
     if !consumer_names.is_empty() {
         match traffic::wait_drained(&ledger, &consumer_names, Duration::from_secs(30)).await {
             Ok(()) => progress(&line(ledger.now_ms(), "consumers drained")),
-            Err(e) => progress(&line(ledger.now_ms(), &format!("consumers not drained: {e}"))),
+            Err(e) => progress(&line(
+                ledger.now_ms(),
+                &format!("consumers not drained: {e}"),
+            )),
         }
     }
     let _ = stop_tx.send(true);
@@ -668,7 +782,16 @@ pub async fn run(
     }
     let backend_name = dep.backend();
     drop(dep);
-    Ok(finish(scenario, backend_name, started_at, clock, &ledger, &consumer_names, failures, steps_out, &[]))
+    Ok(finish(
+        scenario,
+        backend_name,
+        started_at,
+        clock,
+        &ledger,
+        &consumer_names,
+        failures,
+        steps_out,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -681,7 +804,6 @@ fn finish(
     consumers: &[String],
     mut failures: Vec<String>,
     steps: Vec<StepOutcome>,
-    _extra: &[()],
 ) -> Report {
     let events = ledger.events();
     let figures = crate::ledger::figures(&events, consumers);
@@ -708,7 +830,10 @@ fn finish(
         let sec = e.at_ms() / 1000;
         while per_second.len() as u64 <= sec {
             let n = per_second.len() as u64;
-            per_second.push(Second { second: n, ..Default::default() });
+            per_second.push(Second {
+                second: n,
+                ..Default::default()
+            });
         }
         let b = &mut per_second[sec as usize];
         match e {
@@ -722,9 +847,14 @@ fn finish(
             }
             Event::PublishError { .. } => {
                 b.publish_errors += 1;
-                timeline.push(e.clone());
+                // The per-second counts carry the volume; the timeline keeps the first few.
+                if b.publish_errors <= 3 {
+                    timeline.push(e.clone());
+                }
             }
-            Event::GaveUp { .. } | Event::Leader { .. } | Event::Step { .. } => timeline.push(e.clone()),
+            Event::GaveUp { .. } | Event::Leader { .. } | Event::Step { .. } => {
+                timeline.push(e.clone())
+            }
         }
     }
     timeline.sort_by_key(Event::at_ms);
@@ -751,10 +881,15 @@ async fn resolve(
     last_faulted: &Option<String>,
 ) -> Result<String, String> {
     if selector == "last-faulted" {
-        return last_faulted.clone().ok_or_else(|| "no server was faulted yet".to_string());
+        return last_faulted
+            .clone()
+            .ok_or_else(|| "no server was faulted yet".to_string());
     }
     if selector == "meta-leader" {
-        return dep.meta_leader(Duration::from_secs(30)).await.map_err(|e| e.to_string());
+        return dep
+            .meta_leader(Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string());
     }
     if let Some(stream) = selector.strip_prefix("stream-leader:") {
         return dep
@@ -784,9 +919,8 @@ async fn run_step(
     action: &Action,
     last_faulted: &mut Option<String>,
 ) -> Result<Option<String>, String> {
-    let fault = |f: Fault| f;
     let (selector, f) = match action {
-        Action::Kill9 { server } => (server, fault(Fault::Kill9)),
+        Action::Kill9 { server } => (server, Fault::Kill9),
         Action::Sigterm { server } => (server, Fault::Sigterm),
         Action::LameDuck { server } => (server, Fault::LameDuck),
         Action::Pause { server } => (server, Fault::Pause),
@@ -795,15 +929,21 @@ async fn run_step(
         Action::WipeStore { server } => (server, Fault::WipeStore),
         Action::Reload { server, append } => {
             let s = resolve(dep, server, last_faulted).await?;
-            dep.reload_with(&s, append).await.map_err(|e| e.to_string())?;
+            dep.reload_with(&s, append)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(Some(s));
         }
         Action::CutGateway { a, b } => {
-            dep.gateway_link(a, b, true).await.map_err(|e| e.to_string())?;
+            dep.gateway_link(a, b, true)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(None);
         }
         Action::RestoreGateway { a, b } => {
-            dep.gateway_link(a, b, false).await.map_err(|e| e.to_string())?;
+            dep.gateway_link(a, b, false)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(None);
         }
         Action::CutLeaf { leaf } => {
@@ -811,11 +951,17 @@ async fn run_step(
             return Ok(None);
         }
         Action::RestoreLeaf { leaf } => {
-            dep.leaf_link(leaf, false).await.map_err(|e| e.to_string())?;
+            dep.leaf_link(leaf, false)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(None);
         }
         Action::WaitMetaLeader { timeout } => {
-            return dep.meta_leader(*timeout).await.map(Some).map_err(|e| e.to_string());
+            return dep
+                .meta_leader(*timeout)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string());
         }
         Action::WaitStreamLeader { stream, timeout } => {
             return dep
@@ -825,7 +971,9 @@ async fn run_step(
                 .map_err(|e| e.to_string());
         }
         Action::WaitHealthz { timeout } => {
-            dep.wait_healthz(*timeout).await.map_err(|e| e.to_string())?;
+            dep.wait_healthz(*timeout)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(None);
         }
         Action::ApplyManifest { .. }
@@ -925,9 +1073,14 @@ steps: [{ at: 0s, action: wait_condition, object: NatsCluster/a, condition: Sett
         let s = Scenario::from_yaml(Path::new("x"), text).unwrap();
         let mut lines = Vec::new();
         let mut progress = |l: &str| lines.push(l.to_string());
-        let r = run(&s, &crate::backend::LocalBackend, &mut progress).await.unwrap();
+        let r = run(&s, &crate::backend::LocalBackend, &mut progress)
+            .await
+            .unwrap();
         assert!(!r.passed);
-        assert!(r.failures[0].contains("needs the controllers (not yet available)"), "{r:?}");
+        assert!(
+            r.failures[0].contains("needs the controllers (not yet available)"),
+            "{r:?}"
+        );
         assert!(lines[0].contains("needs the controllers"), "{lines:?}");
     }
 }

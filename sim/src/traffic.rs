@@ -77,7 +77,11 @@ pub fn parse_msg_id(value: &str) -> Option<u64> {
 }
 
 /// Starts publishing; the handle finishes when every message is acknowledged or given up on.
-pub fn spawn_publisher(js: jetstream::Context, spec: PublisherSpec, ledger: Ledger) -> JoinHandle<()> {
+pub fn spawn_publisher(
+    js: jetstream::Context,
+    spec: PublisherSpec,
+    ledger: Ledger,
+) -> JoinHandle<()> {
     let mut js = js;
     js.set_timeout(spec.ack_timeout);
     tokio::spawn(async move {
@@ -93,7 +97,8 @@ pub fn spawn_publisher(js: jetstream::Context, spec: PublisherSpec, ledger: Ledg
             let Ok(permit) = slots.clone().acquire_owned().await else {
                 break;
             };
-            let (js, ledger, spec, payload) = (js.clone(), ledger.clone(), spec.clone(), payload.clone());
+            let (js, ledger, spec, payload) =
+                (js.clone(), ledger.clone(), spec.clone(), payload.clone());
             tasks.spawn(async move {
                 publish_one(&js, &spec, &ledger, id, payload).await;
                 drop(permit);
@@ -150,8 +155,10 @@ async fn publish_one(
                     attempt,
                     error: e.to_string(),
                 });
-                // No leader or no responders: give the cluster a moment before the retry.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // No leader or no responders: back off (100 ms doubling to 800 ms) so a leaderless
+                // stretch does not turn into a retry storm.
+                let pause = 100u64 << attempt.min(4).saturating_sub(1);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
             }
         }
         if tokio::time::Instant::now() >= give_up {
@@ -173,7 +180,10 @@ async fn create_consumer(
         &format!("consumer {} on stream {}", spec.name, spec.stream),
         Duration::from_secs(30),
         || async {
-            let stream = js.get_stream(&spec.stream).await.map_err(|e| e.to_string())?;
+            let stream = js
+                .get_stream(&spec.stream)
+                .await
+                .map_err(|e| e.to_string())?;
             let handle = match spec.kind {
                 ConsumerKind::Pull => ConsumerHandle::Pull(
                     stream
@@ -326,17 +336,24 @@ pub async fn wait_drained(
     consumers: &[String],
     timeout: Duration,
 ) -> Result<(), TrafficError> {
-    wait::poll("consumers to receive every acknowledged message", timeout, || async {
-        let acked = ledger.acknowledged_ids();
-        for c in consumers {
-            let got = ledger.delivered_ids(c);
-            let missing = acked.difference(&got).count();
-            if missing > 0 {
-                return Err(format!("{c} is missing {missing} of {} messages", acked.len()));
+    wait::poll(
+        "consumers to receive every acknowledged message",
+        timeout,
+        || async {
+            let acked = ledger.acknowledged_ids();
+            for c in consumers {
+                let got = ledger.delivered_ids(c);
+                let missing = acked.difference(&got).count();
+                if missing > 0 {
+                    return Err(format!(
+                        "{c} is missing {missing} of {} messages",
+                        acked.len()
+                    ));
+                }
             }
-        }
-        Ok(Some(()))
-    })
+            Ok(Some(()))
+        },
+    )
     .await
     .map_err(TrafficError::Drain)
 }

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use sim::TopologySpec;
 use sim::backend::{Backend, Fault};
 use sim::k3s::{K3sBackend, docker_available};
-use sim::TopologySpec;
 
 #[tokio::test]
 async fn k3s_backend_runs_a_cluster_where_docker_answers() {
@@ -20,7 +20,10 @@ async fn k3s_backend_runs_a_cluster_where_docker_answers() {
         assert!(err.to_string().contains("not available"), "{err}");
         return;
     }
-    let mut dep = K3sBackend::default().start(&TopologySpec::cluster(3)).await.unwrap();
+    let mut dep = K3sBackend::default()
+        .start(&TopologySpec::cluster(3))
+        .await
+        .unwrap();
     let leader = dep.meta_leader(Duration::from_secs(60)).await.unwrap();
     assert!(dep.server_names().contains(&leader));
     dep.fault(&leader, Fault::Kill9).await.unwrap();

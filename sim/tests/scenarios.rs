@@ -7,7 +7,9 @@ use sim::scenario::{self, Report};
 async fn run(name: &str) -> Report {
     let s = scenario::find(&scenario::scenarios_dir(), name).unwrap();
     let mut progress = |l: &str| println!("{l}");
-    let report = scenario::run(&s, &LocalBackend, &mut progress).await.unwrap();
+    let report = scenario::run(&s, &LocalBackend, &mut progress)
+        .await
+        .unwrap();
     print!("{}", report.summary());
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-reports");
     let out = report.write(&dir).unwrap();

@@ -9,7 +9,10 @@ use sim::k3s::K3sBackend;
 use sim::scenario;
 
 #[derive(Parser)]
-#[command(name = "sim", about = "The simulation rig: real nats-server topologies and scenarios")]
+#[command(
+    name = "sim",
+    about = "The simulation rig: real nats-server topologies and scenarios"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
