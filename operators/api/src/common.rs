@@ -153,8 +153,11 @@ pub mod condition_type {
 
 /// Condition status values as the API writes them.
 pub mod condition_status {
+    /// The condition holds.
     pub const TRUE: &str = "True";
+    /// The condition does not hold.
     pub const FALSE: &str = "False";
+    /// Whether the condition holds could not be determined.
     pub const UNKNOWN: &str = "Unknown";
 }
 

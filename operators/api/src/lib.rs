@@ -7,6 +7,8 @@
 // `#[kube(printcolumn(...))]` repeats `type_ = "string"` once per column, which clippy mistakes
 // for a duplicated attribute.
 #![allow(clippy::duplicated_attributes)]
+// Doc comments become the CRD descriptions `kubectl explain` shows: every public item has one.
+#![warn(missing_docs)]
 
 pub mod common;
 pub mod nats;
