@@ -174,3 +174,47 @@ pub fn optional_enum_field(schema: &mut Schema) {
         }
     }
 }
+
+/// A status with the two fields every status here carries: `observedGeneration` and `conditions`.
+/// Lets shared code (condition setting, Ready columns, metrics) work on any kind's status.
+pub trait ObservedStatus {
+    /// The generation of the spec the status describes.
+    fn observed_generation(&self) -> Option<i64>;
+    /// Records the generation of the spec the status describes.
+    fn set_observed_generation(&mut self, generation: Option<i64>);
+    /// The conditions, keyed by `type`.
+    fn conditions(&self) -> &Conditions;
+    /// The conditions, for writing.
+    fn conditions_mut(&mut self) -> &mut Conditions;
+    /// The condition of this type, if present.
+    fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions().iter().find(|c| c.type_ == type_)
+    }
+    /// Whether the condition of this type is present with status `True`.
+    fn is_true(&self, type_: &str) -> bool {
+        self.condition(type_)
+            .is_some_and(|c| c.status == condition_status::TRUE)
+    }
+}
+
+/// Implements [`ObservedStatus`] for status structs with `observed_generation: Option<i64>` and
+/// `conditions: Conditions` fields.
+#[macro_export]
+macro_rules! impl_observed_status {
+    ($($status:ty),+ $(,)?) => {$(
+        impl $crate::common::ObservedStatus for $status {
+            fn observed_generation(&self) -> Option<i64> {
+                self.observed_generation
+            }
+            fn set_observed_generation(&mut self, generation: Option<i64>) {
+                self.observed_generation = generation;
+            }
+            fn conditions(&self) -> &$crate::common::Conditions {
+                &self.conditions
+            }
+            fn conditions_mut(&mut self) -> &mut $crate::common::Conditions {
+                &mut self.conditions
+            }
+        }
+    )+};
+}

@@ -396,3 +396,9 @@ impl NatsAccountTrust {
             .filter(|s| !s.is_empty())
     }
 }
+
+crate::impl_observed_status!(
+    NatsConnectionStatus,
+    NatsOperatorTrustStatus,
+    NatsAccountTrustStatus
+);

@@ -191,3 +191,31 @@ fn rendered_object_names_follow_the_design() {
     assert_eq!(names::routes_ca_secret("demo"), "demo-routes-ca");
     assert_eq!(names::leaf_remotes_secret("demo"), "demo-leaf-remotes");
 }
+
+#[test]
+fn observed_status_reads_conditions_by_type() {
+    use nats_api::common::ObservedStatus;
+    let mut status: nats_api::cluster::NatsClusterStatus =
+        serde_json::from_value(serde_json::json!({
+            "observedGeneration": 4,
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "AllServersReady", "message": "",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "Settled", "status": "False", "reason": "GroupsCatchingUp", "message": "",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ]
+        }))
+        .expect("status decodes");
+    assert_eq!(status.observed_generation(), Some(4));
+    assert!(status.is_true("Ready"));
+    assert!(!status.is_true("Settled"));
+    assert!(!status.is_true("Progressing"));
+    assert_eq!(
+        status.condition("Settled").map(|c| c.reason.as_str()),
+        Some("GroupsCatchingUp")
+    );
+    status.set_observed_generation(Some(5));
+    status.conditions_mut().retain(|c| c.type_ != "Settled");
+    assert_eq!(status.observed_generation(), Some(5));
+    assert!(status.condition("Settled").is_none());
+}

@@ -221,3 +221,5 @@ pub struct ServerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_revision: Option<String>,
 }
+
+crate::impl_observed_status!(NatsClusterStatus);
