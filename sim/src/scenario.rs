@@ -397,9 +397,8 @@ pub fn scenarios_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("SIM_SCENARIOS") {
         return PathBuf::from(d);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("scenarios")
+    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sim_dir.parent().unwrap_or(sim_dir).join("scenarios")
 }
 
 /// Every scenario file in `dir`, sorted by name.

@@ -38,3 +38,27 @@ async fn three_server_cluster_boots_and_leads_a_stream() {
         );
     }
 }
+
+#[test]
+fn a_panicking_test_still_kills_its_servers() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let outcome = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let topo = Topology::start(TopologySpec::cluster(2)).await.unwrap();
+            let pids: Vec<u32> = topo.servers().iter().map(|s| s.pid().unwrap()).collect();
+            tx.send(pids).unwrap();
+            panic!("test body fails while the topology is up");
+        })
+    })
+    .join();
+    assert!(outcome.is_err(), "the thread was meant to panic");
+    let pids = rx.recv().unwrap();
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
+        assert!(!alive, "pid {pid} survived the panic");
+    }
+}

@@ -91,7 +91,12 @@ fn main() -> ExitCode {
             };
             let dir = dir.unwrap_or_else(scenario::scenarios_dir);
             let reports = reports_dir.unwrap_or_else(|| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/sim-reports")
+                let sim_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+                sim_dir
+                    .parent()
+                    .unwrap_or(sim_dir)
+                    .join("target")
+                    .join("sim-reports")
             });
             runtime.block_on(run_scenario(&name, &dir, &reports, backend))
         }
