@@ -456,3 +456,69 @@ fn every_custom_kind_appears_in_a_story_and_counts_are_printed() {
 fn names(stories: &[Story]) -> Vec<&str> {
     stories.iter().map(|s| s.name.as_str()).collect()
 }
+
+/// The CEL rules of each kind's CRD (`x-kubernetes-validations`, as `nats_api::crds::all()` generates them)
+/// accept every custom manifest, judged offline with kube-cel after schema defaults, as the apiserver would.
+/// A manifest re-declaring an object an earlier file of its story declared is judged as an update of it, so
+/// transition rules (`oldSelf`) see the change the story makes.
+#[test]
+fn every_custom_manifest_passes_the_cel_rules_of_its_crd() {
+    let crds: BTreeMap<(String, String), (Value, kube_cel::RootContext)> = nats_api::crds::all()
+        .into_iter()
+        .flat_map(|crd| {
+            let group = crd.spec.group.clone();
+            let kind = crd.spec.names.kind.clone();
+            crd.spec.versions.into_iter().filter_map(move |version| {
+                let schema = version.schema.and_then(|s| s.open_api_v3_schema)?;
+                let api_version = format!("{group}/{}", version.name);
+                let root = kube_cel::RootContext {
+                    api_version: api_version.clone(),
+                    api_group: group.clone(),
+                    kind: kind.clone(),
+                };
+                let schema = serde_json::to_value(schema).expect("a CRD schema serializes");
+                Some(((api_version, kind.clone()), (schema, root)))
+            })
+        })
+        .collect();
+    let validator = kube_cel::Validator::new();
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    for story in load() {
+        for (i, doc) in story.manifests.iter().enumerate() {
+            if !doc.object.is_custom() {
+                continue;
+            }
+            let key = (doc.object.api_version.clone(), doc.object.kind.clone());
+            let Some((schema, root)) = crds.get(&key) else {
+                failures.push(format!("{doc}: no CRD serves {} {}", key.0, key.1));
+                continue;
+            };
+            let old = story.manifests[..i]
+                .iter()
+                .rev()
+                .find(|d| d.object.same_object(&doc.object));
+            judged += 1;
+            let verdict = validator.validate_with_context(
+                schema,
+                &doc.object.value,
+                old.map(|d| &d.object.value),
+                Some(root),
+            );
+            if let Err(errors) = verdict {
+                let update = old
+                    .map(|d| format!(" (as an update of {d})"))
+                    .unwrap_or_default();
+                for error in errors.into_vec() {
+                    failures.push(format!("{doc}{update}: {error}"));
+                }
+            }
+        }
+    }
+    assert!(judged > 0, "no custom manifest judged");
+    assert!(
+        failures.is_empty(),
+        "CEL refuses story manifests:\n  {}",
+        failures.join("\n  ")
+    );
+}
