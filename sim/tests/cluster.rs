@@ -62,3 +62,14 @@ fn a_panicking_test_still_kills_its_servers() {
         assert!(!alive, "pid {pid} survived the panic");
     }
 }
+
+#[tokio::test]
+async fn every_pinned_version_boots_a_cluster() {
+    for version in sim::install::VERSIONS {
+        let topo = Topology::start(TopologySpec::cluster(3).with_version(version))
+            .await
+            .unwrap();
+        let varz = topo.monitor("c1-0", "/varz").await.unwrap();
+        assert_eq!(varz["version"].as_str(), Some(*version), "{varz}");
+    }
+}
