@@ -186,10 +186,10 @@ pub fn public_key_kind(role: &'static str, key: &str) -> Result<KeyKind> {
 
 /// Checks that `key` is a valid public key of one of `kinds`.
 pub fn expect_public_key(role: &'static str, key: &str, kinds: &[KeyKind]) -> Result<KeyKind> {
-    let kind = public_key_kind(role, key).or_else(|e| match e {
+    let kind = public_key_kind(role, key).map_err(|e| match e {
         // A valid key of another role (server, cluster, curve) is a prefix problem, not an encoding one.
-        Error::WrongKeyPrefix { .. } => Err(wrong_prefix(role, key, kinds)),
-        other => Err(other),
+        Error::WrongKeyPrefix { .. } => wrong_prefix(role, key, kinds),
+        other => other,
     })?;
     if kinds.contains(&kind) {
         Ok(kind)

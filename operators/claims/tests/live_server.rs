@@ -281,8 +281,7 @@ async fn strict_signing_refuses_what_an_identity_signs() {
         None,
     )
     .await
-    .err()
-    .expect("strict signing refuses a user signed by the account identity");
+    .expect_err("strict signing refuses a user signed by the account identity");
     assert_eq!(refused.kind(), ConnectErrorKind::AuthorizationViolation);
 
     let by_signing_key = account.creds(UserClaims::new(user.public_key()), &user);
@@ -380,8 +379,7 @@ async fn revoked_user_is_disconnected_and_cannot_return() {
     .await;
     let err = connect(&plane.topo, &doomed_creds, None)
         .await
-        .err()
-        .expect("a revoked user is refused on reconnect");
+        .expect_err("a revoked user is refused on reconnect");
     assert_eq!(
         err.kind(),
         ConnectErrorKind::AuthorizationViolation,
@@ -486,8 +484,7 @@ async fn expired_account_jwt_is_refused() {
     // ... but admits none of its users.
     let err = connect(&plane.topo, &creds, None)
         .await
-        .err()
-        .expect("a user of an expired account is refused");
+        .expect_err("a user of an expired account is refused");
     assert_eq!(
         err.kind(),
         ConnectErrorKind::AuthorizationViolation,
