@@ -505,3 +505,92 @@ async fn expired_account_jwt_is_refused() {
         .expect("renewed account admits its user");
     round_trip(&client, "renewed").await;
 }
+
+/// The stream-creation error of a JetStream limit, as text.
+async fn create_stream(client: &Client, name: &str) -> Result<(), String> {
+    let js = async_nats::jetstream::new(client.clone());
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: name.to_string(),
+        subjects: vec![format!("{name}.>")],
+        max_bytes: 4096,
+        ..Default::default()
+    })
+    .await
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn account_limits_are_enforced_by_the_server() {
+    let plane = Plane::start().await;
+    // Flat JetStream limits and a connection limit.
+    let flat = Acct::new();
+    let mut limits = OperatorLimits::unlimited();
+    limits.account.conn = 2;
+    plane
+        .push_ok(
+            &flat
+                .claims("flat")
+                .limits(limits)
+                .jetstream(JetStreamLimits {
+                    memory_storage: 1 << 20,
+                    disk_storage: 1 << 20,
+                    streams: 1,
+                    consumer: 1,
+                    ..JetStreamLimits::default()
+                })
+                .encode(&plane.operator_signing)
+                .unwrap(),
+        )
+        .await;
+    let first = connect(&plane.topo, &flat.user().1, None).await.unwrap();
+    let _second = connect(&plane.topo, &flat.user().1, None).await.unwrap();
+    let third = connect(&plane.topo, &flat.user().1, None).await;
+    assert!(third.is_err(), "a third connection exceeds conn: 2");
+    create_stream(&first, "ONE")
+        .await
+        .expect("first stream within limits");
+    let refused = create_stream(&first, "TWO")
+        .await
+        .expect_err("a second stream exceeds streams: 1");
+    assert!(refused.contains("maximum number of streams"), "{refused}");
+
+    // Tiered JetStream limits (R1 only).
+    let tiered = Acct::new();
+    plane
+        .push_ok(
+            &tiered
+                .claims("tiered")
+                .jetstream_tier(
+                    "R1",
+                    JetStreamLimits {
+                        disk_storage: 1 << 20,
+                        streams: 1,
+                        consumer: 1,
+                        ..JetStreamLimits::default()
+                    },
+                )
+                .encode(&plane.operator_signing)
+                .unwrap(),
+        )
+        .await;
+    let client = connect(&plane.topo, &tiered.user().1, None).await.unwrap();
+    create_stream(&client, "ONE")
+        .await
+        .expect("R1 stream within the tier");
+    let refused = create_stream(&client, "TWO")
+        .await
+        .expect_err("a second R1 stream exceeds the tier");
+    assert!(refused.contains("maximum number of streams"), "{refused}");
+
+    // An account without JetStream limits has no JetStream.
+    let none = Acct::new();
+    plane
+        .push_ok(&none.claims("none").encode(&plane.operator_signing).unwrap())
+        .await;
+    let client = connect(&plane.topo, &none.user().1, None).await.unwrap();
+    let refused = create_stream(&client, "ONE")
+        .await
+        .expect_err("JetStream is disabled without limits");
+    assert!(refused.to_lowercase().contains("jetstream"), "{refused}");
+}
