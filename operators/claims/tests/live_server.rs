@@ -594,3 +594,69 @@ async fn account_limits_are_enforced_by_the_server() {
         .expect_err("JetStream is disabled without limits");
     assert!(refused.to_lowercase().contains("jetstream"), "{refused}");
 }
+
+#[tokio::test]
+async fn scoped_signing_key_template_is_what_the_server_enforces() {
+    let plane = Plane::start().await;
+    let account = Acct::new();
+    let scoped = NKey::generate(KeyKind::Account);
+    let template = UserPermissionLimits {
+        permissions: Permissions {
+            publish: Permission::allow(["scoped.>"]),
+            subscribe: Permission::allow(["scoped.>", "_INBOX.>"]),
+            response: None,
+        },
+        ..UserPermissionLimits::unlimited()
+    };
+    plane
+        .push_ok(
+            &account
+                .claims("A")
+                .scoped_signing_key(UserScope::new(scoped.public_key(), "scoped", template))
+                .encode(&plane.operator_signing)
+                .unwrap(),
+        )
+        .await;
+
+    let user = NKey::generate(KeyKind::User);
+    let jwt = UserClaims::new_scoped(user.public_key(), account.public_key())
+        .encode(&scoped)
+        .unwrap();
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let client = connect(
+        &plane.topo,
+        Creds::render_key(&jwt, &user).unwrap().expose(),
+        Some(tx),
+    )
+    .await
+    .expect("a scoped user connects");
+    round_trip(&client, "scoped.ok").await;
+    client.publish("elsewhere.x", "no".into()).await.unwrap();
+    client.flush().await.unwrap();
+    wait_event(&mut events, "template permissions violation", |e| {
+        server_error_contains(e, "Permissions Violation for Publish to \"elsewhere.x\"")
+    })
+    .await;
+
+    // A user of a scoped key may not carry permissions of its own.
+    let other = NKey::generate(KeyKind::User);
+    let with_permissions = UserClaims::new(other.public_key())
+        .publish(Permission::allow([">"]))
+        .issuer_account(account.public_key())
+        .encode(&scoped)
+        .unwrap();
+    let err = connect(
+        &plane.topo,
+        Creds::render_key(&with_permissions, &other)
+            .unwrap()
+            .expose(),
+        None,
+    )
+    .await
+    .expect_err("a scoped key's user with its own permissions is refused");
+    assert_eq!(
+        err.kind(),
+        ConnectErrorKind::AuthorizationViolation,
+        "{err}"
+    );
+}
