@@ -213,6 +213,10 @@ pub enum Action {
     },
     WaitStreamLeader {
         stream: String,
+        /// A server selector the new leader must differ from (e.g. `last-faulted` after a lame duck,
+        /// which still answers for a few milliseconds as leader).
+        #[serde(default)]
+        other_than: Option<String>,
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
@@ -962,12 +966,30 @@ async fn run_step(
                 .map(Some)
                 .map_err(|e| e.to_string());
         }
-        Action::WaitStreamLeader { stream, timeout } => {
-            return dep
-                .stream_leader(stream, *timeout)
-                .await
-                .map(Some)
-                .map_err(|e| e.to_string());
+        Action::WaitStreamLeader {
+            stream,
+            other_than,
+            timeout,
+        } => {
+            let avoid = match other_than {
+                Some(sel) => Some(resolve(dep, sel, last_faulted).await?),
+                None => None,
+            };
+            let deadline = tokio::time::Instant::now() + *timeout;
+            loop {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let leader = dep
+                    .stream_leader(stream, left)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if avoid.as_deref() != Some(leader.as_str()) {
+                    return Ok(Some(leader));
+                }
+                if left.is_zero() {
+                    return Err(format!("{stream} is still led by {leader}"));
+                }
+                tokio::time::sleep(crate::wait::POLL_INTERVAL).await;
+            }
         }
         Action::WaitHealthz { timeout } => {
             dep.wait_healthz(*timeout)
