@@ -213,7 +213,6 @@ fn is_false(b: &bool) -> bool {
     namespaced,
     status = "NatsClusterStatus",
     derive = "PartialEq",
-    shortname = "natscluster",
     category = "nats",
     doc = "A NATS cluster the cluster controller deploys, one StatefulSet per server, rolled one server at a time.",
     printcolumn(name = "Version", type_ = "string", json_path = ".spec.version"),
