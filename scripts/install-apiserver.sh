@@ -104,8 +104,6 @@ V
   mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
   "$KUBE_DIR/bin/kube-apiserver" --version
   "$KUBE_DIR/bin/etcd" --version | head -n1
-  # The tree, toolchain and Go caches are several GB and only needed to build.
-  chmod -R u+w "$b" && rm -rf "$b"
 }
 
 build_apiext() {
@@ -143,7 +141,14 @@ build_apiext() {
   )
   mv "$APIEXT_DIR/bin/.apiextensions-apiserver.new" "$APIEXT_DIR/bin/apiextensions-apiserver"
   echo "v1.$minor.$patch" >"$APIEXT_DIR/bin/VERSION"
-  chmod -R u+w "$b" && rm -rf "$b"
+}
+
+# The source trees, toolchains and Go caches are several GB and only needed to build.
+clean_build_tree() {
+  local b=$1/build start=$SECONDS
+  [ -d "$b" ] || return 0
+  rm -rf "$b" 2>/dev/null || { chmod -R u+w "$b" && rm -rf "$b"; }
+  log "removed the build tree $b in $((SECONDS - start))s"
 }
 
 mkdir -p "$CACHE"
@@ -163,9 +168,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
     build_kube >"$KUBE_DIR/build.log" 2>&1 &
     if wait $!; then
       log "kube-apiserver built in $((SECONDS - start))s: $(tail -n2 "$KUBE_DIR/build.log" | tr '\n' ' ')"
+      clean_build_tree "$KUBE_DIR"
     else
       log "kube-apiserver build FAILED after $((SECONDS - start))s; last lines of $KUBE_DIR/build.log:"
       tail -n 30 "$KUBE_DIR/build.log" >&2
+      clean_build_tree "$KUBE_DIR"
       status=1
     fi
   fi
@@ -182,13 +189,17 @@ if [ "$WHAT" = all ] || [ "$WHAT" = apiext ]; then
     build_apiext >"$APIEXT_DIR/build.log" 2>&1 &
     if wait $!; then
       log "apiextensions-apiserver $(cat "$APIEXT_DIR/bin/VERSION") built in $((SECONDS - start))s"
+      clean_build_tree "$APIEXT_DIR"
     else
       # Built "where it builds": record why, so the CEL-at-apply tests skip with this reason instead of failing.
-      reason="build from Debian sid failed on $(date -u +%FT%TZ): $(grep -v '^\s*$' "$APIEXT_DIR/build.log" | tail -n1)"
+      why=$(grep -E '^E: |[Ee]rror|cannot|undefined' "$APIEXT_DIR/build.log" | tail -n1 || true)
+      [ -n "$why" ] || why=$(grep -v '^\s*$' "$APIEXT_DIR/build.log" | tail -n1)
+      reason="build from Debian sid failed on $(date -u +%FT%TZ): $why"
       echo "$reason" >"$APIEXT_DIR/build-failed"
       log "apiextensions-apiserver NOT built after $((SECONDS - start))s (CEL-at-apply tests will skip): $reason"
       log "last lines of $APIEXT_DIR/build.log:"
       tail -n 30 "$APIEXT_DIR/build.log" >&2
+      clean_build_tree "$APIEXT_DIR"
     fi
   fi
 fi
