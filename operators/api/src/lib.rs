@@ -10,14 +10,14 @@
 // Doc comments become the CRD descriptions `kubectl explain` shows: every public item has one.
 #![warn(missing_docs)]
 
-pub mod common;
-pub mod nats;
-pub mod cluster;
 pub mod auth;
-pub mod jetstream;
-pub mod crds;
 #[cfg(feature = "cel-cases")]
 pub mod cel_cases;
+pub mod cluster;
+pub mod common;
+pub mod crds;
+pub mod jetstream;
+pub mod nats;
 
 /// The API version every group serves.
 pub const VERSION: &str = "v1beta1";
