@@ -313,6 +313,51 @@ impl Wire {
     }
 }
 
+/// How the meta group is known: from its leader, or, when no leader answered, from the servers
+/// that did (the design's FromFollowers: every server that answers counts as a member).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetaView {
+    FromLeader(MetaGroup),
+    FromFollowers {
+        /// Names of the JetStream servers that answered, sorted.
+        answered: Vec<String>,
+    },
+}
+
+impl Wire {
+    /// One JSZ ping to every server (it crosses gateways): the meta leader's view of the group if
+    /// the leader is among the answers, else the answering servers.
+    pub async fn meta_view(
+        &self,
+        filter: &crate::ServerFilter,
+        collect: Collect,
+    ) -> Result<MetaView, WireError> {
+        let options = JszOptions {
+            filter: filter.clone(),
+            ..Default::default()
+        };
+        let replies = self.ping_jsz(&options, collect).await?;
+        Ok(meta_view_of(&replies))
+    }
+}
+
+/// [`MetaView`] from JSZ answers.
+pub fn meta_view_of(replies: &PingReplies<crate::monitor::Jsz>) -> MetaView {
+    match meta_group_of(replies) {
+        Some(group) => MetaView::FromLeader(group),
+        None => {
+            let mut answered: Vec<String> = replies
+                .replies
+                .iter()
+                .filter(|r| !r.data.disabled)
+                .map(|r| r.server.name.clone())
+                .collect();
+            answered.sort();
+            MetaView::FromFollowers { answered }
+        }
+    }
+}
+
 /// The meta group from JSZ answers: the leader's view where the leader answered.
 pub fn meta_group_of(replies: &PingReplies<crate::monitor::Jsz>) -> Option<MetaGroup> {
     replies.replies.iter().find_map(|r| {
@@ -404,6 +449,49 @@ mod tests {
         assert_eq!(g.peers[0].name, "s1");
         assert_eq!(g.peer_names(), vec!["s1", "s2", "s3"]);
         assert!(g.peers[2].offline);
+    }
+
+    fn jsz_reply(name: &str, leader: &str) -> crate::Reply<crate::monitor::Jsz> {
+        crate::Reply {
+            server: crate::ServerInfo {
+                name: name.into(),
+                ..Default::default()
+            },
+            data: serde_json::from_value(json!({
+                "meta_cluster": {"name": "c1", "leader": leader, "cluster_size": 3}
+            }))
+            .unwrap(),
+        }
+    }
+
+    #[test]
+    fn meta_view_prefers_the_leaders_answer() {
+        let replies = PingReplies {
+            request: "JSZ".into(),
+            replies: vec![jsz_reply("s2", "s1"), jsz_reply("s1", "s1")],
+            failures: vec![],
+            expected: None,
+        };
+        match meta_view_of(&replies) {
+            MetaView::FromLeader(g) => assert_eq!(g.leader, "s1"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn meta_view_without_the_leader_counts_the_answering_servers() {
+        let replies = PingReplies {
+            request: "JSZ".into(),
+            replies: vec![jsz_reply("s3", ""), jsz_reply("s2", "s1")],
+            failures: vec![],
+            expected: None,
+        };
+        assert_eq!(
+            meta_view_of(&replies),
+            MetaView::FromFollowers {
+                answered: vec!["s2".into(), "s3".into()]
+            }
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use common::{WAIT, app_wire, eventually, roster, sys_wire};
-use nats_wire::jsapi::PeerRef;
+use nats_wire::jsapi::{MetaView, PeerRef};
 use nats_wire::monitor::{ConnzOptions, GatewayzOptions, HealthzOptions, JszOptions, LeafzOptions};
 use nats_wire::{Collect, ServerFilter, WireError};
 use sim::topology::{Topology, TopologySpec};
@@ -491,6 +491,19 @@ async fn evacuate_moves_a_stream_off_the_server_and_remove_drops_the_peer() {
     })
     .await;
 
+    // The meta view from the leader lists the two remaining peers.
+    match sys
+        .meta_view(
+            &ServerFilter::all(),
+            Collect::expecting(2, Duration::from_secs(5)),
+        )
+        .await
+        .unwrap()
+    {
+        MetaView::FromLeader(g) => assert!(!g.peer_names().contains(&victim), "{g:?}"),
+        other => panic!("{other:?}"),
+    }
+
     // A peer that is not a member: a JetStream error naming that server.
     let err = sys
         .server_remove(&PeerRef::name("no-such-server"))
@@ -498,4 +511,26 @@ async fn evacuate_moves_a_stream_off_the_server_and_remove_drops_the_peer() {
         .unwrap_err();
     assert!(matches!(err, WireError::JetStream { .. }), "{err}");
     assert_eq!(err.server(), Some("no-such-server"));
+    // With one of the two remaining peers gone the group has no leader: the survivor answers.
+    let survivor = meta.leader.clone();
+    let second = topo
+        .server_names()
+        .into_iter()
+        .find(|n| *n != victim && *n != survivor)
+        .unwrap();
+    topo.server_mut(&second).unwrap().kill9().unwrap();
+    let view = eventually("the meta group judged from followers", WAIT, || async {
+        let v = sys
+            .meta_view(&ServerFilter::all(), Collect::until(Duration::from_secs(1)))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(matches!(v, MetaView::FromFollowers { .. }).then_some(v))
+    })
+    .await;
+    assert_eq!(
+        view,
+        MetaView::FromFollowers {
+            answered: vec![survivor]
+        }
+    );
 }
