@@ -1,1 +1,15 @@
 //! The JetStream controller: streams, consumers, buckets, balancing, evacuation.
+//!
+//! The pure core comes first: spec ↔ server config mapping per kind, drift and the update/recreate
+//! decision, the lifecycle policies (§6.3) and the ownership marker. Reconcilers feed it
+//! observations and carry out what it decides.
+
+pub mod consumer_config;
+pub mod drift;
+pub mod kv_config;
+pub mod late_init;
+pub mod lifecycle;
+pub mod object_config;
+pub mod ownership;
+pub mod stream_config;
+pub mod units;
