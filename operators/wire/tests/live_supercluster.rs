@@ -13,7 +13,7 @@ use common::{WAIT, eventually, roster, sys_wire, urls_with_user};
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{GatewayzOptions, JszOptions, LeafzOptions};
 use nats_wire::{Collect, ConnectionConfig, ServerFilter, Wire, WireError, dial};
-use sim::topology::{APP_USER, GatewayMode, SYS_USER, Topology, TopologySpec};
+use sim::topology::{APP_USER, GatewayMode, Topology, TopologySpec};
 
 const HUB: usize = 6;
 
@@ -48,24 +48,6 @@ async fn app_in_c1(topo: &Topology) -> Wire {
         .expect("dial APP in c1")
 }
 
-/// The system user dialed to c1's servers only.
-async fn sys_in_c1(topo: &Topology) -> Wire {
-    let urls: Vec<String> = topo
-        .cluster_urls("c1")
-        .iter()
-        .map(|u| {
-            u.replacen(
-                "nats://",
-                &format!("nats://{}:{}@", SYS_USER.0, SYS_USER.1),
-                1,
-            )
-        })
-        .collect();
-    dial(&ConnectionConfig::new(urls).with_name("wire-test-sys-c1"))
-        .await
-        .expect("dial SYS in c1")
-}
-
 async fn stream_cluster(
     js: &jetstream::Context,
     name: &str,
@@ -92,7 +74,7 @@ async fn stream_peers(js: &jetstream::Context, name: &str) -> Result<Option<Vec<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn supercluster_pings_gateways_leafs_moves_and_cancel() {
-    let mut topo = supercluster().await;
+    let topo = supercluster().await;
     let sys = sys_wire(&topo).await;
 
     // Every hub server answers across the gateways; the leaf has its own system account.
