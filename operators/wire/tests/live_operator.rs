@@ -2,7 +2,8 @@
 //! account preloaded, full resolver with allow_delete), JWTs signed by `nats-claims`:
 //! dialing with creds and a preset's inbox prefix, CLAIMS.UPDATE answered by every server,
 //! CLAIMS.LOOKUP per server before and after, the pushed account accepting its users, CONNZ by
-//! account and user public key plus KICK, and CLAIMS.DELETE removing the account again.
+//! account and user public key plus KICK, and CLAIMS.DELETE removing the account again; and in an
+//! operator-mode supercluster, CLAIMS.UPDATE crossing the gateways to every server.
 
 mod common;
 
@@ -262,4 +263,47 @@ async fn operator_mode_claims_update_lookup_delete_and_kick() {
         .await
         .unwrap();
     assert_eq!(refused.failures.len(), N);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_update_crosses_gateways_to_every_server_of_the_supercluster() {
+    let t = trust();
+    let spec = TopologySpec::supercluster(2, 2, sim::topology::GatewayMode::Explicit).with_auth(
+        Auth::Operator(OperatorMode {
+            operator_jwt: t.operator_jwt.clone(),
+            system_account: t.system_account.public_key(),
+            preload: vec![(t.system_account.public_key(), t.sys_jwt.clone())],
+        }),
+    );
+    let topo = Topology::start(spec)
+        .await
+        .expect("an operator-mode supercluster boots");
+    // Dialed to one server of c1 only: the other cluster is reached through the gateways.
+    let sys_user = NKey::generate(KeyKind::User);
+    let sys = dial(
+        &ConnectionConfig::new(topo.cluster_urls("c1").into_iter().take(1)).with_creds(creds_for(
+            &t.system_account,
+            UserClaims::new(sys_user.public_key()),
+            &sys_user,
+        )),
+    )
+    .await
+    .unwrap();
+    let ids = roster(&sys, 4).await;
+    assert_eq!(
+        ids.keys().cloned().collect::<Vec<_>>(),
+        vec!["c1-0", "c1-1", "c2-0", "c2-1"]
+    );
+    let app = NKey::generate(KeyKind::Account);
+    let app_jwt = AccountClaims::new(app.public_key())
+        .name("APP")
+        .encode(&t.operator)
+        .unwrap();
+    let all = Collect::expecting(4, Duration::from_secs(5));
+    let pushed = sys.claims_update(&app_jwt, all).await.unwrap();
+    let mut answered: Vec<String> = pushed.server_names();
+    answered.sort();
+    assert_eq!(answered, vec!["c1-0", "c1-1", "c2-0", "c2-1"]);
+    let lookups = sys.claims_lookup(&app.public_key(), all).await.unwrap();
+    assert_eq!(lookups, vec![LookupAnswer::Holds(app_jwt); 4]);
 }
