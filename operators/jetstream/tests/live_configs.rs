@@ -1,0 +1,512 @@
+//! Live tier of the pure core, against a real 3-server JetStream cluster (nats-server 2.15 from
+//! the sim), for every kind: an object created from a spec through the mapping reads back with no
+//! drift; an out-of-band edit made with the nats API drifts in exactly that field and reapplying
+//! spec corrects it; a pre-existing object adopted into spec re-maps to the same server config.
+
+mod common;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, kv, object_store, stream};
+use common::{
+    cluster, consumer_config, create_stream, js_api, put_consumer, spec, stream_config,
+    update_stream,
+};
+use jetstream_controller::consumer_config as cc;
+use jetstream_controller::drift::{Decision, decide, drifted, names};
+use jetstream_controller::late_init::late_initialize;
+use jetstream_controller::lifecycle::{Action, TerminalReason, plan, synced};
+use jetstream_controller::ownership::{Found, found, user_metadata};
+use jetstream_controller::{kv_config, object_config, stream_config as sc};
+use nats_api::jetstream::{
+    AdoptionPolicy, NatsConsumerSpec, NatsKeyValueSpec, NatsObjectStoreSpec, NatsStreamSpec,
+};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+const UID: &str = "0b5e4b1e-7c1d-4d0e-9a57-6f1d5c3b2a10";
+
+fn drift_names(
+    fields: &[jetstream_controller::drift::Field],
+    desired: &serde_json::Map<String, Value>,
+    server: &Value,
+) -> Vec<String> {
+    names(drifted(fields, desired, server).iter())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_from_spec_reads_back_in_sync_and_drift_finds_an_out_of_band_edit() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let js = jetstream::new(client.clone());
+
+    // An untouched stream: spec sets only subjects, the server fills every default.
+    let bare: NatsStreamSpec = spec(json!({"subjects": ["bare.>"]}));
+    let bare_desired = sc::desired("BARE", &bare, UID).expect("maps");
+    create_stream(&client, &bare_desired).await;
+    let server = stream_config(&client, "BARE").await.expect("BARE exists");
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &bare_desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+
+    // A stream with limits, replicas and user metadata.
+    let s: NatsStreamSpec = spec(json!({
+        "subjects": ["orders.>"], "replicas": 3, "maxMsgs": 1000, "maxBytes": "64Mi",
+        "maxAge": "24h", "duplicates": "1m", "discard": "New", "description": "orders",
+        "metadata": {"team": "payments"}
+    }));
+    let desired = sc::desired("ORDERS", &s, UID).expect("maps");
+    create_stream(&client, &desired).await;
+    let server = stream_config(&client, "ORDERS")
+        .await
+        .expect("ORDERS exists");
+    assert_eq!(found(Some(&server), UID), Found::OwnedByThis);
+    assert_eq!(
+        user_metadata(&server)
+            .and_then(|m| m.get("team").cloned())
+            .as_deref(),
+        Some("payments")
+    );
+    assert_eq!(
+        decide(&drifted(sc::STREAM_FIELDS, &desired, &server), false),
+        Decision::InSync,
+        "{server}"
+    );
+
+    // Out of band: max_msgs changed with the nats API.
+    let mut config = js
+        .get_stream("ORDERS")
+        .await
+        .expect("get ORDERS")
+        .info()
+        .await
+        .expect("info")
+        .config
+        .clone();
+    config.max_messages = 5;
+    js.update_stream(config).await.expect("out-of-band update");
+    let server = stream_config(&client, "ORDERS")
+        .await
+        .expect("ORDERS exists");
+    let decision = decide(&drifted(sc::STREAM_FIELDS, &desired, &server), false);
+    assert_eq!(
+        decision,
+        Decision::Update(vec!["maxMsgs".into()]),
+        "{server}"
+    );
+    assert_eq!(synced(&decision, false).reason, "DriftCorrected");
+
+    // Reapplying spec corrects it.
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "ORDERS")
+        .await
+        .expect("ORDERS exists");
+    assert_eq!(
+        decide(&drifted(sc::STREAM_FIELDS, &desired, &server), false),
+        Decision::InSync
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_existing_stream_adopted_into_spec_re_maps_to_the_same_config() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let js = jetstream::new(client.clone());
+    for name in ["LEGACY", "LEGACY2"] {
+        js.create_stream(stream::Config {
+            name: name.into(),
+            subjects: vec![format!("{}.>", name.to_lowercase())],
+            max_messages: 10,
+            max_age: Duration::from_secs(3600),
+            num_replicas: 3,
+            ..Default::default()
+        })
+        .await
+        .expect("a stream made with the nats API");
+    }
+
+    // Adopt: the server's config goes into spec; owning it then changes nothing but the marker.
+    let server = stream_config(&client, "LEGACY")
+        .await
+        .expect("LEGACY exists");
+    let f = found(Some(&server), UID);
+    assert_eq!(f, Found::Unowned);
+    assert_eq!(
+        plan(AdoptionPolicy::Never, &f),
+        Action::Terminal(TerminalReason::ExistsUnowned)
+    );
+    assert_eq!(plan(AdoptionPolicy::Adopt, &f), Action::AdoptIntoSpec);
+    let base: NatsStreamSpec = spec(json!({"adoptionPolicy": "Adopt"}));
+    let adopted = sc::spec_from_server(&base, &server).expect("reads the server's config");
+    // Written into the resource and read back, as the API server would store it.
+    let adopted: NatsStreamSpec =
+        serde_json::from_value(serde_json::to_value(&adopted).expect("serializes"))
+            .expect("parses");
+    let desired = sc::desired("LEGACY", &adopted, UID).expect("maps");
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &desired, &server),
+        vec!["metadata"],
+        "only the marker is new"
+    );
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "LEGACY")
+        .await
+        .expect("LEGACY exists");
+    assert_eq!(found(Some(&server), UID), Found::OwnedByThis);
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+
+    // AdoptOrCreate: spec applied, then the omitted fields filled from the server.
+    let server = stream_config(&client, "LEGACY2")
+        .await
+        .expect("LEGACY2 exists");
+    assert_eq!(
+        plan(AdoptionPolicy::AdoptOrCreate, &found(Some(&server), UID)),
+        Action::LateInitialize
+    );
+    let s: NatsStreamSpec = spec(
+        json!({"adoptionPolicy": "AdoptOrCreate", "subjects": ["legacy2.>"], "maxMsgs": 20, "replicas": 3}),
+    );
+    update_stream(&client, &sc::desired("LEGACY2", &s, UID).expect("maps")).await;
+    let server = stream_config(&client, "LEGACY2")
+        .await
+        .expect("LEGACY2 exists");
+    let merged =
+        late_initialize(&s, &sc::spec_from_server(&s, &server).expect("reads")).expect("merges");
+    assert_eq!(merged.spec.max_msgs, Some(20), "spec's own value kept");
+    assert!(
+        merged.filled.contains(&"maxAge".to_string()),
+        "{:?}",
+        merged.filled
+    );
+    let desired = sc::desired("LEGACY2", &merged.spec, UID).expect("maps");
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_from_spec_drift_recreate_and_adoption() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let js = jetstream::new(client.clone());
+    let s: NatsStreamSpec = spec(json!({"subjects": ["orders.>"], "replicas": 3}));
+    create_stream(&client, &sc::desired("ORDERS", &s, UID).expect("maps")).await;
+
+    let c: NatsConsumerSpec = spec(json!({
+        "stream": "ORDERS", "ackPolicy": "Explicit", "maxDeliver": 5, "ackWait": "30s",
+        "filterSubject": "orders.eu", "metadata": {"team": "payments"}
+    }));
+    let desired = cc::desired("worker", &c, UID).expect("maps");
+    put_consumer(&client, "ORDERS", &desired, false).await;
+    let server = consumer_config(&client, "ORDERS", "worker")
+        .await
+        .expect("worker exists");
+    assert_eq!(found(Some(&server), UID), Found::OwnedByThis);
+    assert_eq!(
+        drift_names(cc::CONSUMER_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+
+    // Out of band: max_deliver changed with the nats API.
+    let ordstream = js.get_stream("ORDERS").await.expect("get ORDERS");
+    let mut config = ordstream
+        .consumer_info("worker")
+        .await
+        .expect("consumer info")
+        .config;
+    config.max_deliver = 9;
+    ordstream
+        .create_consumer(config)
+        .await
+        .expect("out-of-band consumer update");
+    let server = consumer_config(&client, "ORDERS", "worker")
+        .await
+        .expect("worker exists");
+    assert_eq!(
+        decide(&drifted(cc::CONSUMER_FIELDS, &desired, &server), false),
+        Decision::Update(vec!["maxDeliver".into()]),
+        "{server}"
+    );
+    put_consumer(&client, "ORDERS", &desired, true).await;
+    let server = consumer_config(&client, "ORDERS", "worker")
+        .await
+        .expect("worker exists");
+    assert_eq!(
+        drift_names(cc::CONSUMER_FIELDS, &desired, &server),
+        Vec::<String>::new()
+    );
+
+    // An immutable field: the server refuses the update, so the decision is refuse or recreate.
+    let edited: NatsConsumerSpec = spec(json!({
+        "stream": "ORDERS", "ackPolicy": "Explicit", "maxDeliver": 5, "ackWait": "30s",
+        "filterSubject": "orders.eu", "metadata": {"team": "payments"}, "deliverPolicy": "New",
+        "recreateOnImmutableChange": true
+    }));
+    let edited_desired = cc::desired("worker", &edited, UID).expect("maps");
+    let drift = drifted(cc::CONSUMER_FIELDS, &edited_desired, &server);
+    assert_eq!(
+        decide(&drift, false),
+        Decision::Refused(vec!["deliverPolicy".into()])
+    );
+    assert_eq!(
+        decide(&drift, true),
+        Decision::Recreate(vec!["deliverPolicy".into()])
+    );
+    let refused = js_api(
+        &client,
+        "$JS.API.CONSUMER.CREATE.ORDERS.worker".into(),
+        &cc::create_request("ORDERS", &edited_desired, true),
+    )
+    .await;
+    assert!(
+        refused.is_err(),
+        "nats-server accepted a deliver_policy change: {refused:?}"
+    );
+    ordstream
+        .delete_consumer("worker")
+        .await
+        .expect("delete for recreate");
+    put_consumer(&client, "ORDERS", &edited_desired, false).await;
+    let server = consumer_config(&client, "ORDERS", "worker")
+        .await
+        .expect("worker exists");
+    assert_eq!(
+        drift_names(cc::CONSUMER_FIELDS, &edited_desired, &server),
+        Vec::<String>::new()
+    );
+
+    // Adoption of a consumer made with the nats API.
+    ordstream
+        .create_consumer(consumer::pull::Config {
+            durable_name: Some("legacy".into()),
+            ack_policy: consumer::AckPolicy::Explicit,
+            max_ack_pending: 50,
+            filter_subjects: vec!["orders.us".into(), "orders.ca".into()],
+            backoff: vec![Duration::from_secs(1), Duration::from_secs(5)],
+            max_deliver: 4,
+            ..Default::default()
+        })
+        .await
+        .expect("a consumer made with the nats API");
+    let server = consumer_config(&client, "ORDERS", "legacy")
+        .await
+        .expect("legacy exists");
+    assert_eq!(
+        plan(AdoptionPolicy::Adopt, &found(Some(&server), UID)),
+        Action::AdoptIntoSpec
+    );
+    let base: NatsConsumerSpec = spec(json!({"stream": "ORDERS", "adoptionPolicy": "Adopt"}));
+    let adopted = cc::spec_from_server(&base, &server).expect("reads");
+    let desired = cc::desired("legacy", &adopted, UID).expect("maps");
+    assert_eq!(
+        drift_names(cc::CONSUMER_FIELDS, &desired, &server),
+        vec!["metadata"],
+        "{server}"
+    );
+    put_consumer(&client, "ORDERS", &desired, true).await;
+    let server = consumer_config(&client, "ORDERS", "legacy")
+        .await
+        .expect("legacy exists");
+    assert_eq!(found(Some(&server), UID), Found::OwnedByThis);
+    assert_eq!(
+        drift_names(cc::CONSUMER_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_value_bucket_from_spec_is_a_working_bucket_and_drift_and_adoption_hold() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let js = jetstream::new(client.clone());
+
+    let b: NatsKeyValueSpec = spec(json!({
+        "history": 5, "ttl": "1h", "replicas": 3, "maxValueSize": "64Ki", "metadata": {"team": "cfg"}
+    }));
+    let desired = kv_config::desired("config", &b, UID).expect("maps");
+    create_stream(&client, &desired).await;
+    let server = stream_config(&client, "KV_config")
+        .await
+        .expect("KV_config exists");
+    assert_eq!(
+        drift_names(kv_config::KV_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+
+    // The nats client library sees a bucket it can use.
+    let store = js.get_key_value("config").await.expect("bind the bucket");
+    store.put("colour", "blue".into()).await.expect("put");
+    let got = store.get("colour").await.expect("get");
+    assert_eq!(got.as_deref(), Some(&b"blue"[..]));
+
+    // Out of band: history raised with the nats API.
+    let mut config = js
+        .get_stream("KV_config")
+        .await
+        .expect("get KV_config")
+        .info()
+        .await
+        .expect("info")
+        .config
+        .clone();
+    config.max_messages_per_subject = 10;
+    js.update_stream(config).await.expect("out-of-band update");
+    let server = stream_config(&client, "KV_config")
+        .await
+        .expect("KV_config exists");
+    assert_eq!(
+        decide(&drifted(kv_config::KV_FIELDS, &desired, &server), false),
+        Decision::Update(vec!["history".into()]),
+        "{server}"
+    );
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "KV_config")
+        .await
+        .expect("KV_config exists");
+    assert_eq!(
+        drift_names(kv_config::KV_FIELDS, &desired, &server),
+        Vec::<String>::new()
+    );
+
+    // Adoption of a bucket made with the nats client library.
+    js.create_key_value(kv::Config {
+        bucket: "legacy".into(),
+        history: 3,
+        max_age: Duration::from_secs(600),
+        num_replicas: 3,
+        ..Default::default()
+    })
+    .await
+    .expect("a bucket made with the nats API");
+    let server = stream_config(&client, "KV_legacy")
+        .await
+        .expect("KV_legacy exists");
+    assert_eq!(found(Some(&server), UID), Found::Unowned);
+    let base: NatsKeyValueSpec = spec(json!({"adoptionPolicy": "Adopt"}));
+    let adopted = kv_config::spec_from_server(&base, &server).expect("a bucket");
+    assert_eq!(adopted.history, Some(3));
+    let desired = kv_config::desired("legacy", &adopted, UID).expect("maps");
+    assert_eq!(
+        drift_names(kv_config::KV_FIELDS, &desired, &server),
+        vec!["metadata"],
+        "{server}"
+    );
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "KV_legacy")
+        .await
+        .expect("KV_legacy exists");
+    assert_eq!(
+        drift_names(kv_config::KV_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_from_spec_is_a_working_store_and_drift_and_adoption_hold() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let js = jetstream::new(client.clone());
+
+    let o: NatsObjectStoreSpec =
+        spec(json!({"ttl": "24h", "replicas": 3, "maxBytes": "1Gi", "description": "assets"}));
+    let desired = object_config::desired("assets", &o, UID).expect("maps");
+    create_stream(&client, &desired).await;
+    let server = stream_config(&client, "OBJ_assets")
+        .await
+        .expect("OBJ_assets exists");
+    assert_eq!(
+        drift_names(object_config::OBJECT_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+
+    // The nats client library sees a store it can use.
+    let store = js.get_object_store("assets").await.expect("bind the store");
+    store
+        .put("logo.svg", &mut &b"<svg/>"[..])
+        .await
+        .expect("put an object");
+    let mut body = Vec::new();
+    store
+        .get("logo.svg")
+        .await
+        .expect("get the object")
+        .read_to_end(&mut body)
+        .await
+        .expect("read it");
+    assert_eq!(body, b"<svg/>");
+
+    // Out of band: max_age shortened with the nats API.
+    let mut config = js
+        .get_stream("OBJ_assets")
+        .await
+        .expect("get OBJ_assets")
+        .info()
+        .await
+        .expect("info")
+        .config
+        .clone();
+    config.max_age = Duration::from_secs(3600);
+    js.update_stream(config).await.expect("out-of-band update");
+    let server = stream_config(&client, "OBJ_assets")
+        .await
+        .expect("OBJ_assets exists");
+    assert_eq!(
+        decide(
+            &drifted(object_config::OBJECT_FIELDS, &desired, &server),
+            false
+        ),
+        Decision::Update(vec!["ttl".into()]),
+        "{server}"
+    );
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "OBJ_assets")
+        .await
+        .expect("OBJ_assets exists");
+    assert_eq!(
+        drift_names(object_config::OBJECT_FIELDS, &desired, &server),
+        Vec::<String>::new()
+    );
+
+    // Adoption of a store made with the nats client library.
+    js.create_object_store(object_store::Config {
+        bucket: "legacy".into(),
+        num_replicas: 3,
+        ..Default::default()
+    })
+    .await
+    .expect("a store made with the nats API");
+    let server = stream_config(&client, "OBJ_legacy")
+        .await
+        .expect("OBJ_legacy exists");
+    assert_eq!(found(Some(&server), UID), Found::Unowned);
+    let base: NatsObjectStoreSpec = spec(json!({"adoptionPolicy": "Adopt"}));
+    let adopted = object_config::spec_from_server(&base, &server).expect("an object store");
+    let desired = object_config::desired("legacy", &adopted, UID).expect("maps");
+    assert_eq!(
+        drift_names(object_config::OBJECT_FIELDS, &desired, &server),
+        vec!["metadata"],
+        "{server}"
+    );
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "OBJ_legacy")
+        .await
+        .expect("OBJ_legacy exists");
+    assert_eq!(
+        drift_names(object_config::OBJECT_FIELDS, &desired, &server),
+        Vec::<String>::new(),
+        "{server}"
+    );
+}
