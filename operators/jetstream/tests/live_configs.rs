@@ -51,6 +51,25 @@ async fn stream_from_spec_reads_back_in_sync_and_drift_finds_an_out_of_band_edit
         "{server}"
     );
 
+    // A field spec omits, edited out of band, still drifts: it is compared with the server's default.
+    let mut config = js
+        .get_stream("BARE")
+        .await
+        .expect("get BARE")
+        .info()
+        .await
+        .expect("info")
+        .config
+        .clone();
+    config.max_messages_per_subject = 7;
+    js.update_stream(config).await.expect("out-of-band update");
+    let server = stream_config(&client, "BARE").await.expect("BARE exists");
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &bare_desired, &server),
+        vec!["maxMsgsPerSubject"],
+        "{server}"
+    );
+
     // A stream with limits, replicas and user metadata.
     let s: NatsStreamSpec = spec(json!({
         "subjects": ["orders.>"], "replicas": 3, "maxMsgs": 1000, "maxBytes": "64Mi",
@@ -509,4 +528,238 @@ async fn object_store_from_spec_is_a_working_store_and_drift_and_adoption_hold()
         Vec::<String>::new(),
         "{server}"
     );
+}
+
+/// One row: a spec the object is created from, the spec it is edited to, the field that changes.
+struct Edit {
+    case: &'static str,
+    from: Value,
+    to: Value,
+    field: &'static str,
+}
+
+fn edit(case: &'static str, from: Value, to: Value, field: &'static str) -> Edit {
+    Edit {
+        case,
+        from,
+        to,
+        field,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_exactly_the_stream_changes_drift_calls_refused() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let rows = [
+        edit(
+            "max_msgs_is_mutable",
+            json!({"maxMsgs": 10}),
+            json!({"maxMsgs": 20}),
+            "maxMsgs",
+        ),
+        edit(
+            "retention_limits_to_interest",
+            json!({}),
+            json!({"retention": "Interest"}),
+            "retention",
+        ),
+        edit(
+            "retention_into_workqueue",
+            json!({}),
+            json!({"retention": "WorkQueue"}),
+            "retention",
+        ),
+        edit(
+            "storage_file_to_memory",
+            json!({"storage": "File"}),
+            json!({"storage": "Memory"}),
+            "storage",
+        ),
+        edit(
+            "deny_delete_turned_on",
+            json!({}),
+            json!({"denyDelete": true}),
+            "denyDelete",
+        ),
+        edit(
+            "deny_delete_turned_off",
+            json!({"denyDelete": true}),
+            json!({"denyDelete": false}),
+            "denyDelete",
+        ),
+        edit(
+            "deny_purge_turned_off",
+            json!({"denyPurge": true}),
+            json!({"denyPurge": false}),
+            "denyPurge",
+        ),
+        edit(
+            "message_ttls_turned_off",
+            json!({"allowMsgTTL": true}),
+            json!({"allowMsgTTL": false}),
+            "allowMsgTTL",
+        ),
+        edit(
+            "counter_turned_on",
+            json!({}),
+            json!({"allowMsgCounter": true}),
+            "allowMsgCounter",
+        ),
+        edit(
+            "persist_mode_to_async",
+            json!({}),
+            json!({"persistMode": "Async"}),
+            "persistMode",
+        ),
+        edit(
+            "schedules_turned_off",
+            json!({"allowMsgSchedules": true}),
+            json!({"allowMsgSchedules": false}),
+            "allowMsgSchedules",
+        ),
+    ];
+    for (i, row) in rows.iter().enumerate() {
+        let name = format!("S{i}");
+        let subjects = json!([format!("s{i}.>")]);
+        let with = |v: &Value| {
+            let mut v = v.clone();
+            v["subjects"] = subjects.clone();
+            spec::<NatsStreamSpec>(v)
+        };
+        create_stream(
+            &client,
+            &sc::desired(&name, &with(&row.from), UID).expect("maps"),
+        )
+        .await;
+        let server = stream_config(&client, &name).await.expect("exists");
+        let to = sc::desired(&name, &with(&row.to), UID).expect("maps");
+        let decision = decide(&drifted(sc::STREAM_FIELDS, &to, &server), false);
+        let refused = matches!(decision, Decision::Refused(_));
+        match &decision {
+            Decision::Update(f) | Decision::Refused(f) => {
+                assert_eq!(f, &vec![row.field.to_string()], "{}", row.case)
+            }
+            other => panic!("{}: no drift found: {other:?}", row.case),
+        }
+        let answer = js_api(
+            &client,
+            format!("$JS.API.STREAM.UPDATE.{name}"),
+            &Value::Object(to.clone()),
+        )
+        .await;
+        assert_eq!(
+            answer.is_err(),
+            refused,
+            "{}: drift said {decision:?}, nats-server answered {answer:?}",
+            row.case
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_exactly_the_consumer_changes_drift_calls_immutable() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let s: NatsStreamSpec = spec(json!({"subjects": ["jobs.>"]}));
+    create_stream(&client, &sc::desired("JOBS", &s, UID).expect("maps")).await;
+    let push = json!({"deliverSubject": "out.x", "heartbeat": "5s", "flowControl": true, "ackPolicy": "Explicit"});
+    let rows = [
+        edit(
+            "max_deliver_is_mutable",
+            json!({"maxDeliver": 3}),
+            json!({"maxDeliver": 4}),
+            "maxDeliver",
+        ),
+        edit(
+            "ack_wait_is_mutable",
+            json!({"ackWait": "30s"}),
+            json!({"ackWait": "1m"}),
+            "ackWait",
+        ),
+        edit(
+            "deliver_policy",
+            json!({}),
+            json!({"deliverPolicy": "New"}),
+            "deliverPolicy",
+        ),
+        edit(
+            "ack_policy",
+            json!({"ackPolicy": "Explicit"}),
+            json!({"ackPolicy": "All"}),
+            "ackPolicy",
+        ),
+        edit(
+            "replay_policy",
+            json!({}),
+            json!({"replayPolicy": "Original"}),
+            "replayPolicy",
+        ),
+        edit(
+            "start_sequence",
+            json!({"deliverPolicy": "ByStartSequence", "optStartSeq": 1}),
+            json!({"deliverPolicy": "ByStartSequence", "optStartSeq": 2}),
+            "optStartSeq",
+        ),
+        edit(
+            "max_waiting",
+            json!({"maxWaiting": 100}),
+            json!({"maxWaiting": 200}),
+            "maxWaiting",
+        ),
+        edit(
+            "heartbeat",
+            push.clone(),
+            json!({"deliverSubject": "out.x", "heartbeat": "10s", "flowControl": true, "ackPolicy": "Explicit"}),
+            "heartbeat",
+        ),
+        edit(
+            "flow_control",
+            push.clone(),
+            json!({"deliverSubject": "out.x", "heartbeat": "5s", "flowControl": false, "ackPolicy": "Explicit"}),
+            "flowControl",
+        ),
+    ];
+    for (i, row) in rows.iter().enumerate() {
+        let name = format!("c{i}");
+        let with = |v: &Value| {
+            let mut v = v.clone();
+            v["stream"] = json!("JOBS");
+            if v.get("ackPolicy").is_none() {
+                v["ackPolicy"] = json!("Explicit");
+            }
+            spec::<NatsConsumerSpec>(v)
+        };
+        put_consumer(
+            &client,
+            "JOBS",
+            &cc::desired(&name, &with(&row.from), UID).expect("maps"),
+            false,
+        )
+        .await;
+        let server = consumer_config(&client, "JOBS", &name)
+            .await
+            .expect("exists");
+        let to = cc::desired(&name, &with(&row.to), UID).expect("maps");
+        let decision = decide(&drifted(cc::CONSUMER_FIELDS, &to, &server), false);
+        let refused = matches!(decision, Decision::Refused(_));
+        match &decision {
+            Decision::Update(f) | Decision::Refused(f) => {
+                assert_eq!(f, &vec![row.field.to_string()], "{}", row.case)
+            }
+            other => panic!("{}: no drift found: {other:?}", row.case),
+        }
+        let answer = js_api(
+            &client,
+            format!("$JS.API.CONSUMER.CREATE.JOBS.{name}"),
+            &cc::create_request("JOBS", &to, true),
+        )
+        .await;
+        assert_eq!(
+            answer.is_err(),
+            refused,
+            "{}: drift said {decision:?}, nats-server answered {answer:?}",
+            row.case
+        );
+    }
 }
