@@ -4,6 +4,7 @@
 //! decision, the lifecycle policies (§6.3) and the ownership marker. Reconcilers feed it
 //! observations and carry out what it decides.
 
+pub mod connection;
 pub mod consumer_config;
 pub mod drift;
 pub mod kv_config;

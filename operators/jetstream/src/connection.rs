@@ -1,0 +1,357 @@
+//! Dialing a NatsConnection (§6.1): the spec and the Secrets it names → nats-wire dial options,
+//! and the Ready condition as a decision on what happened (Connected, SecretNotFound,
+//! InvalidSecret, ConnectFailed).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Secret;
+use nats_api::common::SecretKeyRef;
+use nats_api::nats::{NatsConnectionSpec, reason};
+use nats_wire::{ConnectionConfig, DialError};
+
+/// The Secret key a creds file is read from when `credentials.secretKeyRef.key` is omitted.
+pub const DEFAULT_CREDS_KEY: &str = "user.creds";
+/// The Secret key a CA bundle is read from when `tls.ca.secretKeyRef.key` is omitted.
+pub const DEFAULT_CA_KEY: &str = "ca.crt";
+
+/// The Secrets of the connection's namespace the reconciler found: name → data.
+pub type Secrets = BTreeMap<String, BTreeMap<String, Vec<u8>>>;
+
+/// A Secret's data as bytes by key.
+pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .chain(
+            // stringData is write-only on the API server, but a Secret built in memory may carry it.
+            secret
+                .string_data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone().into_bytes())),
+        )
+        .collect()
+}
+
+/// The Ready condition of a NatsConnection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ready {
+    /// A server answered with the credentials given.
+    Connected,
+    /// A Secret the connection names does not exist.
+    SecretNotFound {
+        /// The Secret's name.
+        secret: String,
+    },
+    /// The Secret exists but the key is missing or does not hold a creds file / PEM bundle.
+    InvalidSecret {
+        /// The Secret's name.
+        secret: String,
+        /// The key read.
+        key: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No server could be dialled, or the handshake was refused.
+    ConnectFailed {
+        /// What the dial reported.
+        why: String,
+    },
+}
+
+impl Ready {
+    /// The condition's status.
+    pub fn status(&self) -> bool {
+        matches!(self, Ready::Connected)
+    }
+
+    /// The condition's reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Ready::Connected => reason::CONNECTED,
+            Ready::SecretNotFound { .. } => reason::SECRET_NOT_FOUND,
+            Ready::InvalidSecret { .. } => reason::INVALID_SECRET,
+            Ready::ConnectFailed { .. } => reason::CONNECT_FAILED,
+        }
+    }
+
+    /// The condition's message. Never holds Secret contents.
+    pub fn message(&self) -> String {
+        match self {
+            Ready::Connected => "a server answered".into(),
+            Ready::SecretNotFound { secret } => format!("Secret {secret} does not exist"),
+            Ready::InvalidSecret { secret, key, why } => {
+                format!("Secret {secret} key {key}: {why}")
+            }
+            Ready::ConnectFailed { why } => why.clone(),
+        }
+    }
+}
+
+fn read<'a>(
+    secrets: &'a Secrets,
+    r: &SecretKeyRef,
+    default_key: &str,
+) -> Result<(&'a [u8], String), Ready> {
+    let key = r.key.clone().unwrap_or_else(|| default_key.to_string());
+    let data = secrets.get(&r.name).ok_or_else(|| Ready::SecretNotFound {
+        secret: r.name.clone(),
+    })?;
+    let bytes = data.get(&key).ok_or_else(|| Ready::InvalidSecret {
+        secret: r.name.clone(),
+        key: key.clone(),
+        why: "the key is missing".into(),
+    })?;
+    Ok((bytes.as_slice(), key))
+}
+
+/// Why a creds file is not one: it must hold a user JWT and a user seed that parses.
+pub fn creds_problem(text: &str) -> Option<String> {
+    let block = |begin: &str| {
+        text.lines()
+            .skip_while(|l| !(l.starts_with("-----BEGIN") && l.contains(begin)))
+            .skip(1)
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .filter(|l| !l.starts_with("---"))
+            .map(str::to_string)
+    };
+    let Some(jwt) = block("USER JWT") else {
+        return Some("no user JWT block".into());
+    };
+    if jwt.split('.').count() != 3 {
+        return Some("the user JWT is not three dot-separated parts".into());
+    }
+    let Some(seed) = block("NKEY SEED") else {
+        return Some("no user seed block".into());
+    };
+    if !seed.starts_with("SU") {
+        return Some("the seed is not a user seed (SU…)".into());
+    }
+    nkeys::KeyPair::from_seed(&seed)
+        .err()
+        .map(|e| format!("the seed does not parse: {e}"))
+}
+
+/// The dial options of a NatsConnection: its servers, the CA bundle and creds from the Secrets it
+/// names (defaults `ca.crt`, `user.creds`), checked enough to tell a bad Secret from a bad server.
+pub fn dial_config(
+    spec: &NatsConnectionSpec,
+    secrets: &Secrets,
+) -> Result<ConnectionConfig, Ready> {
+    let mut config = ConnectionConfig::new(spec.servers.iter().cloned());
+    if let Some(ca) = spec.tls.as_ref().and_then(|t| t.ca.as_ref()) {
+        let (pem, key) = read(secrets, &ca.secret_key_ref, DEFAULT_CA_KEY)?;
+        if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") {
+            return Err(Ready::InvalidSecret {
+                secret: ca.secret_key_ref.name.clone(),
+                key,
+                why: "not a PEM bundle of certificates".into(),
+            });
+        }
+        config = config.with_ca_pem(pem.to_vec());
+    }
+    if let Some(creds) = &spec.credentials {
+        let (bytes, key) = read(secrets, &creds.secret_key_ref, DEFAULT_CREDS_KEY)?;
+        let invalid = |why: String| Ready::InvalidSecret {
+            secret: creds.secret_key_ref.name.clone(),
+            key: key.clone(),
+            why,
+        };
+        let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
+        if let Some(why) = creds_problem(text) {
+            return Err(invalid(format!("not a creds file: {why}")));
+        }
+        config = config.with_creds(text);
+    }
+    Ok(config)
+}
+
+/// Ready after a dial: what nats-wire reported, with the Secret named where the material was at
+/// fault (its parser is stricter than [`dial_config`]'s checks).
+pub fn ready_after_dial(spec: &NatsConnectionSpec, dialed: Result<(), &DialError>) -> Ready {
+    let secret_of = |r: Option<&SecretKeyRef>, default_key: &str| {
+        r.map(|r| {
+            (
+                r.name.clone(),
+                r.key.clone().unwrap_or_else(|| default_key.into()),
+            )
+        })
+        .unwrap_or_default()
+    };
+    match dialed {
+        Ok(()) => Ready::Connected,
+        Err(e @ DialError::InvalidCredentials { .. }) => {
+            let (secret, key) = secret_of(
+                spec.credentials.as_ref().map(|c| &c.secret_key_ref),
+                DEFAULT_CREDS_KEY,
+            );
+            Ready::InvalidSecret {
+                secret,
+                key,
+                why: e.to_string(),
+            }
+        }
+        Err(e @ DialError::InvalidCa { .. }) => {
+            let (secret, key) = secret_of(
+                spec.tls
+                    .as_ref()
+                    .and_then(|t| t.ca.as_ref())
+                    .map(|c| &c.secret_key_ref),
+                DEFAULT_CA_KEY,
+            );
+            Ready::InvalidSecret {
+                secret,
+                key,
+                why: e.to_string(),
+            }
+        }
+        Err(e) => Ready::ConnectFailed { why: e.to_string() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// A syntactically valid creds file (random keys; no server trusts them).
+    fn creds() -> String {
+        let user = nkeys::KeyPair::new_user();
+        let seed = user.seed().expect("a seed");
+        format!(
+            "-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJVIn0.c2ln\n------END NATS USER JWT------\n\n\
+             -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n"
+        )
+    }
+
+    fn spec(v: serde_json::Value) -> NatsConnectionSpec {
+        serde_json::from_value(v).expect("a valid NatsConnection spec")
+    }
+
+    fn secrets(entries: &[(&str, &str, &[u8])]) -> Secrets {
+        let mut out = Secrets::new();
+        for (name, key, value) in entries {
+            out.entry(name.to_string())
+                .or_default()
+                .insert(key.to_string(), value.to_vec());
+        }
+        out
+    }
+
+    const CA: &[u8] = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn servers_only_dials_without_material() {
+        let c = dial_config(
+            &spec(json!({"servers": ["nats://a:4222"]})),
+            &Secrets::new(),
+        )
+        .expect("dialable");
+        assert_eq!(c.servers, vec!["nats://a:4222"]);
+        assert!(c.creds.is_none() && c.ca_pem.is_none());
+    }
+
+    #[test]
+    fn creds_and_ca_come_from_their_default_keys() {
+        let creds = creds();
+        let s = secrets(&[
+            ("app", "user.creds", creds.as_bytes()),
+            ("tls", "ca.crt", CA),
+        ]);
+        let c = dial_config(
+            &spec(json!({"servers": ["tls://a:4222"], "credentials": {"secretKeyRef": {"name": "app"}},
+                         "tls": {"ca": {"secretKeyRef": {"name": "tls"}}}})),
+            &s,
+        )
+        .expect("dialable");
+        assert_eq!(c.creds.as_deref(), Some(creds.as_str()));
+        assert_eq!(c.ca_pem.as_deref(), Some(CA));
+    }
+
+    #[rstest]
+    #[case::creds_secret_missing(json!({"credentials": {"secretKeyRef": {"name": "app"}}}), secrets(&[]), "SecretNotFound")]
+    #[case::ca_secret_missing(json!({"tls": {"ca": {"secretKeyRef": {"name": "tls"}}}}), secrets(&[]), "SecretNotFound")]
+    #[case::creds_key_missing(json!({"credentials": {"secretKeyRef": {"name": "app", "key": "other.creds"}}}), secrets(&[("app", "user.creds", b"x")]), "InvalidSecret")]
+    #[case::creds_not_a_creds_file(json!({"credentials": {"secretKeyRef": {"name": "app"}}}), secrets(&[("app", "user.creds", b"hello")]), "InvalidSecret")]
+    #[case::creds_not_utf8(json!({"credentials": {"secretKeyRef": {"name": "app"}}}), secrets(&[("app", "user.creds", &[0xff, 0xfe])]), "InvalidSecret")]
+    #[case::ca_not_pem(json!({"tls": {"ca": {"secretKeyRef": {"name": "tls"}}}}), secrets(&[("tls", "ca.crt", b"not a cert")]), "InvalidSecret")]
+    fn a_bad_or_missing_secret_is_told_apart(
+        #[case] extra: serde_json::Value,
+        #[case] s: Secrets,
+        #[case] reason: &str,
+    ) {
+        let mut v = json!({"servers": ["nats://a:4222"]});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        let ready = dial_config(&spec(v), &s).expect_err("not dialable");
+        assert_eq!(ready.reason(), reason, "{}", ready.message());
+        assert!(!ready.status());
+    }
+
+    #[rstest]
+    #[case::no_jwt(
+        "-----BEGIN USER NKEY SEED-----\nSUAAA\n------END USER NKEY SEED------\n",
+        "no user JWT"
+    )]
+    #[case::jwt_not_three_parts(
+        "-----BEGIN NATS USER JWT-----\nabc\n------END NATS USER JWT------\n",
+        "three dot-separated"
+    )]
+    #[case::no_seed(
+        "-----BEGIN NATS USER JWT-----\na.b.c\n------END NATS USER JWT------\n",
+        "no user seed"
+    )]
+    #[case::account_seed_instead_of_user(
+        "-----BEGIN NATS USER JWT-----\na.b.c\n------END NATS USER JWT------\n-----BEGIN USER NKEY SEED-----\nSAAGOOD\n------END USER NKEY SEED------\n",
+        "not a user seed"
+    )]
+    #[case::seed_garbled(
+        "-----BEGIN NATS USER JWT-----\na.b.c\n------END NATS USER JWT------\n-----BEGIN USER NKEY SEED-----\nSUNOTASEED\n------END USER NKEY SEED------\n",
+        "does not parse"
+    )]
+    fn a_creds_file_needs_a_user_jwt_and_a_user_seed(#[case] text: &str, #[case] why: &str) {
+        let problem = creds_problem(text).expect("refused");
+        assert!(problem.contains(why), "{problem}");
+    }
+
+    #[test]
+    fn a_generated_creds_file_passes() {
+        assert_eq!(creds_problem(&creds()), None);
+    }
+
+    #[test]
+    fn a_secret_message_never_holds_its_contents() {
+        let s = secrets(&[("app", "user.creds", b"SUSECRETSEEDTEXT")]);
+        let ready = dial_config(
+            &spec(json!({"servers": ["nats://a:4222"], "credentials": {"secretKeyRef": {"name": "app"}}})),
+            &s,
+        )
+        .expect_err("invalid");
+        assert!(!ready.message().contains("SUSECRET"), "{}", ready.message());
+    }
+
+    #[rstest]
+    #[case::dialled(None, "Connected", true)]
+    #[case::no_server_answered(Some(DialError::Timeout { servers: vec![], after: std::time::Duration::from_secs(1) }), "ConnectFailed", false)]
+    #[case::no_servers(Some(DialError::NoServers { servers: vec![] }), "ConnectFailed", false)]
+    #[case::ca_unusable(Some(DialError::InvalidCa { servers: vec![], reason: "empty".into() }), "InvalidSecret", false)]
+    fn ready_follows_the_dial(
+        #[case] err: Option<DialError>,
+        #[case] reason: &str,
+        #[case] status: bool,
+    ) {
+        let s = spec(
+            json!({"servers": ["nats://a:4222"], "tls": {"ca": {"secretKeyRef": {"name": "tls"}}}}),
+        );
+        let ready = ready_after_dial(&s, err.as_ref().map_or(Ok(()), Err));
+        assert_eq!((ready.reason(), ready.status()), (reason, status));
+        if let Ready::InvalidSecret { secret, key, .. } = &ready {
+            assert_eq!((secret.as_str(), key.as_str()), ("tls", "ca.crt"));
+        }
+    }
+}
