@@ -193,7 +193,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = apiext ]; then
     else
       # Built "where it builds": record why, so the CEL-at-apply tests skip with this reason instead of failing.
       why=$(grep -E '^E: |[Ee]rror|cannot|undefined' "$APIEXT_DIR/build.log" | tail -n1 || true)
-      [ -n "$why" ] || why=$(grep -v '^\s*$' "$APIEXT_DIR/build.log" | tail -n1)
+      [ -n "$why" ] || why=$(grep -v '^\s*$' "$APIEXT_DIR/build.log" | tail -n1 || true)
       reason="build from Debian sid failed on $(date -u +%FT%TZ): $why"
       echo "$reason" >"$APIEXT_DIR/build-failed"
       log "apiextensions-apiserver NOT built after $((SECONDS - start))s (CEL-at-apply tests will skip): $reason"
