@@ -12,5 +12,6 @@ pub mod late_init;
 pub mod lifecycle;
 pub mod object_config;
 pub mod ownership;
+pub mod references;
 pub mod stream_config;
 pub mod units;
