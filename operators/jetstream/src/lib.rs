@@ -13,5 +13,6 @@ pub mod lifecycle;
 pub mod object_config;
 pub mod ownership;
 pub mod references;
+pub mod server_state;
 pub mod stream_config;
 pub mod units;

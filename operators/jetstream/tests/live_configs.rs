@@ -17,6 +17,7 @@ use jetstream_controller::drift::{Decision, decide, drifted, names};
 use jetstream_controller::late_init::late_initialize;
 use jetstream_controller::lifecycle::{Action, TerminalReason, plan, synced};
 use jetstream_controller::ownership::{Found, found, user_metadata};
+use jetstream_controller::server_state;
 use jetstream_controller::{kv_config, object_config, stream_config as sc};
 use nats_api::jetstream::{
     AdoptionPolicy, NatsConsumerSpec, NatsKeyValueSpec, NatsObjectStoreSpec, NatsStreamSpec,
@@ -93,6 +94,29 @@ async fn stream_from_spec_reads_back_in_sync_and_drift_finds_an_out_of_band_edit
         Decision::InSync,
         "{server}"
     );
+
+    // status.server: the R3 group's leader and its two followers, all servers of the cluster.
+    let state = sim::wait::poll(
+        "ORDERS has a leader and two current followers",
+        common::WAIT,
+        || {
+            let client = client.clone();
+            async move {
+                let s = server_state::of_stream(&common::stream_info(&client, "ORDERS").await);
+                Ok((s.leader.is_some()
+                    && s.replicas.len() == 2
+                    && s.replicas.iter().all(|r| r.current))
+                .then_some(s))
+            }
+        },
+    )
+    .await
+    .expect("a settled R3 stream");
+    let mut members: Vec<String> = state.replicas.iter().map(|r| r.name.clone()).collect();
+    members.extend(state.leader.clone());
+    members.sort();
+    assert_eq!(members, topo.server_names());
+    assert_eq!(state.messages, Some(0));
 
     // Out of band: max_msgs changed with the nats API.
     let mut config = js

@@ -82,6 +82,11 @@ pub async fn update_stream(client: &async_nats::Client, config: &Map<String, Val
     reply["config"].clone()
 }
 
+/// A stream's whole STREAM.INFO answer (config, state, cluster).
+pub async fn stream_info(client: &async_nats::Client, name: &str) -> Value {
+    js_api_settled(client, format!("$JS.API.STREAM.INFO.{name}"), json!({})).await
+}
+
 /// The server's config of a stream, `None` when it does not exist.
 pub async fn stream_config(client: &async_nats::Client, name: &str) -> Option<Value> {
     sim::wait::poll(&format!("STREAM.INFO {name}"), WAIT, || async move {
