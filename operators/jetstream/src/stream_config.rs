@@ -322,7 +322,7 @@ pub fn desired(
 
 /// Settings nats-server turns on by itself when others are set (checkStreamCfg): subject delete
 /// markers need message TTLs and roll-ups; message schedules need roll-ups; roll-ups need the
-/// purge permission; a sealed stream keeps everything. Only fields spec omits are filled, so an
+/// purge permission; a sealed stream keeps everything; a mirror has no duplicate window. Only fields spec omits are filled, so an
 /// untouched stream compares equal; a spec contradicting them is refused by the server, not here.
 pub fn implied_by_server(c: &mut Map<String, Value>) {
     let on = |c: &Map<String, Value>, k: &str| c.get(k).is_some_and(|v| v == &json!(true));
@@ -336,6 +336,10 @@ pub fn implied_by_server(c: &mut Map<String, Value>) {
     if sdm || on(c, "allow_msg_schedules") {
         c.entry("allow_rollup_hdrs").or_insert(json!(true));
         c.entry("deny_purge").or_insert(json!(false));
+    }
+    // A mirror keeps the origin's sequence; the server drops any duplicate window it is given.
+    if c.get("mirror").is_some_and(|m| !m.is_null()) {
+        c.remove("duplicate_window");
     }
     if on(c, "sealed") {
         c.entry("max_age").or_insert(json!(0));
@@ -705,6 +709,8 @@ mod tests {
         json!({"name": "ORDERS", "sources": [{"name": "HUB", "external": {"api": "$JS.hub.API", "deliver": ""}}], "metadata": {OWNER_METADATA_KEY: UID}}))]
     #[case::delete_markers_imply_ttls_and_rollups(json!({"subjectDeleteMarkerTTL": "1m"}),
         json!({"name": "ORDERS", "subject_delete_marker_ttl": 60_000_000_000i64, "allow_msg_ttl": true, "allow_rollup_hdrs": true, "deny_purge": false, "metadata": {OWNER_METADATA_KEY: UID}}))]
+    #[case::a_mirror_has_no_duplicate_window(json!({"mirror": {"name": "ORIGIN"}, "duplicates": "2m"}),
+        json!({"name": "ORDERS", "mirror": {"name": "ORIGIN"}, "metadata": {OWNER_METADATA_KEY: UID}}))]
     #[case::default_persist_mode_is_the_servers_zero(json!({"persistMode": "Default"}), json!({"name": "ORDERS", "metadata": {OWNER_METADATA_KEY: UID}}))]
     fn a_stream_spec_maps_to_the_servers_config(#[case] s: Value, #[case] want: Value) {
         let got = desired("ORDERS", &spec(s), UID).expect("maps");

@@ -787,3 +787,167 @@ async fn the_server_refuses_exactly_the_consumer_changes_drift_calls_immutable()
         );
     }
 }
+
+/// Creates a stream from `spec` and returns the fields that drift right after (none expected).
+async fn created_drift(client: &async_nats::Client, name: &str, s: Value) -> Vec<String> {
+    let desired = sc::desired(name, &spec::<NatsStreamSpec>(s), UID).expect("maps");
+    create_stream(client, &desired).await;
+    let server = stream_config(client, name).await.expect("exists");
+    drift_names(sc::STREAM_FIELDS, &desired, &server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrors_sources_and_implied_settings_read_back_with_no_drift() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let none = Vec::<String>::new();
+    let rows = [
+        (
+            "ORIGIN",
+            json!({"subjects": ["origin.>"], "allowDirect": true, "replicas": 3}),
+        ),
+        ("OTHER", json!({"subjects": ["other.>"]})),
+        // A mirror inherits the origin's direct gets; it is derived, so spec need not say so.
+        (
+            "MIRROR",
+            json!({"mirror": {"name": "ORIGIN"}, "replicas": 3}),
+        ),
+        (
+            "FILTERED_MIRROR",
+            json!({"mirror": {"name": "ORIGIN", "filterSubject": "origin.eu.>"}}),
+        ),
+        (
+            "SOURCED",
+            json!({"sources": [
+                {"name": "ORIGIN", "subjectTransforms": [{"src": "origin.>", "dest": "copy.origin.>"}]},
+                {"name": "OTHER", "filterSubject": "other.a", "optStartSeq": 1}
+            ]}),
+        ),
+        // Delete markers turn on message TTLs and roll-ups on the server.
+        (
+            "MARKERS",
+            json!({"subjects": ["markers.>"], "subjectDeleteMarkerTTL": "1m"}),
+        ),
+        // Schedules turn on roll-ups.
+        (
+            "SCHEDULED",
+            json!({"subjects": ["scheduled.>"], "allowMsgSchedules": true}),
+        ),
+        (
+            "TRANSFORMED",
+            json!({"subjects": ["in.>"], "subjectTransform": {"src": "in.>", "dest": "stored.>"},
+            "republish": {"src": "stored.>", "dest": "out.>", "headersOnly": true}}),
+        ),
+        (
+            "LIMITED",
+            json!({"subjects": ["limited.>"], "consumerLimits": {"inactiveThreshold": "1h", "maxAckPending": 100},
+            "maxMsgsPerSubject": 3, "discard": "New", "discardNewPerSubject": true, "placement": {"tags": []}}),
+        ),
+        (
+            "COMPRESSED",
+            json!({"subjects": ["compressed.>"], "compression": "S2", "storage": "File", "maxMsgSize": "1Mi"}),
+        ),
+    ];
+    for (name, s) in rows {
+        assert_eq!(created_drift(&client, name, s).await, none, "{name}");
+    }
+
+    // Sealing fixes max_age, discard and the deny flags on the server; spec saying only sealed
+    // still shows no drift.
+    let sealed: NatsStreamSpec = spec(json!({"subjects": ["other.>"], "sealed": true}));
+    let desired = sc::desired("OTHER", &sealed, UID).expect("maps");
+    update_stream(&client, &desired).await;
+    let server = stream_config(&client, "OTHER").await.expect("exists");
+    assert_eq!(
+        drift_names(sc::STREAM_FIELDS, &desired, &server),
+        none,
+        "{server}"
+    );
+
+    // Buckets mirroring and sourcing buckets.
+    for (bucket, b) in [
+        ("origin", json!({"history": 2})),
+        ("copy", json!({"mirror": {"name": "origin"}})),
+        ("other", json!({"ttl": "30s"})),
+        // Sourcing both origin and its mirror would be a diamond the server calls a cycle.
+        (
+            "merged",
+            json!({"sources": [{"name": "origin"}, {"name": "KV_other"}]}),
+        ),
+    ] {
+        let desired = kv_config::desired(bucket, &spec::<NatsKeyValueSpec>(b), UID).expect("maps");
+        create_stream(&client, &desired).await;
+        let server = stream_config(&client, &kv_config::stream_name(bucket))
+            .await
+            .expect("exists");
+        assert_eq!(
+            drift_names(kv_config::KV_FIELDS, &desired, &server),
+            none,
+            "{bucket}: {server}"
+        );
+        // Adopting it gives back a spec that maps to the same stream.
+        let adopted = kv_config::spec_from_server(&spec(json!({})), &server).expect("a bucket");
+        let again = kv_config::desired(bucket, &adopted, UID).expect("maps");
+        assert_eq!(
+            drift_names(kv_config::KV_FIELDS, &again, &server),
+            none,
+            "{bucket} adopted: {adopted:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_and_priority_group_consumers_round_trip_through_adoption() {
+    let topo = cluster().await;
+    let client = topo.connect().await.expect("connect");
+    let s: NatsStreamSpec = spec(json!({"subjects": ["work.>"], "replicas": 3}));
+    create_stream(&client, &sc::desired("WORK", &s, UID).expect("maps")).await;
+    let none = Vec::<String>::new();
+    let rows = [
+        (
+            "push",
+            json!({"deliverSubject": "deliver.push", "deliverGroup": "workers", "heartbeat": "5s",
+            "flowControl": true, "ackPolicy": "Explicit", "rateLimit": 1_000_000, "headersOnly": true}),
+        ),
+        (
+            "pinned",
+            json!({"ackPolicy": "Explicit", "priorityGroups": ["jobs"], "priorityPolicy": "PinnedClient",
+            "pinnedTTL": "1m", "maxRequestBatch": 10, "maxRequestExpires": "30s", "maxRequestMaxBytes": "1Mi"}),
+        ),
+        (
+            "overflow",
+            json!({"ackPolicy": "Explicit", "priorityGroups": ["jobs"], "priorityPolicy": "Overflow",
+            "filterSubjects": ["work.a", "work.b"], "backOff": ["1s", "10s"], "maxDeliver": 5}),
+        ),
+        (
+            "by_time",
+            json!({"ackPolicy": "All", "deliverPolicy": "ByStartTime", "optStartTime": "2026-01-01T00:00:00Z",
+            "replayPolicy": "Original", "sampleFrequency": "50%", "memoryStorage": true, "replicas": 1,
+            "inactiveThreshold": "1h", "description": "sampled"}),
+        ),
+    ];
+    for (name, c) in rows {
+        let mut c = c;
+        c["stream"] = json!("WORK");
+        let desired = cc::desired(name, &spec::<NatsConsumerSpec>(c), UID).expect("maps");
+        put_consumer(&client, "WORK", &desired, false).await;
+        let server = consumer_config(&client, "WORK", name)
+            .await
+            .expect("exists");
+        assert_eq!(
+            drift_names(cc::CONSUMER_FIELDS, &desired, &server),
+            none,
+            "{name}: {server}"
+        );
+        let adopted =
+            cc::spec_from_server(&spec(json!({"stream": "WORK"})), &server).expect("reads");
+        let again = cc::desired(name, &adopted, UID).expect("maps");
+        assert_eq!(
+            drift_names(cc::CONSUMER_FIELDS, &again, &server),
+            none,
+            "{name} adopted: {adopted:?}"
+        );
+        // The adopted spec is accepted by the server as an update of the same consumer.
+        put_consumer(&client, "WORK", &again, true).await;
+    }
+}
