@@ -7,6 +7,7 @@
 pub mod connection;
 pub mod consumer_config;
 pub mod drift;
+pub mod jsapi;
 pub mod kv_config;
 pub mod late_init;
 pub mod lifecycle;
