@@ -157,13 +157,22 @@ impl Drop for ApiServer {
         if std::thread::panicking()
             && let Some(dir) = self.dir.take()
         {
+            self.server.kill();
+            self.etcd.kill();
             eprintln!(
                 "{} logs kept in {}",
                 self.flavor.name(),
-                dir.keep().display()
+                keep_without_etcd_data(dir).display()
             );
         }
     }
+}
+
+/// Keeps an instance directory for reading after a failure, minus etcd's data (preallocated WAL files,
+/// ~64 MiB each) that nobody reads and that would fill the disk over many failing runs.
+fn keep_without_etcd_data(dir: tempfile::TempDir) -> PathBuf {
+    let _ = std::fs::remove_dir_all(dir.path().join("etcd-data"));
+    dir.keep()
 }
 
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ApiServerError {
@@ -217,7 +226,7 @@ impl ApiServer {
                 Err(err) if attempt < PORT_ATTEMPTS && port_taken(&err) => continue,
                 Err(err) => {
                     // Keep the logs the error points at.
-                    let _ = dir.keep();
+                    keep_without_etcd_data(dir);
                     return Err(err);
                 }
             }

@@ -62,13 +62,20 @@ impl Proc {
     }
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // SIGKILL by PID, then reap, so no test leaves a server behind, whether it passed, failed or panicked.
+impl Proc {
+    /// SIGKILL by PID, then reap; a no-op once the process is gone.
+    pub fn kill(&mut self) {
         if self.exited().is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // So no test leaves a server behind, whether it passed, failed or panicked.
+        self.kill();
     }
 }
 

@@ -165,6 +165,7 @@ async fn a_panicking_test_still_kills_its_servers() {
         dir.join("server.log").is_file(),
         "logs of a panicking test are kept"
     );
+    assert!(!dir.join("etcd-data").exists(), "etcd data is not kept");
     std::fs::remove_dir_all(&dir).expect("clean kept dir");
 }
 
