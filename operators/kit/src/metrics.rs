@@ -1,0 +1,300 @@
+//! The controllers' Prometheus metrics: reconcile count, duration and errors per controller, and
+//! the condition gauge {kind, namespace, name, type, reason}, rendered in the text exposition
+//! format and served on /metrics.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Reconciles run, by controller.
+pub const RECONCILE_TOTAL: &str = "nats_operator_reconcile_total";
+/// Reconciles that failed, by controller and error.
+pub const RECONCILE_ERRORS: &str = "nats_operator_reconcile_errors_total";
+/// Reconcile duration histogram, by controller.
+pub const RECONCILE_DURATION: &str = "nats_operator_reconcile_duration_seconds";
+/// 1 when the condition is True, 0 otherwise, by kind, namespace, name, type and reason.
+pub const CONDITION: &str = "nats_operator_condition";
+
+/// Upper bounds (seconds) of the duration histogram's buckets.
+pub const BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+/// Identifies one object for the condition gauge.
+type ObjectKey = (String, String, String);
+
+#[derive(Debug, Default)]
+struct Inner {
+    reconciles: BTreeMap<String, u64>,
+    errors: BTreeMap<(String, String), u64>,
+    durations: BTreeMap<String, Histogram>,
+    /// Per object: (type, reason) → value.
+    conditions: BTreeMap<ObjectKey, BTreeMap<(String, String), u8>>,
+}
+
+/// The registry, shared by every controller of a process.
+#[derive(Debug, Default, Clone)]
+pub struct Metrics {
+    inner: Arc<Mutex<Inner>>,
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Metrics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts one reconcile of `controller` that took `elapsed`.
+    pub fn reconciled(&self, controller: &str, elapsed: Duration) {
+        let mut m = self.lock();
+        *m.reconciles.entry(controller.to_string()).or_default() += 1;
+        let h = m.durations.entry(controller.to_string()).or_default();
+        if h.counts.is_empty() {
+            h.counts = vec![0; BUCKETS.len()];
+        }
+        let secs = elapsed.as_secs_f64();
+        for (i, le) in BUCKETS.iter().enumerate() {
+            if secs <= *le {
+                h.counts[i] += 1;
+            }
+        }
+        h.sum += secs;
+        h.count += 1;
+    }
+
+    /// Counts one failed reconcile of `controller` with `error` (the error's metric label).
+    pub fn failed(&self, controller: &str, error: &str) {
+        let mut m = self.lock();
+        *m.errors
+            .entry((controller.to_string(), error.to_string()))
+            .or_default() += 1;
+    }
+
+    /// Replaces the condition series of one object with its current conditions.
+    pub fn set_conditions(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        conditions: &[Condition],
+    ) {
+        let series = conditions
+            .iter()
+            .map(|c| {
+                (
+                    (c.type_.clone(), c.reason.clone()),
+                    u8::from(c.status == "True"),
+                )
+            })
+            .collect();
+        self.lock()
+            .conditions
+            .insert((kind.into(), namespace.into(), name.into()), series);
+    }
+
+    /// Drops every condition series of one object (it was deleted).
+    pub fn forget(&self, kind: &str, namespace: &str, name: &str) {
+        self.lock()
+            .conditions
+            .remove(&(kind.into(), namespace.into(), name.into()));
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let m = self.lock();
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP {RECONCILE_TOTAL} Reconciles run.");
+        let _ = writeln!(out, "# TYPE {RECONCILE_TOTAL} counter");
+        for (c, n) in &m.reconciles {
+            let _ = writeln!(out, "{RECONCILE_TOTAL}{{controller=\"{}\"}} {n}", escape(c));
+        }
+        let _ = writeln!(out, "# HELP {RECONCILE_ERRORS} Reconciles that failed.");
+        let _ = writeln!(out, "# TYPE {RECONCILE_ERRORS} counter");
+        for ((c, e), n) in &m.errors {
+            let _ = writeln!(
+                out,
+                "{RECONCILE_ERRORS}{{controller=\"{}\",error=\"{}\"}} {n}",
+                escape(c),
+                escape(e)
+            );
+        }
+        let _ = writeln!(out, "# HELP {RECONCILE_DURATION} Reconcile duration.");
+        let _ = writeln!(out, "# TYPE {RECONCILE_DURATION} histogram");
+        for (c, h) in &m.durations {
+            let c = escape(c);
+            for (le, n) in BUCKETS.iter().zip(&h.counts) {
+                let _ = writeln!(
+                    out,
+                    "{RECONCILE_DURATION}_bucket{{controller=\"{c}\",le=\"{le}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{RECONCILE_DURATION}_bucket{{controller=\"{c}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "{RECONCILE_DURATION}_sum{{controller=\"{c}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "{RECONCILE_DURATION}_count{{controller=\"{c}\"}} {}",
+                h.count
+            );
+        }
+        let _ = writeln!(out, "# HELP {CONDITION} 1 when the condition is True.");
+        let _ = writeln!(out, "# TYPE {CONDITION} gauge");
+        for ((kind, ns, name), series) in &m.conditions {
+            for ((t, r), v) in series {
+                let _ = writeln!(
+                    out,
+                    "{CONDITION}{{kind=\"{}\",namespace=\"{}\",name=\"{}\",type=\"{}\",reason=\"{}\"}} {v}",
+                    escape(kind),
+                    escape(ns),
+                    escape(name),
+                    escape(t),
+                    escape(r)
+                );
+            }
+        }
+        out
+    }
+
+    /// Serves the registry on `listener`: GET /metrics answers the text format, anything else 404.
+    pub async fn serve(self, listener: TcpListener) {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = self.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]);
+                let path = request.split_whitespace().nth(1).unwrap_or("");
+                let (status, body) = if path == "/metrics" {
+                    ("200 OK", metrics.render())
+                } else {
+                    ("404 Not Found", String::new())
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    }
+
+    /// Binds `addr` and serves in the background; returns the bound address.
+    pub async fn spawn_server(self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        tokio::spawn(self.serve(listener));
+        Ok(bound)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn cond(t: &str, status: &str, reason: &str) -> Condition {
+        Condition {
+            type_: t.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: crate::conditions::now(),
+        }
+    }
+
+    #[rstest]
+    #[case::count(RECONCILE_TOTAL.to_string() + "{controller=\"NatsStream\"} 2")]
+    #[case::error(RECONCILE_ERRORS.to_string() + "{controller=\"NatsStream\",error=\"nats\"} 1")]
+    #[case::bucket_below(RECONCILE_DURATION.to_string() + "_bucket{controller=\"NatsStream\",le=\"0.01\"} 0")]
+    #[case::bucket_above(RECONCILE_DURATION.to_string() + "_bucket{controller=\"NatsStream\",le=\"1\"} 2")]
+    #[case::inf(RECONCILE_DURATION.to_string() + "_bucket{controller=\"NatsStream\",le=\"+Inf\"} 2")]
+    #[case::ready(CONDITION.to_string() + "{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Ready\",reason=\"MatchesSpec\"} 1")]
+    #[case::synced(CONDITION.to_string() + "{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Synced\",reason=\"DriftCorrected\"} 0")]
+    fn render_holds_each_series(#[case] line: String) {
+        let m = Metrics::default();
+        m.reconciled("NatsStream", Duration::from_millis(20));
+        m.reconciled("NatsStream", Duration::from_millis(700));
+        m.failed("NatsStream", "nats");
+        m.set_conditions(
+            "NatsStream",
+            "nats",
+            "orders",
+            &[
+                cond("Ready", "True", "MatchesSpec"),
+                cond("Synced", "False", "DriftCorrected"),
+            ],
+        );
+        let text = m.render();
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+
+    #[test]
+    fn new_conditions_replace_an_objects_old_series_and_forget_drops_them() {
+        let m = Metrics::default();
+        m.set_conditions(
+            "NatsStream",
+            "n",
+            "a",
+            &[cond("Synced", "False", "DriftCorrected")],
+        );
+        m.set_conditions(
+            "NatsStream",
+            "n",
+            "a",
+            &[cond("Synced", "True", "MatchesSpec")],
+        );
+        let text = m.render();
+        assert!(!text.contains("DriftCorrected"), "{text}");
+        assert!(text.contains("reason=\"MatchesSpec\"} 1"), "{text}");
+        m.forget("NatsStream", "n", "a");
+        assert!(!m.render().contains("name=\"a\""));
+    }
+
+    #[tokio::test]
+    async fn serves_the_text_on_metrics() {
+        let m = Metrics::default();
+        m.reconciled("NatsConnection", Duration::from_millis(5));
+        let addr = m
+            .spawn_server("127.0.0.1:0".parse().expect("an address"))
+            .await
+            .expect("binds");
+        let mut s = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("connects");
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("writes");
+        let mut body = String::new();
+        s.read_to_string(&mut body).await.expect("reads");
+        assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+        assert!(body.contains("nats_operator_reconcile_total{controller=\"NatsConnection\"} 1"));
+    }
+}
