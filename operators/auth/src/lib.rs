@@ -1,1 +1,10 @@
 //! The auth controller: NATS operator, accounts and users as resources.
+//!
+//! This crate holds the pure core (design §5.1–§5.4, §7): one function per rule, each with its
+//! table of cases beside it. Nothing here talks to Kubernetes; the live tests talk to real
+//! nats-server processes.
+
+pub mod keys;
+pub mod operator;
+pub mod presets;
+pub mod units;
