@@ -4,7 +4,10 @@
 //! table of cases beside it. Nothing here talks to Kubernetes; the live tests talk to real
 //! nats-server processes.
 
+pub mod account;
+pub mod exports;
 pub mod keys;
 pub mod operator;
 pub mod presets;
 pub mod units;
+pub mod user;

@@ -1,0 +1,383 @@
+//! §5.4 Exports and imports: spec exports to JWT exports (the jetstream-stepdown preset expands
+//! to two service exports), an import resolved from the export it names, activation tokens for
+//! private exports signed by an account signing key, and the system account's prefixed imports.
+
+use nats_api::auth::{
+    Export as SpecExport, ExportAccess, ExportPreset, ExportType as SpecType, Import as SpecImport,
+    ResponseType as SpecResponse,
+};
+use nats_claims::{ActivationClaims, Export, ExportType, Import, NKey, ResponseType};
+
+use crate::presets::stepdown_api_prefix;
+
+/// The service subjects the jetstream-stepdown preset exports.
+pub const STEPDOWN_SUBJECTS: [&str; 2] = [
+    "$JS.API.STREAM.LEADER.STEPDOWN.*",
+    "$JS.API.CONSUMER.LEADER.STEPDOWN.*.*",
+];
+
+/// The export name each stepdown subject carries.
+const STEPDOWN_NAMES: [&str; 2] = ["jetstream-stepdown-stream", "jetstream-stepdown-consumer"];
+
+fn export_type(t: SpecType) -> ExportType {
+    match t {
+        SpecType::Stream => ExportType::Stream,
+        SpecType::Service => ExportType::Service,
+    }
+}
+
+fn response_type(t: SpecResponse) -> ResponseType {
+    match t {
+        SpecResponse::Singleton => ResponseType::Singleton,
+        SpecResponse::Stream => ResponseType::Stream,
+        SpecResponse::Chunked => ResponseType::Chunked,
+    }
+}
+
+/// True where the account exports the jetstream-stepdown preset.
+pub fn exports_stepdown(exports: &[SpecExport]) -> bool {
+    exports
+        .iter()
+        .any(|e| e.preset == Some(ExportPreset::JetStreamStepdown))
+}
+
+/// The JWT exports of a NatsAccount's spec.
+pub fn jwt_exports(exports: &[SpecExport]) -> Vec<Export> {
+    let mut out = Vec::new();
+    for e in exports {
+        if e.preset == Some(ExportPreset::JetStreamStepdown) {
+            for (subject, name) in STEPDOWN_SUBJECTS.iter().zip(STEPDOWN_NAMES) {
+                out.push(Export::service(*subject).named(name));
+            }
+            continue;
+        }
+        let (Some(name), Some(t), Some(subject)) = (&e.name, e.type_, &e.subject) else {
+            continue; // CEL admits only a preset or name, type and subject.
+        };
+        let mut x = match export_type(t) {
+            ExportType::Stream => Export::stream(subject.clone()),
+            ExportType::Service => Export::service(subject.clone()),
+        }
+        .named(name.clone());
+        if let Some(r) = e.response_type {
+            x = x.response_type(response_type(r));
+        }
+        if e.access == Some(ExportAccess::Private) {
+            x = x.token_required();
+        }
+        out.push(x);
+    }
+    out
+}
+
+/// Why an import cannot be resolved (reason ImportsUnresolved).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    #[error("account {exporter} has no export named {export}")]
+    NoSuchExport { exporter: String, export: String },
+    #[error("export {export} of account {exporter} is private and does not list this account")]
+    NotAnImporter { exporter: String, export: String },
+}
+
+/// The exporting account as the importer's reconcile sees it.
+pub struct Exporter<'a> {
+    /// Its namespace/name, for messages.
+    pub name: &'a str,
+    pub public_key: &'a str,
+    pub exports: &'a [SpecExport],
+}
+
+/// Whether `importer` (kind NatsAccount in `namespace`/`name`, key `public_key`) is listed on
+/// a private export.
+pub fn lists_importer(
+    export: &SpecExport,
+    exporter_namespace: &str,
+    namespace: &str,
+    name: &str,
+    public_key: Option<&str>,
+) -> bool {
+    export.importers.iter().any(|i| match &i.public_key {
+        Some(k) => Some(k.as_str()) == public_key,
+        None => {
+            i.name.as_deref() == Some(name)
+                && i.namespace.as_deref().unwrap_or(exporter_namespace) == namespace
+        }
+    })
+}
+
+/// Resolves an import by accountRef: subject, type and response type come from the export it
+/// names; a private export needs this account listed and carries `activation`.
+pub fn resolve_import(
+    import: &SpecImport,
+    exporter: &Exporter<'_>,
+    listed: impl Fn(&SpecExport) -> bool,
+    activation: Option<&str>,
+) -> Result<Import, ImportError> {
+    let export = exporter
+        .exports
+        .iter()
+        .find(|e| e.name.as_deref() == Some(import.export.as_str()))
+        .ok_or_else(|| ImportError::NoSuchExport {
+            exporter: exporter.name.to_string(),
+            export: import.export.clone(),
+        })?;
+    let (Some(t), Some(subject)) = (export.type_, &export.subject) else {
+        return Err(ImportError::NoSuchExport {
+            exporter: exporter.name.to_string(),
+            export: import.export.clone(),
+        });
+    };
+    let private = export.access == Some(ExportAccess::Private);
+    if private && !listed(export) {
+        return Err(ImportError::NotAnImporter {
+            exporter: exporter.name.to_string(),
+            export: import.export.clone(),
+        });
+    }
+    let mut x = match export_type(t) {
+        ExportType::Stream => Import::stream(exporter.public_key, subject.clone()),
+        ExportType::Service => Import::service(exporter.public_key, subject.clone()),
+    }
+    .named(import.export.clone());
+    if let Some(local) = &import.local_subject {
+        x = x.local_subject(local.clone());
+    }
+    x.share = import.share.unwrap_or(false);
+    x.allow_trace = import.allow_trace.unwrap_or(false);
+    if private && let Some(token) = activation {
+        x = x.token(token);
+    }
+    Ok(x)
+}
+
+/// An activation token letting `importer` import `export` (a private spec export), signed by a
+/// signing key of the exporting account (activation_claims.go:34; accounts.go:3094-3108 accepts it).
+pub fn sign_activation(
+    exporter_key: &str,
+    signing_key: &NKey,
+    importer: &str,
+    export: &SpecExport,
+    issued_at: i64,
+) -> Result<String, nats_claims::Error> {
+    let subject = export.subject.clone().unwrap_or_default();
+    let kind = export.type_.map(export_type).unwrap_or(ExportType::Stream);
+    let mut claims = ActivationClaims::new(importer, subject, kind);
+    if let Some(name) = &export.name {
+        claims = claims.name(name.clone());
+    }
+    if signing_key.public_key() != exporter_key {
+        claims = claims.issuer_account(exporter_key);
+    }
+    claims.encode_issued_at(signing_key, issued_at)
+}
+
+/// The system account's imports of every account that exports jetstream-stepdown, under
+/// `stepdown.<key>`, so the system balancer moves that account's leaders.
+pub fn stepdown_imports<'a>(exporters: impl IntoIterator<Item = &'a str>) -> Vec<Import> {
+    let mut out = Vec::new();
+    for key in exporters {
+        let prefix = stepdown_api_prefix(key);
+        for (subject, name) in STEPDOWN_SUBJECTS.iter().zip(STEPDOWN_NAMES) {
+            let local = subject.replacen("$JS.API", &prefix, 1);
+            out.push(
+                Import::service(key, *subject)
+                    .named(name)
+                    .local_subject(local),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nats_api::auth::Importer;
+    use nats_claims::KeyKind;
+    use rstest::rstest;
+
+    fn export(name: &str, t: SpecType, subject: &str, private: bool) -> SpecExport {
+        SpecExport {
+            name: Some(name.into()),
+            type_: Some(t),
+            subject: Some(subject.into()),
+            access: Some(if private {
+                ExportAccess::Private
+            } else {
+                ExportAccess::Public
+            }),
+            importers: if private {
+                vec![Importer {
+                    name: Some("billing".into()),
+                    namespace: Some("team-b".into()),
+                    ..Importer::default()
+                }]
+            } else {
+                vec![]
+            },
+            ..SpecExport::default()
+        }
+    }
+
+    fn stepdown() -> SpecExport {
+        SpecExport {
+            preset: Some(ExportPreset::JetStreamStepdown),
+            ..SpecExport::default()
+        }
+    }
+
+    #[test]
+    fn jetstream_stepdown_expands_to_the_two_service_exports() {
+        let x = jwt_exports(&[stepdown()]);
+        let got: Vec<_> = x
+            .iter()
+            .map(|e| (e.subject.as_str(), e.export_type))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "$JS.API.STREAM.LEADER.STEPDOWN.*",
+                    Some(ExportType::Service)
+                ),
+                (
+                    "$JS.API.CONSUMER.LEADER.STEPDOWN.*.*",
+                    Some(ExportType::Service)
+                ),
+            ]
+        );
+        assert!(x.iter().all(|e| !e.token_req));
+    }
+
+    #[rstest]
+    #[case::public_stream(
+        export("feed", SpecType::Stream, "orders.feed.>", false),
+        ExportType::Stream,
+        false
+    )]
+    #[case::private_service_requires_a_token(
+        export("quote", SpecType::Service, "orders.quote", true),
+        ExportType::Service,
+        true
+    )]
+    fn an_export_maps_type_and_access(
+        #[case] e: SpecExport,
+        #[case] t: ExportType,
+        #[case] token: bool,
+    ) {
+        let x = jwt_exports(std::slice::from_ref(&e));
+        assert_eq!(x.len(), 1);
+        assert_eq!(x[0].export_type, Some(t));
+        assert_eq!(x[0].token_req, token);
+        assert_eq!(Some(&x[0].name), e.name.as_ref());
+    }
+
+    fn import(name: &str) -> SpecImport {
+        SpecImport {
+            export: name.into(),
+            local_subject: Some("billing.quote".into()),
+            ..SpecImport::default()
+        }
+    }
+
+    // "An import names an export, not a subject; the subject, type and response type come from
+    // the exporting account."
+    #[rstest]
+    #[case::subject_and_type_from_the_export("feed", true, Ok(("orders.feed.>", ExportType::Stream, false)))]
+    #[case::private_export_listing_the_importer_carries_its_activation("quote", true, Ok(("orders.quote", ExportType::Service, true)))]
+    #[case::private_export_not_listing_the_importer("quote", false, Err(ImportError::NotAnImporter { exporter: "team-a/orders".into(), export: "quote".into() }))]
+    #[case::no_such_export("nope", true, Err(ImportError::NoSuchExport { exporter: "team-a/orders".into(), export: "nope".into() }))]
+    fn an_import_resolves_from_its_export(
+        #[case] name: &str,
+        #[case] listed: bool,
+        #[case] want: Result<(&str, ExportType, bool), ImportError>,
+    ) {
+        let exports = [
+            export("feed", SpecType::Stream, "orders.feed.>", false),
+            export("quote", SpecType::Service, "orders.quote", true),
+        ];
+        let exporter = Exporter {
+            name: "team-a/orders",
+            public_key: "AEXPORTER",
+            exports: &exports,
+        };
+        let got = resolve_import(&import(name), &exporter, |_| listed, Some("tok"));
+        let got = got.map(|i| {
+            assert_eq!(i.account, "AEXPORTER");
+            assert_eq!(i.local_subject, "billing.quote");
+            (i.subject, i.import_type.unwrap(), !i.token.is_empty())
+        });
+        assert_eq!(got, want.map(|(s, t, tok)| (s.to_string(), t, tok)));
+    }
+
+    #[rstest]
+    #[case::by_name_and_namespace(Importer { name: Some("billing".into()), namespace: Some("team-b".into()), ..Importer::default() }, "team-b", "billing", None, true)]
+    #[case::namespace_defaults_to_the_exporters(Importer { name: Some("billing".into()), ..Importer::default() }, "team-a", "billing", None, true)]
+    #[case::other_namespace_is_not_listed(Importer { name: Some("billing".into()), ..Importer::default() }, "team-b", "billing", None, false)]
+    #[case::by_public_key(Importer { public_key: Some("ABILL".into()), ..Importer::default() }, "team-b", "x", Some("ABILL"), true)]
+    fn importer_listing(
+        #[case] importer: Importer,
+        #[case] ns: &str,
+        #[case] name: &str,
+        #[case] key: Option<&str>,
+        #[case] want: bool,
+    ) {
+        let e = SpecExport {
+            importers: vec![importer],
+            ..SpecExport::default()
+        };
+        assert_eq!(lists_importer(&e, "team-a", ns, name, key), want);
+    }
+
+    #[test]
+    fn activation_is_signed_by_an_account_signing_key_for_the_exporter() {
+        let exporter = NKey::generate(KeyKind::Account);
+        let signing = NKey::generate(KeyKind::Account);
+        let importer = NKey::generate(KeyKind::Account).public_key();
+        let e = export("quote", SpecType::Service, "orders.quote", true);
+        let token = sign_activation(
+            &exporter.public_key(),
+            &signing,
+            &importer,
+            &e,
+            1_700_000_000,
+        )
+        .unwrap();
+        let c: ActivationClaims = nats_claims::decode(&token).unwrap();
+        assert_eq!(c.subject, importer);
+        assert_eq!(c.issuer, signing.public_key());
+        assert_eq!(c.nats.issuer_account, exporter.public_key());
+        assert_eq!(c.nats.import_subject, "orders.quote");
+        assert_eq!(c.nats.import_type, Some(ExportType::Service));
+    }
+
+    #[test]
+    fn system_account_imports_each_stepdown_export_under_its_prefix() {
+        let imports = stepdown_imports(["AONE"]);
+        let got: Vec<_> = imports
+            .iter()
+            .map(|i| {
+                (
+                    i.account.as_str(),
+                    i.subject.as_str(),
+                    i.local_subject.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "AONE",
+                    "$JS.API.STREAM.LEADER.STEPDOWN.*",
+                    "stepdown.AONE.STREAM.LEADER.STEPDOWN.*"
+                ),
+                (
+                    "AONE",
+                    "$JS.API.CONSUMER.LEADER.STEPDOWN.*.*",
+                    "stepdown.AONE.CONSUMER.LEADER.STEPDOWN.*.*"
+                ),
+            ]
+        );
+    }
+}
