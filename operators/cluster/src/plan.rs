@@ -108,7 +108,11 @@ pub mod mounts {
     pub const CONFIG_DIR: &str = "/etc/nats";
     pub const DATA_DIR: &str = "/data";
     pub const PID_DIR: &str = "/var/run/nats";
-    pub const TLS_DIR: &str = "/etc/nats/tls";
+    /// Outside CONFIG_DIR: the config volume is a read-only projected volume, in which the
+    /// container runtime cannot create the mount points of nested Secret volumes.
+    pub const TLS_DIR: &str = "/etc/nats-tls";
+    /// The leaf remotes' creds and CAs, projected into the config volume beside nats.conf.
+    pub const LEAF_REMOTES_DIR: &str = "/etc/nats/leaf-remotes";
 }
 
 impl Layout for KubernetesLayout {
@@ -138,7 +142,7 @@ impl Layout for KubernetesLayout {
         format!("{}/{listener}", mounts::TLS_DIR)
     }
     fn leaf_remotes_dir(&self, _ordinal: u32) -> String {
-        format!("{}/leaf-remotes", mounts::CONFIG_DIR)
+        mounts::LEAF_REMOTES_DIR.into()
     }
 }
 
@@ -387,7 +391,7 @@ mod tests {
         // Route TLS is on by default, verifying peers against the route CA.
         let rt = p[0].route_tls.as_ref().expect("route tls on by default");
         assert!(rt.verify);
-        assert_eq!(rt.ca_file.as_deref(), Some("/etc/nats/tls/routes/ca.crt"));
+        assert_eq!(rt.ca_file.as_deref(), Some("/etc/nats-tls/routes/ca.crt"));
     }
 
     #[test]

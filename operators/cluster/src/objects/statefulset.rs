@@ -1,0 +1,872 @@
+//! A server's StatefulSet (design §4.1, §4.4): one replica, its pod template naming the config
+//! revision, lame duck before stop, the restricted Pod Security Standard, the exporter sidecar,
+//! and spec.podTemplate merged over all of it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, ConfigMapProjection, Container, ContainerPort, EmptyDirVolumeSource,
+    EnvVar, ExecAction, HTTPGetAction, KeyToPath, Lifecycle, LifecycleHandler,
+    PersistentVolumeClaim, PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, ProjectedVolumeSource, ResourceRequirements, SeccompProfile,
+    SecretProjection, SecretVolumeSource, SecurityContext, Volume, VolumeMount, VolumeProjection,
+    WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use nats_api::cluster::{NatsClusterSpec, exporter_defaults, names};
+
+use super::configmap::{self, CONFIG_KEY, REVISION_ANNOTATION};
+use super::{METRICS_PORT, ObjectsError, Owner, labels, pod_merge, port_name, tls_secret_name};
+use crate::plan::{self, mounts};
+use crate::render::ServerPlan;
+
+/// The nats-server image repository when spec.image names none.
+pub const DEFAULT_NATS_REPOSITORY: &str = "docker.io/library/nats";
+/// The prometheus-nats-exporter image, pinned by digest (design §4.1).
+pub const DEFAULT_EXPORTER_IMAGE: &str = "docker.io/natsio/prometheus-nats-exporter@sha256:26c826662ac8424597cc9bdf89ea5b606eb66e3c11db9b1215c27d2076bbb01b";
+/// Long enough for the rendered lame_duck_duration of 2m to end inside it (design §4.4).
+pub const TERMINATION_GRACE_PERIOD_SECONDS: i64 = 300;
+/// The uid/gid the containers run as: the restricted standard demands a non-root user.
+pub const RUN_AS_USER: i64 = 1000;
+
+pub const NATS_CONTAINER: &str = "nats";
+pub const EXPORTER_CONTAINER: &str = "exporter";
+pub const CONFIG_VOLUME: &str = "config";
+pub const DATA_VOLUME: &str = "data";
+pub const PID_VOLUME: &str = "pid";
+
+/// Everything one server's StatefulSet is built from.
+#[derive(Clone, Debug)]
+pub struct ServerWorkload<'a> {
+    pub owner: &'a Owner,
+    pub spec: &'a NatsClusterSpec,
+    pub plan: &'a ServerPlan,
+    /// The config revision of the server's ConfigMap.
+    pub revision: &'a str,
+}
+
+/// The nats-server image: the repository and digest spec.image names, else the version's tag.
+pub fn nats_image(spec: &NatsClusterSpec) -> String {
+    let image = spec.image.as_ref();
+    let repo = image
+        .and_then(|i| i.repository.as_deref())
+        .unwrap_or(DEFAULT_NATS_REPOSITORY);
+    match image.and_then(|i| i.digest.as_deref()) {
+        Some(d) => format!("{repo}@{d}"),
+        None => format!("{repo}:{}", spec.version),
+    }
+}
+
+/// The exporter image: the default pinned one unless spec.exporter.image names another.
+pub fn exporter_image(spec: &NatsClusterSpec) -> String {
+    let Some(img) = spec.exporter.as_ref().and_then(|e| e.image.as_ref()) else {
+        return DEFAULT_EXPORTER_IMAGE.into();
+    };
+    let repo = img
+        .repository
+        .as_deref()
+        .unwrap_or("docker.io/natsio/prometheus-nats-exporter");
+    match (&img.digest, &img.tag) {
+        (Some(d), _) => format!("{repo}@{d}"),
+        (None, Some(t)) => format!("{repo}:{t}"),
+        (None, None) => DEFAULT_EXPORTER_IMAGE.into(),
+    }
+}
+
+fn port(name: &str, p: u16) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: i32::from(p),
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    }
+}
+
+fn restricted_container() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: None,
+        }),
+        run_as_non_root: Some(true),
+        read_only_root_filesystem: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            localhost_profile: None,
+        }),
+        ..Default::default()
+    }
+}
+
+fn healthz(path: &str, monitor: u16, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(i32::from(monitor)),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        timeout_seconds: Some(5),
+        ..Default::default()
+    }
+}
+
+/// The container ports of the nats container, in the order the plan renders listeners.
+pub fn nats_ports(plan: &ServerPlan) -> Vec<ContainerPort> {
+    let mut ports = vec![
+        port(port_name::CLIENT, plan.client.port),
+        port(port_name::CLUSTER, plan.route_listen.port),
+        port(port_name::MONITOR, plan.monitor.port),
+    ];
+    if let Some(gw) = &plan.gateway {
+        ports.push(port(port_name::GATEWAY, gw.listen.port));
+    }
+    if let Some(l) = &plan.leafnodes {
+        ports.push(port(port_name::LEAFNODES, l.listen.port));
+    }
+    ports
+}
+
+fn tls_volume(listener: &str, secret: String) -> (Volume, VolumeMount) {
+    let name = format!("tls-{listener}");
+    (
+        Volume {
+            name: name.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        VolumeMount {
+            name,
+            mount_path: format!("{}/{listener}", mounts::TLS_DIR),
+            read_only: Some(true),
+            ..Default::default()
+        },
+    )
+}
+
+/// The config volume: nats.conf from the ConfigMap with the leaf remotes' creds and CAs from
+/// the projected Secret beside it, so kubelet refreshes both together (design §4.3).
+fn config_volume(owner: &Owner, plan: &ServerPlan) -> Volume {
+    let mut sources = vec![VolumeProjection {
+        config_map: Some(ConfigMapProjection {
+            name: configmap::name(&plan.server_name),
+            items: Some(vec![KeyToPath {
+                key: CONFIG_KEY.into(),
+                path: CONFIG_KEY.into(),
+                mode: None,
+            }]),
+            optional: Some(false),
+        }),
+        ..Default::default()
+    }];
+    let leaf_dir = format!("{}/", mounts::LEAF_REMOTES_DIR);
+    let items: Vec<KeyToPath> = plan
+        .leaf_remotes
+        .iter()
+        .flat_map(|r| r.credentials.iter().chain(r.ca_file.iter()))
+        .filter_map(|path| path.strip_prefix(&leaf_dir))
+        .map(|file| KeyToPath {
+            key: file.into(),
+            path: format!("leaf-remotes/{file}"),
+            mode: None,
+        })
+        .collect();
+    if !items.is_empty() {
+        sources.push(VolumeProjection {
+            secret: Some(SecretProjection {
+                name: names::leaf_remotes_secret(&owner.name),
+                items: Some(items),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        });
+    }
+    Volume {
+        name: CONFIG_VOLUME.into(),
+        projected: Some(ProjectedVolumeSource {
+            sources: Some(sources),
+            default_mode: None,
+        }),
+        ..Default::default()
+    }
+}
+
+fn exporter_container(spec: &NatsClusterSpec, plan: &ServerPlan) -> Container {
+    let mut args = vec![
+        format!("-port={METRICS_PORT}"),
+        "-varz".into(),
+        "-connz".into(),
+        "-routez".into(),
+        "-subz".into(),
+        "-healthz".into(),
+        "-use_internal_server_name".into(),
+    ];
+    if plan.jetstream.is_some() {
+        args.push("-jsz=all".into());
+    }
+    if plan.gateway.is_some() {
+        args.push("-gatewayz".into());
+    }
+    if plan.leafnodes.is_some() || !plan.leaf_remotes.is_empty() {
+        args.push("-leafz".into());
+    }
+    // Over the pod's loopback, which no NetworkPolicy governs (design §4.1).
+    args.push(format!("http://127.0.0.1:{}", plan.monitor.port));
+    let resources = spec
+        .exporter
+        .as_ref()
+        .and_then(|e| e.resources.clone())
+        .unwrap_or_else(|| {
+            let q = |s: &str| Quantity(s.into());
+            ResourceRequirements {
+                requests: Some(BTreeMap::from([
+                    ("cpu".into(), q(exporter_defaults::CPU_REQUEST)),
+                    ("memory".into(), q(exporter_defaults::MEMORY_REQUEST)),
+                ])),
+                limits: Some(BTreeMap::from([
+                    ("cpu".into(), q(exporter_defaults::CPU_LIMIT)),
+                    ("memory".into(), q(exporter_defaults::MEMORY_LIMIT)),
+                ])),
+                ..Default::default()
+            }
+        });
+    Container {
+        name: EXPORTER_CONTAINER.into(),
+        image: Some(exporter_image(spec)),
+        args: Some(args),
+        ports: Some(vec![port(port_name::METRICS, METRICS_PORT)]),
+        resources: Some(resources),
+        security_context: Some(restricted_container()),
+        ..Default::default()
+    }
+}
+
+/// Prefer distinct nodes for the servers of one NATS cluster.
+fn spread_affinity(name: &str) -> Affinity {
+    Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: PodAffinityTerm {
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some(labels::selector(name)),
+                            match_expressions: None,
+                        }),
+                        topology_key: "kubernetes.io/hostname".into(),
+                        ..Default::default()
+                    },
+                },
+            ]),
+            required_during_scheduling_ignored_during_execution: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The pod template as rendered, before spec.podTemplate is merged over it.
+pub fn rendered_pod(w: &ServerWorkload<'_>) -> Result<PodTemplateSpec, ObjectsError> {
+    let (owner, spec, plan) = (w.owner, w.spec, w.plan);
+    let name = owner.name.as_str();
+    let mut env = vec![];
+    if let Some(limit) = plan::gomemlimit(spec).map_err(|e| ObjectsError::PodTemplate {
+        cluster: name.into(),
+        reason: e.to_string(),
+    })? {
+        env.push(EnvVar {
+            name: "GOMEMLIMIT".into(),
+            value: Some(limit),
+            value_from: None,
+        });
+    }
+
+    let mut volumes = vec![
+        config_volume(owner, plan),
+        Volume {
+            name: PID_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
+    ];
+    let mut mounts_ = vec![
+        VolumeMount {
+            name: CONFIG_VOLUME.into(),
+            mount_path: mounts::CONFIG_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: PID_VOLUME.into(),
+            mount_path: mounts::PID_DIR.into(),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: DATA_VOLUME.into(),
+            mount_path: mounts::DATA_DIR.into(),
+            ..Default::default()
+        },
+    ];
+    let has_claim = spec
+        .jetstream
+        .as_ref()
+        .is_some_and(|j| j.volume_claim_template.is_some());
+    if !has_claim {
+        // Without a claim, the resolver directory and store live as long as the pod.
+        volumes.push(Volume {
+            name: DATA_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        });
+    }
+    let listeners = [
+        ("client", plan.client_tls.is_some(), spec.tls.as_ref()),
+        // Route TLS names its Secret through route_secret_name below.
+        ("routes", plan.route_tls.is_some(), None),
+        (
+            "gateway",
+            plan.gateway.as_ref().is_some_and(|g| g.tls.is_some()),
+            spec.gateway.as_ref().and_then(|g| g.tls.as_ref()),
+        ),
+        (
+            "leafnodes",
+            plan.leafnodes.as_ref().is_some_and(|l| l.tls.is_some()),
+            spec.leafnodes.as_ref().and_then(|l| l.tls.as_ref()),
+        ),
+    ];
+    for (listener, on, tls) in listeners {
+        if !on {
+            continue;
+        }
+        let secret = if listener == "routes" {
+            route_secret_name(spec, name)
+        } else {
+            tls_secret_name(name, listener, tls)
+        };
+        let (v, m) = tls_volume(listener, secret);
+        volumes.push(v);
+        mounts_.push(m);
+    }
+
+    let monitor = plan.monitor.port;
+    let nats = Container {
+        name: NATS_CONTAINER.into(),
+        image: Some(nats_image(spec)),
+        args: Some(vec![
+            "--config".into(),
+            format!("{}/{CONFIG_KEY}", mounts::CONFIG_DIR),
+        ]),
+        ports: Some(nats_ports(plan)),
+        env: Some(env),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(mounts_),
+        readiness_probe: Some(healthz("/healthz", monitor, 10, 3)),
+        liveness_probe: Some(healthz("/healthz?js-enabled-only=true", monitor, 30, 3)),
+        startup_probe: Some(healthz("/healthz?js-enabled-only=true", monitor, 10, 90)),
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction {
+                    command: Some(vec![
+                        "nats-server".into(),
+                        "--signal".into(),
+                        format!("ldm={}", plan.pid_file),
+                    ]),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        security_context: Some(restricted_container()),
+        ..Default::default()
+    };
+    let mut containers = vec![nats];
+    if spec.exporter_enabled() {
+        containers.push(exporter_container(spec, plan));
+    }
+
+    let user_sets_affinity = spec
+        .pod_template
+        .as_ref()
+        .and_then(|t| t.spec.as_ref())
+        .is_some_and(|s| s.contains_key("affinity"));
+    Ok(PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels::server(name, &plan.server_name)),
+            annotations: Some(BTreeMap::from([(
+                REVISION_ANNOTATION.into(),
+                w.revision.into(),
+            )])),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers,
+            volumes: Some(volumes),
+            affinity: (!user_sets_affinity).then(|| spread_affinity(name)),
+            termination_grace_period_seconds: Some(TERMINATION_GRACE_PERIOD_SECONDS),
+            automount_service_account_token: Some(false),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(RUN_AS_USER),
+                run_as_group: Some(RUN_AS_USER),
+                fs_group: Some(RUN_AS_USER),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".into(),
+                    localhost_profile: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    })
+}
+
+/// The Secret the route listener's certificate is mounted from: the named one, cert-manager's,
+/// or the one the controller issues under its own route CA; all are `<name>-routes-tls` unless
+/// secretRef names another.
+pub fn route_secret_name(spec: &NatsClusterSpec, cluster: &str) -> String {
+    match spec
+        .routes
+        .as_ref()
+        .and_then(|r| r.tls.as_ref())
+        .and_then(|t| t.secret_ref.as_ref())
+    {
+        Some(s) => s.name.clone(),
+        None => format!("{cluster}-routes-tls"),
+    }
+}
+
+/// The PVC template from jetstream.volumeClaimTemplate, carrying the server's labels so a
+/// scale-down deletes only the PVCs it made (design §4.5).
+fn claim_template(w: &ServerWorkload<'_>) -> Option<PersistentVolumeClaim> {
+    let t = w.spec.jetstream.as_ref()?.volume_claim_template.as_ref()?;
+    let mut labels = t
+        .metadata
+        .as_ref()
+        .map(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.extend(labels::server(&w.owner.name, &w.plan.server_name));
+    let annotations = t
+        .metadata
+        .as_ref()
+        .map(|m| m.annotations.clone())
+        .filter(|a| !a.is_empty());
+    Some(PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(DATA_VOLUME.into()),
+            labels: Some(labels),
+            annotations,
+            ..Default::default()
+        },
+        spec: Some(t.spec.clone()),
+        status: None,
+    })
+}
+
+/// One server's StatefulSet, replicas 1, podTemplate merged over the rendered pod.
+pub fn stateful_set(w: &ServerWorkload<'_>) -> Result<StatefulSet, ObjectsError> {
+    let name = w.owner.name.as_str();
+    let rendered = rendered_pod(w)?;
+    let template = match w.spec.pod_template.as_ref() {
+        Some(t) => pod_merge::merge(rendered, t).map_err(|reason| ObjectsError::PodTemplate {
+            cluster: name.into(),
+            reason,
+        })?,
+        None => rendered,
+    };
+    Ok(StatefulSet {
+        metadata: w.owner.meta(
+            w.plan.server_name.clone(),
+            labels::server(name, &w.plan.server_name),
+        ),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(1),
+            service_name: Some(names::headless_service(name)),
+            selector: LabelSelector {
+                match_labels: Some(labels::server_selector(name, &w.plan.server_name)),
+                match_expressions: None,
+            },
+            template,
+            volume_claim_templates: claim_template(w).map(|c| vec![c]),
+            pod_management_policy: Some("Parallel".into()),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::testing::{owner, spec};
+    use crate::plan::{ClusterInputs, KubernetesLayout, ResolvedLeafRemote, plan_servers};
+
+    fn build(yaml: &str) -> StatefulSet {
+        build_with(yaml, vec![])
+    }
+
+    fn build_with(yaml: &str, leaf_remotes: Vec<ResolvedLeafRemote>) -> StatefulSet {
+        let s = spec(yaml);
+        let plans = plan_servers(
+            &ClusterInputs {
+                name: "demo",
+                spec: &s,
+                trust: None,
+                account_preloads: vec![],
+                leaf_remotes,
+            },
+            &KubernetesLayout {
+                name: "demo".into(),
+                namespace: "nats".into(),
+                cluster_domain: "cluster.local".into(),
+            },
+        )
+        .expect("plans");
+        let o = owner();
+        stateful_set(&ServerWorkload {
+            owner: &o,
+            spec: &s,
+            plan: plans.last().expect("a plan"),
+            revision: "abc",
+        })
+        .expect("sts")
+    }
+
+    fn pod(sts: &StatefulSet) -> (ObjectMeta, PodSpec) {
+        let t = sts.spec.clone().expect("spec").template;
+        (t.metadata.expect("meta"), t.spec.expect("pod"))
+    }
+
+    fn container<'a>(p: &'a PodSpec, name: &str) -> Option<&'a Container> {
+        p.containers.iter().find(|c| c.name == name)
+    }
+
+    const BASE: &str = "version: 2.15.1\nreplicas: 3\n";
+
+    #[test]
+    fn one_replica_behind_the_headless_service_naming_the_revision() {
+        let sts = build(BASE);
+        assert_eq!(sts.metadata.name.as_deref(), Some("demo-2"));
+        let s = sts.spec.clone().expect("spec");
+        assert_eq!(s.replicas, Some(1));
+        assert_eq!(s.service_name.as_deref(), Some("demo-headless"));
+        assert_eq!(
+            s.selector.match_labels.expect("sel")[labels::SERVER],
+            "demo-2"
+        );
+        let (meta, _) = pod(&sts);
+        assert_eq!(meta.annotations.expect("ann")[REVISION_ANNOTATION], "abc");
+        assert_eq!(meta.labels.expect("labels")[labels::SERVER], "demo-2");
+        assert_eq!(
+            sts.metadata.owner_references.expect("owner")[0].controller,
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn pods_meet_the_restricted_standard_and_mount_no_token() {
+        let (_, p) = pod(&build(BASE));
+        assert_eq!(p.automount_service_account_token, Some(false));
+        let psc = p.security_context.clone().expect("psc");
+        assert_eq!(psc.run_as_non_root, Some(true));
+        assert_eq!(
+            psc.seccomp_profile.expect("seccomp").type_,
+            "RuntimeDefault"
+        );
+        for c in &p.containers {
+            let sc = c.security_context.clone().expect("sc");
+            assert_eq!(sc.allow_privilege_escalation, Some(false), "{}", c.name);
+            assert_eq!(
+                sc.capabilities.expect("caps").drop,
+                Some(vec!["ALL".to_string()])
+            );
+        }
+    }
+
+    #[test]
+    fn lame_duck_before_stop_within_the_grace_period() {
+        let (_, p) = pod(&build(BASE));
+        assert_eq!(p.termination_grace_period_seconds, Some(300));
+        let nats = container(&p, NATS_CONTAINER).expect("nats");
+        let cmd = nats
+            .lifecycle
+            .clone()
+            .and_then(|l| l.pre_stop)
+            .and_then(|h| h.exec)
+            .and_then(|e| e.command)
+            .expect("preStop");
+        assert_eq!(
+            cmd,
+            vec!["nats-server", "--signal", "ldm=/var/run/nats/nats.pid"]
+        );
+    }
+
+    #[rstest::rstest]
+    #[case(BASE, &["client", "cluster", "monitor"])]
+    #[case(
+        "version: 2.15.1\nreplicas: 1\nauth: {trustRef: {name: t}}\ngateway: {discovery: Explicit, remotes: [{name: w, url: 'nats://w:7222'}], tls: {secretRef: {name: gw}}}\nleafnodes: {}\n",
+        &["client", "cluster", "monitor", "gateway", "leafnodes"]
+    )]
+    fn ports_follow_the_rendered_listeners(#[case] yaml: &str, #[case] names: &[&str]) {
+        let (_, p) = pod(&build(yaml));
+        let got: Vec<String> = container(&p, NATS_CONTAINER)
+            .and_then(|c| c.ports.clone())
+            .expect("ports")
+            .into_iter()
+            .filter_map(|p| p.name)
+            .collect();
+        assert_eq!(got, names);
+    }
+
+    #[test]
+    fn gomemlimit_resources_and_probes() {
+        let (_, p) = pod(&build(
+            "version: 2.15.1\nreplicas: 1\nresources: {limits: {memory: 2Gi}, requests: {cpu: 500m}}\n",
+        ));
+        let nats = container(&p, NATS_CONTAINER).expect("nats");
+        let env = nats.env.clone().expect("env");
+        assert_eq!(env[0].name, "GOMEMLIMIT");
+        assert_eq!(env[0].value.as_deref(), Some("1932735283B"));
+        let r = nats.resources.clone().expect("resources");
+        assert_eq!(r.limits.expect("limits")["memory"].0, "2Gi");
+        let probe_path = |p: Option<Probe>| p.and_then(|p| p.http_get).and_then(|h| h.path);
+        assert_eq!(
+            probe_path(nats.readiness_probe.clone()).as_deref(),
+            Some("/healthz")
+        );
+        assert!(
+            probe_path(nats.liveness_probe.clone())
+                .expect("liveness")
+                .starts_with("/healthz")
+        );
+        assert_eq!(nats.image.as_deref(), Some("docker.io/library/nats:2.15.1"));
+    }
+
+    #[test]
+    fn the_image_is_pinned_by_digest_when_spec_image_names_one() {
+        let d = format!("sha256:{}", "a".repeat(64));
+        let s = spec(&format!(
+            "version: 2.15.1\nreplicas: 1\nimage: {{repository: reg/nats, digest: '{d}'}}\n"
+        ));
+        assert_eq!(nats_image(&s), format!("reg/nats@{d}"));
+    }
+
+    #[rstest::rstest]
+    #[case(BASE, true, Some(exporter_defaults::MEMORY_LIMIT))]
+    #[case(
+        "version: 2.15.1\nreplicas: 1\nexporter: {enabled: false}\n",
+        false,
+        None
+    )]
+    #[case(
+        "version: 2.15.1\nreplicas: 1\nexporter: {resources: {limits: {memory: 64Mi}}}\n",
+        true,
+        Some("64Mi")
+    )]
+    fn the_exporter_sidecar(#[case] yaml: &str, #[case] present: bool, #[case] mem: Option<&str>) {
+        let (_, p) = pod(&build(yaml));
+        let e = container(&p, EXPORTER_CONTAINER);
+        assert_eq!(e.is_some(), present);
+        if let Some(e) = e {
+            let image = e.image.clone().expect("image");
+            assert!(image.contains("@sha256:"), "{image}");
+            let args = e.args.clone().expect("args");
+            assert_eq!(
+                args.last().map(String::as_str),
+                Some("http://127.0.0.1:8222")
+            );
+            let limit = e
+                .resources
+                .clone()
+                .and_then(|r| r.limits)
+                .and_then(|l| l.get("memory").cloned())
+                .map(|q| q.0);
+            assert_eq!(limit.as_deref(), mem);
+        }
+    }
+
+    #[test]
+    fn the_default_exporter_image_has_a_real_digest() {
+        let (_, digest) = DEFAULT_EXPORTER_IMAGE
+            .split_once("@sha256:")
+            .expect("digest");
+        assert_eq!(digest.len(), 64);
+        assert!(digest.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[rstest::rstest]
+    #[case(BASE, true)]
+    #[case(
+        "version: 2.15.1\nreplicas: 1\npodTemplate: {spec: {affinity: {nodeAffinity: {}}}}\n",
+        false
+    )]
+    fn pods_prefer_distinct_nodes_unless_pod_template_sets_affinity(
+        #[case] yaml: &str,
+        #[case] spread: bool,
+    ) {
+        let (_, p) = pod(&build(yaml));
+        let anti = p.affinity.and_then(|a| a.pod_anti_affinity);
+        assert_eq!(anti.is_some(), spread);
+        if let Some(a) = anti {
+            let t = &a
+                .preferred_during_scheduling_ignored_during_execution
+                .expect("preferred")[0];
+            assert_eq!(t.pod_affinity_term.topology_key, "kubernetes.io/hostname");
+            assert!(
+                a.required_during_scheduling_ignored_during_execution
+                    .is_none()
+            );
+        }
+    }
+
+    fn volume<'a>(p: &'a PodSpec, name: &str) -> Option<&'a Volume> {
+        p.volumes.as_ref()?.iter().find(|v| v.name == name)
+    }
+
+    #[test]
+    fn tls_secrets_mount_where_the_plan_reads_them() {
+        let (_, p) = pod(&build(
+            "version: 2.15.1\nreplicas: 1\ntls: {secretRef: {name: client-cert}}\nauth: {trustRef: {name: t}}\ngateway: {discovery: Explicit, remotes: [{name: w, url: 'nats://w:7222'}], tls: {secretRef: {name: gw-cert}}}\n",
+        ));
+        let secret = |v: &str| {
+            volume(&p, v)
+                .and_then(|v| v.secret.clone())
+                .and_then(|s| s.secret_name)
+        };
+        assert_eq!(secret("tls-client").as_deref(), Some("client-cert"));
+        assert_eq!(secret("tls-routes").as_deref(), Some("demo-routes-tls"));
+        assert_eq!(secret("tls-gateway").as_deref(), Some("gw-cert"));
+        // The route CA's key is mounted by no pod.
+        assert!(
+            p.volumes.iter().flatten().all(|v| v
+                .secret
+                .as_ref()
+                .and_then(|s| s.secret_name.as_deref())
+                != Some("demo-routes-ca"))
+        );
+        let nats = container(&p, NATS_CONTAINER).expect("nats");
+        let mount = |v: &str| {
+            nats.volume_mounts
+                .iter()
+                .flatten()
+                .find(|m| m.name == v)
+                .map(|m| m.mount_path.clone())
+        };
+        assert_eq!(mount("tls-routes").as_deref(), Some("/etc/nats-tls/routes"));
+        assert_eq!(mount("config").as_deref(), Some("/etc/nats"));
+        assert_eq!(mount("data").as_deref(), Some("/data"));
+    }
+
+    #[test]
+    fn route_tls_off_mounts_no_route_secret() {
+        let (_, p) = pod(&build(
+            "version: 2.15.1\nreplicas: 1\nroutes: {tls: {enabled: false}}\n",
+        ));
+        assert!(volume(&p, "tls-routes").is_none());
+    }
+
+    #[test]
+    fn leaf_remotes_are_projected_beside_nats_conf() {
+        let sts = build_with(
+            "version: 2.15.1\nreplicas: 1\nleafRemotes: [{connectionRef: {name: a}}]\n",
+            vec![ResolvedLeafRemote {
+                index: 0,
+                urls: vec!["nats-leaf://hub:7422".into()],
+                has_credentials: true,
+                has_ca: true,
+                local_account: None,
+            }],
+        );
+        let (_, p) = pod(&sts);
+        let sources = volume(&p, CONFIG_VOLUME)
+            .and_then(|v| v.projected.clone())
+            .and_then(|p| p.sources)
+            .expect("sources");
+        assert_eq!(
+            sources[0].config_map.as_ref().map(|c| c.name.as_str()),
+            Some("demo-0-config")
+        );
+        let secret = sources[1].secret.clone().expect("secret");
+        assert_eq!(secret.name, "demo-leaf-remotes");
+        let paths: Vec<String> = secret
+            .items
+            .expect("items")
+            .into_iter()
+            .map(|i| i.path)
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                "leaf-remotes/remote-0.creds",
+                "leaf-remotes/remote-0-ca.crt"
+            ]
+        );
+        // Without remotes, no Secret is projected.
+        let (_, p) = pod(&build(BASE));
+        let sources = volume(&p, CONFIG_VOLUME)
+            .and_then(|v| v.projected.clone())
+            .and_then(|p| p.sources)
+            .expect("sources");
+        assert_eq!(sources.len(), 1);
+    }
+
+    #[test]
+    fn the_claim_template_passes_through_with_the_server_labels() {
+        let sts = build(
+            "version: 2.15.1\nreplicas: 1\njetstream:\n  volumeClaimTemplate:\n    metadata: {labels: {team: a}}\n    spec: {storageClassName: fast, resources: {requests: {storage: 10Gi}}}\n",
+        );
+        let claims = sts
+            .spec
+            .clone()
+            .and_then(|s| s.volume_claim_templates)
+            .expect("claims");
+        assert_eq!(claims.len(), 1);
+        let l = claims[0].metadata.labels.clone().expect("labels");
+        assert_eq!(l[labels::SERVER], "demo-0");
+        assert_eq!(l["team"], "a");
+        assert_eq!(
+            claims[0]
+                .spec
+                .clone()
+                .and_then(|s| s.storage_class_name)
+                .as_deref(),
+            Some("fast")
+        );
+        let (_, p) = pod(&sts);
+        assert!(
+            volume(&p, DATA_VOLUME).is_none(),
+            "the claim provides the data volume"
+        );
+        let (_, p) = pod(&build(BASE));
+        assert!(
+            volume(&p, DATA_VOLUME)
+                .and_then(|v| v.empty_dir.clone())
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn pod_template_merges_over_the_rendered_pod() {
+        let sts = build(
+            "version: 2.15.1\nreplicas: 1\npodTemplate:\n  metadata: {labels: {team: a}, annotations: {note: x}}\n  spec:\n    priorityClassName: high\n    containers:\n    - name: nats\n      env: [{name: EXTRA, value: '1'}]\n    - name: extra\n      image: busybox\n",
+        );
+        let (meta, p) = pod(&sts);
+        let l = meta.labels.expect("labels");
+        assert_eq!(l["team"], "a");
+        assert_eq!(l[labels::SERVER], "demo-0");
+        let a = meta.annotations.expect("ann");
+        assert_eq!(a["note"], "x");
+        assert_eq!(a[REVISION_ANNOTATION], "abc");
+        assert_eq!(p.priority_class_name.as_deref(), Some("high"));
+        let nats = container(&p, NATS_CONTAINER).expect("nats");
+        assert!(nats.image.is_some(), "merged, not replaced");
+        assert!(nats.env.iter().flatten().any(|e| e.name == "EXTRA"));
+        assert!(container(&p, "extra").is_some());
+    }
+}
