@@ -5,9 +5,14 @@
 //! nats-server processes.
 
 pub mod account;
+pub mod distribution;
 pub mod exports;
+pub mod grants;
 pub mod keys;
 pub mod operator;
 pub mod presets;
+pub mod push;
+pub mod revocations;
+pub mod uniqueness;
 pub mod units;
 pub mod user;
