@@ -46,7 +46,7 @@ pub fn issue_time(now: i64, held: &[i64]) -> i64 {
 /// Decides whether `ours` may be pushed over what the servers hold, under `operator`.
 pub fn may_push(operator: &OperatorClaims, ours: &AccountClaims, held: &[i64]) -> Result<(), Held> {
     // Strict signing: the operator identity signs nothing but itself, so only listed keys count.
-    if !operator.nats.signing_keys.iter().any(|k| *k == ours.issuer) {
+    if !operator.nats.signing_keys.contains(&ours.issuer) {
         return Err(Held::UntrustedSigner {
             account: ours.subject.clone(),
             signer: ours.issuer.clone(),
