@@ -8,3 +8,4 @@ pub mod objects;
 pub mod plan;
 pub mod quantity;
 pub mod render;
+pub mod route_ca;
