@@ -7,5 +7,6 @@ pub mod apply_mode;
 pub mod objects;
 pub mod plan;
 pub mod quantity;
+pub mod refusals;
 pub mod render;
 pub mod route_ca;
