@@ -25,8 +25,17 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 
 /// Reads every object of `kind` from a story 02 manifest.
 pub fn manifest<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> Vec<T> {
+    story_manifest("02-auth-plane", file, kind)
+}
+
+/// Reads every object of `kind` from a manifest of docs/stories/`story`.
+pub fn story_manifest<T: serde::de::DeserializeOwned>(
+    story: &str,
+    file: &str,
+    kind: &str,
+) -> Vec<T> {
     let path = format!(
-        "{}/../../docs/stories/02-auth-plane/{file}",
+        "{}/../../docs/stories/{story}/{file}",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap();
