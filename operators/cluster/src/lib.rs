@@ -4,6 +4,7 @@
 //! [`render`] and [`apply_mode`]; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
+pub mod local_layout;
 pub mod objects;
 pub mod plan;
 pub mod quantity;
