@@ -17,11 +17,13 @@ use crate::render::{
 /// works harder before the kernel's OOM killer would act.
 pub const GOMEMLIMIT_PERCENT: i64 = 90;
 /// Share of `resources.limits.memory` given to the JetStream memory store; the rest is the
-/// server's own heap, connections and buffers.
-pub const MEMORY_STORE_PERCENT: i64 = 50;
-/// Share of the volume given to the JetStream file store, leaving room for compaction and the
-/// resolver directory on the same volume.
-pub const FILE_STORE_PERCENT: i64 = 90;
+/// server's own heap, connections and buffers. The quickstart story's status reads a 3Gi memory
+/// store from a 4Gi limit (docs/stories/01-quickstart/status).
+pub const MEMORY_STORE_PERCENT: i64 = 75;
+/// Share of the volume given to the JetStream file store: the whole volume, as the quickstart
+/// story's status reads a 20Gi file store from a 20Gi volume. The limit is what JetStream admits
+/// into streams; the server's own compaction headroom is its concern.
+pub const FILE_STORE_PERCENT: i64 = 100;
 
 /// The trust roots, as read from a NatsOperatorTrust.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -406,8 +408,8 @@ mod tests {
             "version: 2.15.1\nreplicas: 1\nresources: {limits: {memory: 2Gi}}\njetstream:\n  volumeClaimTemplate:\n    spec: {resources: {requests: {storage: 10Gi}}}\n",
         );
         let js = plans(&s)[0].jetstream.clone().expect("js");
-        assert_eq!(js.max_memory_store, Some(1 << 30));
-        assert_eq!(js.max_file_store, Some((10i64 << 30) * 9 / 10));
+        assert_eq!(js.max_memory_store, Some(3 << 29), "75% of 2Gi");
+        assert_eq!(js.max_file_store, Some(10i64 << 30), "the whole volume");
         assert_eq!(gomemlimit(&s).expect("q").as_deref(), Some("1932735283B"));
 
         let s = spec(

@@ -181,6 +181,16 @@ async fn the_quickstart_boots_a_three_server_jetstream_cluster() {
             p.jetstream.as_ref().and_then(|j| j.max_memory_store)
         );
         assert_eq!(varz["cluster"]["tls_required"], true, "routes run TLS");
+        // The story's status reads a 3Gi memory store from the 4Gi limit and a 20Gi file store
+        // from the 20Gi volume.
+        assert_eq!(
+            varz["jetstream"]["config"]["max_memory"].as_i64(),
+            Some(3 << 30)
+        );
+        assert_eq!(
+            varz["jetstream"]["config"]["max_storage"].as_i64(),
+            Some(20 << 30)
+        );
     }
     // Servers are killed by PID when `servers` drops.
     drop(servers);

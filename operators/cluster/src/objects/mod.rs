@@ -2,6 +2,7 @@
 //! the server plans: no API calls here; the reconciler applies what these return.
 
 pub mod configmap;
+pub mod endpoints;
 pub mod labels;
 pub mod network_policy;
 pub mod pdb;
