@@ -3,39 +3,10 @@
 //! NatsOperator does not admit; AccountNotAdmitted for a NatsUser of such an account or of an
 //! account in another namespace without a grant; cross-namespace imports need a grant too.
 
-use nats_api::nats::NatsReferenceGrantSpec;
+use controller_kit::grants::{From, To, admits};
+use nats_api::nats::NatsReferenceGrant;
 
-/// The referrer: group, kind and namespace of the object holding the reference.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct From<'a> {
-    pub group: &'a str,
-    pub kind: &'a str,
-    pub namespace: &'a str,
-}
-
-/// The target: group, kind, namespace and name of the referenced object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct To<'a> {
-    pub group: &'a str,
-    pub kind: &'a str,
-    pub namespace: &'a str,
-    pub name: &'a str,
-}
-
-/// Whether the reference is admitted: same namespace always, else by a grant in the target's
-/// namespace (`grants` are the grants of that namespace).
-pub fn admitted(from: From<'_>, to: To<'_>, grants: &[NatsReferenceGrantSpec]) -> bool {
-    from.namespace == to.namespace
-        || grants.iter().any(|g| {
-            g.from.iter().any(|f| {
-                f.group == from.group && f.kind == from.kind && f.namespace == from.namespace
-            }) && g.to.iter().any(|t| {
-                t.group == to.group
-                    && t.kind == to.kind
-                    && t.name.as_deref().is_none_or(|n| n == to.name)
-            })
-        })
-}
+pub use controller_kit::grants::{From as Referrer, To as Target};
 
 /// Why an account or user is not signed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -73,7 +44,7 @@ pub fn account_admission(
     namespace: &str,
     operator_namespace: &str,
     operator: &str,
-    grants: &[NatsReferenceGrantSpec],
+    grants: &[NatsReferenceGrant],
 ) -> Result<(), Tenancy> {
     let from = From {
         group: AUTH,
@@ -86,7 +57,7 @@ pub fn account_admission(
         namespace: operator_namespace,
         name: operator,
     };
-    if admitted(from, to, grants) {
+    if admits(grants, from, to) {
         Ok(())
     } else {
         Err(Tenancy::ReferenceNotPermitted {
@@ -105,7 +76,7 @@ pub fn user_admission(
     account_namespace: &str,
     account: &str,
     account_admitted: bool,
-    grants: &[NatsReferenceGrantSpec],
+    grants: &[NatsReferenceGrant],
 ) -> Result<(), Tenancy> {
     let name = format!("{account_namespace}/{account}");
     if !account_admitted {
@@ -125,7 +96,7 @@ pub fn user_admission(
         namespace: account_namespace,
         name: account,
     };
-    if admitted(from, to, grants) {
+    if admits(grants, from, to) {
         Ok(())
     } else {
         Err(Tenancy::AccountNotAdmitted {
@@ -140,42 +111,49 @@ pub fn user_admission(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nats_api::nats::{ReferenceGrantFrom, ReferenceGrantTo};
+    use nats_api::nats::{NatsReferenceGrantSpec, ReferenceGrantFrom, ReferenceGrantTo};
     use rstest::rstest;
 
     fn grant(
+        ns: &str,
         kind: &str,
         from_ns: &str,
         to_kind: &str,
         to_name: Option<&str>,
-    ) -> NatsReferenceGrantSpec {
-        NatsReferenceGrantSpec {
-            from: vec![ReferenceGrantFrom {
-                group: AUTH.into(),
-                kind: kind.into(),
-                namespace: from_ns.into(),
-            }],
-            to: vec![ReferenceGrantTo {
-                group: AUTH.into(),
-                kind: to_kind.into(),
-                name: to_name.map(str::to_string),
-            }],
-        }
+    ) -> NatsReferenceGrant {
+        let mut g = NatsReferenceGrant::new(
+            "g",
+            NatsReferenceGrantSpec {
+                from: vec![ReferenceGrantFrom {
+                    group: AUTH.into(),
+                    kind: kind.into(),
+                    namespace: from_ns.into(),
+                }],
+                to: vec![ReferenceGrantTo {
+                    group: AUTH.into(),
+                    kind: to_kind.into(),
+                    name: to_name.map(str::to_string),
+                }],
+            },
+        );
+        g.metadata.namespace = Some(ns.into());
+        g
     }
 
     // "A NatsAccount no grant admits to its NatsOperator is refused before its key is recorded"
     #[rstest]
     #[case::same_namespace_needs_no_grant("nats-system", vec![], true)]
     #[case::other_namespace_without_grant("team-a", vec![], false)]
-    #[case::granted_by_name("team-a", vec![grant("NatsAccount", "team-a", "NatsOperator", Some("demo"))], true)]
-    #[case::granted_any_name("team-a", vec![grant("NatsAccount", "team-a", "NatsOperator", None)], true)]
-    #[case::grant_for_another_operator("team-a", vec![grant("NatsAccount", "team-a", "NatsOperator", Some("other"))], false)]
-    #[case::grant_for_another_namespace("team-a", vec![grant("NatsAccount", "team-b", "NatsOperator", None)], false)]
-    #[case::grant_for_another_kind("team-a", vec![grant("NatsUser", "team-a", "NatsOperator", None)], false)]
+    #[case::granted_by_name("team-a", vec![grant("nats-system", "NatsAccount", "team-a", "NatsOperator", Some("demo"))], true)]
+    #[case::granted_any_name("team-a", vec![grant("nats-system", "NatsAccount", "team-a", "NatsOperator", None)], true)]
+    #[case::grant_for_another_operator("team-a", vec![grant("nats-system", "NatsAccount", "team-a", "NatsOperator", Some("other"))], false)]
+    #[case::grant_for_another_namespace("team-a", vec![grant("nats-system", "NatsAccount", "team-b", "NatsOperator", None)], false)]
+    #[case::grant_for_another_kind("team-a", vec![grant("nats-system", "NatsUser", "team-a", "NatsOperator", None)], false)]
+    #[case::a_grant_living_outside_the_target_namespace("team-a", vec![grant("team-a", "NatsAccount", "team-a", "NatsOperator", None)], false)]
     #[case::deleting_the_grant_revokes("team-a", vec![], false)]
     fn account_to_operator(
         #[case] ns: &str,
-        #[case] grants: Vec<NatsReferenceGrantSpec>,
+        #[case] grants: Vec<NatsReferenceGrant>,
         #[case] ok: bool,
     ) {
         let got = account_admission(ns, "nats-system", "demo", &grants);
@@ -190,11 +168,11 @@ mod tests {
     #[case::same_namespace_admitted_account("team-a", true, vec![], true)]
     #[case::account_not_admitted_to_its_operator("team-a", false, vec![], false)]
     #[case::user_in_another_namespace_without_grant("team-b", true, vec![], false)]
-    #[case::user_in_another_namespace_granted("team-b", true, vec![grant("NatsUser", "team-b", "NatsAccount", Some("orders"))], true)]
+    #[case::user_in_another_namespace_granted("team-b", true, vec![grant("team-a", "NatsUser", "team-b", "NatsAccount", Some("orders"))], true)]
     fn user_to_account(
         #[case] ns: &str,
         #[case] account_admitted: bool,
-        #[case] grants: Vec<NatsReferenceGrantSpec>,
+        #[case] grants: Vec<NatsReferenceGrant>,
         #[case] ok: bool,
     ) {
         let got = user_admission(
@@ -216,10 +194,10 @@ mod tests {
     #[rstest]
     #[case::same_namespace("team-a", vec![], true)]
     #[case::cross_namespace_without_grant("team-b", vec![], false)]
-    #[case::cross_namespace_granted("team-b", vec![grant("NatsAccount", "team-b", "NatsAccount", Some("orders"))], true)]
+    #[case::cross_namespace_granted("team-b", vec![grant("team-a", "NatsAccount", "team-b", "NatsAccount", Some("orders"))], true)]
     fn import_across_namespaces(
         #[case] importer_ns: &str,
-        #[case] grants: Vec<NatsReferenceGrantSpec>,
+        #[case] grants: Vec<NatsReferenceGrant>,
         #[case] ok: bool,
     ) {
         let from = From {
@@ -233,6 +211,6 @@ mod tests {
             namespace: "team-a",
             name: "orders",
         };
-        assert_eq!(admitted(from, to, &grants), ok);
+        assert_eq!(admits(&grants, from, to), ok);
     }
 }

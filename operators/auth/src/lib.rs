@@ -5,14 +5,18 @@
 //! nats-server processes.
 
 pub mod account;
+pub mod deletions;
 pub mod distribution;
 pub mod exports;
+pub mod gates;
 pub mod grants;
 pub mod keys;
 pub mod operator;
 pub mod presets;
 pub mod push;
 pub mod revocations;
+pub mod trust;
 pub mod uniqueness;
 pub mod units;
 pub mod user;
+pub mod user_keys;

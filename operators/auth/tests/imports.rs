@@ -52,34 +52,31 @@ async fn an_importer_reaches_a_private_service_export_through_its_activation() {
         "02-monitoring.yaml",
         "NatsReferenceGrant",
     ));
-    let grants_in = |ns: &str| -> Vec<_> {
-        grants_by_ns
-            .iter()
-            .filter(|g| g.metadata.namespace.as_deref() == Some(ns))
-            .map(|g| g.spec.clone())
-            .collect()
-    };
     let ns = |a: &NatsAccount| a.metadata.namespace.clone().unwrap();
 
     // Tenancy: both accounts are admitted to demo; core's import of monitoring crosses namespaces
     // under the core-imports grant, and would not without it.
     for a in [&monitoring_obj, &core_obj] {
-        grants::account_admission(&ns(a), "nats-system", "demo", &grants_in("nats-system"))
-            .unwrap();
+        grants::account_admission(&ns(a), "nats-system", "demo", &grants_by_ns).unwrap();
     }
-    let from = grants::From {
+    let from = grants::Referrer {
         group: nats_api::auth::GROUP,
         kind: "NatsAccount",
         namespace: "team-core",
     };
-    let to = grants::To {
+    let to = grants::Target {
         group: nats_api::auth::GROUP,
         kind: "NatsAccount",
         namespace: "team-monitoring",
         name: "monitoring",
     };
-    assert!(grants::admitted(from, to, &grants_in("team-monitoring")));
-    assert!(!grants::admitted(from, to, &[]));
+    assert!(controller_kit::grants::admits(&grants_by_ns, from, to));
+    let without: Vec<_> = grants_by_ns
+        .iter()
+        .filter(|g| g.metadata.namespace.as_deref() != Some("team-monitoring"))
+        .cloned()
+        .collect();
+    assert!(!controller_kit::grants::admits(&without, from, to));
 
     let plane = Plane::start().await;
     let monitoring = Acct::new(GeneratedKind::Account, "monitoring");

@@ -1,0 +1,106 @@
+//! §5.2/§7 Deleted accounts: an account deleted, or whose grant was withdrawn once it was signed,
+//! is recorded in its NatsOperator's status.deletedAccounts; its status.jwt is emptied once that
+//! list records it; CLAIMS.DELETE is sent again whenever a server or NATS cluster rejoins (seen in
+//! STATSZ), since the resolver's catch-up sync only adds; an entry goes once its JWT has expired,
+//! after which no server can still serve it.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use nats_api::auth::DeletedAccount;
+
+/// Records `public_key` as deleted; `expires` is its last JWT's expiry (0: none).
+pub fn record(deleted: &mut Vec<DeletedAccount>, public_key: &str, expires: i64) {
+    if deleted.iter().any(|d| d.public_key == public_key) {
+        return;
+    }
+    deleted.push(DeletedAccount {
+        public_key: public_key.to_string(),
+        expires: (expires != 0)
+            .then(|| Timestamp::from_second(expires).ok().map(Time))
+            .flatten(),
+    });
+}
+
+/// Whether the account's status.jwt may be emptied: only once the list records it.
+pub fn may_clear_jwt(deleted: &[DeletedAccount], public_key: &str) -> bool {
+    deleted.iter().any(|d| d.public_key == public_key)
+}
+
+/// Drops entries whose JWT expired by `now`; an account signed with no expiry stays listed.
+pub fn prune(deleted: &[DeletedAccount], now: i64) -> Vec<DeletedAccount> {
+    deleted
+        .iter()
+        .filter(|d| d.expires.as_ref().is_none_or(|e| e.0.as_second() > now))
+        .cloned()
+        .collect()
+}
+
+/// The servers in `roster` not in `previous` (STATSZ server names): where any rejoined and
+/// accounts are listed deleted, CLAIMS.DELETE goes out again.
+pub fn rejoined(previous: &[String], roster: &[String]) -> Vec<String> {
+    let before: BTreeSet<&String> = previous.iter().collect();
+    roster
+        .iter()
+        .filter(|s| !before.contains(s))
+        .cloned()
+        .collect()
+}
+
+/// The accounts to delete again now.
+pub fn resend(deleted: &[DeletedAccount], previous: &[String], roster: &[String]) -> Vec<String> {
+    if rejoined(previous, roster).is_empty() {
+        return vec![];
+    }
+    deleted.iter().map(|d| d.public_key.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const T: i64 = 1_700_000_000;
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    // "Deleting that grant once the account is signed deletes it from the servers through its
+    // NatsOperator's status.deletedAccounts and empties its status.jwt once that list records it."
+    #[test]
+    fn jwt_is_emptied_only_once_recorded() {
+        let mut d = vec![];
+        assert!(!may_clear_jwt(&d, "AONE"));
+        record(&mut d, "AONE", T + 100);
+        record(&mut d, "AONE", T + 100);
+        assert_eq!(d.len(), 1);
+        assert!(may_clear_jwt(&d, "AONE"));
+    }
+
+    #[rstest]
+    #[case::kept_until_its_jwt_expires(T + 100, T + 50, true)]
+    #[case::dropped_once_expired(T + 100, T + 100, false)]
+    #[case::no_expiry_stays(0, T + 1_000_000, true)]
+    fn pruning(#[case] expires: i64, #[case] now: i64, #[case] kept: bool) {
+        let mut d = vec![];
+        record(&mut d, "AONE", expires);
+        assert_eq!(prune(&d, now).len() == 1, kept);
+    }
+
+    // "the controller re-sends $SYS.REQ.CLAIMS.DELETE for deleted accounts whenever a server or
+    // NATS cluster rejoins (seen in STATSZ)"
+    #[rstest]
+    #[case::steady_roster(&["n1", "n2", "n3"], &["n1", "n2", "n3"], false)]
+    #[case::a_server_rejoins(&["n1", "n2"], &["n1", "n2", "n3"], true)]
+    #[case::a_server_leaves(&["n1", "n2", "n3"], &["n1", "n2"], false)]
+    #[case::a_nats_cluster_rejoins(&["a1", "a2"], &["a1", "a2", "b1", "b2"], true)]
+    fn delete_again_on_rejoin(#[case] before: &[&str], #[case] now: &[&str], #[case] again: bool) {
+        let mut d = vec![];
+        record(&mut d, "AGONE", 0);
+        let got = resend(&d, &names(before), &names(now));
+        assert_eq!(!got.is_empty(), again);
+        assert!(resend(&[], &names(before), &names(now)).is_empty());
+    }
+}
