@@ -11,6 +11,7 @@ pub mod exports;
 pub mod gates;
 pub mod grants;
 pub mod keys;
+pub mod kick;
 pub mod operator;
 pub mod presets;
 pub mod push;
