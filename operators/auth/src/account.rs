@@ -444,7 +444,7 @@ mod tests {
             c.nats
                 .imports
                 .iter()
-                .all(|i| i.local_subject.starts_with("stepdown.A"))
+                .all(|i| i.local_subject.starts_with("$JS.A"))
         );
     }
 }

@@ -172,7 +172,7 @@ pub fn sign_activation(
 }
 
 /// The system account's imports of every account that exports jetstream-stepdown, under
-/// `stepdown.<key>`, so the system balancer moves that account's leaders.
+/// `$JS.<key>.API`, so the system balancer moves that account's leaders.
 pub fn stepdown_imports<'a>(exporters: impl IntoIterator<Item = &'a str>) -> Vec<Import> {
     let mut out = Vec::new();
     for key in exporters {
@@ -370,12 +370,12 @@ mod tests {
                 (
                     "AONE",
                     "$JS.API.STREAM.LEADER.STEPDOWN.*",
-                    "stepdown.AONE.STREAM.LEADER.STEPDOWN.*"
+                    "$JS.AONE.API.STREAM.LEADER.STEPDOWN.*"
                 ),
                 (
                     "AONE",
                     "$JS.API.CONSUMER.LEADER.STEPDOWN.*.*",
-                    "stepdown.AONE.CONSUMER.LEADER.STEPDOWN.*.*"
+                    "$JS.AONE.API.CONSUMER.LEADER.STEPDOWN.*.*"
                 ),
             ]
         );

@@ -26,9 +26,15 @@ const fn g(subject: &'static str, why: &'static str) -> Grant {
 }
 
 /// The local prefix under which the system account imports an account's jetstream-stepdown
-/// export (§5.4): `stepdown.<account key>`; the system balancer uses it as its JetStream API prefix.
+/// export (§5.4): `$JS.<account key>.API`, so the system balancer reaches an account's stepdowns
+/// with `Wire::with_js_domain(<account key>)` (see [`stepdown_domain`]).
 pub fn stepdown_api_prefix(account_key: &str) -> String {
-    format!("stepdown.{account_key}")
+    format!("$JS.{}.API", stepdown_domain(account_key))
+}
+
+/// The "domain" the system balancer dials an account's stepdowns with: the account's public key.
+pub fn stepdown_domain(account_key: &str) -> &str {
+    account_key
 }
 
 const CLUSTER_CONTROLLER: &[Grant] = &[
@@ -86,11 +92,11 @@ const JETSTREAM_CONTROLLER: &[Grant] = &[
         "cancel pending moves of a deleted evacuation",
     ),
     g(
-        "stepdown.*.STREAM.LEADER.STEPDOWN.*",
+        "$JS.*.API.STREAM.LEADER.STEPDOWN.*",
         "stream leader moves through an account's jetstream-stepdown export",
     ),
     g(
-        "stepdown.*.CONSUMER.LEADER.STEPDOWN.*.*",
+        "$JS.*.API.CONSUMER.LEADER.STEPDOWN.*.*",
         "consumer leader moves through an account's jetstream-stepdown export",
     ),
 ];
@@ -221,9 +227,10 @@ pub fn permissions_page() -> String {
     }
     out.push_str(
         "\nThe system account imports each account's `jetstream-stepdown` export under \
-         `stepdown.<account public key>`, so the system balancer moves an account's leaders with \
-         `stepdown.<key>.STREAM.LEADER.STEPDOWN.<stream>` and \
-         `stepdown.<key>.CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>`.\n",
+         `$JS.<account public key>.API`, so the system balancer moves an account's leaders with \
+         `$JS.<key>.API.STREAM.LEADER.STEPDOWN.<stream>` and \
+         `$JS.<key>.API.CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>` (nats-wire's \
+         `Wire::with_js_domain(<key>)`).\n",
     );
     out
 }

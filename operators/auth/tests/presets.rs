@@ -121,7 +121,7 @@ async fn each_preset_is_refused_outside_its_list() {
             &[
                 "$JS.API.STREAM.CREATE.X",
                 "$SYS.REQ.SERVER.PING.VARZ",
-                "stepdown.A.STREAM.DELETE.X",
+                "$JS.AKEY.API.STREAM.DELETE.X",
             ],
         ),
         (

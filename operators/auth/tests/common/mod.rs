@@ -242,6 +242,38 @@ impl Plane {
         jwt
     }
 
+    /// Signs the system account again with the stepdown imports of `exporters` and pushes it.
+    pub async fn resign_system_account(&self, exporters: &[String]) -> String {
+        let held = self
+            .wire
+            .claims_lookup(&self.system.public_key(), Collect::expecting(3, DEADLINE))
+            .await
+            .unwrap();
+        let held_iat = push::held_issued_at(held.iter().filter_map(|a| a.jwt()));
+        let iat = push::issue_time(now(), &held_iat);
+        let keys = self.system.signing_keys();
+        let pk = self.system.public_key();
+        let claims = account::system_account_claims(
+            AccountInput {
+                name: &self.system.name,
+                public_key: &pk,
+                signing_keys: &keys,
+                imports: vec![],
+                revocations: &[],
+                issued_at: iat,
+            },
+            exporters,
+        )
+        .unwrap();
+        let jwt = claims
+            .encode_issued_at(&self.operator_signing, iat)
+            .unwrap();
+        let signed: AccountClaims = decode(&jwt).unwrap();
+        push::may_push(&self.operator, &signed, &held_iat).unwrap();
+        self.push(&jwt).await;
+        jwt
+    }
+
     /// CLAIMS.UPDATE, every server answering 200.
     pub async fn push(&self, jwt: &str) {
         let answers = self
