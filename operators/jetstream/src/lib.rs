@@ -6,6 +6,7 @@
 
 pub mod connection;
 pub mod consumer_config;
+pub mod controller;
 pub mod drift;
 pub mod jsapi;
 pub mod kv_config;
@@ -13,6 +14,7 @@ pub mod late_init;
 pub mod lifecycle;
 pub mod object_config;
 pub mod ownership;
+pub mod pool;
 pub mod references;
 pub mod server_state;
 pub mod stream_config;

@@ -1,0 +1,418 @@
+//! The Kubernetes shell: one kube-rs `Controller` per kind (NatsConnection, NatsStream,
+//! NatsConsumer, NatsKeyValue, NatsObjectStore). Each reconcile gathers its inputs (the resource,
+//! its NatsConnection through the pool, grants, the server object), asks the pure core what to do,
+//! carries it out on the server and writes status by server-side apply.
+//!
+//! A NATS failure, a refusal or a missing reference is reported as a condition and requeued; only
+//! a failure to reach the Kubernetes API is an error (retried with backoff). Nothing crashes the
+//! loop.
+
+mod connection;
+mod consumer;
+mod objects;
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller_kit::backoff::Backoff;
+use controller_kit::conditions::{self, Desired};
+use controller_kit::events::Events;
+use controller_kit::metrics::Metrics;
+use futures::StreamExt;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use nats_api::jetstream::{FIELD_MANAGER, Ownership, ServerState, SyncStatus, condition};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::pool::Pool;
+
+pub use objects::StreamBacked;
+
+/// The default resync period: every resource is re-read and compared this often.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
+
+/// How often a resource waiting for a reference (a consumer's stream) looks again.
+pub const WAIT_RETRY: Duration = Duration::from_secs(5);
+
+/// Settings of a controller process.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The resync period.
+    pub resync: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            resync: DEFAULT_RESYNC,
+        }
+    }
+}
+
+/// What every reconcile shares: nothing global.
+pub struct Context {
+    /// The Kubernetes client.
+    pub client: kube::Client,
+    /// The metrics registry.
+    pub metrics: Metrics,
+    /// The Event publisher.
+    pub events: Events,
+    /// Consecutive failures per object.
+    pub backoff: Backoff,
+    /// One NATS connection per NatsConnection.
+    pub pool: Pool,
+    /// The process settings.
+    pub settings: Settings,
+    /// When each object is next due, and what it looked like when its status was written: a
+    /// watch event caused only by that status write is not a reason for another pass.
+    due: std::sync::Mutex<HashMap<String, (Fingerprint, Instant)>>,
+}
+
+/// What of an object, when changed, calls for a pass before it is due: its spec (generation),
+/// its finalizers and its deletion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    uid: Option<String>,
+    generation: Option<i64>,
+    deleting: bool,
+    finalizers: Vec<String>,
+}
+
+fn fingerprint<K: Resource>(obj: &K) -> Fingerprint {
+    let m = obj.meta();
+    Fingerprint {
+        uid: m.uid.clone(),
+        generation: m.generation,
+        deleting: m.deletion_timestamp.is_some(),
+        finalizers: m.finalizers.clone().unwrap_or_default(),
+    }
+}
+
+impl Context {
+    fn due_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Fingerprint, Instant)>> {
+        self.due.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `obj` is next due after `wait`.
+    pub(crate) fn schedule<K: Resource<DynamicType = ()>>(&self, obj: &K, wait: Duration) {
+        self.due_map()
+            .insert(describe(obj), (fingerprint(obj), Instant::now() + wait));
+    }
+
+    /// The time left before `obj` is due, when nothing that calls for a pass changed.
+    fn not_yet_due<K: Resource<DynamicType = ()>>(&self, obj: &K) -> Option<Duration> {
+        let map = self.due_map();
+        let (fp, due) = map.get(&describe(obj))?;
+        let left = due.checked_duration_since(Instant::now())?;
+        (*fp == fingerprint(obj) && !left.is_zero()).then_some(left)
+    }
+
+    fn forget_due<K: Resource<DynamicType = ()>>(&self, obj: &K) {
+        self.due_map().remove(&describe(obj));
+    }
+}
+
+/// A failure to talk to the Kubernetes API (NATS failures become conditions instead).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API request about `object` failed.
+    #[error("{object}: Kubernetes API: {source}")]
+    Kube {
+        /// The object concerned (kind namespace/name).
+        object: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Adding or removing the finalizer, or the cleanup, failed.
+    #[error("{object}: finalizer: {message}")]
+    Finalizer {
+        /// The object concerned.
+        object: String,
+        /// What failed.
+        message: String,
+    },
+    /// A server object must be removed but NATS could not be reached or refused.
+    #[error("{object}: cleanup on the server: {message}")]
+    Cleanup {
+        /// The object concerned.
+        object: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The metric label of the error.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } => "kube",
+            Error::Finalizer { .. } => "finalizer",
+            Error::Cleanup { .. } => "cleanup",
+        }
+    }
+}
+
+/// "Kind namespace/name" of an object, for errors and logs.
+pub(crate) fn describe<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    format!(
+        "{} {}/{}",
+        K::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
+
+pub(crate) fn kube_err<K: Resource<DynamicType = ()>>(
+    obj: &K,
+) -> impl FnOnce(kube::Error) -> Error + '_ {
+    move |source| Error::Kube {
+        object: describe(obj),
+        source,
+    }
+}
+
+/// The wait before looking again at an object whose server side is not reachable or not ready:
+/// doubles per consecutive pass that ends so (kept apart from the error backoff).
+pub(crate) fn retry_later<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) -> Duration {
+    ctx.backoff
+        .failed(&format!("{} (not ready)", describe(obj)))
+}
+
+/// Resets [`retry_later`] after a pass that reached the server.
+pub(crate) fn settled<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) {
+    ctx.backoff
+        .succeeded(&format!("{} (not ready)", describe(obj)));
+}
+
+/// The conditions and state one pass decided; written as status by [`write_status`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outcome {
+    /// Ready: status, reason, message.
+    pub ready: Option<(bool, &'static str, String)>,
+    /// Synced: status, reason, message (None: leave as it was).
+    pub synced: Option<(bool, &'static str, String)>,
+    /// Terminal=True with this reason and message; None removes the condition.
+    pub terminal: Option<(&'static str, String)>,
+    /// Adopted=True (FoundUnowned) with this message; None keeps what was there.
+    pub adopted: Option<String>,
+    /// status.ownership (None keeps the previous one).
+    pub ownership: Option<Ownership>,
+    /// status.server (None keeps the previous one).
+    pub server: Option<ServerState>,
+    /// Whether the server object was compared in this pass (lastSyncedTime).
+    pub compared: bool,
+    /// When to look again.
+    pub requeue: Option<Duration>,
+}
+
+/// The previous SyncStatus of any JetStream kind (NatsStream's status is a superset).
+pub(crate) fn previous_status<K: Serialize>(obj: &K) -> SyncStatus {
+    serde_json::to_value(obj)
+        .ok()
+        .and_then(|v| v.get("status").cloned())
+        .and_then(|s| serde_json::from_value(s).ok())
+        .unwrap_or_default()
+}
+
+fn plus(now: &Time, d: Duration) -> Time {
+    let span = k8s_openapi::jiff::SignedDuration::try_from(d).unwrap_or_default();
+    Time(now.0.checked_add(span).unwrap_or(now.0))
+}
+
+/// Writes the outcome as status (server-side apply on the status subresource), updates the
+/// condition gauge, and returns the Action.
+pub(crate) async fn write_status<K>(
+    ctx: &Context,
+    obj: &K,
+    outcome: Outcome,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let prev = previous_status(obj);
+    let now = conditions::now();
+    let generation = obj.meta().generation;
+    let mut conds = prev.conditions.clone();
+    if let Some((status, reason, message)) = &outcome.ready {
+        conditions::upsert(
+            &mut conds,
+            &Desired::new(condition::READY, *status, reason, message.clone()),
+            generation,
+            &now,
+        );
+    }
+    if let Some((status, reason, message)) = &outcome.synced {
+        conditions::upsert(
+            &mut conds,
+            &Desired::new(condition::SYNCED, *status, reason, message.clone()),
+            generation,
+            &now,
+        );
+    }
+    match &outcome.terminal {
+        Some((reason, message)) => conditions::upsert(
+            &mut conds,
+            &Desired::new(condition::TERMINAL, true, reason, message.clone()),
+            generation,
+            &now,
+        ),
+        None => conditions::remove(&mut conds, condition::TERMINAL),
+    }
+    if let Some(message) = &outcome.adopted {
+        conditions::upsert(
+            &mut conds,
+            &Desired::new(
+                condition::ADOPTED,
+                true,
+                nats_api::jetstream::reason::FOUND_UNOWNED,
+                message.clone(),
+            ),
+            generation,
+            &now,
+        );
+    }
+    let requeue = outcome.requeue.unwrap_or(ctx.settings.resync);
+    let status = SyncStatus {
+        observed_generation: generation,
+        conditions: conds,
+        last_synced_time: if outcome.compared {
+            Some(now.clone())
+        } else {
+            prev.last_synced_time.clone()
+        },
+        next_check_time: Some(plus(&now, requeue)),
+        ownership: outcome.ownership.clone().or(prev.ownership.clone()),
+        server: outcome.server.clone().or(prev.server.clone()),
+    };
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, &status)
+        .await
+        .map_err(kube_err(obj))?;
+    ctx.metrics
+        .set_conditions(&K::kind(&()), &ns, &obj.name_any(), &status.conditions);
+    ctx.schedule(obj, requeue);
+    Ok(Action::requeue(requeue))
+}
+
+/// Runs one reconcile inside its span, counting it and resetting the backoff on success.
+pub(crate) async fn instrumented<K, F, Fut>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+    f: F,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = ()>,
+    F: FnOnce(Arc<K>, Arc<Context>) -> Fut,
+    Fut: Future<Output = Result<Action, Error>>,
+{
+    use tracing::Instrument;
+    let kind = K::kind(&()).to_string();
+    let key = describe(&*obj);
+    let span = controller_kit::trace::reconcile_span(
+        &kind,
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+    );
+    // The watch event of our own status write: wait for the time already scheduled.
+    if let Some(left) = ctx.not_yet_due(&*obj) {
+        return Ok(Action::requeue(left));
+    }
+    let started = Instant::now();
+    let result = f(obj.clone(), ctx.clone()).instrument(span).await;
+    ctx.metrics.reconciled(&kind, started.elapsed());
+    if result.is_ok() {
+        ctx.backoff.succeeded(&key);
+    } else {
+        ctx.forget_due(&*obj);
+    }
+    result
+}
+
+/// error_policy: count the failure and retry after a backoff that doubles per failure.
+pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
+    obj: Arc<K>,
+    err: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let key = describe(&*obj);
+    ctx.metrics.failed(&K::kind(&()), err.label());
+    let wait = ctx.backoff.failed(&key);
+    tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
+    Action::requeue(wait)
+}
+
+/// Runs every controller of the JetStream controller until they end (they run forever).
+pub async fn run(ctx: Arc<Context>) {
+    futures::join!(
+        run_one(connection::controller(ctx.clone())),
+        run_one(objects::controller::<nats_api::jetstream::NatsStream>(
+            ctx.clone()
+        )),
+        run_one(objects::controller::<nats_api::jetstream::NatsKeyValue>(
+            ctx.clone()
+        )),
+        run_one(objects::controller::<nats_api::jetstream::NatsObjectStore>(
+            ctx.clone()
+        )),
+        run_one(consumer::controller(ctx.clone())),
+    );
+}
+
+async fn run_one(f: impl Future<Output = ()>) {
+    f.await
+}
+
+/// A context for `client` with a fresh pool, metrics and Events.
+pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
+    Arc::new(Context {
+        events: Events::new(client.clone(), FIELD_MANAGER),
+        client,
+        metrics,
+        backoff: Backoff::default(),
+        pool: Pool::default(),
+        settings,
+        due: std::sync::Mutex::default(),
+    })
+}
+
+/// The watcher configuration every controller uses.
+pub(crate) fn watch_config() -> watcher::Config {
+    watcher::Config::default()
+}
+
+/// Drives a Controller's stream, logging each result.
+pub(crate) async fn drive<K>(
+    controller: Controller<K>,
+    ctx: Arc<Context>,
+    reconcile: impl FnMut(
+        Arc<K>,
+        Arc<Context>,
+    ) -> futures::future::BoxFuture<'static, Result<Action, Error>>
+    + Send
+    + 'static,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    controller
+        .run(reconcile, error_policy::<K>, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}

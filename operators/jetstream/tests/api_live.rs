@@ -1,0 +1,453 @@
+//! API tier + live NATS: a real kube-apiserver 1.20 with the CRDs installed, a real 3-server
+//! nats-server 2.15 cluster, and the JetStream controllers running in-process against both.
+//! Story 01's NatsStream reaches Ready/Synced with the stream on the server; an out-of-band edit is
+//! corrected and reported DriftCorrected once; the adoption policies behave as stated against
+//! pre-existing streams; deletion with Retain leaves the stream and with Delete removes it; a
+//! consumer by streamRef waits for its stream and then binds.
+//!
+//! Needs `scripts/install-apiserver.sh` to have run; without the binaries the tests fail saying so.
+
+mod common;
+
+use std::time::Duration;
+
+use controller_kit::metrics::Metrics;
+use jetstream_controller::controller::{self, Settings};
+use jetstream_controller::jsapi;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use nats_api::jetstream::{NatsConsumer, NatsStream};
+use nats_api::nats::NatsConnection;
+use serde_json::{Value, json};
+use sim::apiserver::ApiServer;
+use sim::topology::Topology;
+
+const WAIT: Duration = Duration::from_secs(60);
+const NS: &str = "nats";
+
+/// The controllers running in-process; aborted when the test ends, pass or fail.
+struct Controllers(tokio::task::JoinHandle<()>);
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct Rig {
+    // Field order is drop order: controllers stop before the servers they talk to.
+    _controllers: Controllers,
+    api: ApiServer,
+    topo: Topology,
+    nats: async_nats::Client,
+}
+
+async fn rig() -> Rig {
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.create_namespace(NS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let topo = common::cluster().await;
+    topo.wait_meta_leader(WAIT)
+        .await
+        .expect("the cluster elects a meta leader");
+    let nats = topo.connect().await.expect("a client of the APP account");
+    let ctx = controller::context(
+        api.client(),
+        Settings {
+            resync: Duration::from_secs(2),
+        },
+        Metrics::default(),
+    );
+    let controllers = Controllers(tokio::spawn(controller::run(ctx)));
+    // No credentials: the sim's servers put an unauthenticated client in the APP account.
+    let conn: NatsConnection = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1",
+        "kind": "NatsConnection",
+        "metadata": {"name": "demo", "namespace": NS},
+        "spec": {"servers": topo.client_urls()},
+    }))
+    .expect("a NatsConnection");
+    Api::<NatsConnection>::namespaced(api.client(), NS)
+        .create(&PostParams::default(), &conn)
+        .await
+        .expect("NatsConnection created");
+    Rig {
+        _controllers: controllers,
+        api,
+        topo,
+        nats,
+    }
+}
+
+/// The documents of a story manifest of `kind`, as JSON.
+fn story_docs(path: &str, kind: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
+        .map(|v| serde_json::to_value(v).expect("JSON"))
+        .filter(|v| v["kind"] == kind)
+        .collect()
+}
+
+use serde::Deserialize;
+
+fn condition(obj: &Value, type_: &str) -> Option<(String, String)> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+}
+
+/// Polls the resource until `check` accepts it.
+async fn wait_for<K>(api: &Api<K>, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let check = &check;
+    sim::wait::poll(what, WAIT, || async move {
+        let obj = api.get_opt(name).await.map_err(|e| e.to_string())?;
+        let Some(obj) = obj else {
+            return Err(format!("{name} does not exist"));
+        };
+        let v = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+        if check(&v) {
+            Ok(Some(v))
+        } else {
+            Err(format!("status: {}", v["status"]))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
+    condition(obj, type_) == Some((status.into(), reason.into()))
+}
+
+async fn create<K>(api: &Api<K>, doc: Value) -> K
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let obj: K = serde_json::from_value(doc).expect("a manifest of the kind");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating: {e}"))
+}
+
+async fn gone<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    sim::wait::poll(&format!("{name} deleted"), WAIT, || async move {
+        match api.get_opt(name).await {
+            Ok(None) => Ok(Some(())),
+            Ok(Some(_)) => Err("still there (finalizer)".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn stream_doc(name: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["connectionRef"] = json!({"name": "demo"});
+    json!({
+        "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+        "kind": "NatsStream",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_hold() {
+    let rig = rig().await;
+    let streams: Api<NatsStream> = Api::namespaced(rig.api.client(), NS);
+    let conns: Api<NatsConnection> = Api::namespaced(rig.api.client(), NS);
+    wait_for(&conns, "demo", "NatsConnection Ready", |o| {
+        is(o, "Ready", "True", "Connected")
+    })
+    .await;
+
+    // Story 01's NatsStream, as the manifest writes it.
+    let doc = story_docs("docs/stories/01-quickstart/03-stream.yaml", "NatsStream")
+        .pop()
+        .expect("story 01 has a NatsStream");
+    create(&streams, doc).await;
+    let orders = wait_for(&streams, "orders", "orders Ready and Synced", |o| {
+        is(o, "Ready", "True", "MatchesSpec") && is(o, "Synced", "True", "MatchesSpec")
+    })
+    .await;
+    assert_eq!(orders["status"]["ownership"]["origin"], "Created");
+    assert_eq!(
+        orders["status"]["ownership"]["uid"],
+        orders["metadata"]["uid"]
+    );
+    assert!(
+        orders["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f == "jetstream.nats.mikluko.io/finalizer")),
+        "{orders}"
+    );
+    let info = common::stream_info(&rig.nats, "orders").await;
+    assert_eq!(info["config"]["subjects"], json!(["orders.>"]));
+    assert_eq!(info["config"]["num_replicas"], 3);
+    assert_eq!(info["config"]["max_bytes"], 2147483648_i64);
+    let server = &orders["status"]["server"];
+    assert!(server["leader"].is_string(), "{server}");
+
+    // Out-of-band edit with the nats API: corrected, reported DriftCorrected, then in sync again.
+    let mut edited = info["config"].as_object().expect("a config").clone();
+    edited.insert("max_msgs".into(), json!(5));
+    common::update_stream(&rig.nats, &edited).await;
+    wait_for(&streams, "orders", "Synced=False DriftCorrected", |o| {
+        is(o, "Synced", "False", "DriftCorrected")
+    })
+    .await;
+    let corrected = common::stream_info(&rig.nats, "orders").await;
+    assert_eq!(corrected["config"]["max_msgs"], -1, "the edit was undone");
+    wait_for(
+        &streams,
+        "orders",
+        "Synced again after the correction",
+        |o| is(o, "Synced", "True", "MatchesSpec"),
+    )
+    .await;
+
+    // Retain (the default for streams): the resource goes, the stream stays.
+    streams
+        .delete("orders", &DeleteParams::default())
+        .await
+        .expect("delete orders");
+    gone(&streams, "orders").await;
+    assert!(
+        jsapi::stream_info(&rig.nats, "orders")
+            .await
+            .expect("STREAM.INFO")
+            .is_some(),
+        "Retain left the stream"
+    );
+
+    // Delete: the stream goes with the resource.
+    create(
+        &streams,
+        stream_doc(
+            "scratch",
+            json!({"subjects": ["scratch.>"], "storage": "Memory", "replicas": 1, "deletionPolicy": "Delete"}),
+        ),
+    )
+    .await;
+    wait_for(&streams, "scratch", "scratch Ready", |o| {
+        is(o, "Ready", "True", "MatchesSpec")
+    })
+    .await;
+    assert!(
+        jsapi::stream_info(&rig.nats, "scratch")
+            .await
+            .expect("STREAM.INFO")
+            .is_some()
+    );
+    streams
+        .delete("scratch", &DeleteParams::default())
+        .await
+        .expect("delete scratch");
+    gone(&streams, "scratch").await;
+    assert!(
+        jsapi::stream_info(&rig.nats, "scratch")
+            .await
+            .expect("STREAM.INFO")
+            .is_none(),
+        "Delete removed the stream"
+    );
+    drop(rig.topo);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adoption_policies_against_pre_existing_streams_and_a_consumer_by_stream_ref() {
+    let rig = rig().await;
+    let streams: Api<NatsStream> = Api::namespaced(rig.api.client(), NS);
+    let consumers: Api<NatsConsumer> = Api::namespaced(rig.api.client(), NS);
+    for (name, subject) in [
+        ("AUDIT", "audit.>"),
+        ("LEDGER", "ledger.>"),
+        ("EVENTS", "events.>"),
+    ] {
+        let mut c = serde_json::Map::new();
+        c.insert("name".into(), json!(name));
+        c.insert("subjects".into(), json!([subject]));
+        c.insert("storage".into(), json!("memory"));
+        c.insert("num_replicas".into(), json!(1));
+        c.insert("max_msgs".into(), json!(1000));
+        common::create_stream(&rig.nats, &c).await;
+    }
+
+    // Never: Terminal ExistsUnowned, the stream untouched.
+    create(
+        &streams,
+        stream_doc(
+            "audit",
+            json!({"name": "AUDIT", "adoptionPolicy": "Never", "subjects": ["audit.>"], "storage": "Memory", "replicas": 1}),
+        ),
+    )
+    .await;
+    wait_for(&streams, "audit", "audit Terminal ExistsUnowned", |o| {
+        is(o, "Terminal", "True", "ExistsUnowned") && is(o, "Ready", "False", "ExistsUnowned")
+    })
+    .await;
+    let audit = common::stream_config(&rig.nats, "AUDIT")
+        .await
+        .expect("AUDIT");
+    assert!(
+        audit["metadata"]
+            .get(nats_api::jetstream::OWNER_METADATA_KEY)
+            .is_none(),
+        "Never left AUDIT unmarked: {audit}"
+    );
+
+    // Adopt: the server's config written into spec, the stream marked.
+    create(
+        &streams,
+        stream_doc(
+            "ledger",
+            json!({"name": "LEDGER", "adoptionPolicy": "Adopt"}),
+        ),
+    )
+    .await;
+    let ledger = wait_for(
+        &streams,
+        "ledger",
+        "ledger adopted, Ready and Synced",
+        |o| {
+            is(o, "Adopted", "True", "FoundUnowned")
+                && is(o, "Ready", "True", "MatchesSpec")
+                && is(o, "Synced", "True", "MatchesSpec")
+                && o["spec"]["maxMsgs"] == 1000
+        },
+    )
+    .await;
+    assert_eq!(ledger["spec"]["subjects"], json!(["ledger.>"]));
+    assert_eq!(ledger["spec"]["storage"], "Memory");
+    assert_eq!(ledger["status"]["ownership"]["origin"], "Adopted");
+    let marked = common::stream_config(&rig.nats, "LEDGER")
+        .await
+        .expect("LEDGER");
+    assert_eq!(
+        marked["metadata"][nats_api::jetstream::OWNER_METADATA_KEY],
+        ledger["metadata"]["uid"]
+    );
+
+    // AdoptOrCreate: spec applied over the existing stream, omitted fields late-initialized.
+    create(
+        &streams,
+        stream_doc(
+            "events",
+            json!({"name": "EVENTS", "adoptionPolicy": "AdoptOrCreate", "subjects": ["events.>", "more.>"]}),
+        ),
+    )
+    .await;
+    let events = wait_for(
+        &streams,
+        "events",
+        "events adopted and late-initialized",
+        |o| {
+            is(o, "Adopted", "True", "FoundUnowned")
+                && is(o, "Ready", "True", "MatchesSpec")
+                && o["spec"]["maxMsgs"] == 1000
+        },
+    )
+    .await;
+    assert_eq!(events["spec"]["subjects"], json!(["events.>", "more.>"]));
+    let applied = common::stream_config(&rig.nats, "EVENTS")
+        .await
+        .expect("EVENTS");
+    assert_eq!(applied["subjects"], json!(["events.>", "more.>"]));
+
+    // A consumer by streamRef waits for a stream that does not exist yet, then binds.
+    let consumer: NatsConsumer = serde_json::from_value(json!({
+        "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+        "kind": "NatsConsumer",
+        "metadata": {"name": "projector", "namespace": NS},
+        "spec": {"streamRef": {"name": "work"}, "ackPolicy": "Explicit", "ackWait": "30s", "maxDeliver": 5, "filterSubject": "work.>"},
+    }))
+    .expect("a NatsConsumer");
+    consumers
+        .create(&PostParams::default(), &consumer)
+        .await
+        .expect("consumer created");
+    wait_for(
+        &consumers,
+        "projector",
+        "projector waiting for its stream",
+        |o| is(o, "Ready", "False", "ReferenceNotFound"),
+    )
+    .await;
+    create(
+        &streams,
+        stream_doc(
+            "work",
+            json!({"subjects": ["work.>"], "storage": "Memory", "replicas": 1}),
+        ),
+    )
+    .await;
+    let bound = wait_for(&consumers, "projector", "projector Ready", |o| {
+        is(o, "Ready", "True", "MatchesSpec")
+    })
+    .await;
+    assert_eq!(bound["status"]["ownership"]["origin"], "Created");
+    let info = common::consumer_config(&rig.nats, "work", "projector")
+        .await
+        .expect("the consumer exists");
+    assert_eq!(info["filter_subject"], "work.>");
+
+    // Deleting the consumer (deletionPolicy Delete by default) removes it from the server.
+    consumers
+        .delete("projector", &DeleteParams::default())
+        .await
+        .expect("delete consumer");
+    gone(&consumers, "projector").await;
+    assert!(
+        jsapi::consumer_info(&rig.nats, "work", "projector")
+            .await
+            .expect("CONSUMER.INFO")
+            .is_none()
+    );
+
+    // A spec edit is applied, not reported as drift.
+    streams
+        .patch(
+            "work",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"maxMsgs": 42}})),
+        )
+        .await
+        .expect("edit work");
+    wait_for(&streams, "work", "work edited and in sync", |o| {
+        o["status"]["observedGeneration"] == 2 && is(o, "Synced", "True", "MatchesSpec")
+    })
+    .await;
+    let work = common::stream_config(&rig.nats, "work")
+        .await
+        .expect("work");
+    assert_eq!(work["max_msgs"], 42);
+}
