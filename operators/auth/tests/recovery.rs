@@ -1,0 +1,132 @@
+//! Live: revocations recovered from the servers and the decision while a roster server does not
+//! answer (§5.3), on a real 3-server operator-mode cluster. With one server paused (SIGSTOP), the
+//! lookups answer 2 of the 3 STATSZ roster servers: an account recorded distributed is held
+//! (RecoveringRevocations) and a new one is signed with RevocationsUnrecovered; once the server
+//! answers again the account is signed. A lost status record comes back from the JWT the
+//! servers hold.
+
+mod common;
+
+use std::time::Duration;
+
+use auth_controller::distribution::{self, Recovery};
+use auth_controller::revocations;
+use common::*;
+use nats_api::auth::GeneratedKind;
+use nats_claims::AccountClaims;
+use nats_wire::{Collect, ServerFilter};
+
+#[tokio::test]
+async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come_back_from_the_servers()
+ {
+    let mut plane = Plane::start().await;
+    let orders_obj = orders_account();
+    let orders = Acct::new(GeneratedKind::Account, "orders");
+    let pk = orders.public_key();
+
+    // The account is signed with a revocation in its record, pushed and distributed.
+    let mut record = vec![];
+    let signing = vec![orders.keys.signing.public_key()];
+    revocations::revoke(&mut record, "UDELETEDUSER", now_secs(), &signing);
+    let keys = orders.signing_keys();
+    let iat = now_secs();
+    let list = revocations::as_list(&record);
+    let jwt = auth_controller::account::account_claims(
+        &orders_obj.spec,
+        auth_controller::account::AccountInput {
+            name: "orders",
+            public_key: &pk,
+            signing_keys: &keys,
+            imports: vec![],
+            revocations: &list,
+            issued_at: iat,
+        },
+    )
+    .unwrap()
+    .encode_issued_at(&plane.operator_signing, iat)
+    .unwrap();
+    plane.push(&jwt).await;
+
+    let roster = plane
+        .wire
+        .ping_statsz(&ServerFilter::all(), Collect::expecting(3, DEADLINE))
+        .await
+        .unwrap()
+        .server_names();
+    assert_eq!(roster.len(), 3);
+    let recorded = sim::wait::poll("3 of 3", DEADLINE, || async {
+        let l = plane
+            .wire
+            .claims_lookup(&pk, Collect::expecting(3, DEADLINE))
+            .await
+            .map_err(|e| e.to_string())?;
+        let d = distribution::distribution(roster.len(), &l, &jwt);
+        Ok(distribution::all_current(&d).then_some(d))
+    })
+    .await
+    .unwrap();
+
+    // Status lost: the record comes back from what the servers hold.
+    let held = plane
+        .wire
+        .claims_lookup(&pk, Collect::expecting(3, DEADLINE))
+        .await
+        .unwrap();
+    let held_claims: AccountClaims =
+        nats_claims::decode(held.iter().find_map(|a| a.jwt()).unwrap()).unwrap();
+    let recovered = revocations::merge_from_jwt(&[], &held_claims);
+    assert_eq!(recovered, record, "the lost record did not come back");
+
+    // One roster server stops answering (not the one the controller is connected to).
+    let connected = plane.wire.client().server_info().server_name;
+    let silent = roster.iter().find(|n| **n != connected).unwrap().clone();
+    plane.topo.server_mut(&silent).unwrap().pause().unwrap();
+    let short = Collect::expecting(3, Duration::from_secs(2));
+    // Collected until the deadline: a server that answers nothing within it is silent.
+    let answered = sim::wait::poll("the paused server falls silent", DEADLINE, || async {
+        let n = plane
+            .wire
+            .claims_lookup(&pk, short)
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
+        Ok((n == 2).then_some(n))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        distribution::recovery(roster.len(), answered, Some(&recorded)),
+        Recovery::Hold { missing: 1 },
+        "a distributed account must wait for the silent server (RecoveringRevocations)"
+    );
+    let fresh = Acct::new(GeneratedKind::Account, "fresh");
+    let answered_fresh = plane
+        .wire
+        .claims_lookup(&fresh.public_key(), short)
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(
+        distribution::recovery(roster.len(), answered_fresh, None),
+        Recovery::SignUnrecovered { missing: 1 },
+        "a new account is signed with RevocationsUnrecovered"
+    );
+
+    // The server answers again: ask again and sign.
+    plane.topo.server_mut(&silent).unwrap().resume().unwrap();
+    let answered = sim::wait::poll("every roster server answers", DEADLINE, || async {
+        let n = plane
+            .wire
+            .claims_lookup(&pk, Collect::expecting(3, Duration::from_secs(2)))
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
+        Ok((n == 3).then_some(n))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        distribution::recovery(roster.len(), answered, Some(&recorded)),
+        Recovery::Sign
+    );
+}
