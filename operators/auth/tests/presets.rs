@@ -10,11 +10,9 @@
 
 mod common;
 
-use async_nats::{Client, Event};
 use auth_controller::presets;
 use common::*;
 use nats_api::auth::{GeneratedKind, NatsUser, UserPreset};
-use tokio::sync::mpsc;
 
 /// A concrete subject a grant covers: `*` as one token, `>` as one token.
 fn concrete(pattern: &str) -> String {
@@ -27,65 +25,6 @@ fn concrete(pattern: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(".")
-}
-
-struct Judge {
-    client: Client,
-    events: mpsc::UnboundedReceiver<Event>,
-    n: u32,
-}
-
-fn violation(e: &Event, what: &str, subject: &str) -> bool {
-    match e {
-        Event::ServerError(err) => {
-            let text = err.to_string().to_lowercase();
-            text.contains("permissions violation")
-                && text.contains(what)
-                && text.contains(&format!("\"{}\"", subject.to_lowercase()))
-        }
-        _ => false,
-    }
-}
-
-impl Judge {
-    /// Waits for the sentinel's violation; true where `probe` was refused before it.
-    async fn refused_before_sentinel(&mut self, what: &str, probe: &str) -> bool {
-        self.n += 1;
-        let sentinel = format!("sentinel.{}", self.n);
-        self.client
-            .publish(sentinel.clone(), "".into())
-            .await
-            .unwrap();
-        self.client.flush().await.unwrap();
-        let mut refused = false;
-        let found = tokio::time::timeout(DEADLINE, async {
-            while let Some(e) = self.events.recv().await {
-                if violation(&e, what, probe) {
-                    refused = true;
-                }
-                if violation(&e, "publish", &sentinel) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        assert_eq!(found, Ok(true), "no violation for sentinel {sentinel}");
-        refused
-    }
-
-    async fn publish_allowed(&mut self, subject: &str) -> bool {
-        self.client
-            .publish(subject.to_string(), "probe".into())
-            .await
-            .unwrap();
-        !self.refused_before_sentinel("publish", subject).await
-    }
-
-    async fn subscribe_allowed(&mut self, subject: &str) -> bool {
-        let _sub = self.client.subscribe(subject.to_string()).await.unwrap();
-        !self.refused_before_sentinel("subscription", subject).await
-    }
 }
 
 fn user_with_preset(base: &NatsUser, preset: UserPreset) -> NatsUser {

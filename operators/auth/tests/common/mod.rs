@@ -213,21 +213,38 @@ impl Plane {
         spec: &NatsAccountSpec,
         imports: Vec<Import>,
     ) -> String {
+        self.sign_account_with(
+            &acct.name,
+            &acct.public_key(),
+            &acct.signing_keys(),
+            spec,
+            imports,
+        )
+        .await
+    }
+
+    /// [`Plane::sign_account`] for an account with any signing keys (scoped ones too).
+    pub async fn sign_account_with(
+        &self,
+        name: &str,
+        pk: &str,
+        keys: &[AccountSigningKey],
+        spec: &NatsAccountSpec,
+        imports: Vec<Import>,
+    ) -> String {
         let held = self
             .wire
-            .claims_lookup(&acct.public_key(), Collect::expecting(3, DEADLINE))
+            .claims_lookup(pk, Collect::expecting(3, DEADLINE))
             .await
             .unwrap();
         let held_iat = push::held_issued_at(held.iter().filter_map(|a| a.jwt()));
         let iat = push::issue_time(now(), &held_iat);
-        let keys = acct.signing_keys();
-        let pk = acct.public_key();
         let claims = account::account_claims(
             spec,
             AccountInput {
-                name: &acct.name,
-                public_key: &pk,
-                signing_keys: &keys,
+                name,
+                public_key: pk,
+                signing_keys: keys,
                 imports,
                 revocations: &[],
                 issued_at: iat,
@@ -339,4 +356,68 @@ pub async fn connect(
 
 pub fn now_secs() -> i64 {
     now()
+}
+
+/// Judges subjects by the server's answer: a refused publish or subscription comes back as
+/// `-ERR 'Permissions Violation ...'`, an accepted one with nothing, so each probe is followed by
+/// a publish to a sentinel subject the user may not publish to: the server handles a
+/// connection's messages in order, so the sentinel's error arriving with no error for the probe
+/// before it means the probe was accepted.
+pub struct Judge {
+    pub client: Client,
+    pub events: mpsc::UnboundedReceiver<Event>,
+    pub n: u32,
+}
+
+fn violation(e: &Event, what: &str, subject: &str) -> bool {
+    match e {
+        Event::ServerError(err) => {
+            let text = err.to_string().to_lowercase();
+            text.contains("permissions violation")
+                && text.contains(what)
+                && text.contains(&format!("\"{}\"", subject.to_lowercase()))
+        }
+        _ => false,
+    }
+}
+
+impl Judge {
+    /// Waits for the sentinel's violation; true where `probe` was refused before it.
+    async fn refused_before_sentinel(&mut self, what: &str, probe: &str) -> bool {
+        self.n += 1;
+        let sentinel = format!("sentinel.{}", self.n);
+        self.client
+            .publish(sentinel.clone(), "".into())
+            .await
+            .unwrap();
+        self.client.flush().await.unwrap();
+        let mut refused = false;
+        let found = tokio::time::timeout(DEADLINE, async {
+            while let Some(e) = self.events.recv().await {
+                if violation(&e, what, probe) {
+                    refused = true;
+                }
+                if violation(&e, "publish", &sentinel) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert_eq!(found, Ok(true), "no violation for sentinel {sentinel}");
+        refused
+    }
+
+    pub async fn publish_allowed(&mut self, subject: &str) -> bool {
+        self.client
+            .publish(subject.to_string(), "probe".into())
+            .await
+            .unwrap();
+        !self.refused_before_sentinel("publish", subject).await
+    }
+
+    pub async fn subscribe_allowed(&mut self, subject: &str) -> bool {
+        let _sub = self.client.subscribe(subject.to_string()).await.unwrap();
+        !self.refused_before_sentinel("subscription", subject).await
+    }
 }
