@@ -31,6 +31,31 @@ pub fn operator_claims(
     claims
 }
 
+/// Whether the NatsSystemAccount `namespace`/`name` is the live one: NatsOperator
+/// `operator_namespace`'s spec.systemAccountRef selects it among any number of them; an
+/// unreferenced one is not signed.
+pub fn is_live_system_account(
+    system_account_ref: &nats_api::common::ObjectReference,
+    operator_namespace: &str,
+    namespace: &str,
+    name: &str,
+) -> bool {
+    system_account_ref.name == name
+        && system_account_ref
+            .namespace
+            .as_deref()
+            .unwrap_or(operator_namespace)
+            == namespace
+}
+
+/// The signing key that signs accounts: the first not marked retiring (rotation adds a key,
+/// re-signs with it, then removes the retiring one). `None` while every key is retiring.
+pub fn active_signing_key(keys: &[(String, bool)]) -> Option<&str> {
+    keys.iter()
+        .find(|(_, retiring)| !retiring)
+        .map(|(k, _)| k.as_str())
+}
+
 /// Signs the operator claims with the identity seed.
 pub fn sign_operator(
     claims: &OperatorClaims,
@@ -83,6 +108,33 @@ mod tests {
         assert_eq!(back.nats.system_account, sys);
         assert!(back.nats.strict_signing);
         assert_eq!(back.issued_at, 1_700_000_000);
+    }
+
+    #[rstest]
+    #[case::referenced_in_the_operators_namespace(None, "nats-system", "system", true)]
+    #[case::another_name_is_not_signed(None, "nats-system", "spare", false)]
+    #[case::referenced_across_namespaces(Some("platform"), "platform", "system", true)]
+    #[case::same_name_other_namespace(Some("platform"), "nats-system", "system", false)]
+    fn live_system_account(
+        #[case] ref_ns: Option<&str>,
+        #[case] ns: &str,
+        #[case] name: &str,
+        #[case] live: bool,
+    ) {
+        let r = nats_api::common::ObjectReference {
+            name: "system".into(),
+            namespace: ref_ns.map(str::to_string),
+        };
+        assert_eq!(is_live_system_account(&r, "nats-system", ns, name), live);
+    }
+
+    #[rstest]
+    #[case::first_key(&[("OA", false), ("OB", false)], Some("OA"))]
+    #[case::rotation_skips_the_retiring_key(&[("OA", true), ("OB", false)], Some("OB"))]
+    #[case::all_retiring(&[("OA", true)], None)]
+    fn signer_during_rotation(#[case] keys: &[(&str, bool)], #[case] want: Option<&str>) {
+        let keys: Vec<(String, bool)> = keys.iter().map(|(k, r)| (k.to_string(), *r)).collect();
+        assert_eq!(active_signing_key(&keys), want);
     }
 
     enum Case {
