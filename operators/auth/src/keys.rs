@@ -165,6 +165,32 @@ pub fn generated_source(
     }
 }
 
+impl SeedSource {
+    /// The Secret the seed lives in.
+    pub fn secret(&self) -> &str {
+        match self {
+            SeedSource::Adopt { secret, .. }
+            | SeedSource::Generated { secret }
+            | SeedSource::Generate { secret } => secret,
+        }
+    }
+}
+
+/// status.seedSecrets: the names of the Secrets holding the seeds (never the seeds).
+pub fn seed_secrets(plan: &KeyPlan) -> nats_api::auth::SeedSecrets {
+    nats_api::auth::SeedSecrets {
+        identity: match &plan.identity {
+            IdentityPlan::Seed(s) => Some(s.secret().to_string()),
+            IdentityPlan::Offline => None,
+        },
+        signing: plan
+            .signing
+            .iter()
+            .map(|(_, s)| s.secret().to_string())
+            .collect(),
+    }
+}
+
 /// The NKey kind every seed of `kind` holds.
 pub fn seed_kind(kind: GeneratedKind) -> KeyKind {
     match kind {
@@ -318,6 +344,29 @@ mod tests {
         let bytes = &s.data.as_ref().unwrap()["seed"].0;
         let back = read_seed("orders-account-identity", "seed", KeyKind::Account, bytes).unwrap();
         assert_eq!(back.public_key(), seed.public_key());
+    }
+
+    #[rstest]
+    #[case::generated(None, false, Some("demo-operator-identity"), &["demo-operator-signing-1"])]
+    #[case::offline_identity_has_no_identity_secret(Some(signing_only()), true, None, &["orders-signing-keys"])]
+    fn status_seed_secrets(
+        #[case] keys: Option<Keys>,
+        #[case] offline: bool,
+        #[case] identity: Option<&str>,
+        #[case] signing: &[&str],
+    ) {
+        let plan = key_plan(
+            GeneratedKind::Operator,
+            "demo",
+            keys.as_ref(),
+            offline,
+            None,
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        let s = seed_secrets(&plan);
+        assert_eq!(s.identity.as_deref(), identity);
+        assert_eq!(s.signing, signing);
     }
 
     #[rstest]
