@@ -171,6 +171,47 @@ pub fn sign_activation(
     claims.encode_issued_at(signing_key, issued_at)
 }
 
+/// status.activations of an exporter: one token per importer of each private export, signed
+/// where `importer_key` knows the importer's account key (by publicKey, or the NatsAccount's
+/// recorded key); an importer without a key yet is listed unsigned (reason ActivationsUnsigned).
+pub fn activations(
+    exporter_key: &str,
+    exporter_namespace: &str,
+    signing_key: &NKey,
+    exports: &[SpecExport],
+    importer_key: impl Fn(&nats_api::auth::Importer) -> Option<String>,
+    issued_at: i64,
+) -> Result<Vec<nats_api::auth::ActivationToken>, nats_claims::Error> {
+    let mut out = Vec::new();
+    for e in exports
+        .iter()
+        .filter(|e| e.access == Some(ExportAccess::Private))
+    {
+        for i in &e.importers {
+            let importer = match (&i.public_key, &i.name) {
+                (Some(k), _) => k.clone(),
+                (None, Some(n)) => format!(
+                    "{}/{n}",
+                    i.namespace.as_deref().unwrap_or(exporter_namespace)
+                ),
+                (None, None) => continue,
+            };
+            let key = importer_key(i);
+            let token = match &key {
+                Some(k) => Some(sign_activation(exporter_key, signing_key, k, e, issued_at)?),
+                None => None,
+            };
+            out.push(nats_api::auth::ActivationToken {
+                export: e.name.clone().unwrap_or_default(),
+                importer,
+                public_key: key,
+                token,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The system account's imports of every account that exports jetstream-stepdown, under
 /// `$JS.<key>.API`, so the system balancer moves that account's leaders.
 pub fn stepdown_imports<'a>(exporters: impl IntoIterator<Item = &'a str>) -> Vec<Import> {
@@ -349,6 +390,55 @@ mod tests {
         assert_eq!(c.nats.issuer_account, exporter.public_key());
         assert_eq!(c.nats.import_subject, "orders.quote");
         assert_eq!(c.nats.import_type, Some(ExportType::Service));
+    }
+
+    // "A private export lists its importers, and the controller mints each an activation token."
+    #[test]
+    fn each_listed_importer_gets_a_token_once_its_key_is_known() {
+        let exporter = NKey::generate(KeyKind::Account);
+        let signing = NKey::generate(KeyKind::Account);
+        let billing = NKey::generate(KeyKind::Account).public_key();
+        let partner = NKey::generate(KeyKind::Account).public_key();
+        let mut quote = export("quote", SpecType::Service, "orders.quote", true);
+        quote.importers.push(Importer {
+            public_key: Some(partner.clone()),
+            ..Importer::default()
+        });
+        quote.importers.push(Importer {
+            name: Some("later".into()),
+            ..Importer::default()
+        });
+        let exports = [
+            quote,
+            export("feed", SpecType::Stream, "orders.feed.>", false),
+        ];
+        let got = activations(
+            &exporter.public_key(),
+            "team-a",
+            &signing,
+            &exports,
+            |i| match (&i.public_key, i.name.as_deref()) {
+                (Some(k), _) => Some(k.clone()),
+                (None, Some("billing")) => Some(billing.clone()),
+                _ => None,
+            },
+            1_700_000_000,
+        )
+        .unwrap();
+        let rows: Vec<_> = got
+            .iter()
+            .map(|a| (a.export.as_str(), a.importer.as_str(), a.token.is_some()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("quote", "team-b/billing", true),
+                ("quote", partner.as_str(), true),
+                ("quote", "team-a/later", false),
+            ]
+        );
+        let c: ActivationClaims = nats_claims::decode(got[0].token.as_ref().unwrap()).unwrap();
+        assert_eq!(c.subject, billing);
     }
 
     #[test]

@@ -91,14 +91,27 @@ async fn an_importer_reaches_a_private_service_export_through_its_activation() {
         .iter()
         .find(|e| e.name.as_deref() == Some("execute"))
         .unwrap();
-    let token = exports::sign_activation(
+    // status.activations of monitoring: core is listed on execute and its key is recorded.
+    let core_pk = core.public_key();
+    let activations = exports::activations(
         &monitoring.public_key(),
+        "team-monitoring",
         &monitoring.keys.signing,
-        &core.public_key(),
-        execute,
+        &monitoring_obj.spec.exports,
+        |i| (i.name.as_deref() == Some("core")).then(|| core_pk.clone()),
         now_secs(),
     )
     .unwrap();
+    assert_eq!(activations.len(), 1);
+    assert_eq!(
+        (
+            activations[0].export.as_str(),
+            activations[0].importer.as_str()
+        ),
+        ("execute", "team-core/core")
+    );
+    let token = activations[0].token.clone().unwrap();
+    assert!(execute.importers.len() == 1);
     let exporter = Exporter {
         name: "team-monitoring/monitoring",
         public_key: &monitoring.public_key(),
