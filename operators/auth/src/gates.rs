@@ -31,6 +31,16 @@ pub fn retiring_in_use<'a>(
         .collect()
 }
 
+/// The fields of an adopted account's current JWT (the one the servers hold) that re-signing it
+/// from spec as `new_jwt` (signed, not yet pushed) would drop, as JSON paths (`nats.mappings`, …).
+pub fn dropped_by_resign(
+    current_jwt: &str,
+    new_jwt: &str,
+) -> Result<Vec<String>, nats_claims::Error> {
+    let new: nats_claims::AccountClaims = nats_claims::decode(new_jwt)?;
+    Ok(nats_claims::RawToken::parse(current_jwt)?.dropped_fields(&new))
+}
+
 /// Adopting an account whose JWT has fields the controller would drop when it re-signs from spec:
 /// refused (reason AdoptionDropsClaims) unless spec.adoption.droppedClaims is Accept.
 pub fn adoption(dropped_fields: &[String], policy: DroppedClaims) -> Result<(), String> {
@@ -82,6 +92,31 @@ mod tests {
         let retiring = vec!["AOLD".to_string(), "AGONE".to_string()];
         assert_eq!(retiring_in_use(&retiring, ["ANEW", "AOLD"]), ["AOLD"]);
         assert!(retiring_in_use(&retiring, ["ANEW"]).is_empty());
+    }
+
+    #[test]
+    fn resigning_from_spec_drops_what_the_spec_cannot_say() {
+        use nats_claims::{AccountClaims, KeyKind, NKey, WeightedMapping};
+        let op = NKey::generate(KeyKind::Operator);
+        let acct = NKey::generate(KeyKind::Account).public_key();
+        let mut old = AccountClaims::new(acct.clone()).name("legacy");
+        old.nats.mappings.insert(
+            "legacy.>".into(),
+            vec![WeightedMapping {
+                subject: "orders.>".into(),
+                weight: 100,
+                cluster: String::new(),
+            }],
+        );
+        let old_jwt = old.encode(&op).unwrap();
+        let new = AccountClaims::new(acct).name("orders").encode(&op).unwrap();
+        let dropped = dropped_by_resign(&old_jwt, &new).unwrap();
+        assert!(
+            dropped.iter().any(|d| d.contains("mappings")),
+            "{dropped:?}"
+        );
+        let same = dropped_by_resign(&new, &new).unwrap();
+        assert!(same.is_empty(), "{same:?}");
     }
 
     #[rstest]
