@@ -53,6 +53,16 @@ pub fn check_unique(
     }
 }
 
+/// The system account's key as the refusal compares it: from the NatsSystemAccount's
+/// status.publicKey, else its spec.publicKey, else the public key of its identity seed Secret.
+pub fn system_account_key(
+    status: Option<&str>,
+    spec: Option<&str>,
+    identity_seed: Option<&str>,
+) -> Option<String> {
+    status.or(spec).or(identity_seed).map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +74,20 @@ mod tests {
             public_key: key.into(),
             created,
         }
+    }
+
+    #[rstest]
+    #[case::from_status(Some("AS"), Some("AP"), Some("AI"), Some("AS"))]
+    #[case::from_spec_public_key(None, Some("AP"), Some("AI"), Some("AP"))]
+    #[case::from_identity_seed_secret(None, None, Some("AI"), Some("AI"))]
+    #[case::unknown(None, None, None, None)]
+    fn system_account_key_sources(
+        #[case] status: Option<&str>,
+        #[case] spec: Option<&str>,
+        #[case] seed: Option<&str>,
+        #[case] want: Option<&str>,
+    ) {
+        assert_eq!(system_account_key(status, spec, seed).as_deref(), want);
     }
 
     #[rstest]
