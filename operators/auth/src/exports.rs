@@ -150,6 +150,26 @@ pub fn resolve_import(
     Ok(x)
 }
 
+/// status.imports for one resolved import: what the export gave it, and where its activation
+/// came from (signed by the controller for an accountRef import, supplied for a publicKey one).
+pub fn import_state(import: &SpecImport, resolved: &Import) -> nats_api::auth::ImportState {
+    use nats_api::auth::ActivationSource;
+    nats_api::auth::ImportState {
+        export: Some(import.export.clone()),
+        subject: Some(resolved.subject.clone()),
+        local_subject: (!resolved.local_subject.is_empty()).then(|| resolved.local_subject.clone()),
+        type_: resolved.import_type.map(|t| match t {
+            ExportType::Stream => SpecType::Stream,
+            ExportType::Service => SpecType::Service,
+        }),
+        activation: (!resolved.token.is_empty()).then_some(if import.account_ref.is_some() {
+            ActivationSource::Signed
+        } else {
+            ActivationSource::Supplied
+        }),
+    }
+}
+
 /// An activation token letting `importer` import `export` (a private spec export), signed by a
 /// signing key of the exporting account (activation_claims.go:34; accounts.go:3094-3108 accepts it).
 pub fn sign_activation(
@@ -349,6 +369,31 @@ mod tests {
             (i.subject, i.import_type.unwrap(), !i.token.is_empty())
         });
         assert_eq!(got, want.map(|(s, t, tok)| (s.to_string(), t, tok)));
+    }
+
+    #[test]
+    fn import_status_records_what_the_export_gave() {
+        let exports = [export("quote", SpecType::Service, "orders.quote", true)];
+        let exporter = Exporter {
+            name: "team-a/orders",
+            public_key: "AEXPORTER",
+            exports: &exports,
+        };
+        let mut i = import("quote");
+        i.account_ref = Some(nats_api::auth::AccountReference {
+            kind: nats_api::auth::AccountKind::NatsAccount,
+            name: "orders".into(),
+            namespace: Some("team-a".into()),
+        });
+        let resolved = resolve_import(&i, &exporter, |_| true, Some("tok")).unwrap();
+        let st = import_state(&i, &resolved);
+        assert_eq!(st.subject.as_deref(), Some("orders.quote"));
+        assert_eq!(st.local_subject.as_deref(), Some("billing.quote"));
+        assert_eq!(st.type_, Some(SpecType::Service));
+        assert_eq!(
+            st.activation,
+            Some(nats_api::auth::ActivationSource::Signed)
+        );
     }
 
     #[rstest]
