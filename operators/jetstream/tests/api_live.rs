@@ -39,6 +39,7 @@ struct Rig {
     api: ApiServer,
     topo: Topology,
     nats: async_nats::Client,
+    metrics: Metrics,
 }
 
 async fn rig() -> Rig {
@@ -56,12 +57,13 @@ async fn rig() -> Rig {
         .await
         .expect("the cluster elects a meta leader");
     let nats = topo.connect().await.expect("a client of the APP account");
+    let metrics = Metrics::default();
     let ctx = controller::context(
         api.client(),
         Settings {
             resync: Duration::from_secs(2),
         },
-        Metrics::default(),
+        metrics.clone(),
     );
     let controllers = Controllers(tokio::spawn(controller::run(ctx)));
     // No credentials: the sim's servers put an unauthenticated client in the APP account.
@@ -81,6 +83,7 @@ async fn rig() -> Rig {
         api,
         topo,
         nats,
+        metrics,
     }
 }
 
@@ -216,6 +219,14 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
     assert_eq!(info["config"]["max_bytes"], 2147483648_i64);
     let server = &orders["status"]["server"];
     assert!(server["leader"].is_string(), "{server}");
+    let text = rig.metrics.render();
+    for line in [
+        "nats_operator_condition{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Ready\",reason=\"MatchesSpec\"} 1",
+        "nats_operator_condition{kind=\"NatsConnection\",namespace=\"nats\",name=\"demo\",type=\"Ready\",reason=\"Connected\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+    assert!(text.contains("nats_operator_reconcile_total{controller=\"NatsStream\"}"));
 
     // Out-of-band edit with the nats API: corrected, reported DriftCorrected, then in sync again.
     let mut edited = info["config"].as_object().expect("a config").clone();
@@ -450,4 +461,103 @@ async fn adoption_policies_against_pre_existing_streams_and_a_consumer_by_stream
         .await
         .expect("work");
     assert_eq!(work["max_msgs"], 42);
+}
+
+/// Story 03's manifests against the sim cluster. The NatsConnection `legacy` is pointed at the
+/// sim's servers without TLS or creds (the sim's plain clients land in the APP account); every
+/// other manifest is applied as written. LEDGER, AUDIT and ARCHIVE exist on the server first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn story_03_manifests_reach_their_documented_states() {
+    const PAYMENTS: &str = "payments";
+    let rig = rig().await;
+    rig.api
+        .create_namespace(PAYMENTS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = rig.api.client();
+    let dir = "docs/stories/03-unmanaged-nats";
+
+    let mut conn = story_docs(&format!("{dir}/01-connection.yaml"), "NatsConnection")
+        .pop()
+        .expect("story 03 has a NatsConnection");
+    conn["spec"] = json!({"servers": rig.topo.client_urls()});
+    let conns: Api<NatsConnection> = Api::namespaced(client.clone(), PAYMENTS);
+    create(&conns, conn).await;
+
+    for (name, subject) in [
+        ("LEDGER", "payments.ledger.>"),
+        ("AUDIT", "payments.audit.>"),
+        // Not payments.archive.>: that would capture archive-tail's deliver subject (a cycle
+        // nats-server refuses).
+        ("ARCHIVE", "archive.payments.>"),
+    ] {
+        let mut c = serde_json::Map::new();
+        c.insert("name".into(), json!(name));
+        c.insert("subjects".into(), json!([subject]));
+        c.insert("storage".into(), json!("file"));
+        c.insert("num_replicas".into(), json!(3));
+        common::create_stream(&rig.nats, &c).await;
+    }
+
+    let streams: Api<NatsStream> = Api::namespaced(client.clone(), PAYMENTS);
+    for doc in story_docs(&format!("{dir}/02-streams.yaml"), "NatsStream") {
+        create(&streams, doc).await;
+    }
+    let kvs: Api<nats_api::jetstream::NatsKeyValue> = Api::namespaced(client.clone(), PAYMENTS);
+    for doc in story_docs(&format!("{dir}/03-buckets.yaml"), "NatsKeyValue") {
+        create(&kvs, doc).await;
+    }
+    let objects: Api<nats_api::jetstream::NatsObjectStore> =
+        Api::namespaced(client.clone(), PAYMENTS);
+    for mut doc in story_docs(&format!("{dir}/03-buckets.yaml"), "NatsObjectStore") {
+        // The story reserves 10 GiB on each of 3 servers; the sim's servers share one small disk,
+        // whose free space caps what nats-server will reserve ("insufficient storage").
+        doc["spec"]["maxBytes"] = json!(64 << 20);
+        create(&objects, doc).await;
+    }
+    let consumers: Api<NatsConsumer> = Api::namespaced(client.clone(), PAYMENTS);
+    for doc in story_docs(&format!("{dir}/04-consumers.yaml"), "NatsConsumer") {
+        create(&consumers, doc).await;
+    }
+
+    let ready =
+        |o: &Value| is(o, "Ready", "True", "MatchesSpec") && is(o, "Synced", "True", "MatchesSpec");
+    let ledger = wait_for(&streams, "ledger", "ledger adopted", |o| {
+        ready(o) && is(o, "Adopted", "True", "FoundUnowned")
+    })
+    .await;
+    assert_eq!(ledger["spec"]["subjects"], json!(["payments.ledger.>"]));
+    assert_eq!(ledger["status"]["ownership"]["origin"], "Adopted");
+    wait_for(&streams, "events", "events created", ready).await;
+    wait_for(&streams, "audit", "audit Terminal, rechecked", |o| {
+        is(o, "Terminal", "True", "ExistsUnowned") && is(o, "Ready", "False", "ExistsUnowned")
+    })
+    .await;
+    wait_for(&kvs, "sessions", "sessions Ready", ready).await;
+    let kv = common::stream_config(&rig.nats, "KV_sessions")
+        .await
+        .expect("the bucket's stream exists");
+    assert_eq!(kv["max_msgs_per_subject"], 5);
+    wait_for(&objects, "receipts", "receipts Ready", ready).await;
+    assert!(
+        common::stream_config(&rig.nats, "OBJ_receipts")
+            .await
+            .is_some()
+    );
+    wait_for(
+        &consumers,
+        "ledger-projector",
+        "ledger-projector Ready",
+        ready,
+    )
+    .await;
+    wait_for(&consumers, "archive-tail", "archive-tail Ready", ready).await;
+    let tail = common::consumer_config(&rig.nats, "ARCHIVE", "archive-tail")
+        .await
+        .expect("archive-tail exists");
+    assert_eq!(tail["deliver_subject"], "payments.archive.tail");
+    let projector = common::consumer_config(&rig.nats, "LEDGER", "ledger-projector")
+        .await
+        .expect("ledger-projector exists");
+    assert_eq!(projector["filter_subject"], "payments.ledger.>");
 }

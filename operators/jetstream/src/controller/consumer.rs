@@ -7,7 +7,7 @@ use futures::FutureExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::{Resource, ResourceExt};
-use nats_api::jetstream::{FIELD_MANAGER, FINALIZER, NatsConsumer, NatsStream, condition, reason};
+use nats_api::jetstream::{FINALIZER, NatsConsumer, NatsStream, condition, reason};
 use serde_json::Value;
 
 use super::objects::{connection_state, not_ready, reach};
@@ -154,16 +154,8 @@ async fn pass(obj: &NatsConsumer, ctx: &Context) -> Result<Outcome, Error> {
             };
             match jsapi::put_consumer(&client, &stream, &marked, true).await {
                 Ok(reply) => {
-                    let api: Api<NatsConsumer> = Api::namespaced(ctx.client.clone(), &ns);
-                    controller_kit::status::apply_spec(
-                        &api,
-                        &obj.name_any(),
-                        FIELD_MANAGER,
-                        &adopted,
-                    )
-                    .await
-                    .map_err(kube_err(obj))?;
                     let mut o = done(&reply, in_sync);
+                    o.spec_patch = serde_json::to_value(&adopted).ok();
                     o.adopted = Some(format!(
                         "{what} existed unowned; adopted and its config written into spec"
                     ));

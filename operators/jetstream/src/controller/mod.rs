@@ -212,6 +212,9 @@ pub(crate) struct Outcome {
     pub compared: bool,
     /// When to look again.
     pub requeue: Option<Duration>,
+    /// Spec fields to write after the status (Adopt, late-initialization). After, so the watch
+    /// event of the spec write already carries this pass's status (Adopted, ownership).
+    pub spec_patch: Option<serde_json::Value>,
 }
 
 /// The previous SyncStatus of any JetStream kind (NatsStream's status is a superset).
@@ -304,6 +307,11 @@ where
         .map_err(kube_err(obj))?;
     ctx.metrics
         .set_conditions(&K::kind(&()), &ns, &obj.name_any(), &status.conditions);
+    if let Some(spec) = &outcome.spec_patch {
+        controller_kit::status::apply_spec(&api, &obj.name_any(), FIELD_MANAGER, spec)
+            .await
+            .map_err(kube_err(obj))?;
+    }
     ctx.schedule(obj, requeue);
     Ok(Action::requeue(requeue))
 }

@@ -12,9 +12,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::{Resource, ResourceExt};
 use nats_api::common::ObjectReference;
 use nats_api::jetstream::{
-    AdoptionPolicy, DeletionPolicy, FIELD_MANAGER, FINALIZER, NatsKeyValue, NatsKeyValueSpec,
-    NatsObjectStore, NatsObjectStoreSpec, NatsStream, NatsStreamSpec, TerminalPolicy, condition,
-    reason,
+    AdoptionPolicy, DeletionPolicy, FINALIZER, NatsKeyValue, NatsKeyValueSpec, NatsObjectStore,
+    NatsObjectStoreSpec, NatsStream, NatsStreamSpec, TerminalPolicy, condition, reason,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -257,22 +256,13 @@ fn refused_reason(e: &MappingError) -> &'static str {
     }
 }
 
-/// Writes `fields` of `spec` into the resource's spec (Adopt, late-initialization).
-async fn write_spec<K: StreamBacked>(
-    ctx: &Context,
-    obj: &K,
-    spec: &K::Spec,
-    only: Option<&[String]>,
-) -> Result<(), Error> {
-    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+/// The spec patch writing `only` fields of `spec` (all when None) into the resource.
+fn spec_patch<S: Serialize>(spec: &S, only: Option<&[String]>) -> Option<Value> {
+    let mut value = serde_json::to_value(spec).ok()?;
     if let (Some(only), Some(map)) = (only, value.as_object_mut()) {
         map.retain(|k, _| only.contains(k));
     }
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
-    controller_kit::status::apply_spec(&api, &obj.name_any(), FIELD_MANAGER, &value)
-        .await
-        .map_err(kube_err(obj))?;
-    Ok(())
+    Some(value)
 }
 
 async fn apply<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -442,8 +432,8 @@ async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, E
             };
             match jsapi::update_stream(&client, &marked).await {
                 Ok(reply) => {
-                    write_spec(ctx, obj, &adopted, None).await?;
                     let mut o = done(&reply, plan, in_sync);
+                    o.spec_patch = spec_patch(&adopted, None);
                     o.adopted = Some(format!(
                         "{what} existed unowned; adopted and its config written into spec"
                     ));
@@ -469,10 +459,10 @@ async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, E
             };
             match jsapi::update_stream(&client, &applied).await {
                 Ok(reply) => {
-                    if !li.filled.is_empty() {
-                        write_spec(ctx, obj, &li.spec, Some(&li.filled)).await?;
-                    }
                     let mut o = done(&reply, plan, in_sync);
+                    if !li.filled.is_empty() {
+                        o.spec_patch = spec_patch(&li.spec, Some(&li.filled));
+                    }
                     o.adopted = Some(format!(
                         "{what} existed unowned; adopted, spec applied and omitted fields filled from the server"
                     ));
@@ -491,8 +481,7 @@ async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, E
         && let Ok(li) = late_initialize(obj.spec(), &from_server)
         && !li.filled.is_empty()
     {
-        write_spec(ctx, obj, &li.spec, Some(&li.filled)).await?;
-        outcome.requeue = Some(ctx.settings.resync);
+        outcome.spec_patch = spec_patch(&li.spec, Some(&li.filled));
     }
     Ok(outcome)
 }
