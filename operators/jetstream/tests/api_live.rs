@@ -561,3 +561,210 @@ async fn story_03_manifests_reach_their_documented_states() {
         .expect("ledger-projector exists");
     assert_eq!(projector["filter_subject"], "payments.ledger.>");
 }
+
+/// References: a missing Secret, a missing connection, a cross-namespace connection refused
+/// without a NatsReferenceGrant and admitted with one; a resource whose connection is no longer
+/// granted, or gone, is released on deletion without its deletionPolicy running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_grants_and_release_without_the_deletion_policy() {
+    const TEAM: &str = "team";
+    let rig = rig().await;
+    let client = rig.api.client();
+    rig.api
+        .create_namespace(TEAM)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let conns: Api<NatsConnection> = Api::namespaced(client.clone(), NS);
+    create(
+        &conns,
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": "nosecret", "namespace": NS},
+            "spec": {"servers": rig.topo.client_urls(), "credentials": {"secretKeyRef": {"name": "absent"}}},
+        }),
+    )
+    .await;
+    wait_for(&conns, "nosecret", "nosecret SecretNotFound", |o| {
+        is(o, "Ready", "False", "SecretNotFound")
+    })
+    .await;
+
+    let streams: Api<NatsStream> = Api::namespaced(client.clone(), NS);
+    let mut orphan = stream_doc(
+        "orphan",
+        json!({"subjects": ["orphan.>"], "storage": "Memory", "replicas": 1}),
+    );
+    orphan["spec"]["connectionRef"] = json!({"name": "missing"});
+    create(&streams, orphan).await;
+    wait_for(&streams, "orphan", "orphan ReferenceNotFound", |o| {
+        is(o, "Ready", "False", "ReferenceNotFound")
+    })
+    .await;
+
+    // From another namespace: refused until a grant in the connection's namespace admits it.
+    let team_streams: Api<NatsStream> = Api::namespaced(client.clone(), TEAM);
+    create(
+        &team_streams,
+        json!({
+            "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+            "kind": "NatsStream",
+            "metadata": {"name": "teamwork", "namespace": TEAM},
+            "spec": {"connectionRef": {"name": "demo", "namespace": NS}, "subjects": ["team.>"],
+                     "storage": "Memory", "replicas": 1, "deletionPolicy": "Delete"},
+        }),
+    )
+    .await;
+    wait_for(&team_streams, "teamwork", "teamwork not permitted", |o| {
+        is(o, "Ready", "False", "ReferenceNotPermitted")
+    })
+    .await;
+    let grants: Api<nats_api::nats::NatsReferenceGrant> = Api::namespaced(client.clone(), NS);
+    create(
+        &grants,
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsReferenceGrant",
+            "metadata": {"name": "team-streams", "namespace": NS},
+            "spec": {
+                "from": [{"group": "jetstream.nats.mikluko.io", "kind": "NatsStream", "namespace": TEAM}],
+                "to": [{"group": "nats.mikluko.io", "kind": "NatsConnection", "name": "demo"}],
+            },
+        }),
+    )
+    .await;
+    wait_for(
+        &team_streams,
+        "teamwork",
+        "teamwork admitted and Ready",
+        |o| is(o, "Ready", "True", "MatchesSpec"),
+    )
+    .await;
+    assert!(common::stream_config(&rig.nats, "teamwork").await.is_some());
+
+    // The grant withdrawn: deleting the resource releases it; deletionPolicy Delete does not run.
+    grants
+        .delete("team-streams", &DeleteParams::default())
+        .await
+        .expect("delete grant");
+    team_streams
+        .delete("teamwork", &DeleteParams::default())
+        .await
+        .expect("delete teamwork");
+    gone(&team_streams, "teamwork").await;
+    assert!(
+        common::stream_config(&rig.nats, "teamwork").await.is_some(),
+        "a resource no longer granted is released, its stream kept"
+    );
+
+    // The connection gone: the same.
+    create(
+        &streams,
+        stream_doc(
+            "temp",
+            json!({"subjects": ["temp.>"], "storage": "Memory", "replicas": 1, "deletionPolicy": "Delete"}),
+        ),
+    )
+    .await;
+    wait_for(&streams, "temp", "temp Ready", |o| {
+        is(o, "Ready", "True", "MatchesSpec")
+    })
+    .await;
+    conns
+        .delete("demo", &DeleteParams::default())
+        .await
+        .expect("delete the connection");
+    streams
+        .delete("temp", &DeleteParams::default())
+        .await
+        .expect("delete temp");
+    gone(&streams, "temp").await;
+    assert!(
+        common::stream_config(&rig.nats, "temp").await.is_some(),
+        "a resource whose connection is gone is released, its stream kept"
+    );
+}
+
+/// The `jetstream-controller` binary: kubeconfig from the environment, --resync and
+/// --metrics-addr; it reconciles a stream and serves /metrics. Killed on drop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_reconciles_and_serves_metrics() {
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.create_namespace(NS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let topo = common::cluster().await;
+    topo.wait_meta_leader(WAIT)
+        .await
+        .expect("the cluster elects a meta leader");
+    let port = sim::ports::free_port();
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
+            .env("KUBECONFIG", api.kubeconfig())
+            .args([
+                "--resync",
+                "10s",
+                "--metrics-addr",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary starts"),
+    );
+    let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
+    create(
+        &conns,
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": "demo", "namespace": NS},
+            "spec": {"servers": topo.client_urls()},
+        }),
+    )
+    .await;
+    let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);
+    create(
+        &streams,
+        stream_doc(
+            "bin",
+            json!({"subjects": ["bin.>"], "storage": "Memory", "replicas": 1}),
+        ),
+    )
+    .await;
+    wait_for(&streams, "bin", "bin Ready", |o| {
+        is(o, "Ready", "True", "MatchesSpec")
+    })
+    .await;
+    let text = sim::wait::poll("/metrics answers", WAIT, || async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut body = String::new();
+        s.read_to_string(&mut body)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(body
+            .contains("name=\"bin\",type=\"Ready\",reason=\"MatchesSpec\"} 1")
+            .then_some(body))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+}
