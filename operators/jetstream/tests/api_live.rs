@@ -245,6 +245,41 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
         |o| is(o, "Synced", "True", "MatchesSpec"),
     )
     .await;
+    // One correction, one DriftCorrected Event.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(rig.api.client(), NS);
+    let drift_events = events
+        .list(&Default::default())
+        .await
+        .expect("list Events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some("DriftCorrected")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("orders")
+        })
+        .map(|e| e.deprecated_count.unwrap_or(1))
+        .sum::<i32>();
+    assert_eq!(drift_events, 1, "DriftCorrected reported once");
+
+    // Every resource naming the connection shares the controller's one NATS connection.
+    let mut named = 0;
+    for server in rig.topo.server_names() {
+        let connz = rig
+            .topo
+            .monitor(&server, "/connz?limit=1024")
+            .await
+            .expect("CONNZ");
+        named += connz["connections"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["name"] == "jetstream-controller nats/demo")
+            .count();
+    }
+    assert_eq!(
+        named, 1,
+        "one pooled connection for NatsConnection nats/demo"
+    );
 
     // Retain (the default for streams): the resource goes, the stream stays.
     streams
@@ -335,6 +370,21 @@ async fn adoption_policies_against_pre_existing_streams_and_a_consumer_by_stream
             .is_none(),
         "Never left AUDIT unmarked: {audit}"
     );
+    // terminalPolicy Hold: an edit of spec rechecks; switching to Adopt takes the stream over.
+    streams
+        .patch(
+            "audit",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"adoptionPolicy": "Adopt"}})),
+        )
+        .await
+        .expect("edit audit");
+    wait_for(&streams, "audit", "audit adopted after the edit", |o| {
+        is(o, "Adopted", "True", "FoundUnowned")
+            && is(o, "Ready", "True", "MatchesSpec")
+            && condition(o, "Terminal").is_none()
+    })
+    .await;
 
     // Adopt: the server's config written into spec, the stream marked.
     create(
