@@ -96,6 +96,18 @@ fn fingerprint<K: Resource>(obj: &K) -> Fingerprint {
     }
 }
 
+/// The wait left before a pass is due: none when the object changed in a way that calls for a
+/// pass (spec, finalizers, deletion) or the time has come.
+fn time_left(
+    scheduled: &Fingerprint,
+    due: Instant,
+    now_seen: &Fingerprint,
+    now: Instant,
+) -> Option<Duration> {
+    let left = due.checked_duration_since(now)?;
+    (scheduled == now_seen && !left.is_zero()).then_some(left)
+}
+
 impl Context {
     fn due_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Fingerprint, Instant)>> {
         self.due.lock().unwrap_or_else(|p| p.into_inner())
@@ -111,8 +123,7 @@ impl Context {
     fn not_yet_due<K: Resource<DynamicType = ()>>(&self, obj: &K) -> Option<Duration> {
         let map = self.due_map();
         let (fp, due) = map.get(&describe(obj))?;
-        let left = due.checked_duration_since(Instant::now())?;
-        (*fp == fingerprint(obj) && !left.is_zero()).then_some(left)
+        time_left(fp, *due, &fingerprint(obj), Instant::now())
     }
 
     fn forget_due<K: Resource<DynamicType = ()>>(&self, obj: &K) {
@@ -423,4 +434,54 @@ pub(crate) async fn drive<K>(
             }
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn fp(generation: i64, deleting: bool, finalizers: &[&str]) -> Fingerprint {
+        Fingerprint {
+            uid: Some("u".into()),
+            generation: Some(generation),
+            deleting,
+            finalizers: finalizers.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    #[rstest]
+    #[case::own_status_write_waits(fp(1, false, &["f"]), 5, Some(5))]
+    #[case::spec_edit_runs_now(fp(2, false, &["f"]), 5, None)]
+    #[case::deletion_runs_now(fp(1, true, &["f"]), 5, None)]
+    #[case::finalizer_change_runs_now(fp(1, false, &[]), 5, None)]
+    #[case::due_time_reached_runs(fp(1, false, &["f"]), 0, None)]
+    fn a_pass_is_skipped_only_for_an_unchanged_object_before_it_is_due(
+        #[case] seen: Fingerprint,
+        #[case] secs_left: u64,
+        #[case] want: Option<u64>,
+    ) {
+        let now = Instant::now();
+        let due = now + Duration::from_secs(secs_left);
+        assert_eq!(
+            time_left(&fp(1, false, &["f"]), due, &seen, now),
+            want.map(Duration::from_secs)
+        );
+    }
+
+    #[test]
+    fn next_check_time_is_now_plus_the_wait() {
+        let now = Time(k8s_openapi::jiff::Timestamp::from_second(1_000).expect("a time"));
+        assert_eq!(
+            plus(&now, Duration::from_secs(300)),
+            Time(k8s_openapi::jiff::Timestamp::from_second(1_300).expect("a time"))
+        );
+    }
+
+    #[rstest]
+    #[case::finalizer(Error::Finalizer { object: "x".into(), message: "m".into() }, "finalizer")]
+    #[case::cleanup(Error::Cleanup { object: "x".into(), message: "m".into() }, "cleanup")]
+    fn errors_know_their_metric_label(#[case] e: Error, #[case] label: &str) {
+        assert_eq!(e.label(), label);
+    }
 }
