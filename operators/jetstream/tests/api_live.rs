@@ -818,3 +818,73 @@ async fn the_binary_reconciles_and_serves_metrics() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
 }
+
+/// §6.4 for consumers: a change nats-server refuses is SyncFailed, unless
+/// recreateOnImmutableChange lets the controller delete and recreate the consumer. (CEL refuses
+/// the edit at apply on servers that enforce it; kube-apiserver 1.20 does not, so the controller's
+/// own answer is what is checked here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_immutable_change_recreates_only_when_allowed() {
+    let rig = rig().await;
+    let client = rig.api.client();
+    let streams: Api<NatsStream> = Api::namespaced(client.clone(), NS);
+    let consumers: Api<NatsConsumer> = Api::namespaced(client.clone(), NS);
+    create(
+        &streams,
+        stream_doc(
+            "jobs",
+            json!({"subjects": ["jobs.>"], "storage": "Memory", "replicas": 1}),
+        ),
+    )
+    .await;
+    for (name, recreate) in [("fixed", false), ("flexible", true)] {
+        create(
+            &consumers,
+            json!({
+                "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+                "kind": "NatsConsumer",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"streamRef": {"name": "jobs"}, "deliverPolicy": "All", "ackPolicy": "Explicit",
+                         "recreateOnImmutableChange": recreate},
+            }),
+        )
+        .await;
+        wait_for(&consumers, name, "consumer Ready", |o| {
+            is(o, "Ready", "True", "MatchesSpec")
+        })
+        .await;
+        consumers
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"deliverPolicy": "New"}})),
+            )
+            .await
+            .expect("edit deliverPolicy");
+    }
+    wait_for(&consumers, "fixed", "fixed SyncFailed", |o| {
+        is(o, "Synced", "False", "SyncFailed")
+    })
+    .await;
+    let fixed = common::consumer_config(&rig.nats, "jobs", "fixed")
+        .await
+        .expect("fixed exists");
+    assert_eq!(
+        fixed["deliver_policy"], "all",
+        "a refused change leaves the consumer"
+    );
+    wait_for(
+        &consumers,
+        "flexible",
+        "flexible recreated and in sync",
+        |o| o["status"]["observedGeneration"] == 2 && is(o, "Synced", "True", "MatchesSpec"),
+    )
+    .await;
+    let flexible = common::consumer_config(&rig.nats, "jobs", "flexible")
+        .await
+        .expect("flexible exists");
+    assert_eq!(
+        flexible["deliver_policy"], "new",
+        "recreated with the new policy"
+    );
+}
