@@ -12,6 +12,7 @@ mod common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
+use futures::StreamExt;
 use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -887,4 +888,121 @@ async fn consumer_immutable_change_recreates_only_when_allowed() {
         flexible["deliver_policy"], "new",
         "recreated with the new policy"
     );
+}
+
+/// Scale: 1,000 NatsStreams applied at once all reach Ready under the `jetstream-controller`
+/// binary; prints the time taken and the binary's RSS (the closing note).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_streams_applied_at_once_all_reach_ready() {
+    const COUNT: usize = 1000;
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.create_namespace(NS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let topo = common::cluster().await;
+    topo.wait_meta_leader(WAIT)
+        .await
+        .expect("the cluster elects a meta leader");
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
+            .env("KUBECONFIG", api.kubeconfig())
+            .env("RUST_LOG", "warn")
+            .args([
+                "--metrics-addr",
+                &format!("127.0.0.1:{}", sim::ports::free_port()),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the binary starts"),
+    );
+    let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
+    create(
+        &conns,
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": "demo", "namespace": NS},
+            "spec": {"servers": topo.client_urls()},
+        }),
+    )
+    .await;
+    let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);
+    let started = std::time::Instant::now();
+    let creates = (0..COUNT).map(|i| {
+        let streams = streams.clone();
+        async move {
+            create(
+                &streams,
+                stream_doc(
+                    &format!("s{i}"),
+                    json!({"subjects": [format!("scale.{i}.>")], "storage": "Memory", "replicas": 1}),
+                ),
+            )
+            .await
+        }
+    });
+    futures::stream::iter(creates)
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    let applied = started.elapsed();
+    let streams = &streams;
+    sim::wait::poll(
+        "every stream Ready",
+        Duration::from_secs(600),
+        || async move {
+            let list = streams
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let ready = list
+                .items
+                .iter()
+                .filter(|s| {
+                    s.status.as_ref().is_some_and(|st| {
+                        st.conditions
+                            .iter()
+                            .any(|c| c.type_ == "Ready" && c.status == "True")
+                    })
+                })
+                .count();
+            if ready == COUNT {
+                Ok(Some(()))
+            } else {
+                Err(format!("{ready}/{COUNT} Ready"))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let all_ready = started.elapsed();
+    let rss = std::fs::read_to_string(format!("/proc/{}/status", child.0.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .map(|l| l.trim_start_matches("VmRSS:").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    eprintln!(
+        "{COUNT} NatsStreams: applied in {applied:?}, all Ready after {all_ready:?}; jetstream-controller RSS {rss}"
+    );
+    let nats = topo.connect().await.expect("a client");
+    let names = common::js_api(&nats, "$JS.API.STREAM.NAMES".into(), &json!({}))
+        .await
+        .expect("STREAM.NAMES");
+    assert_eq!(names["total"], COUNT, "every stream exists on the server");
 }
