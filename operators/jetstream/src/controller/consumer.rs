@@ -284,7 +284,46 @@ async fn reconcile(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, 
 /// The NatsConsumer controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let api: Api<NatsConsumer> = Api::all(ctx.client.clone());
-    drive(Controller::new(api, watch_config()), ctx, |obj, ctx| {
+    let controller = Controller::new(api, watch_config());
+    let store = controller.store();
+    let c = ctx.clone();
+    // A NatsStream turning Ready binds the consumers waiting for it by streamRef at once.
+    let controller = controller.watches(
+        Api::<NatsStream>::all(ctx.client.clone()),
+        watch_config(),
+        move |stream| {
+            let ready = stream.status.as_ref().is_some_and(|s| {
+                controller_kit::conditions::is_true(&s.conditions, condition::READY)
+            });
+            let ns = stream.namespace().unwrap_or_default();
+            let name = stream.name_any();
+            let waiting: Vec<_> = if ready {
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|o| {
+                        let own = o.namespace().unwrap_or_default();
+                        o.spec.stream_ref.as_ref().is_some_and(|r| {
+                            r.name == name && references::namespace_of(r, &own) == ns
+                        }) && !controller_kit::conditions::is_true(
+                            &previous_status(&**o).conditions,
+                            condition::READY,
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            waiting
+                .into_iter()
+                .map(|o| {
+                    c.forget_due(&*o);
+                    kube::runtime::reflector::ObjectRef::from_obj(&*o)
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    drive(controller, ctx, |obj, ctx| {
         instrumented(obj, ctx, reconcile).boxed()
     })
     .await;

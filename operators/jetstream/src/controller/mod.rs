@@ -126,7 +126,7 @@ impl Context {
         time_left(fp, *due, &fingerprint(obj), Instant::now())
     }
 
-    fn forget_due<K: Resource<DynamicType = ()>>(&self, obj: &K) {
+    pub(crate) fn forget_due<K: Resource<DynamicType = ()>>(&self, obj: &K) {
         self.due_map().remove(&describe(obj));
     }
 }

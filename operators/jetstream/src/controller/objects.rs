@@ -581,7 +581,47 @@ async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Ac
 /// The controller of one stream-backed kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
     let api: Api<K> = Api::all(ctx.client.clone());
-    drive(Controller::new(api, watch_config()), ctx, |obj, ctx| {
+    let controller = Controller::new(api, watch_config());
+    let store = controller.store();
+    let c = ctx.clone();
+    // A NatsConnection turning Ready wakes the resources naming it at once (they may be backing
+    // off after ConnectFailed or ReferenceNotFound).
+    let controller = controller.watches(
+        Api::<nats_api::nats::NatsConnection>::all(ctx.client.clone()),
+        watch_config(),
+        move |conn| {
+            let ready = conn.status.as_ref().is_some_and(|s| {
+                controller_kit::conditions::is_true(&s.conditions, condition::READY)
+            });
+            let ns = conn.namespace().unwrap_or_default();
+            let name = conn.name_any();
+            let dependents: Vec<_> = if ready {
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|o| {
+                        let own = o.namespace().unwrap_or_default();
+                        o.connection_ref().name == name
+                            && references::namespace_of(o.connection_ref(), &own) == ns
+                            && !controller_kit::conditions::is_true(
+                                &previous_status(&**o).conditions,
+                                condition::READY,
+                            )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            dependents
+                .into_iter()
+                .map(|o| {
+                    c.forget_due(&*o);
+                    kube::runtime::reflector::ObjectRef::from_obj(&*o)
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    drive(controller, ctx, |obj, ctx| {
         instrumented(obj, ctx, reconcile::<K>).boxed()
     })
     .await;
