@@ -1006,3 +1006,79 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
         .expect("STREAM.NAMES");
     assert_eq!(names["total"], COUNT, "every stream exists on the server");
 }
+
+/// Buckets: a NatsKeyValue never takes over a plain stream named like a bucket (Terminal
+/// NotABucket); an object store edited out of band is corrected (DriftCorrected) and deleted with
+/// deletionPolicy Delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buckets_refuse_plain_streams_and_object_store_drift_is_corrected() {
+    let rig = rig().await;
+    let client = rig.api.client();
+    let mut plain = serde_json::Map::new();
+    plain.insert("name".into(), json!("KV_plain"));
+    plain.insert("subjects".into(), json!(["plain.>"]));
+    plain.insert("storage".into(), json!("memory"));
+    common::create_stream(&rig.nats, &plain).await;
+    let kvs: Api<nats_api::jetstream::NatsKeyValue> = Api::namespaced(client.clone(), NS);
+    create(
+        &kvs,
+        json!({
+            "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+            "kind": "NatsKeyValue",
+            "metadata": {"name": "plain", "namespace": NS},
+            "spec": {"connectionRef": {"name": "demo"}, "adoptionPolicy": "Adopt"},
+        }),
+    )
+    .await;
+    wait_for(&kvs, "plain", "plain Terminal NotABucket", |o| {
+        is(o, "Terminal", "True", "NotABucket")
+    })
+    .await;
+    let untouched = common::stream_config(&rig.nats, "KV_plain")
+        .await
+        .expect("KV_plain");
+    assert!(
+        untouched["metadata"]
+            .get(nats_api::jetstream::OWNER_METADATA_KEY)
+            .is_none(),
+        "{untouched}"
+    );
+
+    let stores: Api<nats_api::jetstream::NatsObjectStore> = Api::namespaced(client.clone(), NS);
+    create(
+        &stores,
+        json!({
+            "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+            "kind": "NatsObjectStore",
+            "metadata": {"name": "files", "namespace": NS},
+            "spec": {"connectionRef": {"name": "demo"}, "storage": "Memory", "deletionPolicy": "Delete"},
+        }),
+    )
+    .await;
+    wait_for(&stores, "files", "files Ready", |o| {
+        is(o, "Ready", "True", "MatchesSpec")
+    })
+    .await;
+    let info = common::stream_info(&rig.nats, "OBJ_files").await;
+    let mut edited = info["config"].as_object().expect("a config").clone();
+    edited.insert("max_age".into(), json!(3_600_000_000_000_i64));
+    common::update_stream(&rig.nats, &edited).await;
+    wait_for(&stores, "files", "files DriftCorrected", |o| {
+        is(o, "Synced", "False", "DriftCorrected")
+    })
+    .await;
+    let corrected = common::stream_config(&rig.nats, "OBJ_files")
+        .await
+        .expect("OBJ_files");
+    assert_eq!(corrected["max_age"], 0, "the TTL edit was undone");
+    stores
+        .delete("files", &DeleteParams::default())
+        .await
+        .expect("delete files");
+    gone(&stores, "files").await;
+    assert!(
+        common::stream_config(&rig.nats, "OBJ_files")
+            .await
+            .is_none()
+    );
+}
