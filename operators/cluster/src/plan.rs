@@ -148,6 +148,16 @@ impl Layout for KubernetesLayout {
     }
 }
 
+/// The file (and key in the projected Secret) holding leaf remote `index`'s creds.
+pub fn leaf_creds_file(index: usize) -> String {
+    format!("remote-{index}.creds")
+}
+
+/// The file (and key in the projected Secret) holding leaf remote `index`'s CA bundle.
+pub fn leaf_ca_file(index: usize) -> String {
+    format!("remote-{index}-ca.crt")
+}
+
 /// Why a NatsCluster cannot be planned.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {
@@ -333,10 +343,10 @@ pub fn plan_servers(
                         urls: r.urls.clone(),
                         credentials: r
                             .has_credentials
-                            .then(|| format!("{leaf_dir}/remote-{}.creds", r.index)),
+                            .then(|| format!("{leaf_dir}/{}", leaf_creds_file(r.index))),
                         ca_file: r
                             .has_ca
-                            .then(|| format!("{leaf_dir}/remote-{}-ca.crt", r.index)),
+                            .then(|| format!("{leaf_dir}/{}", leaf_ca_file(r.index))),
                         account: r.local_account.clone(),
                     })
                     .collect(),

@@ -20,7 +20,7 @@ fn quickstart() -> NatsCluster {
     let text = std::fs::read_to_string(&path).expect("quickstart manifest");
     serde_yaml::Deserializer::from_str(&text)
         .map(serde_yaml::Value::deserialize)
-        .filter_map(Result::ok)
+        .map_while(Result::ok)
         .find(|v| v.get("kind").and_then(|k| k.as_str()) == Some("NatsCluster"))
         .map(|v| serde_yaml::from_value(v).expect("a NatsCluster"))
         .expect("the manifest holds a NatsCluster")

@@ -1,9 +1,12 @@
 //! The Kubernetes objects a NatsCluster renders (design §4.1), as pure functions of the spec and
 //! the server plans: no API calls here; the reconciler applies what these return.
 
+pub mod certificates;
+pub mod cluster;
 pub mod configmap;
 pub mod endpoints;
 pub mod labels;
+pub mod leaf_remotes;
 pub mod network_policy;
 pub mod pdb;
 pub mod pod_merge;
