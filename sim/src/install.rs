@@ -70,6 +70,11 @@ pub enum InstallError {
 
 /// The cache root: `~/.cache/nats-operators` (or `$XDG_CACHE_HOME/nats-operators`).
 pub fn cache_root() -> Result<PathBuf, InstallError> {
+    // One cache for every installer of the project (nats-server here, the apiservers in
+    // scripts/install-apiserver.sh and sim::apiserver, npm's @nats-io/jwt in the claims tests).
+    if let Some(x) = std::env::var_os(CACHE_ENV).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(x));
+    }
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(x).join("nats-operators"));
     }
@@ -78,6 +83,9 @@ pub fn cache_root() -> Result<PathBuf, InstallError> {
         .ok_or(InstallError::NoHome)?;
     Ok(PathBuf::from(home).join(".cache").join("nats-operators"))
 }
+
+/// Overrides the project's cache root (default `${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators`).
+pub const CACHE_ENV: &str = "NATS_OPERATORS_CACHE";
 
 fn pinned_sha(version: &str) -> Result<&'static str, InstallError> {
     let arch = std::env::consts::ARCH;

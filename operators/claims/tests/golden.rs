@@ -571,8 +571,9 @@ fn crate_dir() -> PathBuf {
 
 /// Installs the pinned @nats-io/jwt into the cache (once) and returns its node_modules.
 fn install_js_library() -> PathBuf {
-    let home = std::env::var("HOME").expect("HOME");
-    let dir = Path::new(&home).join(".cache/nats-operators/npm-jwt");
+    let dir = sim::install::cache_root()
+        .expect("a cache directory")
+        .join("npm-jwt");
     std::fs::create_dir_all(&dir).unwrap();
     let pinned_text = std::fs::read_to_string(crate_dir().join("tests/js/package.json")).unwrap();
     let pinned: Value = serde_json::from_str(&pinned_text).unwrap();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::ApiServerError;
 
 /// Overrides the cache root (default `${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators`), as in the script.
-pub const ENV_CACHE: &str = "NATS_OPERATORS_CACHE";
+pub const ENV_CACHE: &str = crate::install::CACHE_ENV;
 /// Overrides the etcd binary.
 pub const ENV_ETCD: &str = "NATS_OPERATORS_ETCD";
 /// Overrides the kube-apiserver 1.20 binary.
@@ -38,14 +38,7 @@ pub enum ApiextensionsUnavailable {
 
 /// The cache root `scripts/install-apiserver.sh` installs into.
 pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os(ENV_CACHE) {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    base.join("nats-operators")
+    crate::install::cache_root().unwrap_or_else(|_| PathBuf::from(".cache").join("nats-operators"))
 }
 
 fn located(env: Option<&str>, default: PathBuf) -> PathBuf {
