@@ -377,22 +377,12 @@ pub(crate) fn error_policy<K: Resource<DynamicType = ()>>(
 /// Runs every controller of the JetStream controller until they end (they run forever).
 pub async fn run(ctx: Arc<Context>) {
     futures::join!(
-        run_one(connection::controller(ctx.clone())),
-        run_one(objects::controller::<nats_api::jetstream::NatsStream>(
-            ctx.clone()
-        )),
-        run_one(objects::controller::<nats_api::jetstream::NatsKeyValue>(
-            ctx.clone()
-        )),
-        run_one(objects::controller::<nats_api::jetstream::NatsObjectStore>(
-            ctx.clone()
-        )),
-        run_one(consumer::controller(ctx.clone())),
+        connection::controller(ctx.clone()),
+        objects::controller::<nats_api::jetstream::NatsStream>(ctx.clone()),
+        objects::controller::<nats_api::jetstream::NatsKeyValue>(ctx.clone()),
+        objects::controller::<nats_api::jetstream::NatsObjectStore>(ctx.clone()),
+        consumer::controller(ctx.clone()),
     );
-}
-
-async fn run_one(f: impl Future<Output = ()>) {
-    f.await
 }
 
 /// A context for `client` with a fresh pool, metrics and Events.
