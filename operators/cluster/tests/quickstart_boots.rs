@@ -195,3 +195,100 @@ async fn the_quickstart_boots_a_three_server_jetstream_cluster() {
     // Servers are killed by PID when `servers` drops.
     drop(servers);
 }
+
+async fn routes_of(client: &reqwest::Client, monitor: u16) -> Option<u64> {
+    let v: serde_json::Value = client
+        .get(format!("http://127.0.0.1:{monitor}/routez"))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    v.get("num_routes")?.as_u64()
+}
+
+/// A route certificate reissued under the CA key kept in `<name>-routes-ca` is trusted by a
+/// server still holding the first one: the reissue needs no restart of the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reissued_route_certificate_is_trusted_by_servers_holding_the_first() {
+    let spec: nats_api::cluster::NatsClusterSpec =
+        serde_yaml::from_str("version: 2.15.1\nreplicas: 2\n").expect("spec");
+    let bin = sim::install::nats_server(&spec.version).expect("nats-server installs");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let layout = LocalLayout::new(dir.path(), (0..2).map(|_| ports()).collect());
+    let plans = plan_servers(
+        &ClusterInputs {
+            name: "demo",
+            spec: &spec,
+            trust: None,
+            account_preloads: vec![],
+            leaf_remotes: vec![],
+        },
+        &layout,
+    )
+    .expect("plans");
+
+    let now = time::OffsetDateTime::now_utc();
+    let ca = RouteCa::generate("demo", now).expect("route CA");
+    let ip = ["127.0.0.1".parse().expect("ip")];
+    let first = ca.issue(&[], &ip, now).expect("first");
+    // The CA as the controller reads it back from its Secret to reissue (issued at the real
+    // now: a peer checks the validity against its own clock).
+    let owner = cluster_controller::objects::Owner {
+        name: "demo".into(),
+        namespace: "nats".into(),
+        reference: Default::default(),
+    };
+    let kept = RouteCa::from_secret("demo", &ca.secret(&owner)).expect("CA from its Secret");
+    let second = kept
+        .issue(&[], &ip, time::OffsetDateTime::now_utc())
+        .expect("reissued");
+    assert_ne!(first.cert_pem, second.cert_pem);
+
+    let mut servers = Vec::new();
+    for (i, (plan, cert)) in plans.iter().zip([&first, &second]).enumerate() {
+        let tls = layout.tls_dir(i as u32, "routes");
+        write(&format!("{tls}/tls.crt"), &cert.cert_pem);
+        write(&format!("{tls}/tls.key"), &cert.key_pem);
+        write(&format!("{tls}/ca.crt"), &cert.ca_pem);
+        let mut config = ServerConfig::new(
+            plan.server_name.clone(),
+            plan.client.port,
+            plan.monitor.port,
+            PathBuf::from(&plan.pid_file),
+        );
+        config.lame_duck_duration = None;
+        config.lame_duck_grace_period = None;
+        config.extra = render(plan);
+        let mut s = Server::new(
+            bin.clone(),
+            layout.server_dir(i as u32),
+            "demo".into(),
+            config,
+        );
+        s.start().await.expect("server starts");
+        servers.push(s);
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("http client");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let a = routes_of(&client, plans[0].monitor.port).await;
+        let b = routes_of(&client, plans[1].monitor.port).await;
+        if a.is_some_and(|n| n >= 1) && b.is_some_and(|n| n >= 1) {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let logs: Vec<String> = servers.iter().map(|s| s.log_tail()).collect();
+            panic!(
+                "no TLS route between the first and the reissued certificate: {a:?} {b:?}\n{}",
+                logs.join("\n---\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(servers);
+}
