@@ -640,6 +640,22 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         is(o, "Ready", "False", "SecretNotFound")
     })
     .await;
+    // The Secret appears holding no creds file: InvalidSecret.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), NS);
+    create(
+        &secrets,
+        json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "absent", "namespace": NS},
+            "stringData": {"user.creds": "not a creds file"},
+        }),
+    )
+    .await;
+    wait_for(&conns, "nosecret", "nosecret InvalidSecret", |o| {
+        is(o, "Ready", "False", "InvalidSecret")
+    })
+    .await;
 
     let streams: Api<NatsStream> = Api::namespaced(client.clone(), NS);
     let mut orphan = stream_doc(
