@@ -1,7 +1,10 @@
 //! The cluster controller: a NatsCluster becomes running NATS servers.
 //!
-//! The pure core — rendering a server's nats.conf, deciding reload or restart — lives in
-//! [`render`] and [`apply_mode`]; the shells that talk to Kubernetes and to NATS call it.
+//! The pure core — planning servers ([`plan`], [`local_layout`] for the sim's local servers),
+//! rendering a server's nats.conf ([`render`]), deciding reload or restart ([`apply_mode`]), the
+//! Kubernetes objects a NatsCluster renders ([`objects`]), the route CA ([`route_ca`]), what is
+//! refused ([`refusals`]) and how the system connection dials ([`system_connection`]) — lives
+//! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
 pub mod local_layout;
@@ -11,3 +14,4 @@ pub mod quantity;
 pub mod refusals;
 pub mod render;
 pub mod route_ca;
+pub mod system_connection;
