@@ -37,6 +37,11 @@ pub enum ObjectsError {
     Unowned(String),
     #[error("NatsCluster {cluster}: spec.podTemplate does not merge into a pod template: {reason}")]
     PodTemplate { cluster: String, reason: String },
+    #[error("NatsCluster {cluster}: {source}")]
+    Quantity {
+        cluster: String,
+        source: crate::quantity::QuantityError,
+    },
     #[error("NatsCluster {cluster}: server {server} has no plan")]
     MissingPlan { cluster: String, server: String },
 }

@@ -19,7 +19,7 @@ fn merge_key(field: &str) -> Option<&'static str> {
         | "resourceClaims" => Some("name"),
         "volumeMounts" | "volumeDevices" => Some("mountPath"),
         "ports" => Some("containerPort"),
-        "tolerations" => None,
+        // tolerations, args, command, …: the template's list replaces the rendered one.
         _ => None,
     }
 }

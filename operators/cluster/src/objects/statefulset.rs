@@ -277,9 +277,9 @@ pub fn rendered_pod(w: &ServerWorkload<'_>) -> Result<PodTemplateSpec, ObjectsEr
     let (owner, spec, plan) = (w.owner, w.spec, w.plan);
     let name = owner.name.as_str();
     let mut env = vec![];
-    if let Some(limit) = plan::gomemlimit(spec).map_err(|e| ObjectsError::PodTemplate {
+    if let Some(limit) = plan::gomemlimit(spec).map_err(|source| ObjectsError::Quantity {
         cluster: name.into(),
-        reason: e.to_string(),
+        source,
     })? {
         env.push(EnvVar {
             name: "GOMEMLIMIT".into(),
@@ -646,6 +646,41 @@ mod tests {
                 .starts_with("/healthz")
         );
         assert_eq!(nats.image.as_deref(), Some("docker.io/library/nats:2.15.1"));
+    }
+
+    #[test]
+    fn a_bad_memory_limit_names_its_field() {
+        let s = spec("version: 2.15.1\nreplicas: 1\nresources: {limits: {memory: 100m}}\n");
+        // Planned from a valid spec; the bad limit is only in the spec the pod is built from.
+        let plan = plan_servers(
+            &ClusterInputs {
+                name: "demo",
+                spec: &spec("version: 2.15.1\nreplicas: 1\n"),
+                trust: None,
+                account_preloads: vec![],
+                leaf_remotes: vec![],
+            },
+            &KubernetesLayout {
+                name: "demo".into(),
+                namespace: "nats".into(),
+                cluster_domain: "cluster.local".into(),
+            },
+        )
+        .expect("plans")
+        .remove(0);
+        let o = owner();
+        let e = stateful_set(&ServerWorkload {
+            owner: &o,
+            spec: &s,
+            plan: &plan,
+            revision: "abc",
+        })
+        .unwrap_err();
+        assert!(matches!(e, ObjectsError::Quantity { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("spec.resources.limits.memory"),
+            "{e}"
+        );
     }
 
     #[test]
