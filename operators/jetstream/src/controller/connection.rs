@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use controller_kit::conditions::{self, Desired};
 use futures::FutureExt;
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use nats_api::jetstream::FIELD_MANAGER;
-use nats_api::nats::{NatsConnection, NatsConnectionStatus, condition};
+use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, condition};
 
 use super::{Context, Error, drive, instrumented, kube_err, watch_config};
 use crate::connection::Ready;
@@ -65,11 +67,67 @@ async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action
     Ok(Action::requeue(wait))
 }
 
+/// Whether the connection reads the Secret `name` (creds or CA).
+fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
+    spec.credentials
+        .as_ref()
+        .is_some_and(|c| c.secret_key_ref.name == name)
+        || spec
+            .tls
+            .as_ref()
+            .and_then(|t| t.ca.as_ref())
+            .is_some_and(|c| c.secret_key_ref.name == name)
+}
+
 /// The NatsConnection controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let api: Api<NatsConnection> = Api::all(ctx.client.clone());
-    drive(Controller::new(api, watch_config()), ctx, |obj, ctx| {
+    let controller = Controller::new(api, watch_config());
+    let store = controller.store();
+    let c = ctx.clone();
+    // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.
+    let controller = controller.watches(
+        Api::<Secret>::all(ctx.client.clone()),
+        watch_config(),
+        move |secret| {
+            let ns = secret.namespace().unwrap_or_default();
+            let name = secret.name_any();
+            store
+                .state()
+                .into_iter()
+                .filter(|conn| {
+                    conn.namespace().as_deref() == Some(ns.as_str())
+                        && reads_secret(&conn.spec, &name)
+                })
+                .map(|conn| {
+                    c.forget_due(&*conn);
+                    ObjectRef::from_obj(&*conn)
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    drive(controller, ctx, |obj, ctx| {
         instrumented(obj, ctx, reconcile).boxed()
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case::creds(json!({"servers": ["nats://x"], "credentials": {"secretKeyRef": {"name": "s"}}}), true)]
+    #[case::ca(json!({"servers": ["nats://x"], "tls": {"ca": {"secretKeyRef": {"name": "s"}}}}), true)]
+    #[case::another_secret(json!({"servers": ["nats://x"], "credentials": {"secretKeyRef": {"name": "t"}}}), false)]
+    #[case::no_secrets(json!({"servers": ["nats://x"]}), false)]
+    fn a_connection_is_woken_by_the_secrets_it_reads(
+        #[case] spec: serde_json::Value,
+        #[case] want: bool,
+    ) {
+        let spec: NatsConnectionSpec = serde_json::from_value(spec).expect("a spec");
+        assert_eq!(reads_secret(&spec, "s"), want);
+    }
 }
