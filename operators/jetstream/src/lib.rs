@@ -18,4 +18,5 @@ pub mod pool;
 pub mod references;
 pub mod server_state;
 pub mod stream_config;
+pub mod transfer;
 pub mod units;

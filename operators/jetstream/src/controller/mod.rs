@@ -28,7 +28,9 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use nats_api::jetstream::{FIELD_MANAGER, Ownership, ServerState, SyncStatus, condition};
+use nats_api::jetstream::{
+    FIELD_MANAGER, Ownership, ServerState, StreamTransfer, SyncStatus, condition,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -226,6 +228,16 @@ pub(crate) struct Outcome {
     /// Spec fields to write after the status (Adopt, late-initialization). After, so the watch
     /// event of the spec write already carries this pass's status (Adopted, ownership).
     pub spec_patch: Option<serde_json::Value>,
+    /// status.transfer of a NatsStream: Some(None) clears it, None keeps the previous one.
+    pub transfer: Option<Option<StreamTransfer>>,
+}
+
+/// The previous status.transfer of a NatsStream (None for the other kinds).
+pub(crate) fn previous_transfer<K: Serialize>(obj: &K) -> Option<StreamTransfer> {
+    serde_json::to_value(obj)
+        .ok()
+        .and_then(|v| v.pointer("/status/transfer").cloned())
+        .and_then(|t| serde_json::from_value(t).ok())
 }
 
 /// The previous SyncStatus of any JetStream kind (NatsStream's status is a superset).
@@ -311,9 +323,20 @@ where
         ownership: outcome.ownership.clone().or(prev.ownership.clone()),
         server: outcome.server.clone().or(prev.server.clone()),
     };
+    // Only NatsStream's status has transfer; leaving it out of the apply removes it.
+    let transfer = match outcome.transfer {
+        Some(t) => t,
+        None => previous_transfer(obj),
+    };
+    let mut body = serde_json::to_value(&status).unwrap_or_default();
+    if let (Some(t), Some(map)) = (transfer, body.as_object_mut())
+        && let Ok(t) = serde_json::to_value(t)
+    {
+        map.insert("transfer".into(), t);
+    }
     let ns = obj.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, &status)
+    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, &body)
         .await
         .map_err(kube_err(obj))?;
     ctx.metrics

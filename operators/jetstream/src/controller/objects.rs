@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{
-    Context, Error, Outcome, describe, drive, instrumented, kube_err, previous_status, retry_later,
-    settled, watch_config, write_status,
+    Context, Error, Outcome, describe, drive, instrumented, kube_err, previous_status,
+    previous_transfer, retry_later, settled, watch_config, write_status,
 };
 use crate::drift::{self, Decision, Field};
 use crate::jsapi::{self, JsApiError};
@@ -32,6 +32,7 @@ use crate::pool::Resolved;
 use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP, Referrer};
 use crate::server_state;
 use crate::stream_config::MappingError;
+use crate::transfer;
 use crate::{kv_config, object_config, stream_config};
 
 /// A kind that is one stream on the server.
@@ -343,14 +344,31 @@ async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, E
         Err(e) => return Ok(refused(refused_reason(&e), format!("{what}: {e}"))),
     };
     let matches = format!("{what} matches spec");
-    let done = |reply: &Value, plan: Plan, synced: (bool, &'static str, String)| Outcome {
-        ready: Some((true, reason::MATCHES_SPEC, matches.clone())),
-        synced: Some(synced),
-        ownership: server_state::ownership(&reply["config"], plan, prev.ownership.as_ref()),
-        server: Some(server_state::of_stream(reply)),
-        compared: true,
-        requeue: Some(ctx.settings.resync),
-        ..Outcome::default()
+    let to = desired
+        .get("placement")
+        .and_then(|p| p.get("cluster"))
+        .and_then(Value::as_str);
+    let prev_transfer = previous_transfer(obj);
+    let now = controller_kit::conditions::now();
+    let done = |reply: &Value, plan: Plan, synced: (bool, &'static str, String)| {
+        // A placement move runs on the server after the update: followed closely until done.
+        let transfer = (K::KIND == Kind::Stream)
+            .then(|| transfer::observe(to, reply, prev_transfer.as_ref(), &now));
+        let moving = transfer.as_ref().is_some_and(Option::is_some);
+        Outcome {
+            ready: Some((true, reason::MATCHES_SPEC, matches.clone())),
+            synced: Some(synced),
+            ownership: server_state::ownership(&reply["config"], plan, prev.ownership.as_ref()),
+            server: Some(server_state::of_stream(reply)),
+            compared: true,
+            requeue: Some(if moving {
+                transfer::IN_FLIGHT_RECHECK
+            } else {
+                ctx.settings.resync
+            }),
+            transfer,
+            ..Outcome::default()
+        }
     };
     let in_sync = (true, reason::MATCHES_SPEC, matches.clone());
     let mut outcome = match plan {
