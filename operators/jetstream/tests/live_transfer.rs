@@ -1,0 +1,277 @@
+//! API tier + live NATS, story 08: a NatsStream placed in c1 of a 2-cluster supercluster (R3 each,
+//! JetStream, gateways) moves to c2 when spec.placement.cluster changes, under traffic. The
+//! controller reports status.transfer while nats-server moves the stream and clears it once the
+//! leader and every peer are in c2; the sim's ledger shows no acknowledged message lost and none
+//! stored twice.
+//!
+//! Needs `scripts/install-apiserver.sh` to have run; without the binaries the test fails saying so.
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use controller_kit::metrics::Metrics;
+use jetstream_controller::controller::{self, Settings};
+use jetstream_controller::jsapi;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use nats_api::jetstream::NatsStream;
+use nats_api::nats::NatsConnection;
+use serde_json::{Value, json};
+use sim::apiserver::ApiServer;
+use sim::ledger::Ledger;
+use sim::traffic::{self, ConsumerKind, ConsumerSpec, PublisherSpec};
+use sim::{GatewayMode, Topology, TopologySpec};
+
+const WAIT: Duration = Duration::from_secs(60);
+const MOVE_WAIT: Duration = Duration::from_secs(180);
+const NS: &str = "nats";
+const STREAM: &str = "MOVING";
+
+/// The controllers running in-process; aborted when the test ends, pass or fail.
+struct Controllers(tokio::task::JoinHandle<()>);
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn in_cluster(server: &str, cluster: &str) -> bool {
+    server.starts_with(&format!("{cluster}-"))
+}
+
+/// Whether the stream's leader and its other peers (status.server) are all in `cluster`.
+fn placed_in(status: &Value, cluster: &str, replicas: usize) -> bool {
+    let server = &status["server"];
+    let leader_in = server["leader"]
+        .as_str()
+        .is_some_and(|l| in_cluster(l, cluster));
+    let peers: Vec<&str> = server["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    leader_in && peers.len() == replicas - 1 && peers.iter().all(|p| in_cluster(p, cluster))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_message() {
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.create_namespace(NS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let topo = Topology::start(TopologySpec::supercluster(2, 3, GatewayMode::Explicit))
+        .await
+        .expect("a 2×3 supercluster boots");
+    topo.wait_meta_leader(WAIT)
+        .await
+        .expect("the supercluster elects a meta leader");
+    topo.wait_gateways_connected(WAIT)
+        .await
+        .expect("gateways connect");
+    let ctx = controller::context(
+        api.client(),
+        Settings {
+            resync: Duration::from_secs(10),
+        },
+        Metrics::default(),
+    );
+    let _controllers = Controllers(tokio::spawn(controller::run(ctx)));
+
+    let conn: NatsConnection = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1",
+        "kind": "NatsConnection",
+        "metadata": {"name": "demo", "namespace": NS},
+        "spec": {"servers": topo.client_urls()},
+    }))
+    .expect("a NatsConnection");
+    Api::<NatsConnection>::namespaced(api.client(), NS)
+        .create(&PostParams::default(), &conn)
+        .await
+        .expect("NatsConnection created");
+
+    let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);
+    let stream: NatsStream = serde_json::from_value(json!({
+        "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+        "kind": "NatsStream",
+        "metadata": {"name": "moving", "namespace": NS},
+        "spec": {
+            "name": STREAM,
+            "connectionRef": {"name": "demo"},
+            "subjects": ["moving.>"],
+            "replicas": 3,
+            "placement": {"cluster": "c1"},
+        },
+    }))
+    .expect("a NatsStream");
+    streams
+        .create(&PostParams::default(), &stream)
+        .await
+        .expect("NatsStream created");
+    let streams = &streams;
+    sim::wait::poll("NatsStream Ready in c1", WAIT, || async move {
+        let s = streams.get("moving").await.map_err(|e| e.to_string())?;
+        let v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
+        let ready = v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        if ready && placed_in(&v["status"], "c1", 3) {
+            Ok(Some(()))
+        } else {
+            Err(format!("status: {}", v["status"]))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // Traffic: a publisher with Nats-Msg-Id retrying on ack timeout, and a pull consumer.
+    let client = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .connect(topo.server_addrs())
+        .await
+        .expect("a traffic client");
+    let js = jetstream::new(client.clone());
+    let ledger = Ledger::new();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let consumers = vec!["reader".to_string()];
+    let reader = traffic::spawn_consumer(
+        js.clone(),
+        ConsumerSpec {
+            name: "reader".into(),
+            stream: STREAM.into(),
+            kind: ConsumerKind::Pull,
+        },
+        ledger.clone(),
+        stop_rx.clone(),
+    )
+    .await
+    .expect("the consumer is created");
+    let watch = traffic::spawn_leader_watch(js.clone(), STREAM.into(), ledger.clone(), stop_rx);
+    let publisher = traffic::spawn_publisher(
+        js.clone(),
+        PublisherSpec {
+            subject: "moving.orders".into(),
+            rate: 150,
+            duration: Duration::from_secs(40),
+            ack_timeout: Duration::from_secs(2),
+            give_up_after: Duration::from_secs(90),
+            payload_bytes: 128,
+        },
+        ledger.clone(),
+    );
+    let ledger_ref = &ledger;
+    sim::wait::poll(
+        "300 messages acknowledged before the move",
+        WAIT,
+        || async move {
+            let n = ledger_ref.acknowledged_ids().len();
+            if n >= 300 {
+                Ok(Some(()))
+            } else {
+                Err(format!("{n} acknowledged"))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // The placement move.
+    ledger.step("placement.cluster c1 -> c2");
+    let moved_at = Instant::now();
+    streams
+        .patch(
+            "moving",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"placement": {"cluster": "c2"}}})),
+        )
+        .await
+        .expect("placement patched");
+
+    let seen: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
+    let seen_ref = &seen;
+    sim::wait::poll(
+        "status.transfer filled, then cleared with the stream in c2",
+        MOVE_WAIT,
+        || async move {
+            let s = streams.get("moving").await.map_err(|e| e.to_string())?;
+            let v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
+            let status = &v["status"];
+            let transfer = &status["transfer"];
+            let mut first = seen_ref.lock().map_err(|e| e.to_string())?;
+            if transfer.is_object() {
+                if first.is_none() {
+                    *first = Some(transfer.clone());
+                }
+                return Err(format!("moving: {transfer}"));
+            }
+            if first.is_some() && placed_in(status, "c2", 3) {
+                Ok(Some(()))
+            } else {
+                Err(format!(
+                    "transfer seen: {}; status: {status}",
+                    first.is_some()
+                ))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let move_time = moved_at.elapsed();
+    let transfer = seen
+        .lock()
+        .expect("not poisoned")
+        .clone()
+        .expect("a transfer was seen");
+    assert_eq!(transfer["to"], "c2", "{transfer}");
+    assert_eq!(transfer["from"], "c1", "{transfer}");
+    assert!(transfer["started"].is_string(), "{transfer}");
+
+    // The server agrees: the group's cluster is c2.
+    let info = jsapi::stream_info(&client, STREAM)
+        .await
+        .expect("STREAM.INFO")
+        .expect("the stream exists");
+    assert_eq!(info["cluster"]["name"], "c2", "{}", info["cluster"]);
+
+    // Stop traffic: the publisher finishes its run, the consumer drains, then everything stops.
+    tokio::time::timeout(Duration::from_secs(150), publisher)
+        .await
+        .expect("the publisher finishes")
+        .expect("the publisher task");
+    traffic::wait_drained(&ledger, &consumers, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    stop_tx.send(true).expect("traffic tasks listen");
+    let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), watch).await;
+
+    let f = ledger.figures(&consumers);
+    println!(
+        "placement move c1 -> c2: {:.1} s until status.transfer cleared; first transfer seen: {transfer}",
+        move_time.as_secs_f64()
+    );
+    println!(
+        "published {}, acknowledged {}, lost {}, duplicated {}, unacknowledged {}, ack timeouts {}, \
+         publish errors {}, max ack gap {} ms, leadership changes {}, delivered twice {}",
+        f.published,
+        f.acknowledged,
+        f.lost,
+        f.duplicated,
+        f.unacknowledged,
+        f.ack_timeouts,
+        f.publish_errors,
+        f.max_ack_gap_ms,
+        f.leadership_changes,
+        f.delivered_twice
+    );
+    assert!(f.acknowledged > 0, "{f:?}");
+    assert_eq!(f.lost, 0, "acknowledged messages lost: {f:?}");
+    assert_eq!(f.duplicated, 0, "messages stored twice: {f:?}");
+}
