@@ -141,6 +141,29 @@ pub async fn delete_stream(client: &async_nats::Client, name: &str) -> Result<bo
     absent_when(STREAM_NOT_FOUND, r).map(|v| v.is_some())
 }
 
+/// The CONSUMER.INFO of every consumer of a stream (CONSUMER.LIST, paged).
+pub async fn consumer_list(
+    client: &async_nats::Client,
+    stream: &str,
+) -> Result<Vec<Value>, JsApiError> {
+    let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
+    let mut all = Vec::new();
+    loop {
+        let page = request(client, subject.clone(), &json!({"offset": all.len()})).await?;
+        let got: Vec<Value> = page
+            .get("consumers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let total = page.get("total").and_then(Value::as_u64).unwrap_or(0);
+        let empty = got.is_empty();
+        all.extend(got);
+        if empty || all.len() as u64 >= total {
+            return Ok(all);
+        }
+    }
+}
+
 /// A consumer's CONSUMER.INFO answer, `None` when it (or its stream) does not exist.
 pub async fn consumer_info(
     client: &async_nats::Client,

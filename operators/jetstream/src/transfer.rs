@@ -5,7 +5,7 @@
 //! old one, or it lists more peers than the stream's replicas.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nats_api::jetstream::StreamTransfer;
+use nats_api::jetstream::{StreamTransfer, TransferConsumers};
 use serde_json::Value;
 
 use crate::server_state;
@@ -49,6 +49,31 @@ pub fn observe(
         replicas: state.replicas,
         consumers: previous.and_then(|p| p.consumers.clone()),
     })
+}
+
+/// The stream's consumers that have moved to `to`, from their CONSUMER.INFO answers: a
+/// consumer's group follows its stream's, and has moved once its leader is in `to` with no extra
+/// peers and every replica current. A consumer's replicas 0 means the stream's (`stream_replicas`).
+pub fn consumers_moved(to: &str, consumers: &[Value], stream_replicas: u64) -> TransferConsumers {
+    let moved = consumers
+        .iter()
+        .filter(|c| {
+            let state = server_state::of_consumer(c);
+            let wanted = match c.pointer("/config/num_replicas").and_then(Value::as_u64) {
+                Some(0) | None => stream_replicas,
+                Some(r) => r,
+            }
+            .max(1);
+            let peers = state.replicas.len() + usize::from(state.leader.is_some());
+            c.pointer("/cluster/name").and_then(Value::as_str) == Some(to)
+                && peers as u64 <= wanted
+                && state.replicas.iter().all(|r| r.current)
+        })
+        .count();
+    TransferConsumers {
+        moved: u32::try_from(moved).unwrap_or(u32::MAX),
+        total: u32::try_from(consumers.len()).unwrap_or(u32::MAX),
+    }
 }
 
 /// How soon to look again while a move runs: status.transfer follows it closely.
@@ -151,6 +176,34 @@ mod tests {
                 current: false,
                 lag: Some(9)
             }]
+        );
+    }
+
+    fn consumer(cluster: &str, leader: &str, replicas: &[(&str, bool)], r: u64) -> Value {
+        info(cluster, leader, replicas, r)
+    }
+
+    #[test]
+    fn consumers_count_as_moved_once_their_group_is_settled_in_the_target() {
+        let consumers = [
+            // Settled in c2, replicas inherited from the stream (0).
+            consumer("c2", "b1", &[("b2", true), ("b3", true)], 0),
+            // Leader in c2, old peers not yet dropped.
+            consumer("c2", "b1", &[("b2", true), ("b3", true), ("a1", true)], 3),
+            // Still in c1.
+            consumer("c1", "a1", &[("a2", true), ("a3", true)], 3),
+            // In c2, a replica catching up.
+            consumer("c2", "b1", &[("b2", true), ("b3", false)], 3),
+            // An R1 consumer of the R3 stream, moved.
+            consumer("c2", "b2", &[], 1),
+        ];
+        assert_eq!(
+            consumers_moved("c2", &consumers, 3),
+            TransferConsumers { moved: 2, total: 5 }
+        );
+        assert_eq!(
+            consumers_moved("c2", &[], 3),
+            TransferConsumers { moved: 0, total: 0 }
         );
     }
 

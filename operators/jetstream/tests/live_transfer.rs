@@ -194,7 +194,8 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
         .await
         .expect("placement patched");
 
-    let seen: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
+    // Every transfer record seen, in order.
+    let seen: std::sync::Mutex<Vec<Value>> = std::sync::Mutex::new(Vec::new());
     let seen_ref = &seen;
     sim::wait::poll(
         "status.transfer filled, then cleared with the stream in c2",
@@ -204,19 +205,19 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
             let v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
             let status = &v["status"];
             let transfer = &status["transfer"];
-            let mut first = seen_ref.lock().map_err(|e| e.to_string())?;
+            let mut records = seen_ref.lock().map_err(|e| e.to_string())?;
             if transfer.is_object() {
-                if first.is_none() {
-                    *first = Some(transfer.clone());
+                if records.last() != Some(transfer) {
+                    records.push(transfer.clone());
                 }
                 return Err(format!("moving: {transfer}"));
             }
-            if first.is_some() && placed_in(status, "c2", 3) {
+            if !records.is_empty() && placed_in(status, "c2", 3) {
                 Ok(Some(()))
             } else {
                 Err(format!(
-                    "transfer seen: {}; status: {status}",
-                    first.is_some()
+                    "transfer records seen: {}; status: {status}",
+                    records.len()
                 ))
             }
         },
@@ -224,14 +225,22 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     let move_time = moved_at.elapsed();
-    let transfer = seen
-        .lock()
-        .expect("not poisoned")
-        .clone()
-        .expect("a transfer was seen");
-    assert_eq!(transfer["to"], "c2", "{transfer}");
-    assert_eq!(transfer["from"], "c1", "{transfer}");
-    assert!(transfer["started"].is_string(), "{transfer}");
+    let records = seen.lock().expect("not poisoned").clone();
+    let (first, last) = (&records[0], &records[records.len() - 1]);
+    for t in &records {
+        assert_eq!(t["to"], "c2", "{t}");
+        assert_eq!(t["from"], "c1", "{t}");
+        assert_eq!(t["started"], first["started"], "{t}");
+        assert_eq!(
+            t["consumers"]["total"], 1,
+            "the reader consumer moves too: {t}"
+        );
+    }
+    let peak_peers = records
+        .iter()
+        .filter_map(|t| t["replicas"].as_array().map(Vec::len))
+        .max()
+        .unwrap_or(0);
 
     // The server agrees: the group's cluster is c2.
     let info = jsapi::stream_info(&client, STREAM)
@@ -254,8 +263,10 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
 
     let f = ledger.figures(&consumers);
     println!(
-        "placement move c1 -> c2: {:.1} s until status.transfer cleared; first transfer seen: {transfer}",
-        move_time.as_secs_f64()
+        "placement move c1 -> c2: {:.1} s until status.transfer cleared; {} distinct transfer \
+         records, up to {peak_peers} non-leader peers; first {first}; last {last}",
+        move_time.as_secs_f64(),
+        records.len()
     );
     println!(
         "published {}, acknowledged {}, lost {}, duplicated {}, unacknowledged {}, ack timeouts {}, \

@@ -490,6 +490,17 @@ async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, E
             }
         }
     };
+    // While a placement move runs, count the consumers that have followed the stream.
+    if let Some(Some(t)) = outcome.transfer.as_mut()
+        && let Some(to) = t.to.clone()
+        && let Ok(consumers) = jsapi::consumer_list(&client, &stream).await
+    {
+        let replicas = desired
+            .get("num_replicas")
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        t.consumers = Some(transfer::consumers_moved(&to, &consumers, replicas));
+    }
     // AdoptOrCreate fills omitted spec fields from the server after each write.
     if lifecycle::late_initializes(adoption)
         && plan != Plan::LateInitialize
