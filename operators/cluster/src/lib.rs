@@ -7,6 +7,7 @@
 //! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
+pub mod lifecycle;
 pub mod local_layout;
 pub mod objects;
 pub mod plan;

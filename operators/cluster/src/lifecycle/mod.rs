@@ -1,0 +1,124 @@
+//! The server-lifecycle port (ARCHITECTURE.md §2): the only way the cluster controller reaches
+//! its servers. The Kubernetes implementation writes ConfigMaps, StatefulSets and the cluster's
+//! shared objects and reads Pods; the sim's local implementation runs nats-server processes
+//! (a restart is lame duck, wait for exit, start with the new config). Everything else — rollout
+//! order, the gate, reload through `$SYS`, removal, status — is the same code over both.
+
+use std::future::Future;
+
+use nats_api::cluster::NatsCluster;
+
+use crate::plan::Layout;
+use crate::render::ServerPlan;
+
+/// A file a server reads beside its nats.conf (TLS material, a leaf remote's creds or CA), at the
+/// absolute path the [`Layout`] gave it. Kubernetes delivers these through Secret volumes and
+/// ignores them here; the local implementation writes them before the server (re)loads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerFile {
+    pub path: String,
+    pub contents: Vec<u8>,
+}
+
+/// One server as the controller wants it.
+#[derive(Clone, Debug)]
+pub struct DesiredServer {
+    pub ordinal: u32,
+    pub plan: ServerPlan,
+    /// The rendered nats.conf.
+    pub config: String,
+    /// The config revision (`objects::configmap::revision` of `config`) the workload is tagged with.
+    pub revision: String,
+    pub files: Vec<ServerFile>,
+}
+
+/// What the implementation observed of one server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedServer {
+    pub ordinal: u32,
+    pub server_name: String,
+    /// The workload exists (a StatefulSet; a process started and not yet deleted).
+    pub present: bool,
+    /// The pod is Ready / the process is up and its monitoring port answers `/healthz`.
+    pub ready: bool,
+    /// The revision the running workload was started under (pod template annotation; process).
+    pub revision: Option<String>,
+    /// How many times the server was (re)started by this implementation or its pod restarted.
+    pub restarts: u32,
+}
+
+/// Where a server is reached from the controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerAddress {
+    pub client_url: String,
+    pub monitor_url: String,
+}
+
+/// What an apply found in the way: objects of a rendered name the NatsCluster does not control,
+/// named `Kind/name`, which were left untouched (Ready=False, ReconcileFailed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub foreign: Vec<String>,
+}
+
+/// Why the port could not do what it was asked, naming the object.
+#[derive(Debug, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("{action} {object}: {reason}")]
+    Failed {
+        action: &'static str,
+        object: String,
+        reason: String,
+    },
+}
+
+/// How the cluster controller reaches the servers of a NatsCluster.
+pub trait ServerLifecycle: Send + Sync + 'static {
+    /// Where the servers of this NatsCluster listen and keep their files. Stable across calls
+    /// for the same cluster (the local implementation keeps the ports it allocated).
+    fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync>;
+
+    /// Writes what every server shares (Kubernetes: client, headless, gateway and leafnode
+    /// Services, PodDisruptionBudget, NetworkPolicy, cert-manager Certificates).
+    fn apply_shared(
+        &self,
+        cluster: &NatsCluster,
+        plans: &[ServerPlan],
+    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+
+    /// Writes the server's config and files only, leaving the running workload as it is: what
+    /// a reload reads.
+    fn write_config(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+
+    /// Writes config and files and the workload tagged with `server.revision`: starts a server
+    /// that is absent, restarts one running under another revision (Kubernetes: the pod
+    /// template changes; local: lame duck, wait for exit, start), leaves one on it alone.
+    fn apply_server(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+
+    /// Deletes server `ordinal`'s workload and config; its storage too when `remove_storage`
+    /// (Kubernetes: only a PVC carrying the server's labels).
+    fn delete_server(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        remove_storage: bool,
+    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+
+    /// Every server of the NatsCluster the implementation knows of, ordinal order, including
+    /// ones beyond `spec.replicas` still present.
+    fn observe(
+        &self,
+        cluster: &NatsCluster,
+    ) -> impl Future<Output = Result<Vec<ObservedServer>, LifecycleError>> + Send;
+
+    /// How the controller dials server `ordinal` (system connection, `/varz`, `/healthz`).
+    fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress;
+}
