@@ -1,0 +1,595 @@
+//! The sim's side of the server-lifecycle port: every server of a NatsCluster is a nats-server
+//! process on 127.0.0.1 with ports kept per cluster, its files under `root/<namespace>/<name>/<ordinal>/`.
+//!
+//! A restart is what a pod's preStop does: lame duck through `--signal ldm=<pidfile>`, wait for
+//! the process to exit (a deadline past the lame-duck duration, then SIGKILL), start again with
+//! the new config. A process that exits on its own is started again at the next look, counted
+//! as a restart — what the kubelet does for a container. Every process is killed when the
+//! [`LocalLifecycle`] drops.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nats_api::cluster::NatsCluster;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use super::{
+    Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
+};
+use crate::local_layout::{LOCAL_HOST, LocalLayout};
+use crate::plan::{Layout, Ports};
+use crate::render::ServerPlan;
+
+/// Resolves the nats-server binary of a version (the sim passes `sim::install::nats_server`).
+pub type BinaryResolver = Arc<dyn Fn(&str) -> Result<PathBuf, String> + Send + Sync>;
+
+/// Hands out a free TCP port on 127.0.0.1 (the sim passes `sim::ports::free_port`).
+pub type PortAllocator = Arc<dyn Fn() -> u16 + Send + Sync>;
+
+/// How long a lame-duck server may take to exit before it is killed: the rendered lame-duck
+/// duration (2m) plus its grace and some slack.
+pub const EXIT_DEADLINE: Duration = Duration::from_secs(150);
+/// How long a started process may take before its monitoring port answers at all.
+pub const START_DEADLINE: Duration = Duration::from_secs(20);
+const POLL: Duration = Duration::from_millis(50);
+const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The config file name inside a server's directory.
+pub const CONFIG_FILE: &str = "nats.conf";
+/// The log file name inside a server's directory (stdout and stderr of every run, appended).
+pub const LOG_FILE: &str = "server.log";
+
+/// A server process this implementation started.
+struct Running {
+    child: Child,
+    binary: PathBuf,
+    revision: String,
+}
+
+/// What is known of one server: its process (absent once deleted or between a stop and a
+/// start) and how often it was (re)started after the first start.
+struct Local {
+    server_name: String,
+    pid_file: String,
+    running: Option<Running>,
+    /// The revision last applied; the process comes back under it if it dies.
+    revision: String,
+    binary: PathBuf,
+}
+
+/// One server: its process behind a lock held for a whole start or restart, and what an
+/// observer reads without waiting for that lock.
+struct Entry {
+    server_name: String,
+    local: tokio::sync::Mutex<Local>,
+    restarts: AtomicU32,
+    pid: AtomicU32,
+}
+
+struct ClusterState {
+    ports: Vec<Ports>,
+    servers: BTreeMap<u32, Arc<Entry>>,
+}
+
+/// nats-server processes on loopback, one directory per server.
+pub struct LocalLifecycle {
+    root: PathBuf,
+    binary: BinaryResolver,
+    allocate: PortAllocator,
+    clusters: Mutex<HashMap<String, ClusterState>>,
+}
+
+impl std::fmt::Debug for LocalLifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLifecycle")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn key(cluster: &NatsCluster) -> String {
+    format!(
+        "{}/{}",
+        cluster.metadata.namespace.as_deref().unwrap_or("default"),
+        cluster.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn failed(
+    action: &'static str,
+    object: impl Into<String>,
+    reason: impl ToString,
+) -> LifecycleError {
+    LifecycleError::Failed {
+        action,
+        object: object.into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// A port the OS hands out for 127.0.0.1:0: free a moment ago.
+pub fn os_port() -> u16 {
+    std::net::TcpListener::bind((LOCAL_HOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+impl LocalLifecycle {
+    /// Servers under `root`, binaries from `binary`, ports from the OS.
+    pub fn new(root: impl Into<PathBuf>, binary: BinaryResolver) -> Self {
+        Self::with_ports(root, binary, Arc::new(os_port))
+    }
+
+    /// Servers under `root`, binaries from `binary`, ports from `allocate`.
+    pub fn with_ports(
+        root: impl Into<PathBuf>,
+        binary: BinaryResolver,
+        allocate: PortAllocator,
+    ) -> Self {
+        Self {
+            root: root.into(),
+            binary,
+            allocate,
+            clusters: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The directory the servers of `namespace/name` live under.
+    pub fn cluster_root(&self, namespace: &str, name: &str) -> PathBuf {
+        self.root.join(namespace).join(name)
+    }
+
+    fn state<R>(&self, f: impl FnOnce(&mut HashMap<String, ClusterState>) -> R) -> R {
+        // A poisoned lock only means another caller panicked mid-update of plain data.
+        let mut g = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g)
+    }
+
+    /// The ports of servers `0..replicas` of `namespace/name`, allocated on first ask and kept:
+    /// what a scenario reads to point another cluster's gateway or leaf remote at this one
+    /// before it exists.
+    pub fn reserve_ports(&self, namespace: &str, name: &str, replicas: u32) -> Vec<Ports> {
+        let k = format!("{namespace}/{name}");
+        let allocate = self.allocate.clone();
+        self.state(|m| {
+            let st = m.entry(k).or_insert_with(|| ClusterState {
+                ports: Vec::new(),
+                servers: BTreeMap::new(),
+            });
+            while st.ports.len() < replicas as usize {
+                st.ports.push(Ports {
+                    client: allocate(),
+                    monitor: allocate(),
+                    route: allocate(),
+                    gateway: allocate(),
+                    leafnode: allocate(),
+                });
+            }
+            st.ports.clone()
+        })
+    }
+
+    fn local_layout(&self, cluster: &NatsCluster) -> LocalLayout {
+        let ns = cluster.metadata.namespace.as_deref().unwrap_or("default");
+        let name = cluster.metadata.name.as_deref().unwrap_or_default();
+        let replicas = cluster.spec.replicas.max(0) as u32;
+        // Servers beyond replicas still present keep their ports.
+        let known = self.state(|m| {
+            m.get(&key(cluster))
+                .and_then(|s| s.servers.keys().next_back().map(|o| o + 1))
+                .unwrap_or(0)
+        });
+        let ports = self.reserve_ports(ns, name, replicas.max(known));
+        LocalLayout::new(self.cluster_root(ns, name), ports)
+    }
+
+    /// The pid of server `ordinal`'s process, while one runs: for the sim's faults.
+    pub fn pid(&self, namespace: &str, name: &str, ordinal: u32) -> Option<u32> {
+        let server = self.state(|m| {
+            m.get(&format!("{namespace}/{name}"))
+                .and_then(|s| s.servers.get(&ordinal).cloned())
+        })?;
+        Some(server.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
+    }
+
+    fn server_entry(
+        &self,
+        cluster: &NatsCluster,
+        plan: &ServerPlan,
+        ordinal: u32,
+        binary: &Path,
+        revision: &str,
+    ) -> Arc<Entry> {
+        self.state(|m| {
+            let st = m.entry(key(cluster)).or_insert_with(|| ClusterState {
+                ports: Vec::new(),
+                servers: BTreeMap::new(),
+            });
+            st.servers
+                .entry(ordinal)
+                .or_insert_with(|| {
+                    Arc::new(Entry {
+                        server_name: plan.server_name.clone(),
+                        local: tokio::sync::Mutex::new(Local {
+                            server_name: plan.server_name.clone(),
+                            pid_file: plan.pid_file.clone(),
+                            running: None,
+                            revision: revision.to_string(),
+                            binary: binary.to_path_buf(),
+                        }),
+                        restarts: AtomicU32::new(0),
+                        pid: AtomicU32::new(0),
+                    })
+                })
+                .clone()
+        })
+    }
+
+    fn resolve(&self, cluster: &NatsCluster) -> Result<PathBuf, LifecycleError> {
+        (self.binary)(&cluster.spec.version).map_err(|e| {
+            failed(
+                "resolve nats-server",
+                format!("version {}", cluster.spec.version),
+                e,
+            )
+        })
+    }
+}
+
+fn write_file(path: &Path, contents: &[u8], object: &str) -> Result<(), LifecycleError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            failed(
+                "create directory",
+                object,
+                format!("{}: {e}", parent.display()),
+            )
+        })?;
+    }
+    std::fs::write(path, contents)
+        .map_err(|e| failed("write file", object, format!("{}: {e}", path.display())))
+}
+
+fn write_server_files(dir: &Path, server: &DesiredServer) -> Result<(), LifecycleError> {
+    let object = format!("server {}", server.plan.server_name);
+    for f in &server.files {
+        write_file(Path::new(&f.path), &f.contents, &object)?;
+    }
+    write_file(&dir.join(CONFIG_FILE), server.config.as_bytes(), &object)
+}
+
+/// Whether an HTTP server answers on `port`, and with which status code.
+async fn http_status(port: u16, path: &str) -> Option<u16> {
+    let attempt = async {
+        let mut s = tokio::net::TcpStream::connect((LOCAL_HOST, port))
+            .await
+            .ok()?;
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {LOCAL_HOST}\r\n\r\n");
+        s.write_all(req.as_bytes()).await.ok()?;
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        // The status line ends before the 64th byte.
+        while n < buf.len() {
+            let got = s.read(&mut buf[n..]).await.ok()?;
+            if got == 0 {
+                break;
+            }
+            n += got;
+            if buf[..n].contains(&b'\n') {
+                break;
+            }
+        }
+        let line = String::from_utf8_lossy(&buf[..n]).to_string();
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(HEALTHZ_TIMEOUT, attempt)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The tail of a server's log, for errors.
+fn log_tail(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join(LOG_FILE)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+async fn start(
+    dir: &Path,
+    binary: &Path,
+    revision: &str,
+    monitor: u16,
+    object: &str,
+) -> Result<Running, LifecycleError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        failed(
+            "create directory",
+            object,
+            format!("{}: {e}", dir.display()),
+        )
+    })?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(LOG_FILE))
+        .map_err(|e| failed("open log", object, e))?;
+    let log2 = log.try_clone().map_err(|e| failed("open log", object, e))?;
+    let mut child = Command::new(binary)
+        .arg("-c")
+        .arg(dir.join(CONFIG_FILE))
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| failed("start", object, format!("{}: {e}", binary.display())))?;
+    // Started once the monitoring port answers anything (healthz may say 503 until the
+    // JetStream meta group forms, which needs the peers).
+    let deadline = tokio::time::Instant::now() + START_DEADLINE;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(failed(
+                "start",
+                object,
+                format!("exited with {status}; log:\n{}", log_tail(dir)),
+            ));
+        }
+        if http_status(monitor, "/healthz").await.is_some() {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let _ = child.start_kill();
+            return Err(failed(
+                "start",
+                object,
+                format!(
+                    "monitoring port {monitor} silent after {START_DEADLINE:?}; log:\n{}",
+                    log_tail(dir)
+                ),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(Running {
+        child,
+        binary: binary.to_path_buf(),
+        revision: revision.to_string(),
+    })
+}
+
+/// Lame duck through the pid file, wait for exit, SIGKILL at the deadline.
+async fn stop(mut running: Running, pid_file: &str, object: &str) -> Result<(), LifecycleError> {
+    if let Ok(Some(_)) = running.child.try_wait() {
+        return Ok(());
+    }
+    let signalled = Command::new(&running.binary)
+        .arg("--signal")
+        .arg(format!("ldm={pid_file}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .await;
+    let ok = matches!(&signalled, Ok(o) if o.status.success());
+    if !ok {
+        // Without lame duck the server still has to go: kill it and say nothing worse.
+        tracing::warn!(
+            server = object,
+            ?signalled,
+            "lame-duck signal failed, killing"
+        );
+        let _ = running.child.start_kill();
+    }
+    match tokio::time::timeout(EXIT_DEADLINE, running.child.wait()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(failed("wait for exit", object, e)),
+        Err(_) => {
+            let _ = running.child.start_kill();
+            let _ = running.child.wait().await;
+            tracing::warn!(server = object, "not gone within {EXIT_DEADLINE:?}, killed");
+            Ok(())
+        }
+    }
+}
+
+impl Entry {
+    fn started(&self, local: &mut Local, running: Running) {
+        self.pid
+            .store(running.child.id().unwrap_or(0), Ordering::SeqCst);
+        local.running = Some(running);
+    }
+
+    fn restarted(&self) {
+        self.restarts.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Starts the process again if it exited on its own (the kubelet's restart).
+    async fn revive(
+        &self,
+        local: &mut Local,
+        dir: &Path,
+        monitor: u16,
+    ) -> Result<(), LifecycleError> {
+        let exited = match local.running.as_mut() {
+            Some(r) => matches!(r.child.try_wait(), Ok(Some(_))),
+            None => return Ok(()),
+        };
+        if exited {
+            local.running = None;
+            self.pid.store(0, Ordering::SeqCst);
+            let object = format!("server {}", local.server_name);
+            tracing::info!(server = %local.server_name, "exited on its own, starting again");
+            let r = start(dir, &local.binary, &local.revision, monitor, &object).await?;
+            self.started(local, r);
+            self.restarted();
+        }
+        Ok(())
+    }
+}
+
+impl ServerLifecycle for LocalLifecycle {
+    fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync> {
+        Box::new(self.local_layout(cluster))
+    }
+
+    async fn apply_shared(
+        &self,
+        cluster: &NatsCluster,
+        _plans: &[ServerPlan],
+    ) -> Result<Applied, LifecycleError> {
+        // Nothing is shared between local processes but the root directory.
+        let dir = self.local_layout(cluster).root;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            failed(
+                "create directory",
+                key(cluster),
+                format!("{}: {e}", dir.display()),
+            )
+        })?;
+        Ok(Applied::default())
+    }
+
+    async fn write_config(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> Result<Applied, LifecycleError> {
+        let dir = self.local_layout(cluster).server_dir(server.ordinal);
+        write_server_files(&dir, server)?;
+        Ok(Applied::default())
+    }
+
+    async fn apply_server(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> Result<Applied, LifecycleError> {
+        let layout = self.local_layout(cluster);
+        let dir = layout.server_dir(server.ordinal);
+        let monitor = layout.ports(server.ordinal).monitor;
+        let binary = self.resolve(cluster)?;
+        let object = format!("server {}", server.plan.server_name);
+        let entry = self.server_entry(
+            cluster,
+            &server.plan,
+            server.ordinal,
+            &binary,
+            &server.revision,
+        );
+        let mut guard = entry.local.lock().await;
+        let local = &mut *guard;
+        entry.revive(local, &dir, monitor).await?;
+        let current = local
+            .running
+            .as_ref()
+            .is_some_and(|r| r.revision == server.revision && r.binary == binary);
+        write_server_files(&dir, server)?;
+        local.revision = server.revision.clone();
+        local.binary = binary.clone();
+        local.pid_file = server.plan.pid_file.clone();
+        if current {
+            return Ok(Applied::default());
+        }
+        let restart = match local.running.take() {
+            Some(r) => {
+                entry.pid.store(0, Ordering::SeqCst);
+                stop(r, &local.pid_file, &object).await?;
+                true
+            }
+            None => false,
+        };
+        let r = start(&dir, &binary, &server.revision, monitor, &object).await?;
+        entry.started(local, r);
+        if restart {
+            entry.restarted();
+        }
+        Ok(Applied::default())
+    }
+
+    async fn delete_server(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        remove_storage: bool,
+    ) -> Result<Applied, LifecycleError> {
+        let dir = self.local_layout(cluster).server_dir(ordinal);
+        let entry = self.state(|m| {
+            m.get_mut(&key(cluster))
+                .and_then(|s| s.servers.remove(&ordinal))
+        });
+        let object = format!("{} server {ordinal}", key(cluster));
+        if let Some(entry) = entry {
+            let mut local = entry.local.lock().await;
+            entry.pid.store(0, Ordering::SeqCst);
+            if let Some(r) = local.running.take() {
+                stop(r, &local.pid_file, &object).await?;
+            }
+        }
+        let gone = if remove_storage {
+            std::fs::remove_dir_all(&dir)
+        } else {
+            // The config goes with the workload; the store stays, as a PVC would.
+            std::fs::remove_file(dir.join(CONFIG_FILE))
+        };
+        match gone {
+            Ok(()) => Ok(Applied::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Applied::default()),
+            Err(e) => Err(failed("remove", object, format!("{}: {e}", dir.display()))),
+        }
+    }
+
+    async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
+        let layout = self.local_layout(cluster);
+        let servers: Vec<(u32, Arc<Entry>)> = self.state(|m| {
+            m.get(&key(cluster))
+                .map(|s| s.servers.iter().map(|(o, l)| (*o, l.clone())).collect())
+                .unwrap_or_default()
+        });
+        let mut out = Vec::with_capacity(servers.len());
+        for (ordinal, entry) in servers {
+            let monitor = layout.ports(ordinal).monitor;
+            // A server being restarted is observed as it stands, without waiting for the restart.
+            let (running, revision) = match entry.local.try_lock() {
+                Ok(mut guard) => {
+                    let local = &mut *guard;
+                    if let Err(e) = entry
+                        .revive(local, &layout.server_dir(ordinal), monitor)
+                        .await
+                    {
+                        tracing::warn!(error = %e, "a server that exited did not start again");
+                    }
+                    (
+                        local.running.is_some(),
+                        local.running.as_ref().map(|r| r.revision.clone()),
+                    )
+                }
+                Err(_) => (false, None),
+            };
+            let ready = running && http_status(monitor, "/healthz").await == Some(200);
+            out.push(ObservedServer {
+                ordinal,
+                server_name: entry.server_name.clone(),
+                present: true,
+                ready,
+                revision,
+                restarts: entry.restarts.load(Ordering::SeqCst),
+            });
+        }
+        Ok(out)
+    }
+
+    fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress {
+        let ports = self.local_layout(cluster).ports(ordinal);
+        ServerAddress {
+            client_url: format!("nats://{LOCAL_HOST}:{}", ports.client),
+            monitor_url: format!("http://{LOCAL_HOST}:{}", ports.monitor),
+        }
+    }
+}
