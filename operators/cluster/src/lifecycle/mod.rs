@@ -4,6 +4,8 @@
 //! (a restart is lame duck, wait for exit, start with the new config). Everything else — rollout
 //! order, the gate, reload through `$SYS`, removal, status — is the same code over both.
 
+pub mod local;
+
 use std::future::Future;
 
 use nats_api::cluster::NatsCluster;
