@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod config;
 pub mod duration;
+pub mod host;
 pub mod install;
 pub mod k3s;
 pub mod ledger;

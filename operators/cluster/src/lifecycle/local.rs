@@ -197,6 +197,24 @@ impl LocalLifecycle {
         Some(server.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
     }
 
+    /// Kills every process at once (SIGKILL), without lame duck: for a host going away while
+    /// a controller task may still hold this lifecycle. A server in the middle of a restart is
+    /// left to its own drop.
+    pub fn kill_all(&self) {
+        let entries: Vec<Arc<Entry>> = self.state(|m| {
+            m.values()
+                .flat_map(|s| s.servers.values().cloned())
+                .collect()
+        });
+        for e in entries {
+            if let Ok(mut local) = e.local.try_lock()
+                && let Some(r) = local.running.as_mut()
+            {
+                let _ = r.child.start_kill();
+            }
+        }
+    }
+
     fn server_entry(
         &self,
         cluster: &NatsCluster,

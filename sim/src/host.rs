@@ -1,0 +1,490 @@
+//! The local backend's control plane (ARCHITECTURE §3): a real kube-apiserver with the CRDs
+//! installed, and the controllers running in-process as tokio tasks against it — the JetStream
+//! controller and the cluster controller on the local server lifecycle, so a NatsCluster applied
+//! here becomes nats-server processes on 127.0.0.1.
+//!
+//! Scenario steps reach the controllers through a [`Host`]: apply a manifest (server-side apply
+//! of every document), annotate an object, wait for a condition, restart a controller (its task
+//! aborted and started again from nothing, as a pod restart would).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cluster_controller::lifecycle::local::LocalLifecycle;
+use futures::future::BoxFuture;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+use kube::{Api, Client};
+use serde::Deserialize;
+use tokio::task::JoinHandle;
+
+use crate::apiserver::{ApiServer, ApiServerError, Flavor};
+
+/// The field manager the sim applies manifests as (a user's `kubectl apply --server-side`).
+pub const FIELD_MANAGER: &str = "sim";
+/// The namespace an object reference without one names.
+pub const DEFAULT_NAMESPACE: &str = "nats";
+const POLL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(transparent)]
+    ApiServer(#[from] ApiServerError),
+    #[error("creating the servers' directory: {0}")]
+    Dir(#[source] std::io::Error),
+    #[error("reading manifest {path}: {source}")]
+    ReadManifest {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("manifest {path}, document {index}: {message}")]
+    BadDocument {
+        path: PathBuf,
+        index: usize,
+        message: String,
+    },
+    #[error("no kind {kind} is served (apiVersion {api_version})")]
+    UnknownKind { kind: String, api_version: String },
+    #[error("discovery: {0}")]
+    Discovery(#[source] kube::Error),
+    #[error("applying {object}: {source}")]
+    Apply {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("object reference {0:?} is not Kind/name or Kind/namespace/name")]
+    BadReference(String),
+    #[error("annotation {0:?} is not key=value (or key- to remove it)")]
+    BadAnnotation(String),
+    #[error("annotating {object}: {source}")]
+    Annotate {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{object} has no condition {condition} within {waited:?} (last: {last})")]
+    ConditionTimeout {
+        object: String,
+        condition: String,
+        waited: Duration,
+        last: String,
+    },
+    #[error("no controller named {0} (known: jetstream, cluster)")]
+    UnknownController(String),
+}
+
+/// Starts one controller's task from nothing: what a restart runs again.
+pub type ControllerFactory =
+    Arc<dyn Fn(Client, Arc<LocalLifecycle>) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The controllers the host knows how to run.
+pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
+    let mut m: BTreeMap<&'static str, ControllerFactory> = BTreeMap::new();
+    m.insert(
+        "jetstream",
+        Arc::new(|client, _| {
+            Box::pin(async move {
+                let ctx = jetstream_controller::controller::context(
+                    client,
+                    jetstream_controller::controller::Settings {
+                        // Short enough that a scenario sees drift corrected within its steps.
+                        resync: Duration::from_secs(10),
+                    },
+                    controller_kit::metrics::Metrics::default(),
+                );
+                jetstream_controller::controller::run(ctx).await;
+            })
+        }),
+    );
+    m
+}
+
+struct Running {
+    factory: ControllerFactory,
+    task: JoinHandle<()>,
+    restarts: u32,
+}
+
+/// A kube-apiserver, the local server lifecycle, and the controllers running against them.
+pub struct Host {
+    // Field order is drop order: the controllers stop first, then the servers they started,
+    // then the apiserver, then the directory.
+    running: Mutex<BTreeMap<String, Running>>,
+    lifecycle: Arc<LocalLifecycle>,
+    api: ApiServer,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("api", &self.api)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let running = std::mem::take(&mut *self.lock());
+        for (_, r) in running {
+            r.task.abort();
+        }
+        // An aborted task drops its share of the lifecycle only when the runtime next polls it;
+        // the processes must not wait for that.
+        self.lifecycle.kill_all();
+    }
+}
+
+/// An object named by a scenario: `Kind/name` (namespace [`DEFAULT_NAMESPACE`]) or
+/// `Kind/namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectRef {
+    pub fn parse(text: &str) -> Result<Self, HostError> {
+        let parts: Vec<&str> = text.split('/').collect();
+        let (kind, namespace, name) = match parts.as_slice() {
+            [k, n] => (*k, DEFAULT_NAMESPACE, *n),
+            [k, ns, n] => (*k, *ns, *n),
+            _ => return Err(HostError::BadReference(text.into())),
+        };
+        if kind.is_empty() || namespace.is_empty() || name.is_empty() {
+            return Err(HostError::BadReference(text.into()));
+        }
+        Ok(Self {
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// `Type` (status True) or `Type=Status`.
+pub fn parse_condition(text: &str) -> (String, String) {
+    match text.split_once('=') {
+        Some((t, s)) => (t.trim().into(), s.trim().into()),
+        None => (text.trim().into(), "True".into()),
+    }
+}
+
+/// The status of condition `type_` of an object, with its reason and message.
+pub fn condition_of(obj: &serde_json::Value, type_: &str) -> Option<(String, String, String)> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("status"), s("reason"), s("message"))
+        })
+}
+
+/// Replaces every `${name}` of `vars` in a manifest's text: how a scenario points a manifest at
+/// servers whose ports are only known at run time.
+pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = text.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("${{{k}}}"), v);
+    }
+    out
+}
+
+impl Host {
+    /// Starts kube-apiserver 1.20, installs every CRD, creates `namespaces`, and runs the
+    /// named controllers (see [`controllers`]).
+    pub async fn start(namespaces: &[&str], run: &[&str]) -> Result<Self, HostError> {
+        let api = ApiServer::start(Flavor::Kube120).await?;
+        api.install_crds(&nats_api::crds::all()).await?;
+        for ns in namespaces {
+            api.create_namespace(ns).await?;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("sim-host-")
+            .tempdir()
+            .map_err(HostError::Dir)?;
+        let lifecycle = Arc::new(LocalLifecycle::with_ports(
+            dir.path().join("servers"),
+            Arc::new(|v: &str| crate::install::nats_server(v).map_err(|e| e.to_string())),
+            Arc::new(crate::ports::free_port),
+        ));
+        let host = Host {
+            running: Mutex::new(BTreeMap::new()),
+            lifecycle,
+            api,
+            dir,
+        };
+        let known = controllers();
+        for name in run {
+            let factory = known
+                .get(name)
+                .cloned()
+                .ok_or_else(|| HostError::UnknownController((*name).into()))?;
+            host.spawn(name, factory);
+        }
+        Ok(host)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Running>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn spawn(&self, name: &str, factory: ControllerFactory) {
+        let task = tokio::spawn(factory(self.api.client(), self.lifecycle.clone()));
+        self.lock().insert(
+            name.into(),
+            Running {
+                factory,
+                task,
+                restarts: 0,
+            },
+        );
+    }
+
+    /// Runs another controller (e.g. one a test brings itself).
+    pub fn add_controller(&self, name: &str, factory: ControllerFactory) {
+        self.spawn(name, factory);
+    }
+
+    pub fn client(&self) -> Client {
+        self.api.client()
+    }
+    pub fn api(&self) -> &ApiServer {
+        &self.api
+    }
+    pub fn lifecycle(&self) -> &Arc<LocalLifecycle> {
+        &self.lifecycle
+    }
+    /// The names of the controllers running.
+    pub fn controller_names(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+    /// Whether a controller's task is still running (a controller never ends on its own).
+    pub fn controller_running(&self, name: &str) -> bool {
+        self.lock().get(name).is_some_and(|r| !r.task.is_finished())
+    }
+    /// How often a controller was restarted.
+    pub fn controller_restarts(&self, name: &str) -> Option<u32> {
+        self.lock().get(name).map(|r| r.restarts)
+    }
+
+    /// Aborts a controller's task, waits for it to end, and starts it again from nothing.
+    pub async fn restart_controller(&self, name: &str) -> Result<(), HostError> {
+        let old = self
+            .lock()
+            .remove(name)
+            .ok_or_else(|| HostError::UnknownController(name.into()))?;
+        old.task.abort();
+        // Cancelled is the expected end; a panic would have ended it earlier and is logged.
+        if let Err(e) = old.task.await
+            && !e.is_cancelled()
+        {
+            tracing::warn!(controller = name, error = %e, "controller task had failed");
+        }
+        let task = tokio::spawn((old.factory)(self.api.client(), self.lifecycle.clone()));
+        self.lock().insert(
+            name.into(),
+            Running {
+                factory: old.factory,
+                task,
+                restarts: old.restarts + 1,
+            },
+        );
+        Ok(())
+    }
+
+    async fn resource_of(
+        &self,
+        gvk: &GroupVersionKind,
+    ) -> Result<(ApiResource, ApiCapabilities), HostError> {
+        kube::discovery::pinned_kind(&self.client(), gvk)
+            .await
+            .map_err(|_| HostError::UnknownKind {
+                kind: gvk.kind.clone(),
+                api_version: gvk.api_version(),
+            })
+    }
+
+    /// The resource serving `kind` (any group), found by discovery.
+    async fn resource_of_kind(
+        &self,
+        kind: &str,
+    ) -> Result<(ApiResource, ApiCapabilities), HostError> {
+        let discovery = Discovery::new(self.client())
+            .run()
+            .await
+            .map_err(HostError::Discovery)?;
+        for group in discovery.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                if ar.kind == kind {
+                    return Ok((ar, caps));
+                }
+            }
+        }
+        Err(HostError::UnknownKind {
+            kind: kind.into(),
+            api_version: "any".into(),
+        })
+    }
+
+    fn dynamic(&self, ar: &ApiResource, caps: &ApiCapabilities, ns: &str) -> Api<DynamicObject> {
+        match caps.scope {
+            Scope::Cluster => Api::all_with(self.client(), ar),
+            Scope::Namespaced => Api::namespaced_with(self.client(), ns, ar),
+        }
+    }
+
+    /// Server-side applies every document of a manifest file (after [`substitute`]); returns
+    /// the objects applied as `Kind/namespace/name`.
+    pub async fn apply_manifest(
+        &self,
+        path: &Path,
+        vars: &BTreeMap<String, String>,
+    ) -> Result<Vec<String>, HostError> {
+        let text = std::fs::read_to_string(path).map_err(|source| HostError::ReadManifest {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.apply_text(path, &substitute(&text, vars)).await
+    }
+
+    /// Server-side applies every document of `text` (`origin` names it in errors).
+    pub async fn apply_text(&self, origin: &Path, text: &str) -> Result<Vec<String>, HostError> {
+        let mut applied = Vec::new();
+        for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+            let bad = |message: String| HostError::BadDocument {
+                path: origin.to_path_buf(),
+                index,
+                message,
+            };
+            let value = serde_yaml::Value::deserialize(doc).map_err(|e| bad(e.to_string()))?;
+            if value.is_null() {
+                continue;
+            }
+            let obj: DynamicObject =
+                serde_yaml::from_value(value).map_err(|e| bad(e.to_string()))?;
+            let types = obj
+                .types
+                .clone()
+                .ok_or_else(|| bad("no apiVersion/kind".into()))?;
+            let gvk = GroupVersionKind::try_from(&types).map_err(|e| bad(e.to_string()))?;
+            let (ar, caps) = self.resource_of(&gvk).await?;
+            let name = obj
+                .metadata
+                .name
+                .clone()
+                .ok_or_else(|| bad("no metadata.name".into()))?;
+            let ns = obj
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
+            let object = format!("{}/{ns}/{name}", gvk.kind);
+            self.dynamic(&ar, &caps, &ns)
+                .patch(
+                    &name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&obj),
+                )
+                .await
+                .map_err(|source| HostError::Apply {
+                    object: object.clone(),
+                    source,
+                })?;
+            applied.push(object);
+        }
+        Ok(applied)
+    }
+
+    /// Reads an object as JSON.
+    pub async fn get(&self, object: &ObjectRef) -> Result<serde_json::Value, HostError> {
+        let (ar, caps) = self.resource_of_kind(&object.kind).await?;
+        let got = self
+            .dynamic(&ar, &caps, &object.namespace)
+            .get(&object.name)
+            .await
+            .map_err(|source| HostError::Apply {
+                object: object.to_string(),
+                source,
+            })?;
+        serde_json::to_value(got).map_err(|e| HostError::Apply {
+            object: object.to_string(),
+            source: kube::Error::SerdeError(e),
+        })
+    }
+
+    /// Sets (`key=value`) or removes (`key-`) an annotation, as `kubectl annotate` does.
+    pub async fn annotate(&self, object: &ObjectRef, annotation: &str) -> Result<(), HostError> {
+        let value = match annotation.split_once('=') {
+            Some((k, v)) if !k.is_empty() => serde_json::json!({ k: v }),
+            _ => match annotation.strip_suffix('-') {
+                Some(k) if !k.is_empty() => serde_json::json!({ k: null }),
+                _ => return Err(HostError::BadAnnotation(annotation.into())),
+            },
+        };
+        let (ar, caps) = self.resource_of_kind(&object.kind).await?;
+        self.dynamic(&ar, &caps, &object.namespace)
+            .patch(
+                &object.name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "metadata": { "annotations": value } })),
+            )
+            .await
+            .map_err(|source| HostError::Annotate {
+                object: object.to_string(),
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Waits until the object's condition `condition` (`Type` or `Type=Status`) holds.
+    pub async fn wait_condition(
+        &self,
+        object: &ObjectRef,
+        condition: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, HostError> {
+        let (type_, want) = parse_condition(condition);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (ar, caps) = self.resource_of_kind(&object.kind).await?;
+        let api = self.dynamic(&ar, &caps, &object.namespace);
+        loop {
+            let last = match api.get_opt(&object.name).await {
+                Ok(Some(got)) => {
+                    let v = serde_json::to_value(&got).unwrap_or_default();
+                    match condition_of(&v, &type_) {
+                        Some((s, _, _)) if s == want => return Ok(v),
+                        Some((s, r, m)) => format!("{type_}={s} {r}: {m}"),
+                        None => format!("no {type_} condition"),
+                    }
+                }
+                Ok(None) => "not found".into(),
+                Err(e) => e.to_string(),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::ConditionTimeout {
+                    object: object.to_string(),
+                    condition: condition.into(),
+                    waited: timeout,
+                    last,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
