@@ -1,10 +1,11 @@
 //! The auth controller: NATS operator, accounts and users as resources.
 //!
-//! This crate holds the pure core (design §5.1–§5.4, §7): one function per rule, each with its
-//! table of cases beside it. Nothing here talks to Kubernetes; the live tests talk to real
-//! nats-server processes.
+//! The pure core (design §5.1–§5.4, §7): one function per rule, each with its table of cases
+//! beside it; and [`controller`], the Kubernetes shell that gathers inputs, asks the core and
+//! writes what it decided (Secrets, status, Events, JWT pushes).
 
 pub mod account;
+pub mod controller;
 pub mod deletions;
 pub mod distribution;
 pub mod exports;

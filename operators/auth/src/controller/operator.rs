@@ -1,0 +1,322 @@
+//! NatsOperator: its keys, the NATS operator JWT (signing keys, system account, strict signing),
+//! the system account JWT it signs into its status (no expiry, the stepdown imports), and
+//! status.deletedAccounts for accounts whose grant was withdrawn.
+
+use std::sync::Arc;
+
+use kube::api::{Api, ListParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{
+    DeletedAccount, GeneratedKind, NatsAccount, NatsOperator, NatsOperatorStatus,
+    NatsSystemAccount, SystemAccountState, condition, reason,
+};
+use nats_api::nats::NatsReferenceGrant;
+use nats_claims::{Account, Operator};
+
+use super::keys::{self, Subject};
+use super::{
+    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, retry_later,
+    settled, sign_stable, unix_now, write_status,
+};
+use crate::account::{AccountInput, system_account_claims};
+use crate::{deletions, exports, grants, operator as core};
+
+/// The NatsOperator controller: wakes on its system accounts, accounts and grants.
+pub(crate) async fn controller(ctx: Arc<Context>) {
+    let c = super::controller_for::<NatsOperator>(&ctx);
+    let c = super::wake_all_on::<NatsOperator, NatsSystemAccount>(c, &ctx);
+    let c = super::wake_all_on::<NatsOperator, NatsAccount>(c, &ctx);
+    let c = super::wake_all_on::<NatsOperator, NatsReferenceGrant>(c, &ctx);
+    super::drive(c, ctx, |obj, ctx| {
+        Box::pin(super::instrumented(obj, ctx, reconcile))
+    })
+    .await;
+}
+
+/// Where a NatsAccount's operatorRef points: (namespace, name).
+pub(crate) fn operator_of(a: &NatsAccount) -> (String, String) {
+    let ns = a.namespace().unwrap_or_default();
+    (
+        a.spec.operator_ref.namespace.clone().unwrap_or(ns),
+        a.spec.operator_ref.name.clone(),
+    )
+}
+
+/// Every NatsAccount naming NatsOperator `namespace`/`name`.
+pub(crate) async fn accounts_of(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<NatsAccount>, Error> {
+    let all = Api::<NatsAccount>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err("NatsAccount list"))?;
+    Ok(all
+        .items
+        .into_iter()
+        .filter(|a| operator_of(a) == (namespace.to_string(), name.to_string()))
+        .collect())
+}
+
+async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let ns = op.namespace().unwrap_or_default();
+    let name = op.name_any();
+    let generation = op.meta().generation;
+    let prev = op.status.clone().unwrap_or_default();
+    let prev_conds = previous_conditions(&*op);
+    let refuse = async |status: NatsOperatorStatus, conds: Vec<Cond>| -> Result<Action, Error> {
+        let status = NatsOperatorStatus {
+            observed_generation: generation,
+            conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+            ..status
+        };
+        write_status(&ctx, &*op, &status).await?;
+        Ok(Action::requeue(retry_later(&ctx, &*op)))
+    };
+    let not_ready = |reason: &'static str, message: String| {
+        vec![Cond::new(condition::READY, false, reason, message)]
+    };
+
+    // The offline identity is the subject of spec.jwt.
+    let offline = match &op.spec.jwt {
+        None => None,
+        Some(jwt) => match nats_claims::decode::<Operator>(jwt) {
+            Ok(c) => Some(c.subject),
+            Err(e) => {
+                return refuse(
+                    prev.clone(),
+                    not_ready(reason::INVALID_JWT, format!("spec.jwt: {e}")),
+                )
+                .await;
+            }
+        },
+    };
+    let keys = match keys::resolve(
+        &ctx,
+        Subject {
+            kind: GeneratedKind::Operator,
+            namespace: &ns,
+            name: &name,
+            keys: op.spec.keys.as_ref(),
+            offline,
+            recorded: prev.public_key.as_deref(),
+            may_generate: true,
+        },
+    )
+    .await?
+    {
+        Ok(k) => k,
+        Err(e) => {
+            return refuse(prev.clone(), not_ready(e.reason(), e.message())).await;
+        }
+    };
+    let mut status = NatsOperatorStatus {
+        public_key: Some(keys.public_key.clone()),
+        signing_keys: keys.signing_public_keys(),
+        seed_secrets: Some(keys.seed_secrets.clone()),
+        jwt: prev.jwt.clone(),
+        system_account: prev.system_account.clone(),
+        deleted_accounts: prev.deleted_accounts.clone(),
+        ..NatsOperatorStatus::default()
+    };
+
+    // The system account spec.systemAccountRef selects.
+    let sys_ns = op
+        .spec
+        .system_account_ref
+        .namespace
+        .clone()
+        .unwrap_or_else(|| ns.clone());
+    let sys_name = op.spec.system_account_ref.name.clone();
+    let sys = Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &sys_ns)
+        .get_opt(&sys_name)
+        .await
+        .map_err(kube_err(describe(&*op)))?;
+    let Some(sys) = sys else {
+        let message = format!("systemAccountRef {sys_ns}/{sys_name} not found");
+        return refuse(
+            status,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    message.clone(),
+                ),
+                Cond::new(
+                    condition::REFERENCES_RESOLVED,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    message,
+                ),
+            ],
+        )
+        .await;
+    };
+    let sys_status = sys.status.clone().unwrap_or_default();
+    let sys_keys = match keys::resolve(
+        &ctx,
+        Subject {
+            kind: GeneratedKind::SystemAccount,
+            namespace: &sys_ns,
+            name: &sys_name,
+            keys: sys.spec.keys.as_ref(),
+            offline: sys.spec.public_key.clone(),
+            recorded: sys_status.public_key.as_deref(),
+            may_generate: true,
+        },
+    )
+    .await?
+    {
+        Ok(k) => k,
+        Err(e) => {
+            return refuse(
+                status,
+                not_ready(
+                    e.reason(),
+                    format!("system account {sys_ns}/{sys_name}: {}", e.message()),
+                ),
+            )
+            .await;
+        }
+    };
+    let now = unix_now();
+
+    // The NATS operator JWT: checked when kept offline, else signed by the identity.
+    let signing = keys.signing_public_keys();
+    let operator_jwt = match (&op.spec.jwt, &keys.identity) {
+        (Some(jwt), _) => match core::check_offline_operator(jwt, &signing, &sys_keys.public_key) {
+            Ok(_) => jwt.clone(),
+            Err(e) => {
+                return refuse(status, not_ready(reason::INVALID_JWT, e.to_string())).await;
+            }
+        },
+        (None, Some(identity)) => {
+            let claims =
+                core::operator_claims(&name, &keys.public_key, &signing, &sys_keys.public_key);
+            match sign_stable::<Operator, _>(prev.jwt.as_deref(), now, |iat| {
+                core::sign_operator(&claims, identity, iat)
+            }) {
+                Ok(j) => j,
+                Err(e) => {
+                    return refuse(status, not_ready(reason::INVALID_KEYS, e.to_string())).await;
+                }
+            }
+        }
+        (None, None) => {
+            return refuse(
+                status,
+                not_ready(reason::INVALID_KEYS, "no identity seed".into()),
+            )
+            .await;
+        }
+    };
+    status.jwt = Some(operator_jwt);
+
+    let Some(active) = keys.active() else {
+        return refuse(
+            status,
+            not_ready(
+                reason::INVALID_KEYS,
+                "every signing key is retiring: none signs accounts".into(),
+            ),
+        )
+        .await;
+    };
+
+    // The system account JWT: no expiry, the prefixed stepdown imports of every account under
+    // this NatsOperator that exports jetstream-stepdown.
+    let accounts = accounts_of(&ctx, &ns, &name).await?;
+    let mut stepdown: Vec<String> = accounts
+        .iter()
+        .filter(|a| exports::exports_stepdown(&a.spec.exports))
+        .filter_map(|a| a.status.as_ref().and_then(|s| s.public_key.clone()))
+        .collect();
+    stepdown.sort();
+    stepdown.dedup();
+    let revocations: Vec<(String, i64)> = sys_status
+        .revocations
+        .iter()
+        .map(|r| (r.public_key.clone(), super::secs_of(&r.at)))
+        .collect();
+    let sys_signing = sys_keys.account_keys();
+    let prev_sys_jwt = prev.system_account.as_ref().and_then(|s| s.jwt.clone());
+    let sys_jwt = sign_stable::<Account, _>(prev_sys_jwt.as_deref(), now, |iat| {
+        let claims = system_account_claims(
+            AccountInput {
+                name: &sys_name,
+                public_key: &sys_keys.public_key,
+                signing_keys: &sys_signing,
+                imports: vec![],
+                revocations: &revocations,
+                issued_at: iat,
+            },
+            &stepdown,
+        )
+        .map_err(|e| e.to_string())?;
+        claims
+            .encode_issued_at(&active.key, iat)
+            .map_err(|e| e.to_string())
+    });
+    let sys_jwt = match sys_jwt {
+        Ok(j) => j,
+        Err(e) => return refuse(status, not_ready(reason::INVALID_KEYS, e)).await,
+    };
+    status.system_account = Some(SystemAccountState {
+        name: Some(sys_name.clone()),
+        public_key: Some(sys_keys.public_key.clone()),
+        jwt: Some(sys_jwt),
+        revocations: sys_status.revocations.clone(),
+    });
+
+    // Accounts signed once and no longer admitted are deleted from the servers: recorded here.
+    let grants = controller_kit::grants::grants_in(&ctx.client, &ns)
+        .await
+        .map_err(kube_err(format!("NatsReferenceGrant list {ns}")))?;
+    let mut deleted: Vec<DeletedAccount> = deletions::prune(&prev.deleted_accounts, now);
+    for a in &accounts {
+        let a_ns = a.namespace().unwrap_or_default();
+        let admitted = grants::account_admission(&a_ns, &ns, &name, &grants).is_ok();
+        let st = a.status.clone().unwrap_or_default();
+        if admitted {
+            continue;
+        }
+        if let (Some(pk), Some(jwt)) = (&st.public_key, st.jwt.as_deref().filter(|j| !j.is_empty()))
+        {
+            let expires = nats_claims::decode_unverified::<Account>(jwt)
+                .map(|c| c.expires)
+                .unwrap_or(0);
+            deletions::record(&mut deleted, pk, expires);
+        }
+    }
+    status.deleted_accounts = deleted;
+
+    let conds = vec![
+        Cond::new(
+            condition::READY,
+            true,
+            reason::SIGNED,
+            format!(
+                "NATS operator JWT signed with {} signing key{}; system account {sys_name} signed",
+                signing.len(),
+                if signing.len() == 1 { "" } else { "s" }
+            ),
+        ),
+        Cond::new(
+            condition::REFERENCES_RESOLVED,
+            true,
+            reason::REFERENCES_RESOLVED,
+            format!("systemAccountRef {sys_ns}/{sys_name} resolved"),
+        ),
+    ];
+    let status = NatsOperatorStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+        ..status
+    };
+    write_status(&ctx, &*op, &status).await?;
+    settled(&ctx, &*op);
+    Ok(Action::requeue(ctx.settings.resync))
+}

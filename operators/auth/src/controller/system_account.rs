@@ -1,0 +1,182 @@
+//! NatsSystemAccount: its keys (generated here first), and the system account JWT its
+//! NatsOperator signed into that NatsOperator's status, pushed as this object's own with its
+//! status.distribution and JWTPushed Events. Only the one spec.systemAccountRef selects is signed.
+
+use std::sync::Arc;
+
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{
+    GeneratedKind, NatsOperator, NatsSystemAccount, NatsSystemAccountStatus, condition, reason,
+};
+
+use super::keys::{self, Subject};
+use super::{
+    Cond, Context, Error, describe, jwt_hash, kube_err, merge_conditions, previous_conditions,
+    retry_later, settled, write_status,
+};
+use crate::operator as core;
+
+/// The NatsSystemAccount controller: wakes on NatsOperators.
+pub(crate) async fn controller(ctx: Arc<Context>) {
+    let c = super::controller_for::<NatsSystemAccount>(&ctx);
+    let c = super::wake_all_on::<NatsSystemAccount, NatsOperator>(c, &ctx);
+    super::drive(c, ctx, |obj, ctx| {
+        Box::pin(super::instrumented(obj, ctx, reconcile))
+    })
+    .await;
+}
+
+async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let ns = sys.namespace().unwrap_or_default();
+    let name = sys.name_any();
+    let generation = sys.meta().generation;
+    let prev = sys.status.clone().unwrap_or_default();
+    let prev_conds = previous_conditions(&*sys);
+    let finish = async |status: NatsSystemAccountStatus,
+                        conds: Vec<Cond>,
+                        ready: bool|
+           -> Result<Action, Error> {
+        let status = NatsSystemAccountStatus {
+            observed_generation: generation,
+            conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+            ..status
+        };
+        write_status(&ctx, &*sys, &status).await?;
+        if ready {
+            settled(&ctx, &*sys);
+            Ok(Action::requeue(ctx.settings.resync))
+        } else {
+            Ok(Action::requeue(retry_later(&ctx, &*sys)))
+        }
+    };
+
+    let keys = match keys::resolve(
+        &ctx,
+        Subject {
+            kind: GeneratedKind::SystemAccount,
+            namespace: &ns,
+            name: &name,
+            keys: sys.spec.keys.as_ref(),
+            offline: sys.spec.public_key.clone(),
+            recorded: prev.public_key.as_deref(),
+            may_generate: true,
+        },
+    )
+    .await?
+    {
+        Ok(k) => k,
+        Err(e) => {
+            let cond = Cond::new(condition::READY, false, e.reason(), e.message());
+            return finish(prev.clone(), vec![cond], false).await;
+        }
+    };
+    let mut status = NatsSystemAccountStatus {
+        public_key: Some(keys.public_key.clone()),
+        jwt_hash: prev.jwt_hash.clone(),
+        distribution: prev.distribution.clone(),
+        revocations: prev.revocations.clone(),
+        ..NatsSystemAccountStatus::default()
+    };
+
+    let op_ns = sys
+        .spec
+        .operator_ref
+        .namespace
+        .clone()
+        .unwrap_or_else(|| ns.clone());
+    let op_name = sys.spec.operator_ref.name.clone();
+    let op = Api::<NatsOperator>::namespaced(ctx.client.clone(), &op_ns)
+        .get_opt(&op_name)
+        .await
+        .map_err(kube_err(describe(&*sys)))?;
+    let Some(op) = op else {
+        let message = format!("operatorRef {op_ns}/{op_name} not found");
+        return finish(
+            status,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    message.clone(),
+                ),
+                Cond::new(
+                    condition::REFERENCES_RESOLVED,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    message,
+                ),
+            ],
+            false,
+        )
+        .await;
+    };
+    let resolved = Cond::new(
+        condition::REFERENCES_RESOLVED,
+        true,
+        reason::REFERENCES_RESOLVED,
+        format!("operatorRef {op_ns}/{op_name} resolved"),
+    );
+    if !core::is_live_system_account(&op.spec.system_account_ref, &op_ns, &ns, &name) {
+        let cond = Cond::new(
+            condition::READY,
+            false,
+            reason::REFERENCE_NOT_FOUND,
+            format!(
+                "NatsOperator {op_ns}/{op_name} selects system account {} as its systemAccountRef, not this one; not signed",
+                op.spec.system_account_ref.name
+            ),
+        );
+        status.jwt_hash = None;
+        status.distribution = None;
+        return finish(status, vec![cond, resolved], false).await;
+    }
+    let op_status = op.status.clone().unwrap_or_default();
+    let signed = op_status
+        .system_account
+        .as_ref()
+        .filter(|s| s.public_key.as_deref() == Some(keys.public_key.as_str()))
+        .and_then(|s| s.jwt.clone());
+    let (Some(jwt), Some(op_jwt)) = (signed, op_status.jwt.clone()) else {
+        let cond = Cond::new(
+            condition::READY,
+            false,
+            reason::KEYS_PENDING,
+            format!("waiting for NatsOperator {op_ns}/{op_name} to sign this system account"),
+        );
+        return finish(status, vec![cond, resolved], false).await;
+    };
+    status.jwt_hash = Some(jwt_hash(&jwt));
+    let mut conds = vec![
+        Cond::new(
+            condition::READY,
+            true,
+            reason::SIGNED,
+            format!("system account JWT signed by NatsOperator {op_ns}/{op_name}"),
+        ),
+        resolved,
+    ];
+    // Not pushed while the NatsOperator reads RevocationsUnrecovered True (§5.2).
+    if crate::gates::may_push_system_account(&op_status.conditions) {
+        let (d, cond) = super::nats::distribute(
+            &ctx,
+            &*sys,
+            &op_jwt,
+            &keys.public_key,
+            &jwt,
+            prev.distribution.as_ref(),
+        )
+        .await;
+        status.distribution = d;
+        conds.push(cond);
+    }
+    let wait = if conds.iter().all(|c| c.status) {
+        ctx.settings.resync
+    } else {
+        super::WAIT_RETRY
+    };
+    finish(status, conds, true).await?;
+    Ok(Action::requeue(wait))
+}

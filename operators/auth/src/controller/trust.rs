@@ -1,0 +1,178 @@
+//! NatsOperatorTrust and NatsAccountTrust: the reference form gets its status written here from
+//! the NatsOperator (operator and system account JWTs) or NatsAccount (public key and JWT); the
+//! literal form passes through untouched.
+
+use std::sync::Arc;
+
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{NatsAccount, NatsOperator};
+use nats_api::nats::{
+    NatsAccountTrust, NatsAccountTrustStatus, NatsOperatorTrust, NatsOperatorTrustStatus,
+    NatsReferenceGrant, condition, reason,
+};
+
+use super::{
+    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, settled,
+    write_status,
+};
+use crate::trust::{self as core, Found, TrustStatus};
+
+/// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
+pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
+    let c = super::controller_for::<NatsOperatorTrust>(&ctx);
+    let c = super::wake_all_on::<NatsOperatorTrust, NatsOperator>(c, &ctx);
+    let c = super::wake_all_on::<NatsOperatorTrust, NatsReferenceGrant>(c, &ctx);
+    super::drive(c, ctx, |obj, ctx| {
+        Box::pin(super::instrumented(obj, ctx, reconcile_operator_trust))
+    })
+    .await;
+}
+
+/// The NatsAccountTrust controller: wakes on NatsAccounts and grants.
+pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
+    let c = super::controller_for::<NatsAccountTrust>(&ctx);
+    let c = super::wake_all_on::<NatsAccountTrust, NatsAccount>(c, &ctx);
+    let c = super::wake_all_on::<NatsAccountTrust, NatsReferenceGrant>(c, &ctx);
+    super::drive(c, ctx, |obj, ctx| {
+        Box::pin(super::instrumented(obj, ctx, reconcile_account_trust))
+    })
+    .await;
+}
+
+/// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when
+/// the namespaces differ.
+async fn find<K>(
+    ctx: &Context,
+    from_kind: &str,
+    from_ns: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Result<K, ()>>, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let from = controller_kit::grants::From {
+        group: nats_api::nats::GROUP,
+        kind: from_kind,
+        namespace: from_ns,
+    };
+    let to = controller_kit::grants::To {
+        group: nats_api::auth::GROUP,
+        kind: &K::kind(&()),
+        namespace,
+        name,
+    };
+    let got = Api::<K>::namespaced(ctx.client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(kube_err(format!("{} {namespace}/{name}", K::kind(&()))))?;
+    let Some(got) = got else { return Ok(None) };
+    let ok = controller_kit::grants::admitted(&ctx.client, from, to)
+        .await
+        .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
+    Ok(Some(if ok { Ok(got) } else { Err(()) }))
+}
+
+fn ready(t: &TrustStatus, from: &str) -> Option<Cond> {
+    match t {
+        TrustStatus::Literal => None,
+        TrustStatus::Mirrored { .. } => Some(Cond::new(
+            condition::READY,
+            true,
+            reason::MIRRORED,
+            format!("mirrored from {from}"),
+        )),
+        TrustStatus::NotReady { reason, message } => {
+            Some(Cond::new(condition::READY, false, reason, message.clone()))
+        }
+    }
+}
+
+async fn reconcile_operator_trust(
+    t: Arc<NatsOperatorTrust>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let Some(r) = &t.spec.operator_ref else {
+        return Ok(Action::requeue(ctx.settings.resync));
+    };
+    let ns = t.namespace().unwrap_or_default();
+    let op_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
+    let found = find::<NatsOperator>(&ctx, "NatsOperatorTrust", &ns, &op_ns, &r.name).await?;
+    let decided = match &found {
+        None => core::operator_trust(&t.spec, Found::Missing),
+        Some(Err(())) => core::operator_trust(&t.spec, Found::NotPermitted),
+        Some(Ok(op)) => core::operator_trust(&t.spec, Found::Present(op.status.as_ref())),
+    };
+    let from = format!("NatsOperator {op_ns}/{}", r.name);
+    let Some(cond) = ready(
+        &decided,
+        &format!("{from}: NATS operator and system account JWTs"),
+    ) else {
+        return Ok(Action::requeue(ctx.settings.resync));
+    };
+    let (op_jwt, sys_jwt) = match &decided {
+        TrustStatus::Mirrored { first, second } => (Some(first.clone()), second.clone()),
+        _ => (None, None),
+    };
+    let ok = cond.status;
+    let generation = t.meta().generation;
+    let status = NatsOperatorTrustStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        operator_jwt: op_jwt,
+        system_account_jwt: sys_jwt,
+    };
+    write_status(&ctx, &*t, &status).await?;
+    tracing::debug!(object = %describe(&*t), ok, "trust status written");
+    if ok {
+        settled(&ctx, &*t);
+        Ok(Action::requeue(ctx.settings.resync))
+    } else {
+        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+    }
+}
+
+async fn reconcile_account_trust(
+    t: Arc<NatsAccountTrust>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let Some(r) = &t.spec.account_ref else {
+        return Ok(Action::requeue(ctx.settings.resync));
+    };
+    let ns = t.namespace().unwrap_or_default();
+    let a_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
+    let found = find::<NatsAccount>(&ctx, "NatsAccountTrust", &ns, &a_ns, &r.name).await?;
+    let decided = match &found {
+        None => core::account_trust(&t.spec, Found::Missing),
+        Some(Err(())) => core::account_trust(&t.spec, Found::NotPermitted),
+        Some(Ok(a)) => core::account_trust(&t.spec, Found::Present(a.status.as_ref())),
+    };
+    let from = format!("NatsAccount {a_ns}/{}", r.name);
+    let Some(cond) = ready(&decided, &format!("{from}: public key and JWT")) else {
+        return Ok(Action::requeue(ctx.settings.resync));
+    };
+    let (pk, jwt) = match &decided {
+        TrustStatus::Mirrored { first, second } => (Some(first.clone()), second.clone()),
+        _ => (None, None),
+    };
+    let ok = cond.status;
+    let generation = t.meta().generation;
+    let status = NatsAccountTrustStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        public_key: pk,
+        jwt,
+    };
+    write_status(&ctx, &*t, &status).await?;
+    if ok {
+        settled(&ctx, &*t);
+        Ok(Action::requeue(ctx.settings.resync))
+    } else {
+        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+    }
+}

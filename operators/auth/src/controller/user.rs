@@ -1,0 +1,468 @@
+//! NatsUser: admission (AccountNotAdmitted), PublicKeyInUse within its account, the user JWT
+//! signed by the account signing key its role or the first plain one names, and the creds file
+//! written to credentials.secretKeyRef (or, with publicKey, the JWT alone in status).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{
+    AccountKind, DEFAULT_CREDS_KEY, FIELD_MANAGER, GeneratedKind, NatsAccount, NatsOperator,
+    NatsSystemAccount, NatsUser, NatsUserStatus, condition, reason,
+};
+use nats_api::nats::NatsReferenceGrant;
+use nats_claims::{Creds, KeyKind, NKey, User};
+
+use super::account::{admitted, created};
+use super::keys::{self, Subject};
+use super::{
+    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, retry_later,
+    settled, sign_stable, unix_now, write_status,
+};
+use crate::grants;
+use crate::uniqueness::{Holder, check_unique};
+use crate::user::{self as core, Issued};
+
+/// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
+/// NatsOperators and grants.
+pub(crate) async fn controller(ctx: Arc<Context>) {
+    let c = super::controller_for::<NatsUser>(&ctx);
+    let c = super::wake_all_on::<NatsUser, NatsAccount>(c, &ctx);
+    let c = super::wake_all_on::<NatsUser, NatsSystemAccount>(c, &ctx);
+    let c = super::wake_all_on::<NatsUser, NatsOperator>(c, &ctx);
+    let c = super::wake_all_on::<NatsUser, NatsReferenceGrant>(c, &ctx);
+    super::drive(c, ctx, |obj, ctx| {
+        Box::pin(super::instrumented(obj, ctx, reconcile))
+    })
+    .await;
+}
+
+/// (kind, namespace, name) of a user's account.
+fn account_of(u: &NatsUser) -> (AccountKind, String, String) {
+    let ns = u.namespace().unwrap_or_default();
+    (
+        u.spec.account_ref.kind,
+        u.spec.account_ref.namespace.clone().unwrap_or(ns),
+        u.spec.account_ref.name.clone(),
+    )
+}
+
+fn kind_name(k: AccountKind) -> &'static str {
+    match k {
+        AccountKind::NatsAccount => "NatsAccount",
+        AccountKind::NatsSystemAccount => "NatsSystemAccount",
+    }
+}
+
+/// What a user needs of its account.
+struct AccountView {
+    public_key: Option<String>,
+    keys: Option<nats_api::auth::Keys>,
+    offline: bool,
+    admitted: bool,
+    generated: GeneratedKind,
+}
+
+async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let generation = u.meta().generation;
+    let prev = u.status.clone().unwrap_or_default();
+    let prev_conds = previous_conditions(&*u);
+    let no_connection = ctx.settings.system_connection.is_none();
+    let finish = async |status: NatsUserStatus, mut conds: Vec<Cond>, ready: bool| {
+        // Without a system connection every user says so (§5.2).
+        if no_connection {
+            conds.push(Cond::new(
+                condition::DISTRIBUTED,
+                false,
+                reason::NO_SYSTEM_CONNECTION,
+                "no --system-connection: nothing is pushed and no deleted user is kicked".into(),
+            ));
+        }
+        let status = NatsUserStatus {
+            observed_generation: generation,
+            conditions: merge_conditions(
+                &prev_conds,
+                generation,
+                &conds,
+                &[condition::DISTRIBUTED],
+            ),
+            ..status
+        };
+        write_status(&ctx, &*u, &status).await?;
+        if ready {
+            settled(&ctx, &*u);
+            Ok::<_, Error>(Action::requeue(ctx.settings.resync))
+        } else {
+            Ok(Action::requeue(retry_later(&ctx, &*u)))
+        }
+    };
+    let (kind, acc_ns, acc_name) = account_of(&u);
+    let kind_s = kind_name(kind);
+    let account_desc = format!("{kind_s} {acc_ns}/{acc_name}");
+
+    let view = match kind {
+        AccountKind::NatsAccount => {
+            match Api::<NatsAccount>::namespaced(ctx.client.clone(), &acc_ns)
+                .get_opt(&acc_name)
+                .await
+                .map_err(kube_err(describe(&*u)))?
+            {
+                Some(a) => Some(AccountView {
+                    public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
+                    keys: a.spec.keys.clone(),
+                    offline: a.spec.public_key.is_some(),
+                    admitted: admitted(&ctx, &a).await?,
+                    generated: GeneratedKind::Account,
+                }),
+                None => None,
+            }
+        }
+        AccountKind::NatsSystemAccount => {
+            Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &acc_ns)
+                .get_opt(&acc_name)
+                .await
+                .map_err(kube_err(describe(&*u)))?
+                .map(|a| AccountView {
+                    public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
+                    keys: a.spec.keys.clone(),
+                    offline: a.spec.public_key.is_some(),
+                    admitted: true,
+                    generated: GeneratedKind::SystemAccount,
+                })
+        }
+    };
+    let Some(view) = view else {
+        let m = format!("accountRef {account_desc} not found");
+        return finish(
+            prev,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    m.clone(),
+                ),
+                Cond::new(
+                    condition::REFERENCES_RESOLVED,
+                    false,
+                    reason::REFERENCE_NOT_FOUND,
+                    m,
+                ),
+            ],
+            false,
+        )
+        .await;
+    };
+    signed(&ctx, &u, view, prev, &account_desc, finish).await
+}
+
+async fn signed(
+    ctx: &Context,
+    u: &NatsUser,
+    view: AccountView,
+    prev: NatsUserStatus,
+    account_desc: &str,
+    finish: impl AsyncFnOnce(NatsUserStatus, Vec<Cond>, bool) -> Result<Action, Error>,
+) -> Result<Action, Error> {
+    let ns = u.namespace().unwrap_or_default();
+    let name = u.name_any();
+    let (kind, acc_ns, acc_name) = account_of(u);
+    let kind_s = kind_name(kind);
+
+    // Admission: the account's own to its NatsOperator, and this namespace's to the account.
+    let grants = if acc_ns == ns {
+        vec![]
+    } else {
+        controller_kit::grants::grants_in(&ctx.client, &acc_ns)
+            .await
+            .map_err(kube_err(format!("NatsReferenceGrant list {acc_ns}")))?
+    };
+    if let Err(t) = grants::user_admission(&ns, kind_s, &acc_ns, &acc_name, view.admitted, &grants)
+    {
+        let message = if view.admitted {
+            t.to_string()
+        } else {
+            format!("{account_desc} is not admitted to its NatsOperator; no user JWT signed")
+        };
+        return finish(
+            prev,
+            vec![Cond::new(condition::READY, false, t.reason(), message)],
+            false,
+        )
+        .await;
+    }
+    let resolved = Cond::new(
+        condition::REFERENCES_RESOLVED,
+        true,
+        reason::REFERENCES_RESOLVED,
+        format!("accountRef {account_desc} resolved"),
+    );
+    let Some(account_pk) = view.public_key.clone() else {
+        return finish(
+            prev,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::KEYS_PENDING,
+                    format!("waiting for {account_desc} to record its public key"),
+                ),
+                resolved,
+            ],
+            false,
+        )
+        .await;
+    };
+    let acct_keys = match keys::resolve(
+        ctx,
+        Subject {
+            kind: view.generated,
+            namespace: &acc_ns,
+            name: &acc_name,
+            keys: view.keys.as_ref(),
+            offline: view.offline.then(|| account_pk.clone()),
+            recorded: Some(&account_pk),
+            may_generate: false,
+        },
+    )
+    .await?
+    {
+        Ok(k) => k,
+        Err(e) => {
+            return finish(
+                prev,
+                vec![
+                    Cond::new(
+                        condition::READY,
+                        false,
+                        reason::KEYS_PENDING,
+                        format!("{account_desc}: {}", e.message()),
+                    ),
+                    resolved,
+                ],
+                false,
+            )
+            .await;
+        }
+    };
+
+    // The user's key: its own publicKey, else the seed in its creds Secret, else a new one.
+    let creds_ref = u.spec.credentials.as_ref().map(|c| {
+        (
+            c.secret_key_ref.name.clone(),
+            c.secret_key_ref
+                .key
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CREDS_KEY.to_string()),
+        )
+    });
+    let mut prev_jwt = prev.jwt.clone();
+    let (user_pk, seed) = match (&u.spec.public_key, &creds_ref) {
+        (Some(pk), _) => (pk.clone(), None),
+        (None, Some((secret, key))) => {
+            let existing = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+                .get_opt(secret)
+                .await
+                .map_err(kube_err(format!("Secret {ns}/{secret}")))?
+                .and_then(|s| s.data)
+                .and_then(|d| d.get(key).map(|b| b.0.clone()))
+                .and_then(|b| Creds::parse(&String::from_utf8_lossy(&b)).ok());
+            match existing
+                .as_ref()
+                .and_then(|c| c.key().ok().map(|k| (c.jwt.clone(), k)))
+            {
+                Some((jwt, k)) => {
+                    prev_jwt = Some(jwt);
+                    (k.public_key(), Some(k))
+                }
+                None => {
+                    let k = NKey::generate(KeyKind::User);
+                    (k.public_key(), Some(k))
+                }
+            }
+        }
+        (None, None) => {
+            return finish(
+                prev,
+                vec![Cond::new(
+                    condition::READY,
+                    false,
+                    reason::INVALID_KEYS,
+                    "neither publicKey nor credentials is set".into(),
+                )],
+                false,
+            )
+            .await;
+        }
+    };
+
+    // PublicKeyInUse: unique among the users of the account; the older keeps it.
+    let users = Api::<NatsUser>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err("NatsUser list"))?
+        .items;
+    let others: Vec<Holder> = users
+        .iter()
+        .filter(|o| account_of(o) == (kind, acc_ns.clone(), acc_name.clone()))
+        .filter_map(|o| {
+            Some(Holder {
+                name: format!(
+                    "NatsUser {}/{}",
+                    o.namespace().unwrap_or_default(),
+                    o.name_any()
+                ),
+                public_key: o.status.as_ref()?.public_key.clone()?,
+                created: created(o),
+            })
+        })
+        .collect();
+    let me = Holder {
+        name: format!("NatsUser {ns}/{name}"),
+        public_key: user_pk.clone(),
+        created: created(u),
+    };
+    if let Err(e) = check_unique(&me, &others, None) {
+        return finish(
+            NatsUserStatus {
+                public_key: prev.public_key.clone(),
+                ..NatsUserStatus::default()
+            },
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::PUBLIC_KEY_IN_USE,
+                    e.to_string(),
+                ),
+                resolved,
+            ],
+            false,
+        )
+        .await;
+    }
+
+    // Sign with the scoped key of its role, else the first plain signing key.
+    let listed: Vec<_> = acct_keys
+        .signing
+        .iter()
+        .map(|s| (s.as_account_key(), s.retiring))
+        .collect();
+    let signer = match core::signing_key_for(&u.spec, &listed) {
+        Ok(k) => k.public_key.clone(),
+        Err(e) => {
+            return finish(
+                prev,
+                vec![
+                    Cond::new(condition::READY, false, reason::INVALID_KEYS, e.to_string()),
+                    resolved,
+                ],
+                false,
+            )
+            .await;
+        }
+    };
+    let Some(signer) = acct_keys
+        .signing
+        .iter()
+        .find(|s| s.key.public_key() == signer)
+    else {
+        return finish(prev, vec![resolved], false).await;
+    };
+    let claims = core::user_claims(&name, &u.spec, &user_pk, &account_pk);
+    let now = unix_now();
+    let issued = sign_stable::<User, _>(prev_jwt.as_deref(), now, |iat| {
+        claims.encode_issued_at(&signer.key, iat)
+    })
+    .and_then(|jwt| {
+        let iat = nats_claims::decode_unverified::<User>(&jwt)
+            .map(|c| c.issued_at)
+            .unwrap_or(now);
+        core::issue(&claims, &signer.key, seed.as_ref(), iat)
+    });
+    let issued = match issued {
+        Ok(i) => i,
+        Err(e) => {
+            return finish(
+                prev,
+                vec![
+                    Cond::new(condition::READY, false, reason::INVALID_KEYS, e.to_string()),
+                    resolved,
+                ],
+                false,
+            )
+            .await;
+        }
+    };
+    let (jwt_status, message) = match issued {
+        Issued::JwtOnly(jwt) => (
+            Some(jwt),
+            format!("user JWT signed by account {acc_name}; published in status.jwt"),
+        ),
+        Issued::Creds(text) => {
+            let Some((secret, key)) = &creds_ref else {
+                return finish(prev, vec![resolved], false).await;
+            };
+            write_creds(ctx, u, secret, key, text.into_bytes()).await?;
+            (
+                None,
+                format!("user JWT signed by account {acc_name}; creds written to Secret {secret}"),
+            )
+        }
+    };
+    let status = NatsUserStatus {
+        public_key: Some(user_pk),
+        jwt: jwt_status,
+        replaced_keys: prev.replaced_keys.clone(),
+        ..NatsUserStatus::default()
+    };
+    finish(
+        status,
+        vec![
+            Cond::new(condition::READY, true, reason::SIGNED, message),
+            resolved,
+        ],
+        true,
+    )
+    .await
+}
+
+/// The creds Secret, by server-side apply as `auth-controller`, owned by the user.
+async fn write_creds(
+    ctx: &Context,
+    u: &NatsUser,
+    secret: &str,
+    key: &str,
+    creds: Vec<u8>,
+) -> Result<(), Error> {
+    let ns = u.namespace().unwrap_or_default();
+    let body = Secret {
+        metadata: ObjectMeta {
+            name: Some(secret.to_string()),
+            namespace: Some(ns.clone()),
+            owner_references: u.controller_owner_ref(&()).map(|o| vec![o]),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(key.to_string(), ByteString(creds))])),
+        ..Secret::default()
+    };
+    let mut value = serde_json::to_value(&body).unwrap_or_default();
+    if let Some(m) = value.as_object_mut() {
+        m.insert("apiVersion".into(), "v1".into());
+        m.insert("kind".into(), "Secret".into());
+    }
+    Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+        .patch(
+            secret,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(value),
+        )
+        .await
+        .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
+    Ok(())
+}
