@@ -1,0 +1,209 @@
+//! The deletion guard (design §4.6): deleting a NatsCluster with JetStream that still holds
+//! stream groups waits with Deleting=True, reason JetStreamDataRemains naming them, found through
+//! the controller's own system JSZ; a NATS cluster that cannot be observed waits too, with
+//! ObservationFailed. The `force-delete` annotation overrides both. NatsClusterEvacuation is how
+//! the data leaves first.
+
+use std::time::Duration;
+
+use nats_api::cluster::reason;
+use nats_wire::monitor::{Jsz, JszOptions};
+use nats_wire::{Collect, Reply, ServerFilter, Wire};
+
+/// What was observed of the NATS cluster's JetStream data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataObservation {
+    /// No JetStream on the NATS cluster: nothing to keep.
+    NoJetStream,
+    /// The stream groups placed in this NATS cluster (none: deletion may proceed).
+    StreamGroups(Vec<String>),
+    /// The NATS cluster could not be observed.
+    Failed(String),
+}
+
+/// Whether deletion may proceed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeletionDecision {
+    /// Delete: remove the finalizer.
+    Proceed,
+    /// Wait with Deleting=True, `reason`, `message`.
+    Hold {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// The guard. `force_delete` is whether the `force-delete` annotation is present (its value is
+/// not read, and it is never cleared).
+pub fn deletion_guard(force_delete: bool, observed: &DataObservation) -> DeletionDecision {
+    if force_delete {
+        return DeletionDecision::Proceed;
+    }
+    match observed {
+        DataObservation::NoJetStream => DeletionDecision::Proceed,
+        DataObservation::StreamGroups(groups) if groups.is_empty() => DeletionDecision::Proceed,
+        DataObservation::StreamGroups(groups) => DeletionDecision::Hold {
+            reason: reason::JETSTREAM_DATA_REMAINS,
+            message: format!(
+                "stream groups remain: {}; move them off (NatsClusterEvacuation) or set the cluster.nats.mikluko.io/force-delete annotation",
+                groups.join(", ")
+            ),
+        },
+        DataObservation::Failed(error) => DeletionDecision::Hold {
+            reason: reason::OBSERVATION_FAILED,
+            message: format!(
+                "the NATS cluster cannot be observed ({error}); set the cluster.nats.mikluko.io/force-delete annotation to delete anyway"
+            ),
+        },
+    }
+}
+
+/// The stream groups in JSZ answers (with account and stream details), each named once as
+/// `account > stream (raft group)`, sorted. Every member of a group reports it; only groups
+/// placed in `cluster` count.
+pub fn stream_groups(replies: &[Reply<Jsz>], cluster: &str) -> Vec<String> {
+    let mut out: Vec<String> = replies
+        .iter()
+        .flat_map(|r| r.data.account_details.iter())
+        .flat_map(|a| {
+            a.streams.iter().filter_map(move |s| {
+                let placed = s.cluster.as_ref().map(|c| c.name.as_str());
+                (placed.is_none_or(|c| c.is_empty() || c == cluster)).then(|| {
+                    let account = if a.name.is_empty() { &a.id } else { &a.name };
+                    if s.raft_group.is_empty() {
+                        format!("{account} > {}", s.name)
+                    } else {
+                        format!("{account} > {} ({})", s.name, s.raft_group)
+                    }
+                })
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Observes the NATS cluster `cluster` through the controller's system connection: a JSZ ping
+/// to its servers with stream details. `expected` is how many servers should answer; fewer
+/// answers, or JetStream answering on none, is judged as observed.
+pub async fn observe(
+    wire: &Wire,
+    cluster: &str,
+    expected: usize,
+    deadline: Duration,
+) -> DataObservation {
+    let options = JszOptions {
+        filter: ServerFilter::cluster(cluster),
+        accounts: true,
+        streams: true,
+        raft_groups: true,
+        ..Default::default()
+    };
+    match wire
+        .ping_jsz(&options, Collect::expecting(expected.max(1), deadline))
+        .await
+    {
+        Err(e) => DataObservation::Failed(e.to_string()),
+        Ok(replies) if replies.replies.is_empty() => DataObservation::Failed(format!(
+            "no server of {cluster} answered JSZ ({} failures)",
+            replies.failures.len()
+        )),
+        Ok(replies) if replies.replies.iter().all(|r| r.data.disabled) => {
+            DataObservation::NoJetStream
+        }
+        Ok(replies) => DataObservation::StreamGroups(stream_groups(&replies.replies, cluster)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nats_wire::ServerInfo;
+    use nats_wire::monitor::{AccountDetail, ClusterInfo, StreamDetail};
+    use rstest::rstest;
+
+    fn groups(names: &[&str]) -> DataObservation {
+        DataObservation::StreamGroups(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[rstest]
+    #[case::no_jetstream(false, DataObservation::NoJetStream, None)]
+    #[case::empty(false, groups(&[]), None)]
+    #[case::data_remains(false, groups(&["APP > ORDERS (S-R3F-x)"]), Some(reason::JETSTREAM_DATA_REMAINS))]
+    #[case::unobserved(false, DataObservation::Failed("timeout".into()), Some(reason::OBSERVATION_FAILED))]
+    #[case::force_over_data(true, groups(&["APP > ORDERS (S-R3F-x)"]), None)]
+    #[case::force_over_unobserved(true, DataObservation::Failed("timeout".into()), None)]
+    fn the_deletion_guard(
+        #[case] force: bool,
+        #[case] observed: DataObservation,
+        #[case] want: Option<&str>,
+    ) {
+        match (deletion_guard(force, &observed), want) {
+            (DeletionDecision::Proceed, None) => {}
+            (DeletionDecision::Hold { reason, .. }, Some(w)) => assert_eq!(reason, w),
+            (got, want) => panic!("{got:?}, wanted {want:?}"),
+        }
+    }
+
+    #[test]
+    fn the_hold_names_the_groups() {
+        let DeletionDecision::Hold { message, .. } =
+            deletion_guard(false, &groups(&["APP > A (S-1)", "APP > B (S-2)"]))
+        else {
+            panic!("held")
+        };
+        assert!(
+            message.starts_with("stream groups remain: APP > A (S-1), APP > B (S-2);"),
+            "{message}"
+        );
+    }
+
+    fn stream(name: &str, cluster: &str, group: &str) -> StreamDetail {
+        StreamDetail {
+            name: name.into(),
+            cluster: Some(ClusterInfo {
+                name: cluster.into(),
+                raft_group: group.into(),
+                ..Default::default()
+            }),
+            raft_group: group.into(),
+            ..Default::default()
+        }
+    }
+
+    fn reply(server: &str, streams: Vec<StreamDetail>) -> Reply<Jsz> {
+        Reply {
+            server: ServerInfo {
+                name: server.into(),
+                ..Default::default()
+            },
+            data: Jsz {
+                account_details: vec![AccountDetail {
+                    name: "APP".into(),
+                    streams,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn stream_groups_are_named_once_and_only_this_clusters() {
+        let replies = vec![
+            reply(
+                "demo-0",
+                vec![
+                    stream("ORDERS", "demo", "S-R3F-a"),
+                    stream("EU", "west", "S-R3F-b"),
+                ],
+            ),
+            reply("demo-1", vec![stream("ORDERS", "demo", "S-R3F-a")]),
+        ];
+        assert_eq!(
+            stream_groups(&replies, "demo"),
+            vec!["APP > ORDERS (S-R3F-a)".to_string()]
+        );
+    }
+}

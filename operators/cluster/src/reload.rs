@@ -1,0 +1,328 @@
+//! Reload (design §4.2): the controller asks a server to reload its config over its system user
+//! (`$SYS.REQ.SERVER.<id>.RELOAD`), confirms it by `/varz` `config_digest` and
+//! `config_load_time`, and on any error tells the caller to restart the server instead.
+//!
+//! How nats-server computes `config_digest` (conf/parse.go `configDigest`, called from
+//! `Options.ProcessConfigFile` at start and on every reload): the file is parsed in pedantic mode
+//! into a map of tokens, and the digest is `sha256:` and the hex SHA-256 of that map as Go's
+//! `json.Encoder` writes it — map keys sorted bytewise, `<`, `>`, `&`, U+2028 and U+2029 escaped,
+//! one trailing newline. Comments, whitespace, key order and quoting do not count; only the parsed
+//! values do. The controller renders every nats.conf from a [`Block`], whose values are exactly
+//! the parsed values (quoted strings, integers, booleans, lists and blocks), so
+//! [`config_digest`] computes the digest the server must report from the rendered block, and the
+//! reload is confirmed by an exact match, not merely by a change.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use nats_wire::{Collect, ServerFilter, Wire};
+use sha2::{Digest, Sha256};
+
+use crate::render::conf::{Block, Value};
+
+/// The digest nats-server reports in `/varz` `config_digest` for a nats.conf rendered from
+/// `block` (`nats-server -t -c FILE` prints the same).
+pub fn config_digest(block: &Block) -> String {
+    let mut json = String::new();
+    write_block(&mut json, block);
+    json.push('\n');
+    let sum = Sha256::digest(json.as_bytes());
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in sum {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// A later duplicate key wins, as in the server's parser.
+fn write_block(out: &mut String, block: &Block) {
+    let sorted: BTreeMap<&str, &Value> = block
+        .entries()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    out.push('{');
+    for (i, (k, v)) in sorted.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_go_string(out, k);
+        out.push(':');
+        write_value(out, v);
+    }
+    out.push('}');
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Str(s) => write_go_string(out, s),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::List(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, v);
+            }
+            out.push(']');
+        }
+        Value::Block(b) => write_block(out, b),
+    }
+}
+
+/// A string as Go's encoding/json writes it with HTML escaping on (the Encoder's default).
+fn write_go_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// What `/varz` said about a server's loaded config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadedConfig {
+    pub config_digest: String,
+    /// `config_load_time` as Unix nanoseconds; the server sets it at start and on each reload.
+    pub load_time_nanos: Option<i64>,
+}
+
+/// Whether a reload took, judged from `/varz` before and after the request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confirmation {
+    /// The server loaded the expected config, and its load time advanced past `before`.
+    Confirmed,
+    /// Not yet: the server still reports what it had (a reload can take a moment to apply).
+    Pending,
+    /// The server loaded a config with another digest: the file it read is not the one rendered.
+    WrongDigest { reported: String },
+}
+
+/// Judges one `/varz` reading after a reload request against the expected digest.
+pub fn judge(before: &LoadedConfig, after: &LoadedConfig, expected_digest: &str) -> Confirmation {
+    let advanced = match (before.load_time_nanos, after.load_time_nanos) {
+        (Some(b), Some(a)) => a > b,
+        (None, Some(_)) => true,
+        _ => false,
+    };
+    if !advanced {
+        return Confirmation::Pending;
+    }
+    if after.config_digest == expected_digest {
+        Confirmation::Confirmed
+    } else {
+        Confirmation::WrongDigest {
+            reported: after.config_digest.clone(),
+        }
+    }
+}
+
+/// What the caller does after asking a server to reload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReloadDecision {
+    /// The server already runs the expected config: nothing to do.
+    AlreadyCurrent,
+    /// The reload took: `/varz` reports the expected digest with a later load time.
+    Reloaded,
+    /// The reload failed or could not be confirmed; restart the server. `reason` is for status
+    /// (`restartReason`) and the log.
+    Restart { reason: String },
+}
+
+/// How long a reload is given and how often `/varz` is read meanwhile.
+#[derive(Clone, Copy, Debug)]
+pub struct ReloadTiming {
+    /// Each request's (VARZ, RELOAD) answer deadline.
+    pub request: Duration,
+    /// How long the reload has to show in `/varz`.
+    pub confirm_within: Duration,
+    pub poll: Duration,
+}
+
+impl Default for ReloadTiming {
+    fn default() -> Self {
+        ReloadTiming {
+            request: Duration::from_secs(5),
+            confirm_within: Duration::from_secs(20),
+            poll: Duration::from_millis(200),
+        }
+    }
+}
+
+fn loaded(v: &nats_wire::monitor::Varz) -> LoadedConfig {
+    LoadedConfig {
+        config_digest: v.config_digest.clone(),
+        load_time_nanos: v.config_load_time.and_then(|t| t.timestamp_nanos_opt()),
+    }
+}
+
+/// Asks server `server_name` to reload the config it was given (already written through the
+/// lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
+/// reaches every server) against `expected_digest`, the [`config_digest`] of what was rendered.
+/// Any error — the server not found, the request refused (a restart-only field), a timeout, a
+/// digest other than expected — yields [`ReloadDecision::Restart`] naming it.
+pub async fn reload_server(
+    wire: &Wire,
+    server_name: &str,
+    expected_digest: &str,
+    timing: ReloadTiming,
+) -> ReloadDecision {
+    let restart = |reason: String| ReloadDecision::Restart { reason };
+    let replies = match wire
+        .ping_varz(
+            &ServerFilter::server_name(server_name),
+            Collect::expecting(1, timing.request),
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return restart(format!("reading /varz of {server_name}: {e}")),
+    };
+    let Some(found) = replies
+        .replies
+        .iter()
+        .find(|r| r.server.name == server_name)
+    else {
+        return restart(format!(
+            "{server_name} did not answer VARZ over the system account"
+        ));
+    };
+    let id = found.server.id.clone();
+    let before = loaded(&found.data);
+    if before.config_digest == expected_digest {
+        return ReloadDecision::AlreadyCurrent;
+    }
+    if let Err(e) = wire.reload(&id).await {
+        return restart(format!("reload of {server_name} failed: {e}"));
+    }
+    let deadline = tokio::time::Instant::now() + timing.confirm_within;
+    let mut last: String;
+    loop {
+        match wire.varz(&id).await {
+            Ok(reply) => match judge(&before, &loaded(&reply.data), expected_digest) {
+                Confirmation::Confirmed => return ReloadDecision::Reloaded,
+                Confirmation::WrongDigest { reported } => {
+                    return restart(format!(
+                        "{server_name} reloaded config {reported}, not the rendered {expected_digest}"
+                    ));
+                }
+                Confirmation::Pending => {
+                    last = format!(
+                        "config_digest {} loaded at {:?}",
+                        reply.data.config_digest, reply.data.config_load_time
+                    );
+                }
+            },
+            Err(e) => last = e.to_string(),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return restart(format!(
+                "reload of {server_name} not confirmed within {:?} ({last})",
+                timing.confirm_within
+            ));
+        }
+        tokio::time::sleep(timing.poll).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn block(entries: &[(&str, Value)]) -> Block {
+        let mut b = Block::new();
+        for (k, v) in entries {
+            b.set(k, v.clone());
+        }
+        b
+    }
+
+    /// The JSON the digest hashes, for checking the encoding itself.
+    fn json(b: &Block) -> String {
+        let mut s = String::new();
+        write_block(&mut s, b);
+        s
+    }
+
+    #[rstest]
+    #[case::keys_sorted(
+        block(&[("b", Value::Int(1)), ("a", Value::Bool(true))]),
+        r#"{"a":true,"b":1}"#
+    )]
+    #[case::later_duplicate_wins(
+        block(&[("a", Value::Int(1)), ("a", Value::Int(2))]),
+        r#"{"a":2}"#
+    )]
+    #[case::html_escaped(
+        block(&[("s", Value::Str("<a&b>".into()))]),
+        r#"{"s":"\u003ca\u0026b\u003e"}"#
+    )]
+    #[case::controls(
+        block(&[("s", Value::Str("q\"\\\n\t\u{1}".into()))]),
+        r#"{"s":"q\"\\\n\t\u0001"}"#
+    )]
+    #[case::nested(
+        block(&[("l", Value::List(vec![Value::Str("x".into()), Value::Block(block(&[("z", Value::Int(-3))]))]))]),
+        r#"{"l":["x",{"z":-3}]}"#
+    )]
+    fn the_digest_hashes_go_json(#[case] b: Block, #[case] want: &str) {
+        assert_eq!(json(&b), want);
+    }
+
+    #[test]
+    fn the_digest_is_prefixed_and_stable_under_key_order() {
+        let a = block(&[("x", Value::Int(1)), ("y", Value::Int(2))]);
+        let b = block(&[("y", Value::Int(2)), ("x", Value::Int(1))]);
+        let d = config_digest(&a);
+        assert!(d.starts_with("sha256:") && d.len() == 7 + 64, "{d}");
+        assert_eq!(d, config_digest(&b));
+        assert_ne!(d, config_digest(&block(&[("x", Value::Int(3))])));
+    }
+
+    fn lc(digest: &str, t: Option<i64>) -> LoadedConfig {
+        LoadedConfig {
+            config_digest: digest.into(),
+            load_time_nanos: t,
+        }
+    }
+
+    #[rstest]
+    #[case::confirmed(lc("old", Some(1)), lc("new", Some(2)), Confirmation::Confirmed)]
+    #[case::not_yet(lc("old", Some(1)), lc("old", Some(1)), Confirmation::Pending)]
+    #[case::same_digest_time_unchanged(
+        lc("old", Some(1)),
+        lc("new", Some(1)),
+        Confirmation::Pending
+    )]
+    #[case::first_time_seen(lc("old", None), lc("new", Some(5)), Confirmation::Confirmed)]
+    #[case::wrong_file(lc("old", Some(1)), lc("other", Some(2)), Confirmation::WrongDigest { reported: "other".into() })]
+    fn a_reload_is_confirmed_by_digest_and_load_time(
+        #[case] before: LoadedConfig,
+        #[case] after: LoadedConfig,
+        #[case] want: Confirmation,
+    ) {
+        assert_eq!(judge(&before, &after, "new"), want);
+    }
+}

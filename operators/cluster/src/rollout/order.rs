@@ -1,0 +1,398 @@
+//! The step order (design §4.4, §4.5): one server at a time — servers beyond replicas first,
+//! highest ordinal first, then restarts, then replacements, the meta leader's server last. A
+//! removal once begun is carried through, paused or not; `spec.rollout.paused` stops the rollout
+//! before its next step; `force-step: <server>` restarts that waiting server now, through a closed
+//! gate and through paused, and is cleared once read; a closed gate holds every other voluntary
+//! step, which is how an involuntary disruption (a pod killed, a group catching up) holds the
+//! next one too.
+
+use nats_api::cluster::{RemovalPhase, ServerRemoval};
+
+use super::gate::Gate;
+use super::removal::RemovalKind;
+use crate::refusals::Refusal;
+
+/// One server as the step order sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub ordinal: u32,
+    pub name: String,
+    /// Its workload exists.
+    pub present: bool,
+    /// The revision it runs (started under, or reloaded to).
+    pub revision: Option<String>,
+}
+
+/// Why a server is replaced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplaceCause {
+    /// The `replace-server` annotation names it.
+    Annotation,
+    /// Its volume no longer matches `jetstream.volumeClaimTemplate` (class, size, zone).
+    VolumeClaimTemplate,
+}
+
+/// What a step does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StepKind {
+    /// Remove a server beyond replicas.
+    ScaleDown,
+    /// Restart onto the target revision (ConfigMap and pod template written together).
+    Restart,
+    /// Replace under the same name.
+    Replace,
+}
+
+impl StepKind {
+    fn rank(self) -> u8 {
+        match self {
+            StepKind::ScaleDown => 0,
+            StepKind::Restart => 1,
+            StepKind::Replace => 2,
+        }
+    }
+
+    /// The removal this step is, if it is one.
+    pub fn removal(self) -> Option<RemovalKind> {
+        match self {
+            StepKind::ScaleDown => Some(RemovalKind::ScaleDown),
+            StepKind::Replace => Some(RemovalKind::Replace),
+            StepKind::Restart => None,
+        }
+    }
+}
+
+/// A step waiting its turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub server: String,
+    pub ordinal: u32,
+    pub kind: StepKind,
+}
+
+/// Everything the next step is decided from.
+#[derive(Clone, Debug)]
+pub struct OrderInput<'a> {
+    pub replicas: u32,
+    pub target_revision: &'a str,
+    pub servers: &'a [Member],
+    /// The meta leader's server name, when known.
+    pub meta_leader: Option<&'a str>,
+    /// `spec.rollout.paused`.
+    pub paused: bool,
+    /// The `force-step` annotation's value.
+    pub force_step: Option<&'a str>,
+    /// Servers to replace and why.
+    pub replace: &'a [(String, ReplaceCause)],
+    /// `status.removals`.
+    pub removals: &'a [ServerRemoval],
+    pub gate: &'a Gate,
+    /// `refusals::auth_change` for this spec against what runs: adding or removing `auth` on a
+    /// running NATS cluster cannot roll one server at a time.
+    pub auth_change: Option<Refusal>,
+}
+
+/// Why no step is taken now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// `spec.rollout.paused`.
+    Paused,
+    /// The gate is closed.
+    Gate,
+    /// AuthChangeBlocked.
+    AuthChange(Refusal),
+}
+
+/// What to do now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Every server runs the target revision and nothing is to be removed.
+    UpToDate,
+    /// Carry a begun removal through (paused or not; its own waits stand in for the gate).
+    ContinueRemoval(Step),
+    /// Take this step now.
+    Take(Step),
+    /// Restart this waiting server now because `force-step` names it.
+    Forced(Step),
+    Held(Hold),
+}
+
+/// The decision: absent servers to create, the steps in order, what to do now, and whether to
+/// clear the `force-step` annotation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Servers within replicas with no workload and no removal under way: created at once
+    /// (starting a server disrupts nothing).
+    pub create: Vec<u32>,
+    /// Every step still to take, in the order they will be taken.
+    pub pending: Vec<Step>,
+    pub action: Action,
+    /// `force-step` was read: the caller clears the annotation.
+    pub clear_force_step: bool,
+}
+
+/// A removal has begun once it is past Requested.
+pub fn begun(removals: &[ServerRemoval]) -> Option<&ServerRemoval> {
+    removals.iter().find(|r| r.phase != RemovalPhase::Requested)
+}
+
+/// Every step still to take, in order: beyond replicas (highest ordinal first), restarts
+/// (highest first), replacements (highest first), the meta leader's server last.
+pub fn pending_steps(input: &OrderInput<'_>) -> Vec<Step> {
+    let mut steps: Vec<Step> = input
+        .servers
+        .iter()
+        .filter(|m| m.present)
+        .filter_map(|m| {
+            let kind = if m.ordinal >= input.replicas {
+                StepKind::ScaleDown
+            } else if input.replace.iter().any(|(s, _)| *s == m.name) {
+                StepKind::Replace
+            } else if m.revision.as_deref() != Some(input.target_revision) {
+                StepKind::Restart
+            } else {
+                return None;
+            };
+            Some(Step {
+                server: m.name.clone(),
+                ordinal: m.ordinal,
+                kind,
+            })
+        })
+        .collect();
+    steps.sort_by_key(|s| {
+        (
+            input.meta_leader == Some(s.server.as_str()),
+            s.kind.rank(),
+            std::cmp::Reverse(s.ordinal),
+        )
+    });
+    steps
+}
+
+/// Absent servers within replicas that no removal is recreating.
+pub fn to_create(input: &OrderInput<'_>) -> Vec<u32> {
+    (0..input.replicas)
+        .filter(|o| {
+            let m = input.servers.iter().find(|m| m.ordinal == *o);
+            let present = m.is_some_and(|m| m.present);
+            let removing = m.is_some_and(|m| input.removals.iter().any(|r| r.name == m.name));
+            !present && !removing
+        })
+        .collect()
+}
+
+/// A begun removal is carried through, paused or not.
+pub fn carry_removal(input: &OrderInput<'_>) -> Option<Action> {
+    let r = begun(input.removals)?;
+    let ordinal = input
+        .servers
+        .iter()
+        .find(|m| m.name == r.name)
+        .map(|m| m.ordinal)
+        .or_else(|| r.name.rsplit('-').next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0);
+    let kind = if ordinal >= input.replicas {
+        StepKind::ScaleDown
+    } else {
+        StepKind::Replace
+    };
+    Some(Action::ContinueRemoval(Step {
+        server: r.name.clone(),
+        ordinal,
+        kind,
+    }))
+}
+
+/// `force-step: <server>` restarts that server now if it waits for a restart; through a closed
+/// gate and through paused.
+pub fn forced(input: &OrderInput<'_>, pending: &[Step]) -> Option<Action> {
+    let name = input.force_step?;
+    pending
+        .iter()
+        .find(|s| s.server == name && s.kind == StepKind::Restart)
+        .map(|s| Action::Forced(s.clone()))
+}
+
+/// The next step.
+pub fn decide(input: &OrderInput<'_>) -> Decision {
+    let create = to_create(input);
+    let pending = pending_steps(input);
+    let clear_force_step = input.force_step.is_some();
+    let action = if let Some(a) = carry_removal(input) {
+        a
+    } else if let Some(r) = &input.auth_change {
+        Action::Held(Hold::AuthChange(r.clone()))
+    } else if pending.is_empty() {
+        Action::UpToDate
+    } else if let Some(a) = forced(input, &pending) {
+        a
+    } else if input.paused {
+        Action::Held(Hold::Paused)
+    } else if !input.gate.is_open() {
+        Action::Held(Hold::Gate)
+    } else {
+        Action::Take(pending[0].clone())
+    };
+    Decision {
+        create,
+        pending,
+        action,
+        clear_force_step,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::refusals::Hold as RefusalHold;
+    use nats_api::cluster::reason;
+    use rstest::rstest;
+
+    fn member(ordinal: u32, revision: &str) -> Member {
+        Member {
+            ordinal,
+            name: format!("demo-{ordinal}"),
+            present: true,
+            revision: Some(revision.into()),
+        }
+    }
+
+    struct Fixture {
+        replicas: u32,
+        servers: Vec<Member>,
+        meta_leader: Option<&'static str>,
+        paused: bool,
+        force_step: Option<&'static str>,
+        replace: Vec<(String, ReplaceCause)>,
+        removals: Vec<ServerRemoval>,
+        gate: Gate,
+        auth_change: Option<Refusal>,
+    }
+
+    fn base() -> Fixture {
+        Fixture {
+            replicas: 3,
+            servers: (0..3).map(|i| member(i, "old")).collect(),
+            meta_leader: Some("demo-1"),
+            paused: false,
+            force_step: None,
+            replace: vec![],
+            removals: vec![],
+            gate: Gate::Open,
+            auth_change: None,
+        }
+    }
+
+    fn run(f: &Fixture) -> Decision {
+        decide(&OrderInput {
+            replicas: f.replicas,
+            target_revision: "new",
+            servers: &f.servers,
+            meta_leader: f.meta_leader,
+            paused: f.paused,
+            force_step: f.force_step,
+            replace: &f.replace,
+            removals: &f.removals,
+            gate: &f.gate,
+            auth_change: f.auth_change.clone(),
+        })
+    }
+
+    fn step(ordinal: u32, kind: StepKind) -> Step {
+        Step {
+            server: format!("demo-{ordinal}"),
+            ordinal,
+            kind,
+        }
+    }
+
+    fn closed() -> Gate {
+        Gate::Closed {
+            waiting_for: vec!["demo-2 not Ready".into()],
+        }
+    }
+
+    fn removal(name: &str, phase: RemovalPhase) -> ServerRemoval {
+        ServerRemoval {
+            name: name.into(),
+            phase,
+            since: None,
+        }
+    }
+
+    use StepKind::{Replace as Rp, Restart as R, ScaleDown as S};
+
+    #[rstest]
+    #[case::highest_first_leader_last("restarts highest ordinal first, the meta leader's server last", |_: &mut Fixture| {},
+        vec![(2, R), (0, R), (1, R)])]
+    #[case::no_leader_known("no meta leader known: plain highest-first", |f: &mut Fixture| f.meta_leader = None,
+        vec![(2, R), (1, R), (0, R)])]
+    #[case::scale_down_first("servers beyond replicas first, highest first, then restarts", |f: &mut Fixture| { f.servers.push(member(3, "old")); f.servers.push(member(4, "old")) },
+        vec![(4, S), (3, S), (2, R), (0, R), (1, R)])]
+    #[case::replacements_after_restarts("replacements after restarts", |f: &mut Fixture| f.replace.push(("demo-2".into(), ReplaceCause::Annotation)),
+        vec![(0, R), (2, Rp), (1, R)])]
+    #[case::leader_replaced_last("the meta leader's replacement is still last", |f: &mut Fixture| f.replace.push(("demo-1".into(), ReplaceCause::VolumeClaimTemplate)),
+        vec![(2, R), (0, R), (1, Rp)])]
+    #[case::leader_beyond_replicas("the meta leader beyond replicas goes last", |f: &mut Fixture| { f.servers.push(member(3, "new")); f.meta_leader = Some("demo-3") },
+        vec![(2, R), (1, R), (0, R), (3, S)])]
+    #[case::updated_skipped("servers on the target revision are not stepped (a restarted controller resumes)", |f: &mut Fixture| f.servers[2].revision = Some("new".into()),
+        vec![(0, R), (1, R)])]
+    fn step_order(
+        #[case] what: &str,
+        #[case] edit: fn(&mut Fixture),
+        #[case] want: Vec<(u32, StepKind)>,
+    ) {
+        let mut f = base();
+        edit(&mut f);
+        let got = run(&f).pending;
+        let want: Vec<Step> = want.into_iter().map(|(o, k)| step(o, k)).collect();
+        assert_eq!(got, want, "{what}");
+    }
+
+    fn auth_refusal() -> Refusal {
+        Refusal {
+            reason: reason::AUTH_CHANGE_BLOCKED,
+            message: "adding spec.auth on a running NATS cluster is not supported; create a new NatsCluster".into(),
+            hold: RefusalHold::Waiting,
+        }
+    }
+
+    #[rstest]
+    #[case::take_first("an open gate takes the first step", |_: &mut Fixture| {}, Action::Take(step(2, R)), false)]
+    #[case::up_to_date("all on the target revision", |f: &mut Fixture| f.servers.iter_mut().for_each(|m| m.revision = Some("new".into())), Action::UpToDate, false)]
+    #[case::gate_holds("a closed gate holds the next step (also after an involuntary disruption)", |f: &mut Fixture| f.gate = closed(), Action::Held(Hold::Gate), false)]
+    #[case::paused("paused stops before the next step", |f: &mut Fixture| f.paused = true, Action::Held(Hold::Paused), false)]
+    #[case::force_through_gate("force-step restarts a waiting server through a closed gate", |f: &mut Fixture| { f.gate = closed(); f.force_step = Some("demo-0") }, Action::Forced(step(0, R)), true)]
+    #[case::force_through_pause("force-step restarts a waiting server through paused", |f: &mut Fixture| { f.paused = true; f.force_step = Some("demo-1") }, Action::Forced(step(1, R)), true)]
+    #[case::force_not_waiting("force-step naming a server not waiting is cleared and does nothing", |f: &mut Fixture| { f.gate = closed(); f.servers[0].revision = Some("new".into()); f.force_step = Some("demo-0") }, Action::Held(Hold::Gate), true)]
+    #[case::force_when_up_to_date("force-step read while up to date is cleared", |f: &mut Fixture| { f.servers.iter_mut().for_each(|m| m.revision = Some("new".into())); f.force_step = Some("demo-0") }, Action::UpToDate, true)]
+    #[case::removal_carried_through_pause("a begun removal is carried through while paused", |f: &mut Fixture| { f.paused = true; f.gate = closed(); f.servers.push(member(3, "old")); f.removals.push(removal("demo-3", RemovalPhase::Evacuating)) }, Action::ContinueRemoval(step(3, S)), false)]
+    #[case::replacement_carried_through("a begun replacement is carried through a closed gate", |f: &mut Fixture| { f.gate = closed(); f.replace.push(("demo-2".into(), ReplaceCause::Annotation)); f.removals.push(removal("demo-2", RemovalPhase::Rejoining)) }, Action::ContinueRemoval(step(2, Rp)), false)]
+    #[case::requested_not_begun("a removal only Requested waits for its turn like any step", |f: &mut Fixture| { f.paused = true; f.servers.push(member(3, "old")); f.removals.push(removal("demo-3", RemovalPhase::Requested)) }, Action::Held(Hold::Paused), false)]
+    #[case::auth_change("adding auth on a running cluster holds: AuthChangeBlocked", |f: &mut Fixture| f.auth_change = Some(auth_refusal()), Action::Held(Hold::AuthChange(auth_refusal())), false)]
+    #[case::scale_down_taken("a scale-down step is taken before restarts", |f: &mut Fixture| f.servers.push(member(3, "new")), Action::Take(step(3, S)), false)]
+    fn next_action(
+        #[case] what: &str,
+        #[case] edit: fn(&mut Fixture),
+        #[case] want: Action,
+        #[case] clear: bool,
+    ) {
+        let mut f = base();
+        edit(&mut f);
+        let d = run(&f);
+        assert_eq!(d.action, want, "{what}");
+        assert_eq!(d.clear_force_step, clear, "{what}: clear force-step");
+    }
+
+    #[rstest]
+    #[case::none_missing(|_: &mut Fixture| {}, vec![])]
+    #[case::scale_up(|f: &mut Fixture| f.replicas = 5, vec![3, 4])]
+    #[case::absent(|f: &mut Fixture| f.servers[1].present = false, vec![1])]
+    #[case::being_replaced(|f: &mut Fixture| { f.servers[1].present = false; f.removals.push(removal("demo-1", RemovalPhase::Deleting)) }, vec![])]
+    fn creation(#[case] edit: fn(&mut Fixture), #[case] want: Vec<u32>) {
+        let mut f = base();
+        edit(&mut f);
+        assert_eq!(run(&f).create, want);
+    }
+}
