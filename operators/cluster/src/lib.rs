@@ -7,15 +7,13 @@
 //! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
-pub mod deletion_guard;
+pub mod controller;
 pub mod lifecycle;
 pub mod local_layout;
 pub mod objects;
 pub mod plan;
 pub mod quantity;
 pub mod refusals;
-pub mod reload;
 pub mod render;
-pub mod rollout;
 pub mod route_ca;
 pub mod system_connection;

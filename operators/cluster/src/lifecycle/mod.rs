@@ -4,6 +4,7 @@
 //! (a restart is lame duck, wait for exit, start with the new config). Everything else — rollout
 //! order, the gate, reload through `$SYS`, removal, status — is the same code over both.
 
+pub mod kubernetes;
 pub mod local;
 
 use std::future::Future;

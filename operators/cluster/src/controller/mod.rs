@@ -1,0 +1,933 @@
+//! The cluster controller's reconciler, generic over the [`ServerLifecycle`] port: the binary
+//! runs it with the Kubernetes implementation, the sim with its local one.
+//!
+//! One pass over a NatsCluster: gather its inputs (trust roots, preloaded accounts, leaf remotes
+//! and grants, Secrets), check the refusals, plan and render every server, keep the route CA and
+//! route certificate and the leaf remotes' Secret, apply the shared objects, create absent
+//! servers, hand changed ones to [`step::next_step`], then observe the servers (the port, and the
+//! servers' own answers) and write status by server-side apply on the status subresource.
+//!
+//! A refusal, an object in the way or a failing port is a condition, retried with a backoff;
+//! only a failure to reach the Kubernetes API is an error. Nothing crashes the loop.
+
+pub mod inputs;
+pub mod observe;
+pub mod status;
+pub mod step;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller_kit::backoff::Backoff;
+use controller_kit::conditions::{self, Desired};
+use controller_kit::events::Events;
+use controller_kit::metrics::Metrics;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use nats_api::cluster::{
+    ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster, NatsClusterStatus, RolloutStatus,
+    ServerStatus, condition, names, reason,
+};
+
+use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
+use crate::lifecycle::{
+    DesiredServer, LifecycleError, ObservedServer, ServerFile, ServerLifecycle,
+};
+use crate::objects::{Owner, configmap, endpoints, labels, leaf_remotes, tls_secret_name};
+use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
+use crate::refusals::{self, Hold, Refusal};
+use crate::render::{self, ServerPlan};
+use crate::route_ca::{self, RouteCa};
+use status::{Observation, Verdict};
+use step::NextStep;
+
+/// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
+pub const RECHECK: Duration = Duration::from_secs(5);
+/// How often a Settled NatsCluster is looked at again.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Settings of a controller process.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--allow-gateway-without-tls`: render gateways without TLS instead of refusing them.
+    pub allow_gateway_without_tls: bool,
+    /// `--controller-namespace`: the namespace the NetworkPolicy admits monitoring from.
+    pub controller_namespace: String,
+    /// `--cluster-domain`.
+    pub cluster_domain: String,
+    /// The wait before looking again while not Settled.
+    pub recheck: Duration,
+    /// The wait before looking again once Settled.
+    pub resync: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            allow_gateway_without_tls: false,
+            controller_namespace: "nats-system".into(),
+            cluster_domain: "cluster.local".into(),
+            recheck: RECHECK,
+            resync: RESYNC,
+        }
+    }
+}
+
+/// What every pass shares.
+pub struct Context<L: ServerLifecycle> {
+    pub client: kube::Client,
+    pub lifecycle: L,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub events: Events,
+    pub backoff: Backoff,
+}
+
+/// A context over `lifecycle`.
+pub fn context<L: ServerLifecycle>(
+    client: kube::Client,
+    lifecycle: L,
+    settings: Settings,
+    metrics: Metrics,
+) -> Arc<Context<L>> {
+    Arc::new(Context {
+        events: Events::new(client.clone(), FIELD_MANAGER),
+        client,
+        lifecycle,
+        settings,
+        metrics,
+        backoff: Backoff::default(),
+    })
+}
+
+/// A failure to talk to the Kubernetes API (everything else becomes a condition).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{object}: Kubernetes API: {source}")]
+    Kube {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// The metric label of the error.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } => "kube",
+        }
+    }
+}
+
+fn describe(cluster: &NatsCluster) -> String {
+    format!(
+        "NatsCluster {}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}
+
+/// What one pass decided, written as status.
+#[derive(Clone, Debug)]
+struct Outcome {
+    ready: Verdict,
+    settled: Verdict,
+    progressing: Verdict,
+    gateways: Option<(Vec<nats_api::cluster::GatewayStatus>, Verdict)>,
+    leafnodes: Option<(Vec<nats_api::cluster::LeafRemoteStatus>, Verdict)>,
+    observed: Vec<ObservedServer>,
+    observation: Observation,
+    endpoints: Option<nats_api::cluster::Endpoints>,
+    revision: Option<String>,
+    rollout: Option<RolloutStatus>,
+    jetstream: Option<JetStreamStatus>,
+}
+
+/// Progressing for a hold: True while the controller waits, False when it refuses.
+fn held(r: &Refusal) -> Verdict {
+    Verdict::new(r.hold == Hold::Waiting, r.reason, r.message.clone())
+}
+
+/// A NatsCluster's revision as a whole: the servers' revisions in ordinal order, hashed.
+pub fn cluster_revision(revisions: &[String]) -> String {
+    configmap::revision(&revisions.join(","))
+}
+
+/// The files a local server reads beside its nats.conf: each listener's certificate, and the
+/// leaf remotes' creds and CAs (Kubernetes mounts the same from Secrets and ignores these).
+fn server_files(
+    layout: &dyn Layout,
+    ordinal: u32,
+    listeners: &BTreeMap<&'static str, BTreeMap<String, Vec<u8>>>,
+    leaf: &[leaf_remotes::LeafRemoteFiles],
+) -> Vec<ServerFile> {
+    let mut files = vec![];
+    for (listener, contents) in listeners {
+        let dir = layout.tls_dir(ordinal, listener);
+        for (name, bytes) in contents {
+            files.push(ServerFile {
+                path: format!("{dir}/{name}"),
+                contents: bytes.clone(),
+            });
+        }
+    }
+    let dir = layout.leaf_remotes_dir(ordinal);
+    for r in leaf {
+        if let Some(c) = &r.credentials {
+            files.push(ServerFile {
+                path: format!("{dir}/{}", leaf_creds_file(r.index)),
+                contents: c.clone(),
+            });
+        }
+        if let Some(c) = &r.ca {
+            files.push(ServerFile {
+                path: format!("{dir}/{}", leaf_ca_file(r.index)),
+                contents: c.clone(),
+            });
+        }
+    }
+    files
+}
+
+/// Keeps the self-signed route CA (`<name>-routes-ca`) and the route certificate issued under it,
+/// reissued under the same key once a third of its validity remains. Returns the certificate's
+/// files, or the name of a Secret in the way.
+async fn route_certificate<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    owner: &Owner,
+) -> Result<Result<BTreeMap<String, Vec<u8>>, String>, Error> {
+    let ns = &owner.namespace;
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let uid = owner.reference.uid.as_str();
+    let ca_name = names::routes_ca_secret(&owner.name);
+    let ca_secret = inputs::secret(&ctx.client, ns, &ca_name).await?;
+    if let Some(s) = &ca_secret
+        && !refusals::controlled_by(s.owner_references(), uid)
+    {
+        return Ok(Err(format!("Secret/{ca_name}")));
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let kube_err = |object: String| move |source| Error::Kube { object, source };
+    let ca = match ca_secret
+        .as_ref()
+        .and_then(|s| RouteCa::from_secret(&owner.name, s).ok())
+    {
+        Some(ca) => ca,
+        None => {
+            let ca = match RouteCa::generate(&owner.name, now) {
+                Ok(ca) => ca,
+                Err(e) => return Ok(Err(format!("route CA: {e}"))),
+            };
+            api.patch(
+                &ca_name,
+                &kube::api::PatchParams::apply(FIELD_MANAGER).force(),
+                &kube::api::Patch::Apply(&ca.secret(owner)),
+            )
+            .await
+            .map_err(kube_err(format!("Secret {ns}/{ca_name}")))?;
+            ca
+        }
+    };
+    let tls_name = route_ca::routes_tls_secret(&owner.name);
+    let current = inputs::secret(&ctx.client, ns, &tls_name).await?;
+    if let Some(s) = &current {
+        if !refusals::controlled_by(s.owner_references(), uid) {
+            return Ok(Err(format!("Secret/{tls_name}")));
+        }
+        let same_ca = inputs::secret_key(s, route_ca::CA_CERT_KEY)
+            .is_some_and(|c| c == ca.cert_pem.as_bytes());
+        if same_ca && !route_ca::secret_needs_reissue(s, now) {
+            return Ok(Ok(inputs::tls_files(s)));
+        }
+    }
+    let dns = route_ca::route_dns_names(&owner.name, ns, &ctx.settings.cluster_domain);
+    let ips = [std::net::IpAddr::from([127, 0, 0, 1])];
+    let issued = match ca.issue(&dns, &ips, now) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(format!("route certificate: {e}"))),
+    };
+    let secret = issued.secret(owner);
+    api.patch(
+        &tls_name,
+        &kube::api::PatchParams::apply(FIELD_MANAGER).force(),
+        &kube::api::Patch::Apply(&secret),
+    )
+    .await
+    .map_err(kube_err(format!("Secret {ns}/{tls_name}")))?;
+    Ok(Ok(inputs::tls_files(&secret)))
+}
+
+/// One pass over `cluster`.
+async fn pass<L: ServerLifecycle>(
+    cluster: &NatsCluster,
+    ctx: &Context<L>,
+) -> Result<Outcome, Error> {
+    let spec = &cluster.spec;
+    let name = cluster.name_any();
+    let ns = cluster.namespace().unwrap_or_default();
+    let replicas = spec.replicas.max(0) as u32;
+    let expected: Vec<String> = (0..replicas).map(|i| names::server(&name, i)).collect();
+    let mut foreign: Vec<String> = vec![];
+    let mut failure: Option<String> = None;
+
+    let owner = Owner::of(cluster).map_err(|e| e.to_string());
+    let refused_gateway =
+        refusals::gateway_without_tls(spec, ctx.settings.allow_gateway_without_tls);
+    let gathered = inputs::gather(&ctx.client, cluster).await?;
+    let mut holds = gathered.holds.clone();
+    if let Some(gw_tls) = spec.gateway.as_ref().and_then(|g| g.tls.as_ref()) {
+        let secret_name = tls_secret_name(&name, "gateway", Some(gw_tls));
+        let s = inputs::secret(&ctx.client, &ns, &secret_name).await?;
+        let keys = inputs::keys_of(s.as_ref());
+        let keys_ref: Option<Vec<&str>> = keys
+            .as_ref()
+            .map(|k| k.iter().map(String::as_str).collect());
+        if let Some(r) = refusals::gateway_certificate(spec, &secret_name, keys_ref.as_deref()) {
+            holds.push(r);
+        }
+    }
+
+    let layout = ctx.lifecycle.layout(cluster);
+    let plans = plan_servers(
+        &ClusterInputs {
+            name: &name,
+            spec,
+            trust: gathered.trust.clone(),
+            account_preloads: gathered.account_preloads.clone(),
+            leaf_remotes: gathered.leaf_remotes.clone(),
+        },
+        layout.as_ref(),
+    );
+    let plans: Vec<ServerPlan> = match plans {
+        Ok(p) => p,
+        Err(e) => {
+            holds.push(Refusal {
+                reason: reason::UNSUPPORTED_SPEC,
+                message: e.to_string(),
+                hold: Hold::Refused,
+            });
+            vec![]
+        }
+    };
+    let revisions: Vec<String> = plans
+        .iter()
+        .map(|p| configmap::revision(&render::render(p)))
+        .collect();
+    let target = (!revisions.is_empty()).then(|| cluster_revision(&revisions));
+
+    let mut progressing: Option<Verdict> = None;
+    let mut rollout: Option<RolloutStatus> = None;
+    let observed: Vec<ObservedServer>;
+
+    let blocked = refused_gateway.clone().or_else(|| holds.first().cloned());
+    match (&owner, blocked) {
+        (Err(e), _) => {
+            failure = Some(e.clone());
+            observed = vec![];
+        }
+        (Ok(_), Some(r)) => {
+            progressing = Some(held(&r));
+            observed = ctx.lifecycle.observe(cluster).await.unwrap_or_else(|e| {
+                failure = Some(e.to_string());
+                vec![]
+            });
+        }
+        (Ok(owner), None) => {
+            match apply_servers(
+                ctx,
+                cluster,
+                owner,
+                &gathered,
+                &plans,
+                layout.as_ref(),
+                &revisions,
+            )
+            .await?
+            {
+                Ok(applied) => {
+                    foreign.extend(applied.foreign);
+                    progressing = applied.progressing;
+                    rollout = applied.rollout;
+                    observed = applied.observed;
+                }
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    observed = ctx.lifecycle.observe(cluster).await.unwrap_or_default();
+                }
+            }
+        }
+    }
+
+    // The servers' own answers, from those the port reports Ready.
+    let ready_servers: Vec<(String, crate::lifecycle::ServerAddress)> = observed
+        .iter()
+        .filter(|o| o.ready && o.ordinal < replicas)
+        .map(|o| {
+            (
+                o.server_name.clone(),
+                ctx.lifecycle.address(cluster, o.ordinal),
+            )
+        })
+        .collect();
+    let asks = observe::Asks {
+        jetstream: spec.jetstream.is_some(),
+        gateways: spec.gateway.is_some(),
+        leafnodes: !spec.leaf_remotes.is_empty(),
+    };
+    let observation = if ready_servers.is_empty() {
+        Observation {
+            failure: Some("no server is Ready".into()),
+            ..Default::default()
+        }
+    } else {
+        match system_access(ctx, cluster).await? {
+            Some(access) => observe::over_system(&name, &ready_servers, asks, &access).await,
+            None => observe::over_monitor(&ready_servers, asks).await,
+        }
+    };
+
+    let ready = match (&refused_gateway, &failure) {
+        (Some(r), _) => Verdict::new(false, r.reason, r.message.clone()),
+        (None, Some(f)) => Verdict::new(false, reason::RECONCILE_FAILED, f.clone()),
+        (None, None) => status::ready(replicas, &observed, &foreign),
+    };
+    let progressing = progressing.unwrap_or_else(|| match &refused_gateway {
+        Some(r) => held(r),
+        None => Verdict::new(
+            false,
+            reason::UP_TO_DATE,
+            format!(
+                "every server runs revision {}",
+                target.clone().unwrap_or_default()
+            ),
+        ),
+    });
+    let settled = status::settled(&expected, asks.jetstream, &observation);
+    let gateways = spec.gateway.as_ref().map(|g| {
+        let remotes: Vec<String> = g
+            .remotes
+            .iter()
+            .filter(|r| r.name != name)
+            .map(|r| r.name.clone())
+            .collect();
+        status::gateways(&remotes, &observation)
+    });
+    let leafnodes = (!spec.leaf_remotes.is_empty())
+        .then(|| status::leafnodes(&gathered.leaf_views, &observation));
+    let endpoints = plans
+        .first()
+        .map(|p| endpoints::endpoints(&name, &ns, spec, p));
+    let jetstream = spec.jetstream.as_ref().map(|_| JetStreamStatus {
+        meta_leader: status::meta_leader(&observation),
+        limits: plans
+            .first()
+            .and_then(|p| p.jetstream.as_ref())
+            .map(|j| JetStreamLimits {
+                max_memory_store: j.max_memory_store.map(|b| {
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(status::quantity(b))
+                }),
+                max_file_store: j.max_file_store.map(|b| {
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(status::quantity(b))
+                }),
+            }),
+    });
+    Ok(Outcome {
+        ready,
+        settled,
+        progressing,
+        gateways,
+        leafnodes,
+        observed,
+        observation,
+        endpoints,
+        revision: target,
+        rollout,
+        jetstream,
+    })
+}
+
+/// The system user the controller asks the servers with, when `auth.systemCredentials` names one.
+async fn system_access<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+) -> Result<Option<observe::SystemAccess>, Error> {
+    let ns = cluster.namespace().unwrap_or_default();
+    let Some(creds) = cluster
+        .spec
+        .auth
+        .as_ref()
+        .and_then(|a| a.system_credentials.as_ref())
+    else {
+        return Ok(None);
+    };
+    let key = creds
+        .secret_key_ref
+        .key
+        .as_deref()
+        .unwrap_or(nats_api::common::DEFAULT_CREDS_KEY);
+    let Some(text) = inputs::secret(&ctx.client, &ns, &creds.secret_key_ref.name)
+        .await?
+        .and_then(|s| inputs::secret_key(&s, key))
+        .and_then(|b| String::from_utf8(b).ok())
+    else {
+        return Ok(None);
+    };
+    let ca_pem = match &cluster.spec.tls {
+        Some(tls) => inputs::secret(
+            &ctx.client,
+            &ns,
+            &tls_secret_name(&cluster.name_any(), "client", Some(tls)),
+        )
+        .await?
+        .and_then(|s| inputs::secret_key(&s, "ca.crt")),
+        None => None,
+    };
+    Ok(Some(observe::SystemAccess {
+        creds: text,
+        ca_pem,
+    }))
+}
+
+/// What applying the servers came to.
+struct AppliedServers {
+    foreign: Vec<String>,
+    progressing: Option<Verdict>,
+    rollout: Option<RolloutStatus>,
+    observed: Vec<ObservedServer>,
+}
+
+/// Writes the controller's own Secrets and the shared objects, creates absent servers and steps
+/// changed ones.
+async fn apply_servers<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    owner: &Owner,
+    gathered: &inputs::Inputs,
+    plans: &[ServerPlan],
+    layout: &(dyn Layout + Send + Sync),
+    revisions: &[String],
+) -> Result<Result<AppliedServers, LifecycleError>, Error> {
+    let spec = &cluster.spec;
+    let name = &owner.name;
+    let ns = &owner.namespace;
+    let uid = owner.reference.uid.as_str();
+    let mut foreign = vec![];
+
+    // The certificates each listener mounts.
+    let mut listeners: BTreeMap<&'static str, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    let self_signed_routes = crate::objects::cluster::controller_secret_names(owner, spec, false)
+        .contains(&names::routes_ca_secret(name));
+    if self_signed_routes {
+        match route_certificate(ctx, owner).await? {
+            Ok(files) => {
+                listeners.insert("routes", files);
+            }
+            Err(f) => foreign.push(f),
+        }
+    } else if spec.route_tls_enabled() {
+        let tls = spec.routes.as_ref().and_then(|r| r.tls.as_ref());
+        let secret_name = match tls.and_then(|t| t.secret_ref.as_ref()) {
+            Some(s) => s.name.clone(),
+            None => route_ca::routes_tls_secret(name),
+        };
+        if let Some(s) = inputs::secret(&ctx.client, ns, &secret_name).await? {
+            listeners.insert("routes", inputs::tls_files(&s));
+        }
+    }
+    let named_listeners = [
+        ("client", spec.tls.as_ref()),
+        (
+            "gateway",
+            spec.gateway.as_ref().and_then(|g| g.tls.as_ref()),
+        ),
+        (
+            "leafnodes",
+            spec.leafnodes.as_ref().and_then(|l| l.tls.as_ref()),
+        ),
+    ];
+    for (listener, tls) in named_listeners {
+        if let Some(tls) = tls
+            && let Some(s) =
+                inputs::secret(&ctx.client, ns, &tls_secret_name(name, listener, Some(tls))).await?
+        {
+            listeners.insert(listener, inputs::tls_files(&s));
+        }
+    }
+
+    // The leaf remotes' projected Secret: the admitted remotes' files only.
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    match leaf_remotes::leaf_remotes_secret(owner, &gathered.leaf_files) {
+        Some(s) => match apply_owned(&secrets, "Secret", uid, &s).await {
+            Ok(f) => foreign.extend(f),
+            Err(e) => return Ok(Err(e)),
+        },
+        None => {
+            if let Err(e) =
+                delete_owned(&secrets, "Secret", uid, &names::leaf_remotes_secret(name)).await
+            {
+                return Ok(Err(e));
+            }
+        }
+    }
+
+    let desired: Vec<DesiredServer> = plans
+        .iter()
+        .zip(revisions)
+        .enumerate()
+        .map(|(i, (plan, revision))| DesiredServer {
+            ordinal: i as u32,
+            plan: plan.clone(),
+            config: render::render(plan),
+            revision: revision.clone(),
+            files: server_files(layout, i as u32, &listeners, &gathered.leaf_files),
+        })
+        .collect();
+
+    let shared = match ctx.lifecycle.apply_shared(cluster, plans).await {
+        Ok(a) => a,
+        Err(e) => return Ok(Err(e)),
+    };
+    foreign.extend(shared.foreign);
+    let before = match ctx.lifecycle.observe(cluster).await {
+        Ok(o) => o,
+        Err(e) => return Ok(Err(e)),
+    };
+    let seen = |i: u32| before.iter().find(|o| o.ordinal == i);
+    let mut creating = vec![];
+    let mut changed = vec![];
+    for d in &desired {
+        let o = seen(d.ordinal);
+        let runs_other =
+            o.is_some_and(|o| o.present && o.revision.as_ref().is_some_and(|r| *r != d.revision));
+        if runs_other {
+            changed.push(d.ordinal);
+            continue;
+        }
+        if !o.is_some_and(|o| o.present) {
+            creating.push(d.plan.server_name.clone());
+        }
+        // Absent: created; present on its revision (or with no pod yet): kept as rendered.
+        match ctx.lifecycle.apply_server(cluster, d).await {
+            Ok(a) => foreign.extend(a.foreign),
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let step = step::next_step(&changed, &before, spec.rollout_paused());
+    let mut current = None;
+    if let NextStep::Restart(i) = &step
+        && let Some(d) = desired.iter().find(|d| d.ordinal == *i)
+    {
+        match ctx.lifecycle.apply_server(cluster, d).await {
+            Ok(a) => foreign.extend(a.foreign),
+            Err(e) => return Ok(Err(e)),
+        }
+        ctx.events
+            .publish(
+                cluster,
+                false,
+                "RolloutStep",
+                format!(
+                    "restarting {} for revision {}",
+                    d.plan.server_name, d.revision
+                ),
+            )
+            .await;
+        current = Some(d.plan.server_name.clone());
+    }
+    let observed = match ctx.lifecycle.observe(cluster).await {
+        Ok(o) => o,
+        Err(e) => return Ok(Err(e)),
+    };
+    foreign.sort();
+    foreign.dedup();
+
+    let server_name = |i: &u32| names::server(name, *i);
+    let updated: Vec<String> = desired
+        .iter()
+        .filter(|d| !changed.contains(&d.ordinal))
+        .map(|d| d.plan.server_name.clone())
+        .collect();
+    let pending: Vec<String> = changed
+        .iter()
+        .map(server_name)
+        .filter(|s| current.as_deref() != Some(s))
+        .collect();
+    let total = desired.len();
+    let progressing = if !creating.is_empty() {
+        Some(Verdict::new(
+            true,
+            reason::CREATING,
+            format!("creating {}", creating.join(", ")),
+        ))
+    } else {
+        match &step {
+            NextStep::Idle => None,
+            NextStep::Paused => Some(Verdict::new(
+                true,
+                reason::ROLLOUT_PAUSED,
+                format!("spec.rollout.paused: {} wait", pending.join(", ")),
+            )),
+            NextStep::Restart(i) => Some(Verdict::new(
+                true,
+                reason::ROLLING_RESTART,
+                format!(
+                    "restarting {} ({} of {total})",
+                    server_name(i),
+                    updated.len() + 1
+                ),
+            )),
+            NextStep::Wait(why) => Some(Verdict::new(
+                true,
+                reason::ROLLING_RESTART,
+                format!("{} pending; gate waiting for {why}", pending.join(", ")),
+            )),
+        }
+    };
+    if !foreign.is_empty() {
+        ctx.events
+            .publish(
+                cluster,
+                true,
+                reason::RECONCILE_FAILED,
+                format!(
+                    "not controlled by this NatsCluster, left untouched: {}",
+                    foreign.join(", ")
+                ),
+            )
+            .await;
+    }
+    let target = cluster_revision(revisions);
+    Ok(Ok(AppliedServers {
+        foreign,
+        progressing,
+        rollout: Some(RolloutStatus {
+            target_revision: Some(target),
+            updated,
+            current,
+            pending,
+            gate: None,
+        }),
+        observed,
+    }))
+}
+
+/// Writes the outcome as status and returns when to look again.
+async fn write_status<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    outcome: Outcome,
+) -> Result<Duration, Error> {
+    let prev = cluster.status.clone().unwrap_or_default();
+    let now = conditions::now();
+    let generation = cluster.metadata.generation;
+    let mut conds = prev.conditions.clone();
+    let set = |conds: &mut Vec<_>, type_: &str, v: &Verdict| {
+        conditions::upsert(
+            conds,
+            &Desired::new(type_, v.status, v.reason, v.message.clone()),
+            generation,
+            &now,
+        )
+    };
+    set(&mut conds, condition::READY, &outcome.ready);
+    set(&mut conds, condition::SETTLED, &outcome.settled);
+    set(&mut conds, condition::PROGRESSING, &outcome.progressing);
+    match &outcome.gateways {
+        Some((_, v)) => set(&mut conds, condition::GATEWAYS_CONNECTED, v),
+        None => conditions::remove(&mut conds, condition::GATEWAYS_CONNECTED),
+    }
+    match &outcome.leafnodes {
+        Some((_, v)) => set(&mut conds, condition::LEAFNODES_CONNECTED, v),
+        None => conditions::remove(&mut conds, condition::LEAFNODES_CONNECTED),
+    }
+    let replicas = cluster.spec.replicas.max(0) as u32;
+    let expected: Vec<String> = (0..replicas)
+        .map(|i| names::server(&cluster.name_any(), i))
+        .collect();
+    let servers: Vec<ServerStatus> = outcome
+        .observed
+        .iter()
+        .map(|o| ServerStatus {
+            name: o.server_name.clone(),
+            version: outcome
+                .observation
+                .answers
+                .get(&o.server_name)
+                .and_then(|a| a.version.clone()),
+            ready: o.ready,
+            config_revision: o.revision.clone(),
+        })
+        .collect();
+    let status = NatsClusterStatus {
+        observed_generation: generation,
+        conditions: conds,
+        version: status::common_version(&outcome.observation, &expected),
+        replicas: Some(cluster.spec.replicas),
+        ready_replicas: Some(status::ready_count(replicas, &outcome.observed) as i32),
+        endpoints: outcome.endpoints.clone(),
+        config: outcome.revision.clone().map(|r| ConfigStatus {
+            revision: Some(r),
+            applied_by: prev.config.as_ref().and_then(|c| c.applied_by),
+            restart_reason: prev.config.as_ref().and_then(|c| c.restart_reason.clone()),
+        }),
+        rollout: outcome.rollout.clone(),
+        removals: prev.removals.clone(),
+        jetstream: outcome.jetstream.clone(),
+        gateways: outcome.gateways.clone().map(|g| g.0).unwrap_or_default(),
+        leaf_remotes: outcome.leafnodes.clone().map(|l| l.0).unwrap_or_default(),
+        servers,
+    };
+    let api: Api<NatsCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    controller_kit::status::apply(&api, &cluster.name_any(), FIELD_MANAGER, &status)
+        .await
+        .map_err(|source| Error::Kube {
+            object: describe(cluster),
+            source,
+        })?;
+    ctx.metrics.set_conditions(
+        "NatsCluster",
+        &cluster.namespace().unwrap_or_default(),
+        &cluster.name_any(),
+        &status.conditions,
+    );
+    let busy = !outcome.settled.status
+        || outcome.progressing.status
+        || !outcome.ready.status
+        || outcome.gateways.as_ref().is_some_and(|g| !g.1.status)
+        || outcome.leafnodes.as_ref().is_some_and(|l| !l.1.status);
+    Ok(if busy {
+        ctx.settings.recheck
+    } else {
+        ctx.settings.resync
+    })
+}
+
+async fn reconcile<L: ServerLifecycle>(
+    cluster: Arc<NatsCluster>,
+    ctx: Arc<Context<L>>,
+) -> Result<Action, Error> {
+    use tracing::Instrument;
+    let span = controller_kit::trace::reconcile_span(
+        "NatsCluster",
+        &cluster.namespace().unwrap_or_default(),
+        &cluster.name_any(),
+    );
+    let started = Instant::now();
+    let result = async {
+        if cluster.meta().deletion_timestamp.is_some() {
+            // The owner references take the objects with it (the deletion guard is §4.6's).
+            return Ok(Action::await_change());
+        }
+        let outcome = pass(&cluster, &ctx).await?;
+        let wait = write_status(&ctx, &cluster, outcome).await?;
+        Ok(Action::requeue(wait))
+    }
+    .instrument(span)
+    .await;
+    ctx.metrics.reconciled("NatsCluster", started.elapsed());
+    if result.is_ok() {
+        ctx.backoff.succeeded(&describe(&cluster));
+    }
+    result
+}
+
+fn error_policy<L: ServerLifecycle>(
+    cluster: Arc<NatsCluster>,
+    err: &Error,
+    ctx: Arc<Context<L>>,
+) -> Action {
+    let key = describe(&cluster);
+    ctx.metrics.failed("NatsCluster", err.label());
+    let wait = ctx.backoff.failed(&key);
+    tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
+    Action::requeue(wait)
+}
+
+/// The NatsCluster a pod of one of its servers belongs to (by its instance label).
+fn pod_owner(pod: Pod) -> Option<ObjectRef<NatsCluster>> {
+    if pod.labels().get(labels::NAME).map(String::as_str) != Some(labels::NAME_VALUE) {
+        return None;
+    }
+    let instance = pod.labels().get(labels::INSTANCE)?;
+    Some(ObjectRef::new(instance).within(&pod.namespace()?))
+}
+
+/// Runs the NatsCluster controller until it ends (it runs forever).
+pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
+    let client = ctx.client.clone();
+    let pods =
+        watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
+    Controller::new(
+        Api::<NatsCluster>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<StatefulSet>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<ConfigMap>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Service>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(Api::<Pod>::all(client), pods, pod_owner)
+    .run(reconcile::<L>, error_policy::<L>, ctx)
+    .for_each(|r| async move {
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "controller event");
+        }
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_revision_names_every_server_revision_in_order() {
+        let a = cluster_revision(&["aa".into(), "bb".into()]);
+        assert_eq!(a.len(), 8);
+        assert_ne!(a, cluster_revision(&["bb".into(), "aa".into()]));
+        assert_eq!(a, cluster_revision(&["aa".into(), "bb".into()]));
+    }
+
+    #[test]
+    fn a_pod_maps_to_its_natscluster_by_instance_label() {
+        let mut p = Pod::default();
+        p.metadata.namespace = Some("nats".into());
+        p.metadata.labels = Some(labels::server("demo", "demo-1"));
+        let r = pod_owner(p.clone()).expect("a NatsCluster");
+        assert_eq!(r.name, "demo");
+        assert_eq!(r.namespace.as_deref(), Some("nats"));
+        p.metadata.labels = Some([(labels::INSTANCE.to_string(), "demo".to_string())].into());
+        assert!(pod_owner(p).is_none(), "not a NATS pod");
+    }
+
+    #[test]
+    fn a_waiting_hold_progresses_a_refusal_does_not() {
+        let r = Refusal {
+            reason: reason::TRUST_NOT_FOUND,
+            message: "m".into(),
+            hold: Hold::Waiting,
+        };
+        assert!(held(&r).status);
+        let r = Refusal {
+            hold: Hold::Refused,
+            ..r
+        };
+        assert!(!held(&r).status);
+    }
+}

@@ -1,0 +1,200 @@
+//! Asking the servers how they are: through the system connection (`auth.systemCredentials`,
+//! `$SYS.REQ.SERVER.PING.{STATSZ,JSZ,GATEWAYZ,LEAFZ}`) or, without one, each server's monitoring
+//! endpoint (`/varz`, `/jsz`, `/gatewayz`, `/leafz` at the port's [`ServerAddress`]).
+
+use std::time::Duration;
+
+use nats_wire::monitor::{GatewayzOptions, JszOptions, LeafzOptions};
+use nats_wire::{Collect, ConnectionConfig, ServerFilter};
+use serde::de::DeserializeOwned;
+
+use super::status::{Observation, ServerAnswer};
+use crate::lifecycle::ServerAddress;
+
+/// How long one observation may wait for the servers.
+pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What to ask for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asks {
+    pub jetstream: bool,
+    pub gateways: bool,
+    pub leafnodes: bool,
+}
+
+/// The system user the controller asks with.
+#[derive(Clone)]
+pub struct SystemAccess {
+    pub creds: String,
+    /// The client listener's CA (the client Secret's ca.crt), when it runs TLS with one.
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+/// Asks the servers over the system connection; the answers of servers not in `servers` (other
+/// members of a supercluster) are left out.
+pub async fn over_system(
+    cluster: &str,
+    servers: &[(String, ServerAddress)],
+    asks: Asks,
+    access: &SystemAccess,
+) -> Observation {
+    let mut config = ConnectionConfig::new(servers.iter().map(|(_, a)| a.client_url.clone()))
+        .with_creds(access.creds.clone())
+        .with_name("cluster-controller")
+        .with_connect_timeout(OBSERVE_TIMEOUT)
+        .with_request_timeout(OBSERVE_TIMEOUT);
+    if let Some(ca) = &access.ca_pem {
+        config = config.with_ca_pem(ca.clone());
+    }
+    let wire = match nats_wire::dial(&config).await {
+        Ok(w) => w,
+        Err(e) => {
+            return Observation {
+                failure: Some(format!("system connection: {e}")),
+                ..Default::default()
+            };
+        }
+    };
+    let filter = ServerFilter::cluster(cluster);
+    let collect = Collect {
+        deadline: OBSERVE_TIMEOUT,
+        expect: Some(servers.len()),
+    };
+    let ours = |name: &str| servers.iter().any(|(n, _)| n == name);
+    let mut obs = Observation::default();
+    match wire.ping_statsz(&filter, collect).await {
+        Ok(replies) => {
+            for r in replies.replies.into_iter().filter(|r| ours(&r.server.name)) {
+                obs.answers.insert(
+                    r.server.name.clone(),
+                    ServerAnswer {
+                        name: r.server.name.clone(),
+                        version: Some(r.server.version.clone()).filter(|v| !v.is_empty()),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        Err(e) => obs.failure = Some(format!("STATSZ: {e}")),
+    }
+    if asks.jetstream {
+        let options = JszOptions {
+            filter: filter.clone(),
+            accounts: true,
+            streams: true,
+            consumer: true,
+            raft_groups: true,
+            ..Default::default()
+        };
+        match wire.ping_jsz(&options, collect).await {
+            Ok(replies) => {
+                for r in replies.replies {
+                    if let Some(a) = obs.answers.get_mut(&r.server.name) {
+                        a.jsz = Some(r.data);
+                    }
+                }
+            }
+            Err(e) => obs.failure = Some(format!("JSZ: {e}")),
+        }
+    }
+    if asks.gateways {
+        let options = GatewayzOptions {
+            filter: filter.clone(),
+            ..Default::default()
+        };
+        match wire.ping_gatewayz(&options, collect).await {
+            Ok(replies) => {
+                for r in replies.replies {
+                    if let Some(a) = obs.answers.get_mut(&r.server.name) {
+                        a.gatewayz = Some(r.data);
+                    }
+                }
+            }
+            Err(e) => obs.failure = Some(format!("GATEWAYZ: {e}")),
+        }
+    }
+    if asks.leafnodes {
+        let options = LeafzOptions {
+            filter,
+            ..Default::default()
+        };
+        match wire.ping_leafz(&options, collect).await {
+            Ok(replies) => {
+                for r in replies.replies {
+                    if let Some(a) = obs.answers.get_mut(&r.server.name) {
+                        a.leafz = Some(r.data);
+                    }
+                }
+            }
+            Err(e) => obs.failure = Some(format!("LEAFZ: {e}")),
+        }
+    }
+    obs
+}
+
+async fn get<T: DeserializeOwned>(http: &reqwest::Client, url: String) -> Result<T, String> {
+    let resp = http
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("{url}: HTTP {}", resp.status()));
+    }
+    resp.json::<T>().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// Asks each server's monitoring endpoint; a server whose `/varz` does not answer is silent.
+pub async fn over_monitor(servers: &[(String, ServerAddress)], asks: Asks) -> Observation {
+    let http = match reqwest::Client::builder().timeout(OBSERVE_TIMEOUT).build() {
+        Ok(c) => c,
+        Err(e) => {
+            return Observation {
+                failure: Some(format!("HTTP client: {e}")),
+                ..Default::default()
+            };
+        }
+    };
+    let asks_one = servers.iter().map(|(name, addr)| {
+        let http = http.clone();
+        async move {
+            let base = addr.monitor_url.trim_end_matches('/').to_string();
+            let varz: nats_wire::monitor::Varz = get(&http, format!("{base}/varz")).await?;
+            let mut a = ServerAnswer {
+                name: name.clone(),
+                version: Some(varz.version).filter(|v| !v.is_empty()),
+                ..Default::default()
+            };
+            if asks.jetstream {
+                a.jsz = Some(
+                    get(
+                        &http,
+                        format!("{base}/jsz?accounts=true&streams=true&consumers=true&raft=true"),
+                    )
+                    .await?,
+                );
+            }
+            if asks.gateways {
+                a.gatewayz = Some(get(&http, format!("{base}/gatewayz")).await?);
+            }
+            if asks.leafnodes {
+                a.leafz = Some(get(&http, format!("{base}/leafz")).await?);
+            }
+            Ok::<_, String>(a)
+        }
+    });
+    let mut obs = Observation::default();
+    let mut failures = vec![];
+    for r in futures::future::join_all(asks_one).await {
+        match r {
+            Ok(a) => {
+                obs.answers.insert(a.name.clone(), a);
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    if !failures.is_empty() {
+        obs.failure = Some(failures.join("; "));
+    }
+    obs
+}

@@ -1,0 +1,502 @@
+//! The server-lifecycle port on Kubernetes: a StatefulSet and a ConfigMap per server, the shared
+//! Services, PodDisruptionBudget, NetworkPolicy and cert-manager Certificates, all written by
+//! server-side apply under the field manager `cluster-controller`; servers observed through
+//! their StatefulSets and Pods.
+//!
+//! An existing object of a rendered name that this NatsCluster does not control is never
+//! written: it is returned in [`Applied::foreign`] as `Kind/name` (design §4.1).
+
+use std::fmt::Debug;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use nats_api::cluster::{NatsCluster, names};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
+};
+use crate::objects::cluster::{ClusterObjects, Site, render_objects};
+use crate::objects::configmap::{self, REVISION_ANNOTATION};
+use crate::objects::statefulset::{NATS_CONTAINER, ServerWorkload, stateful_set};
+use crate::objects::{Owner, labels, services};
+use crate::plan::{KubernetesLayout, Layout, STANDARD_PORTS};
+use crate::refusals::controlled_by;
+use crate::render::ServerPlan;
+
+/// The field manager of every object the cluster controller writes.
+pub const FIELD_MANAGER: &str = "cluster-controller";
+
+/// Where the controller runs: what the rendered objects name beyond the NatsCluster itself.
+#[derive(Clone, Debug)]
+pub struct SiteSettings {
+    /// The namespace the cluster controller runs in (the NetworkPolicy admits monitoring from it).
+    pub controller_namespace: String,
+    /// The cluster DNS domain.
+    pub cluster_domain: String,
+}
+
+impl Default for SiteSettings {
+    fn default() -> Self {
+        Self {
+            controller_namespace: "nats-system".into(),
+            cluster_domain: "cluster.local".into(),
+        }
+    }
+}
+
+/// The Kubernetes implementation of [`ServerLifecycle`].
+#[derive(Clone)]
+pub struct KubernetesLifecycle {
+    client: kube::Client,
+    site: SiteSettings,
+}
+
+impl KubernetesLifecycle {
+    pub fn new(client: kube::Client, site: SiteSettings) -> Self {
+        Self { client, site }
+    }
+
+    fn site(&self) -> Site<'_> {
+        Site {
+            controller_namespace: &self.site.controller_namespace,
+            cluster_domain: &self.site.cluster_domain,
+        }
+    }
+
+    fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn render(
+        &self,
+        cluster: &NatsCluster,
+        plans: &[ServerPlan],
+    ) -> Result<(Owner, ClusterObjects), LifecycleError> {
+        let owner = owner(cluster)?;
+        let objects = render_objects(&owner, &cluster.spec, plans, self.site()).map_err(|e| {
+            LifecycleError::Failed {
+                action: "render",
+                object: describe(cluster),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok((owner, objects))
+    }
+
+    async fn server_objects(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> Result<(Owner, ConfigMap, StatefulSet), LifecycleError> {
+        let owner = owner(cluster)?;
+        let (cm, _) = configmap::config_map(&owner, &server.plan);
+        let sts = stateful_set(&ServerWorkload {
+            owner: &owner,
+            spec: &cluster.spec,
+            plan: &server.plan,
+            revision: &server.revision,
+        })
+        .map_err(|e| LifecycleError::Failed {
+            action: "render",
+            object: format!("StatefulSet {}", server.plan.server_name),
+            reason: e.to_string(),
+        })?;
+        Ok((owner, cm, sts))
+    }
+}
+
+fn describe(cluster: &NatsCluster) -> String {
+    format!(
+        "NatsCluster {}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}
+
+fn owner(cluster: &NatsCluster) -> Result<Owner, LifecycleError> {
+    Owner::of(cluster).map_err(|e| LifecycleError::Failed {
+        action: "own",
+        object: describe(cluster),
+        reason: e.to_string(),
+    })
+}
+
+fn failed(action: &'static str, kind: &str, name: &str, e: kube::Error) -> LifecycleError {
+    LifecycleError::Failed {
+        action,
+        object: format!("{kind}/{name}"),
+        reason: e.to_string(),
+    }
+}
+
+/// Writes `obj` by server-side apply unless an object of its name exists that `owner` does not
+/// control; then returns `Some("Kind/name")` and leaves it as it is.
+pub async fn apply_owned<K>(
+    api: &Api<K>,
+    kind: &str,
+    owner_uid: &str,
+    obj: &K,
+) -> Result<Option<String>, LifecycleError>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let existing = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| failed("read", kind, &name, e))?;
+    if let Some(existing) = existing
+        && !controlled_by(existing.owner_references(), owner_uid)
+    {
+        return Ok(Some(format!("{kind}/{name}")));
+    }
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .map_err(|e| failed("apply", kind, &name, e))?;
+    Ok(None)
+}
+
+/// Deletes the object `name` when it exists and `owner` controls it; what it does not control is
+/// left alone (it was never ours).
+pub async fn delete_owned<K>(
+    api: &Api<K>,
+    kind: &str,
+    owner_uid: &str,
+    name: &str,
+) -> Result<(), LifecycleError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let existing = api
+        .get_opt(name)
+        .await
+        .map_err(|e| failed("read", kind, name, e))?;
+    if existing.is_some_and(|o| controlled_by(o.owner_references(), owner_uid)) {
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(failed("delete", kind, name, e)),
+        }
+    }
+    Ok(())
+}
+
+fn uid(owner: &Owner) -> &str {
+    &owner.reference.uid
+}
+
+/// The ordinal of StatefulSet `sts` of NatsCluster `cluster` (`<cluster>-<i>`).
+pub fn ordinal_of(cluster: &str, sts: &str) -> Option<u32> {
+    sts.strip_prefix(cluster)?.strip_prefix('-')?.parse().ok()
+}
+
+/// What a Pod says of its server: Ready, the config revision it was started under, and how often
+/// its nats container restarted.
+pub fn pod_state(pod: &Pod) -> (bool, Option<String>, u32) {
+    let status = pod.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let revision = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(REVISION_ANNOTATION))
+        .cloned();
+    let restarts = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == NATS_CONTAINER))
+        .map_or(0, |c| c.restart_count.max(0) as u32);
+    (ready, revision, restarts)
+}
+
+impl ServerLifecycle for KubernetesLifecycle {
+    fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync> {
+        Box::new(KubernetesLayout {
+            name: cluster.name_any(),
+            namespace: cluster.namespace().unwrap_or_default(),
+            cluster_domain: self.site.cluster_domain.clone(),
+        })
+    }
+
+    async fn apply_shared(
+        &self,
+        cluster: &NatsCluster,
+        plans: &[ServerPlan],
+    ) -> Result<Applied, LifecycleError> {
+        let (owner, objects) = self.render(cluster, plans)?;
+        let ns = owner.namespace.clone();
+        let mut foreign = vec![];
+        let services: Api<Service> = self.api(&ns);
+        for svc in [
+            Some(&objects.client_service),
+            Some(&objects.headless_service),
+            objects.gateway_service.as_ref(),
+            objects.leafnodes_service.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            foreign.extend(apply_owned(&services, "Service", uid(&owner), svc).await?);
+        }
+        // External Services whose template was removed from the spec go with it.
+        if objects.gateway_service.is_none() {
+            let name = services::gateway_service_name(&owner.name);
+            delete_owned(&services, "Service", uid(&owner), &name).await?;
+        }
+        if objects.leafnodes_service.is_none() {
+            let name = services::leafnodes_service_name(&owner.name);
+            delete_owned(&services, "Service", uid(&owner), &name).await?;
+        }
+        let pdbs: Api<PodDisruptionBudget> = self.api(&ns);
+        foreign.extend(
+            apply_owned(
+                &pdbs,
+                "PodDisruptionBudget",
+                uid(&owner),
+                &objects.pod_disruption_budget,
+            )
+            .await?,
+        );
+        let policies: Api<NetworkPolicy> = self.api(&ns);
+        match &objects.network_policy {
+            Some(p) => {
+                foreign.extend(apply_owned(&policies, "NetworkPolicy", uid(&owner), p).await?)
+            }
+            None => delete_owned(&policies, "NetworkPolicy", uid(&owner), &owner.name).await?,
+        }
+        for cert in &objects.certificates {
+            let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "cert-manager.io",
+                "v1",
+                "Certificate",
+            ));
+            let api: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &ns, &ar);
+            foreign.extend(apply_owned(&api, "Certificate", uid(&owner), cert).await?);
+        }
+        Ok(Applied { foreign })
+    }
+
+    async fn write_config(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> Result<Applied, LifecycleError> {
+        let (owner, cm, _) = self.server_objects(cluster, server).await?;
+        let api: Api<ConfigMap> = self.api(&owner.namespace);
+        Ok(Applied {
+            foreign: apply_owned(&api, "ConfigMap", uid(&owner), &cm)
+                .await?
+                .into_iter()
+                .collect(),
+        })
+    }
+
+    async fn apply_server(
+        &self,
+        cluster: &NatsCluster,
+        server: &DesiredServer,
+    ) -> Result<Applied, LifecycleError> {
+        let (owner, cm, sts) = self.server_objects(cluster, server).await?;
+        let cms: Api<ConfigMap> = self.api(&owner.namespace);
+        if let Some(f) = apply_owned(&cms, "ConfigMap", uid(&owner), &cm).await? {
+            // The pod would mount a config this NatsCluster does not write: hold its workload too.
+            return Ok(Applied { foreign: vec![f] });
+        }
+        let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        Ok(Applied {
+            foreign: apply_owned(&sets, "StatefulSet", uid(&owner), &sts)
+                .await?
+                .into_iter()
+                .collect(),
+        })
+    }
+
+    async fn delete_server(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        remove_storage: bool,
+    ) -> Result<Applied, LifecycleError> {
+        let owner = owner(cluster)?;
+        let server = names::server(&owner.name, ordinal);
+        let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        delete_owned(&sets, "StatefulSet", uid(&owner), &server).await?;
+        let cms: Api<ConfigMap> = self.api(&owner.namespace);
+        delete_owned(&cms, "ConfigMap", uid(&owner), &configmap::name(&server)).await?;
+        if remove_storage {
+            // PVCs are owned by no one (the StatefulSet keeps them); the server's labels are
+            // what says they are this server's.
+            let pvcs: Api<PersistentVolumeClaim> = self.api(&owner.namespace);
+            let selector = selector_text(&labels::server_selector(&owner.name, &server));
+            let list = pvcs
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?;
+            for pvc in list.items {
+                let name = pvc.name_any();
+                match pvcs.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(failed("delete", "PersistentVolumeClaim", &name, e)),
+                }
+            }
+        }
+        Ok(Applied::default())
+    }
+
+    async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
+        let owner = owner(cluster)?;
+        let selector = selector_text(&labels::selector(&owner.name));
+        let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        let pods: Api<Pod> = self.api(&owner.namespace);
+        let sets = sets
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| failed("list", "StatefulSet", &selector, e))?;
+        let pods = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| failed("list", "Pod", &selector, e))?;
+        let mut present: Vec<u32> = sets
+            .items
+            .iter()
+            .filter(|s| controlled_by(s.owner_references(), uid(&owner)))
+            .filter_map(|s| ordinal_of(&owner.name, &s.name_any()))
+            .collect();
+        present.sort_unstable();
+        let wanted = cluster.spec.replicas.max(0) as u32;
+        let mut ordinals: Vec<u32> = (0..wanted).chain(present.iter().copied()).collect();
+        ordinals.sort_unstable();
+        ordinals.dedup();
+        Ok(ordinals
+            .into_iter()
+            .map(|i| {
+                let server_name = names::server(&owner.name, i);
+                let pod_name = names::server_pod(&owner.name, i);
+                let pod = pods.items.iter().find(|p| {
+                    p.name_any() == pod_name && p.labels().get(labels::SERVER) == Some(&server_name)
+                });
+                let (ready, revision, restarts) = pod.map(pod_state).unwrap_or_default();
+                ObservedServer {
+                    ordinal: i,
+                    server_name,
+                    present: present.contains(&i),
+                    ready,
+                    revision,
+                    restarts,
+                }
+            })
+            .collect())
+    }
+
+    fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress {
+        let name = cluster.name_any();
+        let host = format!(
+            "{}.{}.{}.svc.{}",
+            names::server_pod(&name, ordinal),
+            names::headless_service(&name),
+            cluster.namespace().unwrap_or_default(),
+            self.site.cluster_domain
+        );
+        let scheme = if cluster.spec.tls.is_some() {
+            "tls"
+        } else {
+            "nats"
+        };
+        ServerAddress {
+            client_url: format!("{scheme}://{host}:{}", STANDARD_PORTS.client),
+            monitor_url: format!("http://{host}:{}", STANDARD_PORTS.monitor),
+        }
+    }
+}
+
+/// `k=v,k=v` of a label map, for a list's label selector.
+pub fn selector_text(labels: &std::collections::BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodStatus};
+
+    #[rstest::rstest]
+    #[case("demo", "demo-0", Some(0))]
+    #[case("demo", "demo-12", Some(12))]
+    #[case("demo", "demo-x", None)]
+    #[case("demo", "demo2-1", None)]
+    #[case("demo-a", "demo-a-3", Some(3))]
+    fn ordinals_from_statefulset_names(
+        #[case] cluster: &str,
+        #[case] sts: &str,
+        #[case] want: Option<u32>,
+    ) {
+        assert_eq!(ordinal_of(cluster, sts), want);
+    }
+
+    fn pod(ready: &str, revision: Option<&str>, restarts: i32) -> Pod {
+        let mut p = Pod::default();
+        if let Some(r) = revision {
+            p.metadata.annotations =
+                Some([(REVISION_ANNOTATION.to_string(), r.to_string())].into());
+        }
+        p.status = Some(PodStatus {
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: ready.into(),
+                ..Default::default()
+            }]),
+            container_statuses: Some(vec![
+                ContainerStatus {
+                    name: "exporter".into(),
+                    restart_count: 9,
+                    ..Default::default()
+                },
+                ContainerStatus {
+                    name: NATS_CONTAINER.into(),
+                    restart_count: restarts,
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        });
+        p
+    }
+
+    #[test]
+    fn pod_state_reads_ready_revision_and_the_nats_containers_restarts() {
+        assert_eq!(
+            pod_state(&pod("True", Some("abc"), 2)),
+            (true, Some("abc".into()), 2)
+        );
+        assert_eq!(pod_state(&pod("False", None, 0)), (false, None, 0));
+        assert_eq!(pod_state(&Pod::default()), (false, None, 0));
+    }
+
+    #[test]
+    fn selectors_join_labels() {
+        assert_eq!(
+            selector_text(&labels::selector("demo")),
+            "app.kubernetes.io/instance=demo,app.kubernetes.io/name=nats"
+        );
+    }
+}

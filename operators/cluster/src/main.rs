@@ -1,0 +1,70 @@
+//! `cluster-controller`: runs the NatsCluster controller against the cluster the environment's
+//! kubeconfig names, with the Kubernetes server lifecycle, and serves the metrics.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Parser;
+use cluster_controller::controller::{self, Settings};
+use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
+use controller_kit::metrics::Metrics;
+
+/// The cluster controller.
+#[derive(Debug, Parser)]
+#[command(name = "cluster-controller", version)]
+struct Flags {
+    /// Where /metrics is served.
+    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Render gateways without TLS instead of refusing them (GatewayWithoutTLS).
+    #[arg(long, env = "ALLOW_GATEWAY_WITHOUT_TLS")]
+    allow_gateway_without_tls: bool,
+    /// The namespace this controller runs in: the only one the NetworkPolicy admits to the
+    /// servers' monitoring and exporter ports.
+    #[arg(long, env = "CONTROLLER_NAMESPACE", default_value = "nats-system")]
+    controller_namespace: String,
+    /// The cluster DNS domain the servers' route URLs and certificates name.
+    #[arg(long, env = "CLUSTER_DOMAIN", default_value = "cluster.local")]
+    cluster_domain: String,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let flags = Flags::parse();
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("no Kubernetes client from the environment: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let metrics = Metrics::default();
+    match metrics.clone().spawn_server(flags.metrics_addr).await {
+        Ok(addr) => tracing::info!(%addr, "serving /metrics"),
+        Err(e) => {
+            eprintln!("binding {}: {e}", flags.metrics_addr);
+            return ExitCode::FAILURE;
+        }
+    }
+    let lifecycle = KubernetesLifecycle::new(
+        client.clone(),
+        SiteSettings {
+            controller_namespace: flags.controller_namespace.clone(),
+            cluster_domain: flags.cluster_domain.clone(),
+        },
+    );
+    let settings = Settings {
+        allow_gateway_without_tls: flags.allow_gateway_without_tls,
+        controller_namespace: flags.controller_namespace,
+        cluster_domain: flags.cluster_domain,
+        ..Settings::default()
+    };
+    controller::run(controller::context(client, lifecycle, settings, metrics)).await;
+    ExitCode::SUCCESS
+}
