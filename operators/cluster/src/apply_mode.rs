@@ -3,7 +3,10 @@
 //! or fails whole, so one restart-only field makes the whole batch a restart.
 //!
 //! The allow-list mirrors nats-server's `diffOptions` (server/reload.go) for the supported
-//! versions; the design cites the restart-only fields it depends on.
+//! versions; the design cites the restart-only fields it depends on. Where this list is stricter
+//! than `diffOptions` it says why next to the field: a restart always applies a change, while a
+//! reload the server refuses only costs a fallback to restart, so the list errs towards restart
+//! only where the design asks for it or the workload itself changes anyway.
 
 use crate::render::{ServerPlan, TlsFiles};
 
@@ -58,23 +61,30 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
     let fields = [
         // Identity and listeners: the server binds these at start.
         f("server_name", No, old.server_name != new.server_name),
+        // diffOptions lets ClusterOpts.Name through; it is the NatsCluster's name, which never
+        // changes on a running NATS cluster, and peers key routes on it.
         f("cluster.name", No, old.cluster_name != new.cluster_name),
         f("listen", No, old.client != new.client),
         f("http", No, old.monitor != new.monitor),
+        // validateClusterOpts refuses a new route host or port.
         f("cluster.listen", No, old.route_listen != new.route_listen),
-        f("pid_file", No, old.pid_file != new.pid_file),
+        // pidFileOption: the server rewrites its pid file on reload.
+        f("pid_file", Yes, old.pid_file != new.pid_file),
         // Lame-duck settings are restart-only (reload.go:1969-1973).
         f(
             "lame_duck_duration",
             No,
             old.lame_duck_duration != new.lame_duck_duration,
         ),
-        // Routes, tags and certificates reload.
+        // Routes (routesOption), tags (tagsOption) and certificates (tlsOption, clusterOption)
+        // reload.
         f("cluster.routes", Yes, old.routes != new.routes),
         f("server_tags", Yes, old.tags != new.tags),
         tls_field("tls", &old.client_tls, &new.client_tls),
         tls_field("cluster.tls", &old.route_tls, &new.route_tls),
         // JetStream: raised limits reload; store_dir, domain and a lowered limit restart.
+        // diffOptions also accepts turning JetStream on or off, but its store is a volume the
+        // pod template mounts, so the workload changes and restarts anyway.
         f(
             "jetstream",
             No,
@@ -96,11 +106,19 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
             js(old, |j| (j.max_memory_store, j.max_file_store))
                 != js(new, |j| (j.max_memory_store, j.max_file_store)),
         ),
-        // Gateway config is not reloadable at all (reload.go:1765-1790).
+        // Gateway config is not reloadable (reload.go:1765-1790). diffOptions ignores the
+        // gateway's TLS config, but the design restarts on any gateway change.
         f("gateway", No, old.gateway != new.gateway),
-        // The leafnode listener is restart-only; remotes are added and removed by reload
-        // (reload.go:931-990).
-        f("leafnodes", No, old.leafnodes != new.leafnodes),
+        // The leafnode listener's address is restart-only (checkConfigsEqual); its TLS config is
+        // ignored there, so new certificate files reload. Remotes are added and removed by reload
+        // (reload.go:931-990): a remote is known by URLs, account and credentials, and a changed
+        // one is a removal and an addition.
+        f("leafnodes", No, leaf_listener(old) != leaf_listener(new)),
+        tls_field(
+            "leafnodes.tls",
+            &old.leafnodes.as_ref().and_then(|l| l.tls.clone()),
+            &new.leafnodes.as_ref().and_then(|l| l.tls.clone()),
+        ),
         f(
             "leafnodes.remotes",
             Yes,
@@ -168,22 +186,23 @@ fn f(name: &'static str, reload: Reload, changed: bool) -> Field {
     }
 }
 
-/// A listener's certificate, key and CA reload; turning TLS on or off, or changing whether
-/// peers are verified, changes what every client or peer must do and restarts.
+/// A listener's certificate, key, CA and whether it verifies peers all live in its TLS config,
+/// which reloads (tlsOption for clients, clusterOption for routes, the leafnode listener's
+/// TLSConfig is skipped by checkConfigsEqual). diffOptions would also take TLS turned on or off,
+/// but that mounts or unmounts the certificate volume in the pod template, so it restarts.
 fn tls_field(name: &'static str, old: &Option<TlsFiles>, new: &Option<TlsFiles>) -> Field {
     match (old, new) {
-        (Some(o), Some(n)) => f(
-            name,
-            if o.verify == n.verify {
-                Reload::Yes
-            } else {
-                Reload::No
-            },
-            o != n,
-        ),
+        (Some(o), Some(n)) => f(name, Reload::Yes, o != n),
         (None, None) => f(name, Reload::Yes, false),
         _ => f(name, Reload::No, true),
     }
+}
+
+/// The leafnode listener without its TLS files: present or not, address, advertise.
+fn leaf_listener(p: &ServerPlan) -> Option<(crate::render::Listen, Option<String>, bool)> {
+    p.leafnodes
+        .as_ref()
+        .map(|l| (l.listen.clone(), l.advertise.clone(), l.tls.is_some()))
 }
 
 fn js<T: PartialEq>(p: &ServerPlan, g: impl Fn(&crate::render::JetStreamPlan) -> T) -> Option<T> {
@@ -233,7 +252,9 @@ fn jetstream_limits_only_raised(old: &ServerPlan, new: &ServerPlan) -> bool {
 mod tests {
     use super::*;
     use crate::render::tests::plan;
-    use crate::render::{GatewayPlan, LeafRemotePlan, Listen, ResolverPlan, TrustPlan};
+    use crate::render::{
+        GatewayPlan, LeafListenPlan, LeafRemotePlan, Listen, ResolverPlan, TrustPlan,
+    };
     use rstest::rstest;
 
     fn trusted() -> ServerPlan {
@@ -252,6 +273,32 @@ mod tests {
             ca_file: None,
             verify: false,
         });
+        let files = |n: &str| TlsFiles {
+            cert_file: Some(format!("/{n}.crt")),
+            key_file: Some(format!("/{n}.key")),
+            ca_file: Some(format!("/{n}-ca.crt")),
+            verify: true,
+        };
+        p.route_tls = Some(files("r"));
+        p.leafnodes = Some(LeafListenPlan {
+            listen: Listen::new("0.0.0.0", 7422),
+            advertise: None,
+            tls: Some(files("l")),
+        });
+        p.leaf_remotes = vec![LeafRemotePlan {
+            urls: vec!["nats-leaf://hub:7422".into()],
+            credentials: Some("/creds/0.creds".into()),
+            ca_file: None,
+            account: None,
+        }];
+        p.gateway = Some(GatewayPlan {
+            name: "demo".into(),
+            listen: Listen::new("0.0.0.0", 7222),
+            advertise: None,
+            reject_unknown: true,
+            remotes: vec![],
+            tls: Some(files("g")),
+        });
         p
     }
 
@@ -269,6 +316,12 @@ mod tests {
     #[case::leaf_remote_added("a leaf remote added reloads (reload.go:931-990)", |p: &mut ServerPlan| p.leaf_remotes.push(LeafRemotePlan { urls: vec!["nats-leaf://hub:7422".into()], credentials: None, ca_file: None, account: None }))]
     #[case::system_preload("the re-signed system account preload reloads", |p: &mut ServerPlan| p.trust.as_mut().unwrap().preload[0].1 = "SYSJWT2".into())]
     #[case::client_cert("a new client certificate reloads", |p: &mut ServerPlan| p.client_tls.as_mut().unwrap().cert_file = Some("/b.crt".into()))]
+    #[case::client_verify("verifying clients is in the TLS config, which reloads (tlsOption)", |p: &mut ServerPlan| p.client_tls.as_mut().unwrap().verify = true)]
+    #[case::route_cert("a new route certificate reloads (clusterOption)", |p: &mut ServerPlan| p.route_tls.as_mut().unwrap().cert_file = Some("/r2.crt".into()))]
+    #[case::pid_file("the pid file reloads (pidFileOption)", |p: &mut ServerPlan| p.pid_file = "/run/other.pid".into())]
+    #[case::leaf_listener_cert("a new leafnode listener certificate reloads", |p: &mut ServerPlan| p.leafnodes.as_mut().unwrap().tls.as_mut().unwrap().cert_file = Some("/l2.crt".into()))]
+    #[case::leaf_remote_creds("a remote with new credentials is removed and added by reload", |p: &mut ServerPlan| p.leaf_remotes[0].credentials = Some("/creds/1.creds".into()))]
+    #[case::leaf_remote_removed("a leaf remote removed reloads", |p: &mut ServerPlan| { p.leaf_remotes.clear(); })]
     fn reloadable_changes(#[case] what: &str, #[case] change: fn(&mut ServerPlan)) {
         let (old, new) = edit(change);
         let mode = apply_mode(&old, &new, "2.15.1");
@@ -276,7 +329,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::gateway("any gateway change restarts (reload.go:1765-1790)", "gateway", |p: &mut ServerPlan| p.gateway = Some(GatewayPlan { name: "demo".into(), listen: Listen::new("0.0.0.0", 7222), advertise: None, reject_unknown: true, remotes: vec![], tls: None }))]
+    #[case::gateway("any gateway change restarts (reload.go:1765-1790)", "gateway", |p: &mut ServerPlan| p.gateway.as_mut().unwrap().reject_unknown = false)]
     #[case::client_tls_off("turning client TLS off restarts", "tls", |p: &mut ServerPlan| p.client_tls = None)]
     #[case::route_listen("the route listen address restarts", "cluster.listen", |p: &mut ServerPlan| p.route_listen.port = 6333)]
     #[case::store_dir("JetStream store_dir restarts", "jetstream.store_dir", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().store_dir = "/other".into())]
@@ -287,6 +340,14 @@ mod tests {
     #[case::resolver("any resolver change restarts (reload.go:2236)", "resolver", |p: &mut ServerPlan| p.trust.as_mut().unwrap().resolver = ResolverPlan::Cache { dir: "/data/resolver".into() })]
     #[case::account_preload("an account preloaded from a NatsAccountTrust restarts", "resolver_preload.accounts", |p: &mut ServerPlan| p.trust.as_mut().unwrap().preload.push(("AACC".into(), "ACCJWT".into())))]
     #[case::domain("the JetStream domain restarts", "jetstream.domain", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().domain = Some("edge".into()))]
+    #[case::js_from_dynamic("a limit set where the server sized it dynamically restarts", "jetstream.limits", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_file_store = Some(1 << 40))]
+    #[case::js_to_dynamic("a limit unset to the server's dynamic default restarts", "jetstream.limits", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_memory_store = None)]
+    #[case::js_off("turning JetStream off restarts (its volume leaves the pod)", "jetstream", |p: &mut ServerPlan| p.jetstream = None)]
+    #[case::route_tls_off("turning route TLS off restarts", "cluster.tls", |p: &mut ServerPlan| p.route_tls = None)]
+    #[case::leaf_listen("the leafnode listener's address restarts", "leafnodes", |p: &mut ServerPlan| p.leafnodes.as_mut().unwrap().listen.port = 7423)]
+    #[case::leaf_tls_off("turning leafnode TLS off restarts", "leafnodes", |p: &mut ServerPlan| p.leafnodes.as_mut().unwrap().tls = None)]
+    #[case::http("the monitoring listener restarts", "http", |p: &mut ServerPlan| p.monitor.port = 8223)]
+    #[case::gateway_tls("the design restarts on any gateway change, TLS included", "gateway", |p: &mut ServerPlan| p.gateway.as_mut().unwrap().tls.as_mut().unwrap().cert_file = Some("/g2.crt".into()))]
     fn restart_only_changes(
         #[case] what: &str,
         #[case] field: &str,

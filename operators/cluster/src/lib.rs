@@ -7,6 +7,7 @@
 //! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
+pub mod deletion_guard;
 pub mod controller;
 pub mod lifecycle;
 pub mod local_layout;
@@ -14,6 +15,8 @@ pub mod objects;
 pub mod plan;
 pub mod quantity;
 pub mod refusals;
+pub mod reload;
 pub mod render;
+pub mod rollout;
 pub mod route_ca;
 pub mod system_connection;
