@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod controlled;
 pub mod duration;
 pub mod host;
 pub mod install;

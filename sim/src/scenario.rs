@@ -1,13 +1,17 @@
 //! Scenarios as data: a YAML file under `scenarios/` naming a topology, a workload, timed steps and
 //! expectations; a runner that prints a progress line per step; a report (human summary + JSON).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, BackendError, Deployment, Fault};
+use crate::controlled::{self, Controlled};
+use crate::host::{Host, ObjectRef};
 use crate::ledger::{Event, Figures, Ledger};
 use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 use crate::traffic::{self, ConsumerSpec, PublisherSpec};
@@ -36,6 +40,8 @@ pub enum ScenarioError {
         #[source]
         source: BackendError,
     },
+    #[error("scenario {name}: starting the host (kube-apiserver and controllers): {message}")]
+    Host { name: String, message: String },
     #[error("scenario {name}: setting up the workload: {message}")]
     Workload { name: String, message: String },
     #[error("writing the report to {path}: {source}")]
@@ -57,6 +63,13 @@ pub struct Scenario {
     pub workload: Workload,
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// The controllers the host runs when a step or the topology needs them (default: every
+    /// controller the host knows, see `host::controllers`).
+    #[serde(default)]
+    pub controllers: Option<Vec<String>>,
+    /// Namespaces the host creates before anything is applied (default: `nats`).
+    #[serde(default)]
+    pub namespaces: Vec<String>,
     /// Figure name → rule (`"== 0"`, `"<= 1"`, `">= 1"`; a bare number means `==`).
     #[serde(default)]
     pub expect: std::collections::BTreeMap<String, String>,
@@ -67,7 +80,15 @@ pub struct Scenario {
 pub struct TopologyDecl {
     #[serde(default = "one")]
     pub clusters: usize,
+    /// Servers per cluster of a sim topology; 0 with `nats_clusters`.
+    #[serde(default)]
     pub servers: usize,
+    /// Manifests (paths from the workspace root) holding NatsClusters: the topology is then
+    /// what the cluster controller starts from them on the local server lifecycle. Inside a
+    /// manifest `${<name>.gateway}`, `${<name>.leafnodes}`, `${<name>.client}` and
+    /// `${<name>.clients}` name the ports of any NatsCluster of the scenario.
+    #[serde(default)]
+    pub nats_clusters: Vec<String>,
     #[serde(default)]
     pub gateways: Option<GatewayDecl>,
     #[serde(default)]
@@ -241,6 +262,17 @@ pub enum Action {
     RestartController {
         controller: String,
     },
+    /// Applies a manifest holding NatsClusters and waits until the cluster controller has
+    /// every server of each running and healthy on the local lifecycle.
+    ApplyNatsCluster {
+        path: String,
+        #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
+}
+
+fn default_cluster_wait() -> Duration {
+    Duration::from_secs(180)
 }
 
 fn default_wait() -> Duration {
@@ -248,7 +280,7 @@ fn default_wait() -> Duration {
 }
 
 impl Action {
-    /// Whether the step needs the Kubernetes controllers, which are not yet available to the runner.
+    /// Whether the step needs the host (kube-apiserver and controllers).
     pub fn needs_controllers(&self) -> bool {
         matches!(
             self,
@@ -256,6 +288,7 @@ impl Action {
                 | Action::Annotate { .. }
                 | Action::WaitCondition { .. }
                 | Action::RestartController { .. }
+                | Action::ApplyNatsCluster { .. }
         )
     }
 
@@ -282,6 +315,7 @@ impl Action {
                 object, condition, ..
             } => format!("wait for {object} condition {condition}"),
             Action::RestartController { controller } => format!("restart controller {controller}"),
+            Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
         }
     }
 }
@@ -389,10 +423,42 @@ impl Scenario {
             }
             last = s.at;
         }
-        if self.topology.servers == 0 || self.topology.clusters == 0 {
-            return Err(self.invalid("the topology needs servers".into()));
+        let sim_topology = self.topology.servers > 0 && self.topology.clusters > 0;
+        let nats_clusters = !self.topology.nats_clusters.is_empty();
+        if sim_topology == nats_clusters {
+            return Err(self.invalid(
+                "the topology needs either servers (a sim topology) or nats_clusters (manifests), not both"
+                    .into(),
+            ));
+        }
+        if let Some(c) = &self.controllers {
+            let known = crate::host::controllers();
+            if let Some(bad) = c.iter().find(|c| !known.contains_key(c.as_str())) {
+                return Err(self.invalid(format!("no controller named {bad:?}")));
+            }
         }
         Ok(())
+    }
+
+    /// Whether the run needs the host: a controller step, or NatsClusters as the topology.
+    pub fn needs_host(&self) -> bool {
+        !self.topology.nats_clusters.is_empty()
+            || self.steps.iter().any(|s| s.action.needs_controllers())
+    }
+}
+
+/// The directory a scenario's manifest paths are relative to: the workspace root.
+pub fn workspace_root() -> PathBuf {
+    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sim_dir.parent().unwrap_or(sim_dir).to_path_buf()
+}
+
+fn manifest_path(path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        workspace_root().join(p)
     }
 }
 
@@ -484,6 +550,13 @@ pub struct Report {
     /// Notable events in time order (steps, leader changes, ack timeouts, publish errors).
     pub timeline: Vec<Event>,
     pub per_second: Vec<Second>,
+    /// Per server the cluster controller ran: how often it was restarted (lame duck and start
+    /// again, or started again after it died).
+    #[serde(default)]
+    pub server_restarts: BTreeMap<String, u32>,
+    /// Per controller the host ran: how often a step restarted it.
+    #[serde(default)]
+    pub controller_restarts: BTreeMap<String, u32>,
 }
 
 impl Report {
@@ -512,6 +585,14 @@ impl Report {
                 e.actual,
                 if e.ok { "ok" } else { "NOT MET" }
             ));
+        }
+        if !self.server_restarts.is_empty() {
+            let list: Vec<String> = self
+                .server_restarts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            s.push_str(&format!("  server restarts: {}\n", list.join(", ")));
         }
         for fl in &self.failures {
             s.push_str(&format!("  failure: {fl}\n"));
@@ -558,60 +639,108 @@ pub async fn run(
     let mut steps_out = Vec::new();
     let line = |t: u64, text: &str| format!("[{:>6.1}s] {text}", t as f64 / 1000.0);
 
-    // Honest refusal: a step the runner cannot carry out fails the scenario before anything runs.
-    let blocked: Vec<String> = scenario
-        .steps
-        .iter()
-        .filter(|s| s.action.needs_controllers())
-        .map(|s| s.action.describe())
-        .collect();
-    if !blocked.is_empty() {
-        for b in &blocked {
-            progress(&line(
-                0,
-                &format!("step {b}: needs the controllers (not yet available)"),
-            ));
-            failures.push(format!(
-                "step {b:?} needs the controllers (not yet available)"
-            ));
+    let host_err = |message: String| ScenarioError::Host {
+        name: name.clone(),
+        message,
+    };
+    let mut ctx = StepContext::default();
+    if scenario.needs_host() {
+        if backend.name() != "local" {
+            return Err(host_err(format!(
+                "controller steps and NatsCluster topologies run on the local backend only, not {}",
+                backend.name()
+            )));
         }
-        return Ok(finish(
-            scenario,
-            backend.name(),
-            started_at,
-            clock,
-            &ledger,
-            &[],
-            failures,
-            steps_out,
+        let namespaces: Vec<&str> = if scenario.namespaces.is_empty() {
+            vec![crate::host::DEFAULT_NAMESPACE]
+        } else {
+            scenario.namespaces.iter().map(String::as_str).collect()
+        };
+        let known = crate::host::controllers();
+        let controllers: Vec<&str> = match &scenario.controllers {
+            Some(c) => c.iter().map(String::as_str).collect(),
+            None => known.keys().copied().collect(),
+        };
+        progress(&line(
+            ledger.now_ms(),
+            &format!(
+                "starting kube-apiserver and the {} controller(s) in-process",
+                controllers.join(", ")
+            ),
         ));
+        let host = Host::start(&namespaces, &controllers)
+            .await
+            .map_err(|e| host_err(e.to_string()))?;
+        ctx.host = Some(Arc::new(host));
     }
 
-    let spec = scenario.topology.to_spec();
-    progress(&line(
-        0,
-        &format!(
-            "starting {} cluster(s) × {} server(s){}{} on the {} backend",
-            spec.clusters.len(),
-            scenario.topology.servers,
-            spec.gateways
-                .map(|g| format!(", gateways {g:?}"))
-                .unwrap_or_default(),
-            if spec.leafs.is_empty() {
-                String::new()
-            } else {
-                format!(", {} leaf(s)", spec.leafs.len())
-            },
-            backend.name()
-        ),
-    ));
-    let mut dep = backend
-        .start(&spec)
-        .await
-        .map_err(|source| ScenarioError::Backend {
-            name: name.clone(),
-            source,
-        })?;
+    let mut dep: Box<dyn Deployment> = if scenario.topology.nats_clusters.is_empty() {
+        let spec = scenario.topology.to_spec();
+        progress(&line(
+            0,
+            &format!(
+                "starting {} cluster(s) × {} server(s){}{} on the {} backend",
+                spec.clusters.len(),
+                scenario.topology.servers,
+                spec.gateways
+                    .map(|g| format!(", gateways {g:?}"))
+                    .unwrap_or_default(),
+                if spec.leafs.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} leaf(s)", spec.leafs.len())
+                },
+                backend.name()
+            ),
+        ));
+        backend
+            .start(&spec)
+            .await
+            .map_err(|source| ScenarioError::Backend {
+                name: name.clone(),
+                source,
+            })?
+    } else {
+        let host = ctx.host.clone().ok_or_else(|| host_err("no host".into()))?;
+        let mut applied = Vec::new();
+        // Every NatsCluster's ports first, so one manifest can name another's.
+        let paths: Vec<PathBuf> = scenario
+            .topology
+            .nats_clusters
+            .iter()
+            .map(|p| manifest_path(p))
+            .collect();
+        for p in &paths {
+            applied.extend(ctx.reserve(p).map_err(|e| host_err(e.to_string()))?);
+        }
+        for p in &paths {
+            progress(&line(
+                ledger.now_ms(),
+                &format!("applying NatsCluster manifest {}", p.display()),
+            ));
+            host.apply_manifest(p, &ctx.vars)
+                .await
+                .map_err(|e| host_err(e.to_string()))?;
+        }
+        for (ns, n) in &applied {
+            controlled::wait_servers(&host, ns, n, default_cluster_wait())
+                .await
+                .map_err(&host_err)?;
+            progress(&line(
+                ledger.now_ms(),
+                &format!("NatsCluster {ns}/{n}: every server running"),
+            ));
+        }
+        Box::new(
+            Controlled::new(host, &applied)
+                .await
+                .map_err(&host_err)?,
+        )
+    };
+    ctx.vars.insert(
+        "servers".into(),
+        serde_json::to_string(&dep.client_urls()).unwrap_or_default(),
+    );
     let meta = dep
         .meta_leader(Duration::from_secs(30))
         .await
@@ -721,7 +850,7 @@ pub async fn run(
         }
         let t0 = ledger.now_ms();
         ledger.step(format!("step {}: {}", i + 1, step.action.describe()));
-        let result = run_step(dep.as_mut(), &step.action, &mut last_faulted).await;
+        let result = run_step(dep.as_mut(), &step.action, &mut last_faulted, &mut ctx).await;
         let took = ledger.now_ms() - t0;
         let (ok, target, error) = match result {
             Ok(target) => (true, target, None),
@@ -784,8 +913,9 @@ pub async fn run(
         let _ = w.await;
     }
     let backend_name = dep.backend();
+    let restarts = ctx.restarts().await;
     drop(dep);
-    Ok(finish(
+    let mut report = finish(
         scenario,
         backend_name,
         started_at,
@@ -794,7 +924,65 @@ pub async fn run(
         &consumer_names,
         failures,
         steps_out,
-    ))
+    );
+    (report.server_restarts, report.controller_restarts) = restarts;
+    Ok(report)
+}
+
+/// What controller steps share: the host, the manifests' variables, the NatsClusters applied.
+#[derive(Default)]
+struct StepContext {
+    host: Option<Arc<Host>>,
+    vars: BTreeMap<String, String>,
+    /// (namespace, name) of every NatsCluster the scenario applied.
+    clusters: Vec<(String, String)>,
+}
+
+impl StepContext {
+    fn host(&self) -> Result<&Arc<Host>, String> {
+        self.host
+            .as_ref()
+            .ok_or_else(|| "the host is not running".to_string())
+    }
+
+    /// Reserves the ports of the manifest's NatsClusters and records them and their variables.
+    fn reserve(&mut self, path: &Path) -> Result<Vec<(String, String)>, String> {
+        let host = self.host()?.clone();
+        let found = controlled::reserve(&host, path).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for (cluster, vars) in found {
+            self.vars.extend(vars);
+            if !self.clusters.contains(&cluster) {
+                self.clusters.push(cluster.clone());
+            }
+            out.push(cluster);
+        }
+        Ok(out)
+    }
+
+    /// Per server of every NatsCluster applied, its restarts; per controller, its restarts.
+    async fn restarts(&self) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
+        use cluster_controller::lifecycle::ServerLifecycle;
+        let mut servers = BTreeMap::new();
+        let mut controllers = BTreeMap::new();
+        let Some(host) = &self.host else {
+            return (servers, controllers);
+        };
+        for (ns, name) in &self.clusters {
+            let Ok(cluster) = controlled::read_cluster(host, ns, name).await else {
+                continue;
+            };
+            if let Ok(observed) = host.lifecycle().observe(&cluster).await {
+                for o in observed {
+                    servers.insert(o.server_name, o.restarts);
+                }
+            }
+        }
+        for c in host.controller_names() {
+            controllers.insert(c.clone(), host.controller_restarts(&c).unwrap_or(0));
+        }
+        (servers, controllers)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -874,6 +1062,8 @@ fn finish(
         steps,
         timeline,
         per_second,
+        server_restarts: BTreeMap::new(),
+        controller_restarts: BTreeMap::new(),
     }
 }
 
@@ -921,6 +1111,7 @@ async fn run_step(
     dep: &mut dyn Deployment,
     action: &Action,
     last_faulted: &mut Option<String>,
+    ctx: &mut StepContext,
 ) -> Result<Option<String>, String> {
     let (selector, f) = match action {
         Action::Kill9 { server } => (server, Fault::Kill9),
@@ -997,11 +1188,56 @@ async fn run_step(
                 .map_err(|e| e.to_string())?;
             return Ok(None);
         }
-        Action::ApplyManifest { .. }
-        | Action::Annotate { .. }
-        | Action::WaitCondition { .. }
-        | Action::RestartController { .. } => {
-            return Err("needs the controllers (not yet available)".to_string());
+        Action::ApplyManifest { path } => {
+            let applied = ctx
+                .host()?
+                .apply_manifest(&manifest_path(path), &ctx.vars)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(applied.join(", ")));
+        }
+        Action::ApplyNatsCluster { path, timeout } => {
+            let p = manifest_path(path);
+            let clusters = ctx.reserve(&p)?;
+            if clusters.is_empty() {
+                return Err(format!("{} holds no NatsCluster", p.display()));
+            }
+            let host = ctx.host()?.clone();
+            host.apply_manifest(&p, &ctx.vars)
+                .await
+                .map_err(|e| e.to_string())?;
+            for (ns, n) in &clusters {
+                controlled::wait_servers(&host, ns, n, *timeout).await?;
+            }
+            let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+            return Ok(Some(names.join(", ")));
+        }
+        Action::Annotate { object, annotation } => {
+            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
+            ctx.host()?
+                .annotate(&r, annotation)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(r.to_string()));
+        }
+        Action::WaitCondition {
+            object,
+            condition,
+            timeout,
+        } => {
+            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
+            ctx.host()?
+                .wait_condition(&r, condition, *timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(r.to_string()));
+        }
+        Action::RestartController { controller } => {
+            ctx.host()?
+                .restart_controller(controller)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(controller.clone()));
         }
     };
     let s = resolve(dep, selector, last_faulted).await?;
@@ -1083,25 +1319,44 @@ expect: { lost: "== 0", ack_timeouts: "<= 1", leadership_changes: ">= 1" }
         }
     }
 
-    #[tokio::test]
-    async fn controller_steps_fail_the_scenario_honestly() {
+    #[test]
+    fn a_nats_cluster_topology_and_controller_steps_parse() {
         let text = r#"
-name: needs-controllers
-topology: { servers: 1 }
+name: nc
+topology: { nats_clusters: [docs/stories/01-quickstart/01-natscluster.yaml] }
+controllers: [jetstream]
 workload: {}
-steps: [{ at: 0s, action: wait_condition, object: NatsCluster/a, condition: Settled }]
+steps:
+  - { at: 0s, action: apply_nats_cluster, path: scenarios/manifests/x.yaml }
+  - { at: 1s, action: wait_condition, object: NatsCluster/nats/demo, condition: Settled }
+  - { at: 2s, action: annotate, object: NatsCluster/demo, annotation: "a/b=c" }
+  - { at: 3s, action: restart_controller, controller: jetstream }
 "#;
         let s = Scenario::from_yaml(Path::new("x"), text).unwrap();
-        let mut lines = Vec::new();
-        let mut progress = |l: &str| lines.push(l.to_string());
-        let r = run(&s, &crate::backend::LocalBackend, &mut progress)
-            .await
-            .unwrap();
-        assert!(!r.passed);
-        assert!(
-            r.failures[0].contains("needs the controllers (not yet available)"),
-            "{r:?}"
+        assert!(s.needs_host());
+        assert_eq!(
+            s.steps[0].action,
+            Action::ApplyNatsCluster {
+                path: "scenarios/manifests/x.yaml".into(),
+                timeout: default_cluster_wait()
+            }
         );
-        assert!(lines[0].contains("needs the controllers"), "{lines:?}");
+        assert!(s.steps.iter().all(|s| s.action.needs_controllers()));
+        // Both kinds of topology at once, neither, or an unknown controller are refused.
+        let both = text.replace("{ nats_clusters:", "{ servers: 3, nats_clusters:");
+        assert!(Scenario::from_yaml(Path::new("x"), &both).is_err());
+        let neither = text.replace(
+            "{ nats_clusters: [docs/stories/01-quickstart/01-natscluster.yaml] }",
+            "{ servers: 0 }",
+        );
+        assert!(Scenario::from_yaml(Path::new("x"), &neither).is_err());
+        let unknown = text.replace("controllers: [jetstream]", "controllers: [nonesuch]");
+        assert!(Scenario::from_yaml(Path::new("x"), &unknown).is_err());
+        let plain = Scenario::from_yaml(
+            Path::new("x"),
+            "name: p\ntopology: { servers: 1 }\nworkload: {}\n",
+        )
+        .unwrap();
+        assert!(!plain.needs_host());
     }
 }

@@ -41,3 +41,17 @@ async fn scenario_lame_duck_30s() {
     assert!(r.passed, "{}", r.summary());
     assert!(r.figures.ack_timeouts <= 1);
 }
+
+/// Controller steps run against the host: a manifest applied, a condition waited for, an
+/// annotation, the JetStream controller restarted under traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_controller_restart() {
+    let r = run("controller-restart").await;
+    assert!(r.passed, "{}", r.summary());
+    assert_eq!(r.controller_restarts.get("jetstream"), Some(&1));
+    assert!(r.steps.iter().all(|s| s.ok), "{:?}", r.steps);
+    assert_eq!(
+        r.steps[0].target.as_deref(),
+        Some("NatsConnection/nats/local, NatsStream/nats/audit")
+    );
+}
