@@ -34,6 +34,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsUser, NatsAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsUser, NatsSystemAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsUser, NatsOperator>(c, &ctx);
+    let c = super::wake_all_on::<NatsUser, NatsUser>(c, &ctx);
     let c = super::wake_all_on::<NatsUser, NatsReferenceGrant>(c, &ctx);
     super::drive(c, ctx, |obj, ctx| {
         Box::pin(super::instrumented(obj, ctx, reconcile))
