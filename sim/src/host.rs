@@ -80,7 +80,7 @@ pub enum HostError {
 
 /// Starts one controller's task from nothing: what a restart runs again.
 pub type ControllerFactory =
-    Arc<dyn Fn(Client, Arc<LocalLifecycle>) -> BoxFuture<'static, ()> + Send + Sync>;
+    Arc<dyn Fn(Client, LocalLifecycle) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The controllers the host knows how to run.
 pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
@@ -101,6 +101,24 @@ pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
             })
         }),
     );
+    m.insert(
+        "cluster",
+        Arc::new(|client, lifecycle| {
+            Box::pin(async move {
+                let ctx = cluster_controller::controller::context(
+                    client,
+                    lifecycle,
+                    cluster_controller::controller::Settings {
+                        // Local servers come up in a second or two: look again soon.
+                        recheck: Duration::from_secs(2),
+                        ..Default::default()
+                    },
+                    controller_kit::metrics::Metrics::default(),
+                );
+                cluster_controller::controller::run(ctx).await;
+            })
+        }),
+    );
     m
 }
 
@@ -115,7 +133,7 @@ pub struct Host {
     // Field order is drop order: the controllers stop first, then the servers they started,
     // then the apiserver, then the directory.
     running: Mutex<BTreeMap<String, Running>>,
-    lifecycle: Arc<LocalLifecycle>,
+    lifecycle: LocalLifecycle,
     api: ApiServer,
     dir: tempfile::TempDir,
 }
@@ -218,11 +236,11 @@ impl Host {
             .prefix("sim-host-")
             .tempdir()
             .map_err(HostError::Dir)?;
-        let lifecycle = Arc::new(LocalLifecycle::with_ports(
+        let lifecycle = LocalLifecycle::with_ports(
             dir.path().join("servers"),
             Arc::new(|v: &str| crate::install::nats_server(v).map_err(|e| e.to_string())),
             Arc::new(crate::ports::free_port),
-        ));
+        );
         let host = Host {
             running: Mutex::new(BTreeMap::new()),
             lifecycle,
@@ -267,7 +285,7 @@ impl Host {
     pub fn api(&self) -> &ApiServer {
         &self.api
     }
-    pub fn lifecycle(&self) -> &Arc<LocalLifecycle> {
+    pub fn lifecycle(&self) -> &LocalLifecycle {
         &self.lifecycle
     }
     /// The names of the controllers running.

@@ -75,12 +75,15 @@ struct ClusterState {
     servers: BTreeMap<u32, Arc<Entry>>,
 }
 
-/// nats-server processes on loopback, one directory per server.
+/// nats-server processes on loopback, one directory per server. Clones share the servers (the
+/// controller holds one, the sim another to observe and fault them); the processes are killed
+/// when the last clone drops.
+#[derive(Clone)]
 pub struct LocalLifecycle {
     root: PathBuf,
     binary: BinaryResolver,
     allocate: PortAllocator,
-    clusters: Mutex<HashMap<String, ClusterState>>,
+    clusters: Arc<Mutex<HashMap<String, ClusterState>>>,
 }
 
 impl std::fmt::Debug for LocalLifecycle {
@@ -135,7 +138,7 @@ impl LocalLifecycle {
             root: root.into(),
             binary,
             allocate,
-            clusters: Mutex::new(HashMap::new()),
+            clusters: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
