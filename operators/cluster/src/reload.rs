@@ -100,6 +100,37 @@ fn write_go_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// How a changed config reaches a running server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Ask the server to reload, then confirm.
+    Reload,
+    /// Restart it in the rollout; the reason is for `status.config.restartReason`.
+    Restart { reason: String },
+    /// Nothing changed.
+    Nothing,
+}
+
+/// Reload where every changed field reloads and the controller has a system user to ask with
+/// (`spec.auth.systemCredentials`, or config accounts it is given); without one every config
+/// change restarts (design §4.3).
+pub fn route(mode: &crate::apply_mode::ApplyMode, system_user: bool) -> Route {
+    use crate::apply_mode::ApplyMode;
+    match mode {
+        ApplyMode::Unchanged => Route::Nothing,
+        ApplyMode::Reload { changed } if !system_user => Route::Restart {
+            reason: format!(
+                "no system user to request a reload with; changed: {}",
+                changed.join(", ")
+            ),
+        },
+        ApplyMode::Reload { .. } => Route::Reload,
+        ApplyMode::Restart { .. } => Route::Restart {
+            reason: mode.restart_reason().unwrap_or_default(),
+        },
+    }
+}
+
 /// What `/varz` said about a server's loaded config.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadedConfig {
@@ -299,6 +330,17 @@ mod tests {
         assert!(d.starts_with("sha256:") && d.len() == 7 + 64, "{d}");
         assert_eq!(d, config_digest(&b));
         assert_ne!(d, config_digest(&block(&[("x", Value::Int(3))])));
+    }
+
+    use crate::apply_mode::ApplyMode;
+
+    #[rstest]
+    #[case::reload(ApplyMode::Reload { changed: vec!["server_tags"] }, true, Route::Reload)]
+    #[case::no_system_user(ApplyMode::Reload { changed: vec!["server_tags"] }, false, Route::Restart { reason: "no system user to request a reload with; changed: server_tags".into() })]
+    #[case::restart_only(ApplyMode::Restart { changed: vec!["gateway"], restart_only: vec!["gateway"] }, true, Route::Restart { reason: "restart-only fields changed: gateway".into() })]
+    #[case::unchanged(ApplyMode::Unchanged, true, Route::Nothing)]
+    fn reload_or_restart(#[case] mode: ApplyMode, #[case] system_user: bool, #[case] want: Route) {
+        assert_eq!(route(&mode, system_user), want);
     }
 
     fn lc(digest: &str, t: Option<i64>) -> LoadedConfig {

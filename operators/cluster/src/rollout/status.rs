@@ -129,6 +129,25 @@ pub fn config_status(
     }
 }
 
+/// Ready=False, ReconcileFailed, naming each object a removal left because the controller may
+/// not delete it (a PVC without the server's labels, a ConfigMap it does not control).
+pub fn leftovers_condition(server: &str, names: &[String]) -> Progress {
+    progress(
+        false,
+        reason::RECONCILE_FAILED,
+        format!("removing {server} left: {}", names.join(", ")),
+    )
+}
+
+/// Progressing=True, ReloadPending, while reloads requested of `servers` are not yet confirmed.
+pub fn reload_pending(revision: &str, servers: &[String]) -> Progress {
+    progress(
+        true,
+        reason::RELOAD_PENDING,
+        format!("reloading {} onto revision {revision}", servers.join(", ")),
+    )
+}
+
 /// The Progressing condition for the decision, the removal step being run (if the action is a
 /// removal) and the gate's since.
 pub fn progressing(
@@ -286,6 +305,18 @@ mod tests {
     ) {
         let p = progressing("r2", &d, removal.as_ref(), gate.as_ref(), &at(1000));
         assert_eq!((p.status, p.reason), (status, want), "{p:?}");
+    }
+
+    #[test]
+    fn leftovers_and_reloads_have_their_reasons() {
+        let l = leftovers_condition("demo-3", &["PersistentVolumeClaim/data-demo-3-0".into()]);
+        assert_eq!((l.status, l.reason), (false, reason::RECONCILE_FAILED));
+        assert_eq!(
+            l.message,
+            "removing demo-3 left: PersistentVolumeClaim/data-demo-3-0"
+        );
+        let r = reload_pending("r2", &["demo-0".into(), "demo-1".into()]);
+        assert_eq!((r.status, r.reason), (true, reason::RELOAD_PENDING));
     }
 
     #[test]

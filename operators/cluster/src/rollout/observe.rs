@@ -1,0 +1,364 @@
+//! From what the reconciler observes (the lifecycle's [`ObservedServer`]s, JSZ answers over the
+//! system connection, the meta view) to the plain inputs of the gate, the step order and a
+//! removal. Pure: the reconciler does the asking.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nats_wire::jsapi::MetaView;
+use nats_wire::monitor::{ClusterInfo, Jsz, PeerInfo};
+
+use super::gate::{GateServer, MetaObservation};
+use super::order::Member;
+use super::removal::StreamReplicas;
+use crate::lifecycle::ObservedServer;
+
+/// The meta group for the gate: Off without JetStream, the leader's peers when a leader (in
+/// this NATS cluster or another) answered, else FromFollowers.
+pub fn meta_observation(jetstream: bool, view: Option<&MetaView>) -> MetaObservation {
+    match (jetstream, view) {
+        (false, _) => MetaObservation::Off,
+        (true, Some(MetaView::FromLeader(group))) => MetaObservation::FromLeader {
+            leader: group.leader.clone(),
+            peers: group.peers.iter().map(|p| p.name.clone()).collect(),
+        },
+        (true, _) => MetaObservation::FromFollowers,
+    }
+}
+
+/// The step order's view of the servers.
+pub fn members(observed: &[ObservedServer]) -> Vec<Member> {
+    observed
+        .iter()
+        .map(|o| Member {
+            ordinal: o.ordinal,
+            name: o.server_name.clone(),
+            present: o.present,
+            revision: o.revision.clone(),
+        })
+        .collect()
+}
+
+/// Which revision a server runs, from the `config_digest` its `/varz` reports and the digest
+/// each known revision's rendered config has (`reload::config_digest`).
+pub fn reported_revision(config_digest: &str, known: &[(String, String)]) -> Option<String> {
+    known
+        .iter()
+        .find(|(_, d)| d == config_digest)
+        .map(|(r, _)| r.clone())
+}
+
+/// The gate's view of the present servers: `reported` maps a server to the revision it reports,
+/// `answered` holds the servers that answered JSZ.
+pub fn gate_servers(
+    observed: &[ObservedServer],
+    reported: &BTreeMap<String, String>,
+    answered: &BTreeSet<String>,
+) -> Vec<GateServer> {
+    observed
+        .iter()
+        .filter(|o| o.present)
+        .map(|o| GateServer {
+            name: o.server_name.clone(),
+            ready: o.ready,
+            revision: o.revision.clone(),
+            reported: reported.get(&o.server_name).cloned(),
+            answered: answered.contains(&o.server_name),
+        })
+        .collect()
+}
+
+/// Every Raft group in the answers with the reports of it: `(server that reported, group)`.
+fn raft_groups<'a>(
+    answers: &'a [(String, Jsz)],
+) -> BTreeMap<String, Vec<(&'a str, &'a ClusterInfo)>> {
+    let mut groups: BTreeMap<String, Vec<(&str, &ClusterInfo)>> = BTreeMap::new();
+    for (server, jsz) in answers {
+        for acc in &jsz.account_details {
+            for s in &acc.streams {
+                if let Some(c) = &s.cluster {
+                    groups
+                        .entry(format!("stream {} > {}", acc.name, s.name))
+                        .or_default()
+                        .push((server, c));
+                }
+                for con in &s.consumers {
+                    if let Some(c) = &con.cluster {
+                        groups
+                            .entry(format!("consumer {} > {} > {}", acc.name, s.name, con.name))
+                            .or_default()
+                            .push((server, c));
+                    }
+                }
+            }
+        }
+    }
+    groups
+}
+
+/// The report to judge a group by: its leader's own (it alone knows every member's lag).
+fn leader_report<'a>(reports: &[(&'a str, &'a ClusterInfo)]) -> Option<&'a ClusterInfo> {
+    reports
+        .iter()
+        .find(|(s, c)| !c.leader.is_empty() && c.leader == *s)
+        .or_else(|| reports.iter().find(|(_, c)| !c.leader.is_empty()))
+        .or(reports.first())
+        .map(|(_, c)| *c)
+}
+
+/// Raft groups (streams, consumers) that still have `server` as a member.
+pub fn groups_on(answers: &[(String, Jsz)], server: &str) -> Vec<String> {
+    raft_groups(answers)
+        .into_iter()
+        .filter(|(_, reports)| {
+            reports
+                .iter()
+                .any(|(_, c)| c.members().iter().any(|m| m == server))
+        })
+        .map(|(g, _)| g)
+        .collect()
+}
+
+fn current_apart(leader: &str, replicas: &[PeerInfo], except: Option<&str>) -> bool {
+    !leader.is_empty()
+        && replicas
+            .iter()
+            .filter(|p| Some(p.name.as_str()) != except)
+            .all(|p| p.current && !p.offline)
+}
+
+/// Raft groups not current — leaderless, or a member offline or behind — not counting `except`
+/// (the server being removed) among the members; the meta group first when the answers show it.
+pub fn not_current(answers: &[(String, Jsz)], except: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    let meta = answers
+        .iter()
+        .filter_map(|(s, j)| Some((s.as_str(), j.meta_cluster.as_ref()?)))
+        .collect::<Vec<_>>();
+    let leader_meta = meta
+        .iter()
+        .find(|(s, m)| !m.leader.is_empty() && m.leader == *s)
+        .or_else(|| meta.iter().find(|(_, m)| !m.leader.is_empty()))
+        .map(|(_, m)| *m);
+    match leader_meta {
+        Some(m) if current_apart(&m.leader, &m.replicas, except) => {}
+        Some(_) => out.push("the meta group".to_string()),
+        None if !meta.is_empty() => out.push("the meta group (leaderless)".to_string()),
+        None => {}
+    }
+    for (group, reports) in raft_groups(answers) {
+        if let Some(c) = leader_report(&reports)
+            && !current_apart(&c.leader, &c.replicas, except)
+        {
+            out.push(group);
+        }
+    }
+    out
+}
+
+/// Every stream's replica count (from its config, else its members), for ScaleDownBlocked.
+pub fn stream_replicas(answers: &[(String, Jsz)]) -> Vec<StreamReplicas> {
+    let mut out: BTreeMap<String, u32> = BTreeMap::new();
+    for (_, jsz) in answers {
+        for acc in &jsz.account_details {
+            for s in &acc.streams {
+                let from_config = s.config.as_ref().map(|c| c.num_replicas.max(1) as u32);
+                let from_members = s.cluster.as_ref().map(|c| c.members().len().max(1) as u32);
+                let n = from_config.or(from_members).unwrap_or(1);
+                let e = out.entry(format!("{} > {}", acc.name, s.name)).or_insert(0);
+                *e = (*e).max(n);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(name, replicas)| StreamReplicas { name, replicas })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nats_wire::jsapi::{MetaGroup, MetaPeer};
+    use nats_wire::monitor::{
+        AccountDetail, ConsumerDetail, MetaClusterInfo, StreamConfigView, StreamDetail,
+    };
+    use rstest::rstest;
+
+    fn peer(name: &str, current: bool, offline: bool) -> PeerInfo {
+        PeerInfo {
+            name: name.into(),
+            current,
+            offline,
+            ..Default::default()
+        }
+    }
+
+    fn group(leader: &str, replicas: Vec<PeerInfo>) -> ClusterInfo {
+        ClusterInfo {
+            name: "demo".into(),
+            leader: leader.into(),
+            replicas,
+            ..Default::default()
+        }
+    }
+
+    fn jsz(meta_leader: &str, meta: Vec<PeerInfo>, stream: Option<(ClusterInfo, i64)>) -> Jsz {
+        Jsz {
+            meta_cluster: Some(MetaClusterInfo {
+                leader: meta_leader.into(),
+                replicas: meta,
+                ..Default::default()
+            }),
+            account_details: stream
+                .map(|(c, r)| {
+                    vec![AccountDetail {
+                        name: "APP".into(),
+                        streams: vec![StreamDetail {
+                            name: "ORDERS".into(),
+                            cluster: Some(c.clone()),
+                            config: Some(StreamConfigView {
+                                num_replicas: r,
+                                ..Default::default()
+                            }),
+                            consumers: vec![ConsumerDetail {
+                                name: "C".into(),
+                                cluster: Some(c),
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    fn all_current() -> Vec<PeerInfo> {
+        vec![peer("demo-1", true, false), peer("demo-2", true, false)]
+    }
+
+    #[rstest]
+    #[case::settled(all_current(), all_current(), None, vec![])]
+    #[case::member_offline(all_current(), vec![peer("demo-1", true, false), peer("demo-2", false, true)], None,
+        vec!["consumer APP > ORDERS > C", "stream APP > ORDERS"])]
+    #[case::apart_from_the_removed(vec![peer("demo-1", true, false), peer("demo-2", false, true)], vec![peer("demo-1", true, false), peer("demo-2", false, true)], Some("demo-2"), vec![])]
+    #[case::meta_behind(vec![peer("demo-1", false, false), peer("demo-2", true, false)], all_current(), None, vec!["the meta group"])]
+    fn groups_not_current(
+        #[case] meta: Vec<PeerInfo>,
+        #[case] stream: Vec<PeerInfo>,
+        #[case] except: Option<&str>,
+        #[case] want: Vec<&str>,
+    ) {
+        let answers = vec![(
+            "demo-0".to_string(),
+            jsz("demo-0", meta, Some((group("demo-0", stream), 3))),
+        )];
+        assert_eq!(not_current(&answers, except), want);
+    }
+
+    #[test]
+    fn a_leaderless_stream_is_not_current() {
+        let answers = vec![(
+            "demo-1".to_string(),
+            jsz("demo-0", all_current(), Some((group("", all_current()), 3))),
+        )];
+        assert_eq!(
+            not_current(&answers, None),
+            vec!["consumer APP > ORDERS > C", "stream APP > ORDERS"]
+        );
+    }
+
+    #[test]
+    fn groups_on_a_server_and_stream_replicas() {
+        let answers = vec![(
+            "demo-0".to_string(),
+            jsz(
+                "demo-0",
+                all_current(),
+                Some((group("demo-0", all_current()), 3)),
+            ),
+        )];
+        assert_eq!(
+            groups_on(&answers, "demo-2"),
+            vec!["consumer APP > ORDERS > C", "stream APP > ORDERS"]
+        );
+        assert!(groups_on(&answers, "demo-3").is_empty());
+        assert_eq!(
+            stream_replicas(&answers),
+            vec![StreamReplicas {
+                name: "APP > ORDERS".into(),
+                replicas: 3
+            }]
+        );
+    }
+
+    #[test]
+    fn the_meta_view_becomes_the_gates_meta_observation() {
+        let view = MetaView::FromLeader(MetaGroup {
+            leader_cluster: "west".into(),
+            leader: "west-0".into(),
+            peers: ["west-0", "demo-0"]
+                .iter()
+                .map(|n| MetaPeer {
+                    name: n.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            cluster_size: 2,
+        });
+        assert_eq!(
+            meta_observation(true, Some(&view)),
+            MetaObservation::FromLeader {
+                leader: "west-0".into(),
+                peers: vec!["west-0".into(), "demo-0".into()]
+            }
+        );
+        let followers = MetaView::FromFollowers {
+            answered: vec!["demo-0".into()],
+        };
+        assert_eq!(
+            meta_observation(true, Some(&followers)),
+            MetaObservation::FromFollowers
+        );
+        assert_eq!(meta_observation(true, None), MetaObservation::FromFollowers);
+        assert_eq!(meta_observation(false, Some(&view)), MetaObservation::Off);
+    }
+
+    #[test]
+    fn servers_become_members_and_gate_servers() {
+        let observed = vec![
+            ObservedServer {
+                ordinal: 0,
+                server_name: "demo-0".into(),
+                present: true,
+                ready: true,
+                revision: Some("r2".into()),
+                restarts: 1,
+            },
+            ObservedServer {
+                ordinal: 1,
+                server_name: "demo-1".into(),
+                present: false,
+                ..Default::default()
+            },
+        ];
+        let m = members(&observed);
+        assert_eq!((m[0].present, m[1].present), (true, false));
+        let known = vec![
+            ("r1".to_string(), "sha256:a".to_string()),
+            ("r2".to_string(), "sha256:b".to_string()),
+        ];
+        let reported: BTreeMap<String, String> = [(
+            "demo-0".to_string(),
+            reported_revision("sha256:b", &known).unwrap(),
+        )]
+        .into();
+        let answered: BTreeSet<String> = ["demo-0".to_string()].into();
+        let g = gate_servers(&observed, &reported, &answered);
+        assert_eq!(g.len(), 1, "absent servers are not gated on");
+        assert_eq!(g[0].reported.as_deref(), Some("r2"));
+        assert!(g[0].answered);
+        assert_eq!(reported_revision("sha256:z", &known), None);
+    }
+}
