@@ -68,9 +68,7 @@ pub fn gate_servers(
 }
 
 /// Every Raft group in the answers with the reports of it: `(server that reported, group)`.
-fn raft_groups<'a>(
-    answers: &'a [(String, Jsz)],
-) -> BTreeMap<String, Vec<(&'a str, &'a ClusterInfo)>> {
+fn raft_groups(answers: &[(String, Jsz)]) -> BTreeMap<String, Vec<(&str, &ClusterInfo)>> {
     let mut groups: BTreeMap<String, Vec<(&str, &ClusterInfo)>> = BTreeMap::new();
     for (server, jsz) in answers {
         for acc in &jsz.account_details {
