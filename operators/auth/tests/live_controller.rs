@@ -1,0 +1,432 @@
+//! Live tier through the controller: a real kube-apiserver 1.20, the auth controller in-process
+//! with `--system-connection`, and a real 3-server nats-server cluster trusting the NATS operator
+//! JWT the controller signed (read from the NatsOperatorTrust it mirrors into). An account
+//! applied as a resource is usable within 2 s without a restart by the user whose creds Secret
+//! the controller wrote (measured and printed); distribution reads "3 of 3"; each preset's user,
+//! with the creds the controller wrote, is refused by the server outside its list; an importer
+//! reaches a private service export through the activation the controller signed.
+
+mod apirig;
+mod common;
+
+use std::time::{Duration, Instant};
+
+use apirig::{Rig, is, message, str_at, wait_for, wait_ready};
+use auth_controller::controller::{Settings, SystemConnection};
+use auth_controller::presets;
+use common::{Judge, VERSION, connect};
+use futures::StreamExt;
+use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser, UserPreset};
+use nats_api::nats::NatsOperatorTrust;
+use serde_json::json;
+use sim::{Auth, OperatorMode, Topology, TopologySpec};
+
+const SYS: &str = "nats-system";
+
+/// Story 02's trust roots and system users signed by the controller, 3 servers booted under
+/// them, and the controller's system connection pointed at those servers.
+async fn plane(extra_namespaces: &[&str]) -> (Rig, Topology) {
+    let mut namespaces = vec![SYS];
+    namespaces.extend_from_slice(extra_namespaces);
+    let mut rig = Rig::bare(&namespaces).await;
+    rig.start_controller(Settings {
+        resync: Duration::from_secs(2),
+        system_connection: Some(SystemConnection {
+            namespace: SYS.into(),
+            name: "auth".into(),
+        }),
+    });
+    rig.apply_story("02-auth-plane", "01-trust-roots.yaml", &[])
+        .await;
+    rig.apply_story("02-auth-plane", "02-system-users.yaml", &["NatsConnection"])
+        .await;
+    let op = wait_ready(&rig.api::<NatsOperator>(SYS), "demo", "True", "Signed").await;
+    let trust = wait_ready(
+        &rig.api::<NatsOperatorTrust>(SYS),
+        "demo",
+        "True",
+        "Mirrored",
+    )
+    .await;
+    let operator_jwt = str_at(&trust, "/status/operatorJWT").to_string();
+    let sys_jwt = str_at(&trust, "/status/systemAccountJWT").to_string();
+    let sys_pk = str_at(&op, "/status/systemAccount/publicKey").to_string();
+    let topo = Topology::start(TopologySpec::cluster(3).with_version(VERSION).with_auth(
+        Auth::Operator(OperatorMode {
+            operator_jwt,
+            system_account: sys_pk.clone(),
+            preload: vec![(sys_pk, sys_jwt)],
+        }),
+    ))
+    .await
+    .expect("3 servers boot under the operator the controller signed");
+    wait_ready(
+        &rig.api::<NatsUser>(SYS),
+        "auth-controller",
+        "True",
+        "Signed",
+    )
+    .await;
+    // The system connection of story 02, pointed at the sim's servers (no TLS here).
+    rig.apply(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+        "metadata": {"name": "auth", "namespace": SYS},
+        "spec": {
+            "servers": topo.client_urls(),
+            "credentials": {"secretKeyRef": {"name": "auth-controller-creds", "key": "user.creds"}},
+        },
+    }))
+    .await;
+    let sys = wait_for(
+        &rig.api::<NatsSystemAccount>(SYS),
+        "system",
+        "system account 3 of 3",
+        |o| is(o, "Distributed", "True", "AllServersCurrent"),
+    )
+    .await;
+    assert_eq!(message(&sys, "Distributed"), "3 of 3 servers hold this JWT");
+    (rig, topo)
+}
+
+/// The creds file the controller wrote to `ns`/`secret`.
+async fn creds_text(rig: &Rig, ns: &str, secret: &str) -> Option<String> {
+    let s = rig.secret(ns, secret).await?;
+    let b = s.data?.get("user.creds")?.0.clone();
+    Some(String::from_utf8_lossy(&b).into_owned())
+}
+
+/// A round trip on `subject` by a client of `creds`: connected, subscribed, published, received.
+async fn round_trip(topo: &Topology, creds: &str, subject: &str) -> Result<(), String> {
+    let (client, _events) = connect(topo, creds, None).await;
+    let client = client.map_err(|e| e.to_string())?;
+    let mut sub = client
+        .subscribe(subject.to_string())
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .publish(subject.to_string(), "usable".into())
+        .await
+        .map_err(|e| e.to_string())?;
+    client.flush().await.map_err(|e| e.to_string())?;
+    match tokio::time::timeout(Duration::from_millis(500), sub.next()).await {
+        Ok(Some(_)) => Ok(()),
+        _ => Err("no message back".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is_held_to_its_list()
+{
+    let (rig, topo) = plane(&[]).await;
+
+    // Story 02's orders account and users, applied as resources; servers keep running.
+    let applied = Instant::now();
+    rig.apply_story("02-auth-plane", "04-orders.yaml", &[])
+        .await;
+    let usable = sim::wait::poll("orders-app usable", Duration::from_secs(10), || async {
+        let Some(creds) = creds_text(&rig, SYS, "orders-app-creds").await else {
+            return Err("no creds Secret yet".to_string());
+        };
+        round_trip(&topo, &creds, "orders.ping").await.map(Some)
+    })
+    .await;
+    let latency = applied.elapsed();
+    usable.unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "push-to-usable: NatsAccount + NatsUser applied -> creds Secret written -> JWT pushed -> round trip by orders-app: {} ms",
+        latency.as_millis()
+    );
+    assert!(
+        latency <= Duration::from_secs(2),
+        "orders usable only after {latency:?}"
+    );
+
+    // Distribution: every server of the roster holds the account JWT.
+    let orders = wait_for(
+        &rig.api::<NatsAccount>(SYS),
+        "orders",
+        "orders 3 of 3",
+        |o| is(o, "Distributed", "True", "AllServersCurrent"),
+    )
+    .await;
+    assert_eq!(orders["status"]["distribution"]["servers"], 3);
+    assert_eq!(orders["status"]["distribution"]["current"], 3);
+    assert_eq!(
+        message(&orders, "Distributed"),
+        "3 of 3 servers hold this JWT"
+    );
+    assert!(orders["status"]["distribution"]["lastPushTime"].is_string());
+    let pushed = rig
+        .api::<k8s_openapi::api::events::v1::Event>(SYS)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert!(
+        pushed
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("JWTPushed")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("orders")),
+        "a JWTPushed Event about orders"
+    );
+
+    // A leafnode user, for the preset table.
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+        "metadata": {"name": "orders-leaf", "namespace": SYS},
+        "spec": {
+            "accountRef": {"kind": "NatsAccount", "name": "orders"},
+            "preset": "leafnode",
+            "credentials": {"secretKeyRef": {"name": "orders-leaf-creds"}},
+        },
+    }))
+    .await;
+
+    // Each preset's user, with the creds Secret the controller wrote.
+    let cases: [(UserPreset, &str, &[&str]); 4] = [
+        (
+            UserPreset::ClusterController,
+            "cluster-controller",
+            &[
+                "orders.x",
+                "$SYS.REQ.SERVER.PING.CONNZ",
+                "$SYS.REQ.ACCOUNT.NOSUCH.CLAIMS.LOOKUP",
+            ],
+        ),
+        (
+            UserPreset::JetStreamController,
+            "jetstream-controller",
+            &["$JS.API.STREAM.CREATE.X", "$SYS.REQ.SERVER.PING.VARZ"],
+        ),
+        (
+            UserPreset::AuthController,
+            "auth-controller",
+            &["$SYS.REQ.SERVER.PING.JSZ", "orders.x"],
+        ),
+        (
+            UserPreset::Readonly,
+            "orders-reader",
+            &[
+                "orders.new",
+                "$JS.API.STREAM.CREATE.ORDERS",
+                "$JS.API.STREAM.DELETE.ORDERS",
+            ],
+        ),
+    ];
+    let mut table: Vec<(&str, &str, String, bool)> = Vec::new();
+    for (preset, user, refused) in cases {
+        wait_ready(&rig.api::<NatsUser>(SYS), user, "True", "Signed").await;
+        let creds = creds_text(&rig, SYS, &format!("{user}-creds"))
+            .await
+            .unwrap_or_else(|| panic!("{user}-creds written"));
+        let inbox = preset.is_system().then(|| preset.as_str());
+        let (client, events) = connect(&topo, &creds, inbox).await;
+        let client = client.unwrap_or_else(|e| panic!("{user} refused: {e}"));
+        let mut judge = Judge {
+            client,
+            events,
+            n: 0,
+        };
+        for g in presets::publish(preset) {
+            let s = concrete(g.subject);
+            let ok = judge.publish_allowed(&s).await;
+            table.push((preset.as_str(), "publish", s.clone(), ok));
+            assert!(
+                ok,
+                "{}: {s} is in its list but was refused",
+                preset.as_str()
+            );
+        }
+        for s in refused {
+            let ok = judge.publish_allowed(s).await;
+            table.push((preset.as_str(), "publish", s.to_string(), ok));
+            assert!(
+                !ok,
+                "{}: {s} is outside its list but was let through",
+                preset.as_str()
+            );
+        }
+        if preset.is_system() {
+            for other in presets::ALL
+                .iter()
+                .filter(|p| p.is_system() && **p != preset)
+            {
+                let s = format!("_INBOX.{}.>", other.as_str());
+                let ok = judge.subscribe_allowed(&s).await;
+                table.push((preset.as_str(), "subscribe", s.clone(), ok));
+                assert!(!ok, "{} may subscribe to {s}", preset.as_str());
+            }
+        }
+    }
+    wait_ready(&rig.api::<NatsUser>(SYS), "orders-leaf", "True", "Signed").await;
+    let leaf = creds_text(&rig, SYS, "orders-leaf-creds").await.unwrap();
+    let (as_client, _) = connect(&topo, &leaf, None).await;
+    assert!(as_client.is_err(), "a leafnode user connected as a client");
+    table.push(("leafnode", "connect", "STANDARD".into(), false));
+
+    println!("preset | op | subject | allowed");
+    for (p, op, s, ok) in &table {
+        println!("{p} | {op} | {s} | {ok}");
+    }
+}
+
+/// A concrete subject a grant covers: `*` as one token, `>` as one token.
+fn concrete(pattern: &str) -> String {
+    pattern
+        .split('.')
+        .map(|t| match t {
+            "*" => "NOSUCH",
+            ">" => "x",
+            t => t,
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn plain_user(name: &str, ns: &str, account: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "accountRef": {"kind": "NatsAccount", "name": account},
+            "credentials": {"secretKeyRef": {"name": format!("{name}-creds")}},
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_importer_reaches_a_private_service_export_through_its_activation() {
+    let (rig, topo) = plane(&["team-monitoring", "team-core"]).await;
+    rig.apply_story("05-account-wiring", "01-namespaces-and-grants.yaml", &[])
+        .await;
+    rig.apply_story("05-account-wiring", "02-monitoring.yaml", &[])
+        .await;
+    // Story 05's core account without the partner import (no partner account exists here).
+    let mut core = apirig::story_docs("05-account-wiring", "03-core.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "NatsAccount")
+        .unwrap();
+    let imports: Vec<_> = core["spec"]["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i.get("publicKey").is_none())
+        .cloned()
+        .collect();
+    core["spec"]["imports"] = json!(imports);
+    rig.apply(core).await;
+    rig.apply(plain_user("checker", "team-monitoring", "monitoring"))
+        .await;
+    rig.apply(plain_user("caller", "team-core", "core")).await;
+
+    for (ns, name) in [("team-monitoring", "monitoring"), ("team-core", "core")] {
+        wait_for(
+            &rig.api::<NatsAccount>(ns),
+            name,
+            &format!("{name} 3 of 3"),
+            |o| {
+                is(o, "Ready", "True", "Signed")
+                    && is(o, "Distributed", "True", "AllServersCurrent")
+            },
+        )
+        .await;
+    }
+    let core = rig
+        .api::<NatsAccount>("team-core")
+        .get("core")
+        .await
+        .unwrap();
+    let execute = core
+        .status
+        .as_ref()
+        .unwrap()
+        .imports
+        .iter()
+        .find(|i| i.export.as_deref() == Some("execute"))
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        execute.activation,
+        Some(nats_api::auth::ActivationSource::Signed)
+    );
+
+    wait_ready(
+        &rig.api::<NatsUser>("team-monitoring"),
+        "checker",
+        "True",
+        "Signed",
+    )
+    .await;
+    wait_ready(
+        &rig.api::<NatsUser>("team-core"),
+        "caller",
+        "True",
+        "Signed",
+    )
+    .await;
+    let checker = creds_text(&rig, "team-monitoring", "checker-creds")
+        .await
+        .unwrap();
+    let caller = creds_text(&rig, "team-core", "caller-creds").await.unwrap();
+    let (responder, _) = connect(&topo, &checker, None).await;
+    let responder = responder.expect("checker connects");
+    let mut requests = responder.subscribe("checks.execute.*").await.unwrap();
+    responder.flush().await.unwrap();
+    let serve = tokio::spawn({
+        let responder = responder.clone();
+        async move {
+            while let Some(m) = requests.next().await {
+                if let Some(reply) = m.reply {
+                    let _ = responder
+                        .publish(reply, format!("ran {}", m.subject).into())
+                        .await;
+                }
+            }
+        }
+    });
+    let (client, _) = connect(&topo, &caller, None).await;
+    let client = client.expect("caller connects");
+    // The import may reach the servers' interest graph a moment after the JWT: poll.
+    let answer = sim::wait::poll(
+        "the private service answers",
+        Duration::from_secs(10),
+        || {
+            let client = client.clone();
+            async move {
+                match tokio::time::timeout(
+                    Duration::from_secs(1),
+                    client.request("checks.execute.disk", "go".into()),
+                )
+                .await
+                {
+                    Ok(Ok(m)) => Ok(Some(String::from_utf8_lossy(&m.payload).into_owned())),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("timed out".into()),
+                }
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer, "ran checks.execute.disk");
+    serve.abort();
+
+    // An account the private export does not list cannot import it.
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+        "metadata": {"name": "stranger", "namespace": "team-core"},
+        "spec": {
+            "operatorRef": {"name": "demo", "namespace": SYS},
+            "imports": [{"accountRef": {"kind": "NatsAccount", "name": "monitoring", "namespace": "team-monitoring"}, "export": "execute"}],
+        },
+    }))
+    .await;
+    let stranger = wait_ready(
+        &rig.api::<NatsAccount>("team-core"),
+        "stranger",
+        "False",
+        "ImportsUnresolved",
+    )
+    .await;
+    assert!(message(&stranger, "Ready").contains("does not list this account"));
+}
