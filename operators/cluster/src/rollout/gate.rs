@@ -21,6 +21,8 @@ pub struct GateServer {
     pub ready: bool,
     /// The revision its workload was started or reloaded under.
     pub revision: Option<String>,
+    /// The revision it is to run (each server's config, and so its revision, is its own).
+    pub target: String,
     /// The revision the running server reports (mapped from its `/varz` config digest); `None`
     /// while it does not answer.
     pub reported: Option<String>,
@@ -55,7 +57,6 @@ pub enum SettledView {
 /// Everything the gate is judged from.
 #[derive(Clone, Debug)]
 pub struct GateInput<'a> {
-    pub target_revision: &'a str,
     pub servers: &'a [GateServer],
     pub meta: &'a MetaObservation,
     pub settled: &'a SettledView,
@@ -98,12 +99,15 @@ pub fn pods_ready(servers: &[GateServer]) -> Vec<String> {
 }
 
 /// Every server on the target revision reports it (its restart or reload has taken).
-pub fn revisions_reported(servers: &[GateServer], target: &str) -> Vec<String> {
+pub fn revisions_reported(servers: &[GateServer]) -> Vec<String> {
     servers
         .iter()
-        .filter(|s| s.revision.as_deref() == Some(target) && s.reported.as_deref() != Some(target))
+        .filter(|s| {
+            s.revision.as_deref() == Some(s.target.as_str())
+                && s.reported.as_deref() != Some(s.target.as_str())
+        })
         .map(|s| match &s.reported {
-            Some(r) => format!("{} reports revision {r}, not {target}", s.name),
+            Some(r) => format!("{} reports revision {r}, not {}", s.name, s.target),
             None => format!("{} does not report its revision", s.name),
         })
         .collect()
@@ -153,7 +157,7 @@ pub fn settled(view: &SettledView) -> Vec<String> {
 /// The gate: open only when every rule names nothing.
 pub fn gate(input: &GateInput<'_>) -> Gate {
     let mut waiting_for = pods_ready(input.servers);
-    waiting_for.extend(revisions_reported(input.servers, input.target_revision));
+    waiting_for.extend(revisions_reported(input.servers));
     waiting_for.extend(meta_members(input.servers, input.meta));
     waiting_for.extend(rejoined(input.rejoining, input.meta));
     waiting_for.extend(settled(input.settled));
@@ -202,6 +206,7 @@ mod tests {
             name: name.into(),
             ready,
             revision: Some(revision.into()),
+            target: "r2".into(),
             reported: reported.map(String::from),
             answered: reported.is_some(),
         }
@@ -252,7 +257,6 @@ mod tests {
         };
         edit(&mut f);
         let g = gate(&GateInput {
-            target_revision: "r2",
             servers: &f.s,
             meta: &f.m,
             settled: &f.st,
@@ -266,7 +270,6 @@ mod tests {
         let mut servers = three();
         servers[1].ready = false;
         let g = gate(&GateInput {
-            target_revision: "r2",
             servers: &servers,
             meta: &MetaObservation::FromFollowers,
             settled: &SettledView::NotCurrent {

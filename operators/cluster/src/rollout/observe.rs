@@ -25,8 +25,16 @@ pub fn meta_observation(jetstream: bool, view: Option<&MetaView>) -> MetaObserva
     }
 }
 
+/// Each server's target revision by ordinal (`DesiredServer::revision`); a server beyond
+/// replicas has none.
+pub type Targets = BTreeMap<u32, String>;
+
+fn target(targets: &Targets, ordinal: u32) -> String {
+    targets.get(&ordinal).cloned().unwrap_or_default()
+}
+
 /// The step order's view of the servers.
-pub fn members(observed: &[ObservedServer]) -> Vec<Member> {
+pub fn members(observed: &[ObservedServer], targets: &Targets) -> Vec<Member> {
     observed
         .iter()
         .map(|o| Member {
@@ -34,12 +42,13 @@ pub fn members(observed: &[ObservedServer]) -> Vec<Member> {
             name: o.server_name.clone(),
             present: o.present,
             revision: o.revision.clone(),
+            target: target(targets, o.ordinal),
         })
         .collect()
 }
 
 /// Which revision a server runs, from the `config_digest` its `/varz` reports and the digest
-/// each known revision's rendered config has (`reload::config_digest`).
+/// each known revision of that server's rendered config has (`reload::config_digest`).
 pub fn reported_revision(config_digest: &str, known: &[(String, String)]) -> Option<String> {
     known
         .iter()
@@ -51,6 +60,7 @@ pub fn reported_revision(config_digest: &str, known: &[(String, String)]) -> Opt
 /// `answered` holds the servers that answered JSZ.
 pub fn gate_servers(
     observed: &[ObservedServer],
+    targets: &Targets,
     reported: &BTreeMap<String, String>,
     answered: &BTreeSet<String>,
 ) -> Vec<GateServer> {
@@ -61,6 +71,7 @@ pub fn gate_servers(
             name: o.server_name.clone(),
             ready: o.ready,
             revision: o.revision.clone(),
+            target: target(targets, o.ordinal),
             reported: reported.get(&o.server_name).cloned(),
             answered: answered.contains(&o.server_name),
         })
@@ -341,7 +352,9 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let m = members(&observed);
+        let targets: Targets = [(0, "r2".to_string()), (1, "r2".to_string())].into();
+        let m = members(&observed, &targets);
+        assert_eq!(m[0].target, "r2");
         assert_eq!((m[0].present, m[1].present), (true, false));
         let known = vec![
             ("r1".to_string(), "sha256:a".to_string()),
@@ -353,7 +366,7 @@ mod tests {
         )]
         .into();
         let answered: BTreeSet<String> = ["demo-0".to_string()].into();
-        let g = gate_servers(&observed, &reported, &answered);
+        let g = gate_servers(&observed, &targets, &reported, &answered);
         assert_eq!(g.len(), 1, "absent servers are not gated on");
         assert_eq!(g[0].reported.as_deref(), Some("r2"));
         assert!(g[0].answered);

@@ -21,6 +21,8 @@ pub struct Member {
     pub present: bool,
     /// The revision it runs (started under, or reloaded to).
     pub revision: Option<String>,
+    /// The revision it is to run.
+    pub target: String,
 }
 
 /// Why a server is replaced.
@@ -74,7 +76,6 @@ pub struct Step {
 #[derive(Clone, Debug)]
 pub struct OrderInput<'a> {
     pub replicas: u32,
-    pub target_revision: &'a str,
     pub servers: &'a [Member],
     /// The meta leader's server name, when known.
     pub meta_leader: Option<&'a str>,
@@ -148,7 +149,7 @@ pub fn pending_steps(input: &OrderInput<'_>) -> Vec<Step> {
                 StepKind::ScaleDown
             } else if input.replace.iter().any(|(s, _)| *s == m.name) {
                 StepKind::Replace
-            } else if m.revision.as_deref() != Some(input.target_revision) {
+            } else if m.revision.as_deref() != Some(m.target.as_str()) {
                 StepKind::Restart
             } else {
                 return None;
@@ -255,6 +256,7 @@ mod tests {
             name: format!("demo-{ordinal}"),
             present: true,
             revision: Some(revision.into()),
+            target: "new".into(),
         }
     }
 
@@ -287,7 +289,6 @@ mod tests {
     fn run(f: &Fixture) -> Decision {
         decide(&OrderInput {
             replicas: f.replicas,
-            target_revision: "new",
             servers: &f.servers,
             meta_leader: f.meta_leader,
             paused: f.paused,

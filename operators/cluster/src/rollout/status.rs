@@ -31,7 +31,7 @@ fn progress(status: bool, reason: &'static str, message: impl Into<String>) -> P
 
 /// The server being stepped: the step taken now, else an updated server whose restart has not
 /// yet taken (not Ready, or not reporting the revision).
-pub fn current(decision: &Decision, servers: &[GateServer], target: &str) -> Option<String> {
+pub fn current(decision: &Decision, servers: &[GateServer]) -> Option<String> {
     match &decision.action {
         Action::ContinueRemoval(s) | Action::Take(s) | Action::Forced(s) => {
             return Some(s.server.clone());
@@ -41,26 +41,27 @@ pub fn current(decision: &Decision, servers: &[GateServer], target: &str) -> Opt
     servers
         .iter()
         .find(|s| {
-            s.revision.as_deref() == Some(target)
-                && !(s.ready && s.reported.as_deref() == Some(target))
+            s.revision.as_deref() == Some(s.target.as_str())
+                && !(s.ready && s.reported.as_deref() == Some(s.target.as_str()))
         })
         .map(|s| s.name.clone())
 }
 
-/// `status.rollout`; `None` once every server runs the target revision and nothing waits.
+/// `status.rollout`; `None` once every server runs its target revision and nothing waits.
+/// `target` is the NatsCluster's revision as a whole (`targetRevision`).
 pub fn rollout_status(
     target: &str,
     servers: &[GateServer],
     decision: &Decision,
     gate: Option<RolloutGate>,
 ) -> Option<RolloutStatus> {
-    let current = current(decision, servers, target);
+    let current = current(decision, servers);
     if decision.action == Action::UpToDate && current.is_none() && gate.is_none() {
         return None;
     }
     let mut updated: Vec<String> = servers
         .iter()
-        .filter(|s| s.revision.as_deref() == Some(target))
+        .filter(|s| s.revision.as_deref() == Some(s.target.as_str()))
         .map(|s| s.name.clone())
         .collect();
     updated.sort();
@@ -336,6 +337,7 @@ mod tests {
             name: name.into(),
             ready,
             revision: Some(revision.into()),
+            target: "r2".into(),
             reported: Some(reported.into()),
             answered: true,
         }
