@@ -91,3 +91,183 @@ async fn the_quickstart_becomes_three_jetstream_servers_and_settles() {
     );
     println!("status: {}", settled["status"]);
 }
+
+/// Applies `text` after substituting the ports of every NatsCluster in it, so the manifest's
+/// gateway remotes and connections can name `${<name>.gateway}`, `${<name>.leafnodes}`.
+async fn apply_reserved(host: &Host, dir: &Path, file: &str, text: &str) -> Vec<(String, String)> {
+    let path = dir.join(file);
+    std::fs::write(&path, text).expect("manifest");
+    let mut vars = BTreeMap::new();
+    let mut clusters = Vec::new();
+    for (cluster, v) in sim::controlled::reserve(host, &path).expect("reserve") {
+        vars.extend(v);
+        clusters.push(cluster);
+    }
+    host.apply_manifest(&path, &vars)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    clusters
+}
+
+async fn wait_condition_or_dump(host: &Host, object: &str, condition: &str) -> serde_json::Value {
+    let r = ObjectRef::parse(object).expect("ref");
+    match host.wait_condition(&r, condition, WAIT).await {
+        Ok(v) => v,
+        Err(e) => {
+            let now = host.get(&r).await.unwrap_or_default();
+            panic!("{e}\nconditions: {}", conditions(&now));
+        }
+    }
+}
+
+/// A Secret holding a certificate for 127.0.0.1 under `ca`, as a gateway listener reads it.
+fn tls_secret(name: &str, ca: &cluster_controller::route_ca::RouteCa) -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let cert = ca
+        .issue(
+            &["localhost".into()],
+            &["127.0.0.1".parse().expect("ip")],
+            now,
+        )
+        .expect("certificate");
+    let q = |s: &str| serde_json::to_string(s).expect("json");
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{ name: {name}, namespace: nats }}\nstringData:\n  tls.crt: {}\n  tls.key: {}\n  ca.crt: {}\n",
+        q(&cert.cert_pem),
+        q(&cert.key_pem),
+        q(&cert.ca_pem)
+    )
+}
+
+fn gateway_cluster(name: &str) -> String {
+    format!(
+        r#"apiVersion: cluster.nats.mikluko.io/v1beta1
+kind: NatsCluster
+metadata: {{ name: {name}, namespace: nats }}
+spec:
+  version: 2.15.1
+  replicas: 2
+  resources: {{ limits: {{ memory: 512Mi }} }}
+  jetstream: {{}}
+  gateway:
+    discovery: Explicit
+    remotes:
+      - {{ name: east, url: "${{east.gateway}}" }}
+      - {{ name: west, url: "${{west.gateway}}" }}
+    tls:
+      secretRef: {{ name: {name}-gateway-tls }}
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
+    let host = host(&["cluster"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = cluster_controller::route_ca::RouteCa::generate(
+        "gateways",
+        time::OffsetDateTime::now_utc(),
+    )
+    .expect("CA");
+    let text = format!(
+        "{}---\n{}---\n{}---\n{}",
+        tls_secret("east-gateway-tls", &ca),
+        tls_secret("west-gateway-tls", &ca),
+        gateway_cluster("east"),
+        gateway_cluster("west"),
+    );
+    let clusters = apply_reserved(&host, dir.path(), "supercluster.yaml", &text).await;
+    assert_eq!(clusters.len(), 2);
+    for name in ["east", "west"] {
+        let v = wait_condition_or_dump(&host, &format!("NatsCluster/{name}"), "GatewaysConnected")
+            .await;
+        println!("{name}: {}", conditions(&v));
+    }
+    // Every server holds one outbound gateway to the other cluster, and each lands as an
+    // inbound one on some server there (a server picks one remote server to dial, so not
+    // every server has an inbound gateway).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut missing = Vec::new();
+        for name in ["east", "west"] {
+            let other = if name == "east" { "west" } else { "east" };
+            let cluster = read_cluster(&host, "nats", name).await.expect("cluster");
+            let mut inbound = 0;
+            for i in 0..2 {
+                let a = host.lifecycle().address(&cluster, i);
+                let g = http_json(format!("{}/gatewayz", a.monitor_url))
+                    .await
+                    .unwrap_or_default();
+                if !g["outbound_gateways"][other].is_object() {
+                    missing.push(format!("{name}-{i} -> {other}"));
+                }
+                inbound += g["inbound_gateways"][other]
+                    .as_array()
+                    .map(Vec::len)
+                    .unwrap_or(0);
+            }
+            if inbound != 2 {
+                missing.push(format!(
+                    "{name} holds {inbound} inbound gateways from {other}"
+                ));
+            }
+        }
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gateways missing: {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_nats_cluster_connects_to_its_hub() {
+    let host = host(&["cluster"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = r#"apiVersion: cluster.nats.mikluko.io/v1beta1
+kind: NatsCluster
+metadata: { name: hub, namespace: nats }
+spec:
+  version: 2.15.1
+  replicas: 2
+  resources: { limits: { memory: 512Mi } }
+  jetstream: {}
+  leafnodes: {}
+---
+apiVersion: nats.mikluko.io/v1beta1
+kind: NatsConnection
+metadata: { name: hub-leaf, namespace: nats }
+spec:
+  servers: ["${hub.leafnodes}"]
+---
+apiVersion: cluster.nats.mikluko.io/v1beta1
+kind: NatsCluster
+metadata: { name: edge, namespace: nats }
+spec:
+  version: 2.15.1
+  replicas: 2
+  resources: { limits: { memory: 512Mi } }
+  jetstream: { domain: edge }
+  leafRemotes:
+    - connectionRef: { name: hub-leaf }
+"#;
+    apply_reserved(&host, dir.path(), "leaf.yaml", text).await;
+    let v = wait_condition_or_dump(&host, "NatsCluster/edge", "LeafnodesConnected").await;
+    println!("edge: {}", conditions(&v));
+    let hub = read_cluster(&host, "nats", "hub").await.expect("hub");
+    let mut leafs = 0;
+    for i in 0..2 {
+        let a = host.lifecycle().address(&hub, i);
+        let l = http_json(format!("{}/leafz", a.monitor_url))
+            .await
+            .expect("leafz");
+        leafs += l["leafnodes"].as_u64().unwrap_or(0);
+    }
+    assert!(
+        leafs >= 2,
+        "both edge servers are leaf connections of the hub"
+    );
+}
