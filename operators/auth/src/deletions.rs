@@ -56,8 +56,67 @@ pub fn resend(deleted: &[DeletedAccount], previous: &[String], roster: &[String]
     deleted.iter().map(|d| d.public_key.clone()).collect()
 }
 
+/// Why a delete request could not be signed.
+#[derive(Debug, thiserror::Error)]
+#[error("signing the CLAIMS.DELETE request: {0}")]
+pub struct DeleteRequestError(String);
+
+/// The NATS operator's request to delete `accounts` from the full resolvers (accounts.go
+/// handleDeleteRequest): a generic JWT whose issuer is its subject, signed by the operator's
+/// identity or one of its signing keys, with `nats.accounts`. The claims crate signs typed claims
+/// only, so this one is assembled here.
+pub fn delete_request(
+    signer: &nats_claims::NKey,
+    accounts: &[String],
+    issued_at: i64,
+) -> Result<String, DeleteRequestError> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+    let issuer = signer.public_key();
+    let payload = serde_json::json!({
+        "jti": format!("delete-{issued_at}-{}", accounts.join("-")),
+        "iat": issued_at,
+        "iss": issuer,
+        "sub": issuer,
+        "nats": {"accounts": accounts},
+    });
+    let payload = b64.encode(payload.to_string().as_bytes());
+    let signing_input = format!("{header}.{payload}");
+    let kp = nkeys::KeyPair::from_seed(signer.seed().expose())
+        .map_err(|e| DeleteRequestError(e.to_string()))?;
+    let sig = kp
+        .sign(signing_input.as_bytes())
+        .map_err(|e| DeleteRequestError(e.to_string()))?;
+    Ok(format!("{signing_input}.{}", b64.encode(sig)))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_delete_request_is_self_issued_signed_and_lists_the_accounts() {
+        use base64::Engine as _;
+        let op = nats_claims::NKey::generate(nats_claims::KeyKind::Operator);
+        let a = nats_claims::NKey::generate(nats_claims::KeyKind::Account).public_key();
+        let jwt = super::delete_request(&op, std::slice::from_ref(&a), 1_790_000_000).unwrap();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let payload: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(payload["iss"], op.public_key());
+        assert_eq!(payload["sub"], op.public_key());
+        assert_eq!(payload["nats"]["accounts"], serde_json::json!([a]));
+        let verifier = nkeys::KeyPair::from_public_key(&op.public_key()).unwrap();
+        let sig = b64.decode(parts[2]).unwrap();
+        assert!(
+            verifier
+                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig)
+                .is_ok()
+        );
+        assert!(!jwt.contains(op.seed().expose()), "no seed in the token");
+    }
+
     use super::*;
     use rstest::rstest;
 

@@ -430,3 +430,82 @@ async fn an_importer_reaches_a_private_service_export_through_its_activation() {
     .await;
     assert!(message(&stranger, "Ready").contains("does not list this account"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn withdrawing_a_grant_deletes_the_account_from_every_server() {
+    let (rig, topo) = plane(&["team-payments"]).await;
+    rig.apply_story("04-team-self-service", "02-platform-grant.yaml", &[])
+        .await;
+    rig.apply_story(
+        "04-team-self-service",
+        "01-team-payments.yaml",
+        &["NatsStream"],
+    )
+    .await;
+    let accounts = rig.api::<NatsAccount>("team-payments");
+    let payments = wait_for(&accounts, "payments", "payments 3 of 3", |o| {
+        is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
+    let pk = str_at(&payments, "/status/publicKey").to_string();
+    wait_ready(
+        &rig.api::<NatsUser>("team-payments"),
+        "payments-app",
+        "True",
+        "Signed",
+    )
+    .await;
+    let app = creds_text(&rig, "team-payments", "payments-app-creds")
+        .await
+        .unwrap();
+    round_trip(&topo, &app, "payments.ping")
+        .await
+        .expect("payments-app is usable while granted");
+
+    // The auth-controller system user, to ask the servers what they hold.
+    let sys = creds_text(&rig, SYS, "auth-controller-creds")
+        .await
+        .unwrap();
+    let (client, _) = connect(&topo, &sys, Some("auth-controller")).await;
+    let wire = nats_wire::Wire::new(client.expect("auth-controller user connects"));
+
+    rig.api::<nats_api::nats::NatsReferenceGrant>(SYS)
+        .delete("team-payments-accounts", &Default::default())
+        .await
+        .unwrap();
+    let withdrawn = Instant::now();
+    sim::wait::poll(
+        "no server holds payments",
+        Duration::from_secs(20),
+        || async {
+            let answers = wire
+                .claims_lookup(
+                    &pk,
+                    nats_wire::Collect::expecting(3, Duration::from_secs(2)),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            if answers.len() == 3 && answers.iter().all(|a| a.jwt().is_none()) {
+                Ok(Some(()))
+            } else {
+                Err(format!(
+                    "{} answers, {} holding a JWT",
+                    answers.len(),
+                    answers.iter().filter(|a| a.jwt().is_some()).count()
+                ))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "grant withdrawn -> CLAIMS.DELETE -> no server holds the account: {} ms",
+        withdrawn.elapsed().as_millis()
+    );
+    wait_for(&accounts, "payments", "payments JWT emptied", |o| {
+        is(o, "Ready", "False", "ReferenceNotPermitted") && o["status"].get("jwt").is_none()
+    })
+    .await;
+    let (again, _) = connect(&topo, &app, None).await;
+    assert!(again.is_err(), "a user of a deleted account still connects");
+}

@@ -83,6 +83,10 @@ pub struct Context {
     system: tokio::sync::Mutex<Option<nats::Dialed>>,
     /// The last STATSZ roster size, so the next ping stops as soon as that many answered.
     roster: std::sync::atomic::AtomicUsize,
+    /// The server names of the last STATSZ roster the deletes were checked against.
+    roster_names: std::sync::Mutex<Vec<String>>,
+    /// The account keys this process has deleted from the servers.
+    deletes_sent: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
 }
@@ -407,6 +411,8 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         settings,
         system: tokio::sync::Mutex::new(None),
         roster: std::sync::atomic::AtomicUsize::new(0),
+        roster_names: std::sync::Mutex::default(),
+        deletes_sent: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
     })
 }

@@ -291,6 +291,19 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
             deletions::record(&mut deleted, pk, expires);
         }
     }
+    // Deleted from the servers: newly listed ones now, all again when a server rejoins.
+    let mut wait = ctx.settings.resync;
+    if !deleted.is_empty() {
+        match super::nats::send_deletes(&ctx, &deleted, &active.key).await {
+            Ok(sent) if !sent.is_empty() => {
+                tracing::info!(accounts = ?sent, "CLAIMS.DELETE sent");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "CLAIMS.DELETE not sent; retrying"),
+        }
+        // Rejoins are seen in STATSZ: look again well before the resync.
+        wait = wait.min(super::WAIT_RETRY * 6);
+    }
     status.deleted_accounts = deleted;
 
     let conds = vec![
@@ -318,5 +331,5 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
     };
     write_status(&ctx, &*op, &status).await?;
     settled(&ctx, &*op);
-    Ok(Action::requeue(ctx.settings.resync))
+    Ok(Action::requeue(wait))
 }
