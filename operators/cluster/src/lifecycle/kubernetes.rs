@@ -114,6 +114,49 @@ impl KubernetesLifecycle {
     }
 }
 
+impl KubernetesLifecycle {
+    /// Writes the PodDisruptionBudget as policy/v1, or as policy/v1beta1 where the apiserver
+    /// serves no policy/v1 (before 1.21): the fields rendered are the same in both.
+    async fn apply_pdb(
+        &self,
+        owner: &Owner,
+        pdb: &PodDisruptionBudget,
+    ) -> Result<Option<String>, LifecycleError> {
+        let serves_v1 = self
+            .client
+            .list_api_group_resources("policy/v1")
+            .await
+            .is_ok_and(|l| l.resources.iter().any(|r| r.name == "poddisruptionbudgets"));
+        if serves_v1 {
+            let api: Api<PodDisruptionBudget> = self.api(&owner.namespace);
+            return apply_owned(&api, "PodDisruptionBudget", uid(owner), pdb).await;
+        }
+        let ar = kube::api::ApiResource {
+            group: "policy".into(),
+            version: "v1beta1".into(),
+            api_version: "policy/v1beta1".into(),
+            kind: "PodDisruptionBudget".into(),
+            plural: "poddisruptionbudgets".into(),
+        };
+        let name = pdb.metadata.name.clone().unwrap_or_default();
+        let mut body = serde_json::to_value(pdb).map_err(|e| LifecycleError::Failed {
+            action: "render",
+            object: format!("PodDisruptionBudget/{name}"),
+            reason: e.to_string(),
+        })?;
+        body["apiVersion"] = serde_json::json!("policy/v1beta1");
+        let obj: kube::api::DynamicObject =
+            serde_json::from_value(body).map_err(|e| LifecycleError::Failed {
+                action: "render",
+                object: format!("PodDisruptionBudget/{name}"),
+                reason: e.to_string(),
+            })?;
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &owner.namespace, &ar);
+        apply_owned(&api, "PodDisruptionBudget", uid(owner), &obj).await
+    }
+}
+
 fn describe(cluster: &NatsCluster) -> String {
     format!(
         "NatsCluster {}/{}",
@@ -261,15 +304,9 @@ impl ServerLifecycle for KubernetesLifecycle {
             let name = services::leafnodes_service_name(&owner.name);
             delete_owned(&services, "Service", uid(&owner), &name).await?;
         }
-        let pdbs: Api<PodDisruptionBudget> = self.api(&ns);
         foreign.extend(
-            apply_owned(
-                &pdbs,
-                "PodDisruptionBudget",
-                uid(&owner),
-                &objects.pod_disruption_budget,
-            )
-            .await?,
+            self.apply_pdb(&owner, &objects.pod_disruption_budget)
+                .await?,
         );
         let policies: Api<NetworkPolicy> = self.api(&ns);
         match &objects.network_policy {

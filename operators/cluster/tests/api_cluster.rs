@@ -1,0 +1,1054 @@
+//! API tier: the cluster controller (its reconciler with the Kubernetes server lifecycle) against a
+//! real kube-apiserver 1.20. There is no kubelet and no StatefulSet controller: the tests create
+//! the servers' Pods themselves and write their Ready condition, and the status follows.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use cluster_controller::controller::{self, Settings};
+use cluster_controller::lifecycle::kubernetes::{FIELD_MANAGER, KubernetesLifecycle, SiteSettings};
+use cluster_controller::objects::Owner;
+use cluster_controller::objects::cluster::{ClusterObjects, Site, render_objects};
+use cluster_controller::objects::configmap::REVISION_ANNOTATION;
+use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
+use controller_kit::metrics::Metrics;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use nats_api::cluster::{NatsCluster, reason};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use sim::apiserver::ApiServer;
+
+const WAIT: Duration = Duration::from_secs(60);
+const CONTROLLER_NS: &str = "nats-system";
+
+/// The controller running in-process; aborted when the test ends, pass or fail.
+struct Running(tokio::task::JoinHandle<()>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct Rig {
+    // Field order is drop order: the controller stops before the apiserver.
+    _controller: Running,
+    api: ApiServer,
+}
+
+impl Rig {
+    fn client(&self) -> kube::Client {
+        self.api.client()
+    }
+}
+
+/// cert-manager's Certificate kind, schemaless: enough for the apiserver to store what the
+/// controller renders for certManager listeners.
+fn certificate_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "certificates.cert-manager.io"},
+        "spec": {
+            "group": "cert-manager.io",
+            "names": {"kind": "Certificate", "plural": "certificates", "singular": "certificate", "listKind": "CertificateList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))
+    .expect("a CRD")
+}
+
+async fn rig(namespaces: &[&str]) -> Rig {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_test_writer()
+        .try_init();
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut crds = nats_api::crds::all();
+    crds.push(certificate_crd());
+    api.install_crds(&crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for ns in namespaces.iter().chain(&[CONTROLLER_NS]) {
+        api.create_namespace(ns)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let client = api.client();
+    let lifecycle = KubernetesLifecycle::new(
+        client.clone(),
+        SiteSettings {
+            controller_namespace: CONTROLLER_NS.into(),
+            cluster_domain: "cluster.local".into(),
+        },
+    );
+    let ctx = controller::context(
+        client,
+        lifecycle,
+        Settings {
+            recheck: Duration::from_millis(500),
+            ..Settings::default()
+        },
+        Metrics::default(),
+    );
+    Rig {
+        _controller: Running(tokio::spawn(controller::run(ctx))),
+        api,
+    }
+}
+
+/// Every document of a story manifest, as JSON.
+fn story_docs(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(serde_yaml::Value::deserialize)
+        .map_while(Result::ok)
+        .filter(|v| !v.is_null())
+        .map(|v| serde_json::to_value(v).expect("json"))
+        .collect()
+}
+
+fn stories() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/stories")
+}
+
+fn quickstart() -> Value {
+    story_docs(&stories().join("01-quickstart/01-natscluster.yaml"))
+        .into_iter()
+        .find(|d| d["kind"] == "NatsCluster")
+        .expect("the quickstart NatsCluster")
+}
+
+async fn create_cluster(client: &kube::Client, ns: &str, mut doc: Value) -> NatsCluster {
+    doc["metadata"]["namespace"] = json!(ns);
+    let c: NatsCluster = serde_json::from_value(doc).expect("a NatsCluster");
+    Api::<NatsCluster>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &c)
+        .await
+        .unwrap_or_else(|e| panic!("NatsCluster {} refused: {e}", c.name_any()))
+}
+
+fn condition(c: &NatsCluster, type_: &str) -> Option<(String, String, String)> {
+    c.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|k| k.type_ == type_)
+        .map(|k| (k.status.clone(), k.reason.clone(), k.message.clone()))
+}
+
+/// Polls the NatsCluster until `check` holds; fails showing its last status.
+async fn wait_cluster(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(&NatsCluster) -> bool,
+) -> NatsCluster {
+    let api: Api<NatsCluster> = Api::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let c = api.get(name).await.expect("NatsCluster readable");
+        if check(&c) {
+            return c;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!(
+                "{ns}/{name}: {what} within {WAIT:?}; status: {}",
+                serde_json::to_string_pretty(&c.status).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn is(c: &NatsCluster, type_: &str, status: &str, reason: &str) -> bool {
+    condition(c, type_).is_some_and(|(s, r, _)| s == status && r == reason)
+}
+
+/// Polls until `check` holds for the value `get` returns.
+async fn wait_for<T, F, Fut>(what: &str, get: F, check: impl Fn(&T) -> bool) -> T
+where
+    T: std::fmt::Debug,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let v = get().await;
+        if check(&v) {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("{what} within {WAIT:?}; last: {v:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn names_of<K>(client: &kube::Client, ns: &str, selector: &str) -> BTreeSet<String>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(selector))
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(|o| o.name_any())
+        .collect()
+}
+
+/// PodDisruptionBudgets as kube-apiserver 1.20 serves them (policy/v1beta1; the same fields).
+fn pdb_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let ar = kube::api::ApiResource {
+        group: "policy".into(),
+        version: "v1beta1".into(),
+        api_version: "policy/v1beta1".into(),
+        kind: "PodDisruptionBudget".into(),
+        plural: "poddisruptionbudgets".into(),
+    };
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+async fn pdb_names(client: &kube::Client, ns: &str, selector: &str) -> BTreeSet<String> {
+    pdb_api(client, ns)
+        .list(&ListParams::default().labels(selector))
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(|o| o.name_any())
+        .collect()
+}
+
+/// What the pure core renders for the stored NatsCluster.
+fn rendered(c: &NatsCluster) -> ClusterObjects {
+    let owner = Owner::of(c).expect("owner");
+    let plans = plan_servers(
+        &ClusterInputs {
+            name: &owner.name,
+            spec: &c.spec,
+            trust: None,
+            account_preloads: vec![],
+            leaf_remotes: vec![],
+        },
+        &KubernetesLayout {
+            name: owner.name.clone(),
+            namespace: owner.namespace.clone(),
+            cluster_domain: "cluster.local".into(),
+        },
+    )
+    .expect("plans");
+    render_objects(
+        &owner,
+        &c.spec,
+        &plans,
+        Site {
+            controller_namespace: CONTROLLER_NS,
+            cluster_domain: "cluster.local",
+        },
+    )
+    .expect("objects")
+}
+
+/// Every leaf of `sent` is in `got` with the same value (the apiserver adds defaults; it must
+/// hold every field the controller rendered). Quantities come back canonical; strings of
+/// quantities are compared loosely.
+fn kept(sent: &Value, got: &Value, at: String, missing: &mut Vec<String>) {
+    match (sent, got) {
+        (Value::Object(s), Value::Object(g)) => {
+            for (k, v) in s {
+                match g.get(k) {
+                    Some(gv) => kept(v, gv, format!("{at}.{k}"), missing),
+                    None if v.is_null() => {}
+                    None => missing.push(format!("{at}.{k}")),
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(g)) => {
+            if s.len() != g.len() {
+                missing.push(format!("{at}: {} items, stored {}", s.len(), g.len()));
+            }
+            for (i, v) in s.iter().enumerate() {
+                if let Some(gv) = g.get(i) {
+                    kept(v, gv, format!("{at}[{i}]"), missing);
+                }
+            }
+        }
+        (Value::String(s), Value::String(g)) if s != g => {
+            let quantity = |x: &str| x.chars().next().is_some_and(|c| c.is_ascii_digit());
+            if !(quantity(s) && quantity(g)) {
+                missing.push(format!("{at}: {s:?} stored as {g:?}"));
+            }
+        }
+        (s, g) if s != g && !s.is_string() => missing.push(format!("{at}: {s} stored as {g}")),
+        _ => {}
+    }
+}
+
+/// The stored object holds every field of the rendered one, and is managed by the controller.
+fn assert_applied<K: serde::Serialize + Resource>(kind: &str, rendered: &K, stored: &K) {
+    let name = rendered.meta().name.clone().unwrap_or_default();
+    let mut missing = vec![];
+    let mut sent = serde_json::to_value(rendered).expect("json");
+    if let Some(m) = sent.as_object_mut() {
+        m.remove("status");
+    }
+    kept(
+        &sent,
+        &serde_json::to_value(stored).expect("json"),
+        String::new(),
+        &mut missing,
+    );
+    assert!(
+        missing.is_empty(),
+        "{kind}/{name} as stored differs from the rendered one: {missing:?}"
+    );
+    let managers: Vec<String> = stored
+        .meta()
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|f| f.manager.clone())
+        .collect();
+    assert!(
+        managers.iter().any(|m| m == FIELD_MANAGER),
+        "{kind}/{name} managed by {managers:?}"
+    );
+}
+
+/// A server's Pod as its StatefulSet would create it (labels and the revision annotation of the
+/// template), written by the test in place of the StatefulSet controller.
+async fn create_pod(client: &kube::Client, ns: &str, sts: &StatefulSet) -> Pod {
+    let template = sts.spec.clone().expect("spec").template;
+    let meta = template.metadata.clone().expect("template metadata");
+    let image = template
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .expect("an image");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": format!("{}-0", sts.name_any()),
+            "namespace": ns,
+            "labels": meta.labels,
+            "annotations": meta.annotations,
+        },
+        "spec": {"containers": [{"name": "nats", "image": image}]},
+    }))
+    .expect("a pod");
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("pod created")
+}
+
+async fn set_ready(client: &kube::Client, ns: &str, pod: &str, ready: bool) {
+    let status = if ready { "True" } else { "False" };
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .patch_status(
+            pod,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [
+                {"type": "Ready", "status": status, "lastTransitionTime": "2026-11-20T10:00:00Z"}
+            ]}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("pod {pod} status: {e}"));
+}
+
+fn revision_of(sts: &StatefulSet) -> Option<String> {
+    sts.spec
+        .as_ref()?
+        .template
+        .metadata
+        .as_ref()?
+        .annotations
+        .as_ref()?
+        .get(REVISION_ANNOTATION)
+        .cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods() {
+    const NS: &str = "nats";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    create_cluster(&client, NS, quickstart()).await;
+    let selector = "app.kubernetes.io/instance=demo";
+
+    // Exactly the objects of §4.1, and the controller's own route CA and certificate.
+    let sts_names = wait_for(
+        "three StatefulSets",
+        || names_of::<StatefulSet>(&client, NS, selector),
+        |n| n.len() == 3,
+    )
+    .await;
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(sts_names, set(&["demo-0", "demo-1", "demo-2"]));
+    assert_eq!(
+        names_of::<ConfigMap>(&client, NS, selector).await,
+        set(&["demo-0-config", "demo-1-config", "demo-2-config"])
+    );
+    assert_eq!(
+        names_of::<Service>(&client, NS, selector).await,
+        set(&["demo", "demo-headless"])
+    );
+    assert_eq!(pdb_names(&client, NS, selector).await, set(&["demo"]));
+    assert_eq!(
+        names_of::<NetworkPolicy>(&client, NS, selector).await,
+        set(&["demo"])
+    );
+    assert_eq!(
+        names_of::<Secret>(&client, NS, selector).await,
+        set(&["demo-routes-ca", "demo-routes-tls"])
+    );
+
+    // Field by field: every object as stored holds every field the pure core renders.
+    let stored = Api::<NatsCluster>::namespaced(client.clone(), NS)
+        .get("demo")
+        .await
+        .expect("demo");
+    let want = rendered(&stored);
+    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
+    let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    for (sts, cm) in want.stateful_sets.iter().zip(&want.config_maps) {
+        let got = sts_api.get(&sts.name_any()).await.expect("sts");
+        assert_applied("StatefulSet", sts, &got);
+        assert_applied(
+            "ConfigMap",
+            cm,
+            &cm_api.get(&cm.name_any()).await.expect("cm"),
+        );
+    }
+    let svc: Api<Service> = Api::namespaced(client.clone(), NS);
+    assert_applied(
+        "Service",
+        &want.client_service,
+        &svc.get("demo").await.expect("svc"),
+    );
+    assert_applied(
+        "Service",
+        &want.headless_service,
+        &svc.get("demo-headless").await.expect("svc"),
+    );
+    let pdb = pdb_api(&client, NS).get("demo").await.expect("pdb");
+    let mut rendered_pdb = serde_json::to_value(&want.pod_disruption_budget).expect("json");
+    rendered_pdb["apiVersion"] = json!("policy/v1beta1");
+    let rendered_pdb: DynamicObject = serde_json::from_value(rendered_pdb).expect("pdb");
+    assert_applied("PodDisruptionBudget", &rendered_pdb, &pdb);
+    let np = Api::<NetworkPolicy>::namespaced(client.clone(), NS)
+        .get("demo")
+        .await
+        .expect("np");
+    assert_applied(
+        "NetworkPolicy",
+        want.network_policy.as_ref().expect("a NetworkPolicy"),
+        &np,
+    );
+
+    // The story's facts, read off what the apiserver stored.
+    let demo2 = serde_json::to_value(sts_api.get("demo-2").await.expect("sts")).expect("json");
+    assert_eq!(demo2["spec"]["replicas"], 1);
+    assert_eq!(demo2["spec"]["serviceName"], "demo-headless");
+    assert_eq!(
+        demo2["metadata"]["ownerReferences"][0]["kind"],
+        "NatsCluster"
+    );
+    assert_eq!(demo2["metadata"]["ownerReferences"][0]["controller"], true);
+    let pod = &demo2["spec"]["template"]["spec"];
+    assert_eq!(pod["terminationGracePeriodSeconds"], 300);
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    let images: Vec<&str> = pod["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .filter_map(|c| c["image"].as_str())
+        .collect();
+    assert!(
+        images.iter().all(|i| i.contains("@sha256:")),
+        "every image pinned by digest: {images:?}"
+    );
+    let cm2 = cm_api.get("demo-2-config").await.expect("cm");
+    let conf = &cm2.data.as_ref().expect("data")["nats.conf"];
+    assert!(
+        conf.contains("server_name: demo-2") || conf.contains("server_name: \"demo-2\""),
+        "{conf}"
+    );
+    assert_eq!(
+        revision_of(&sts_api.get("demo-2").await.expect("sts")),
+        cm2.annotations().get(REVISION_ANNOTATION).cloned(),
+        "the pod template names its ConfigMap's revision"
+    );
+    assert_eq!(pdb.data["spec"]["maxUnavailable"], 1);
+
+    // No pods yet: not Ready, nothing to progress, endpoints and one entry per server.
+    let c = wait_cluster(
+        &client,
+        NS,
+        "demo",
+        "Ready=False QuorumUnavailable, UpToDate",
+        |c| {
+            is(c, "Ready", "False", reason::QUORUM_UNAVAILABLE)
+                && is(c, "Progressing", "False", reason::UP_TO_DATE)
+        },
+    )
+    .await;
+    let st = c.status.clone().expect("status");
+    assert_eq!(st.replicas, Some(3));
+    assert_eq!(st.ready_replicas, Some(0));
+    assert_eq!(
+        st.servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["demo-0", "demo-1", "demo-2"]
+    );
+    let endpoints = st.endpoints.expect("endpoints");
+    assert_eq!(
+        endpoints.client.as_deref(),
+        Some("nats://demo.nats.svc:4222")
+    );
+    assert_eq!(
+        endpoints.monitor.as_deref(),
+        Some("http://demo-headless.nats.svc:8222")
+    );
+    assert!(st.config.and_then(|c| c.revision).is_some());
+    assert!(is(&c, "Settled", "False", reason::OBSERVATION_FAILED));
+
+    // The test plays kubelet: pods with the templates' labels and revision, then Ready.
+    for i in 0..3 {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        create_pod(&client, NS, &sts).await;
+        set_ready(&client, NS, &format!("demo-{i}-0"), true).await;
+    }
+    let c = wait_cluster(&client, NS, "demo", "Ready=True AllServersReady", |c| {
+        is(c, "Ready", "True", reason::ALL_SERVERS_READY)
+    })
+    .await;
+    let st = c.status.clone().expect("status");
+    assert_eq!(st.ready_replicas, Some(3));
+    for (i, s) in st.servers.iter().enumerate() {
+        assert!(s.ready, "{}", s.name);
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        assert_eq!(s.config_revision, revision_of(&sts), "{}", s.name);
+    }
+    // Servers Ready but unreachable from here (no cluster DNS): Settled says why, not True.
+    assert!(
+        condition(&c, "Settled").is_some_and(|(s, _, _)| s == "False"),
+        "{:?}",
+        condition(&c, "Settled")
+    );
+
+    set_ready(&client, NS, "demo-2-0", false).await;
+    wait_cluster(&client, NS, "demo", "Ready=True QuorumAvailable", |c| {
+        is(c, "Ready", "True", reason::QUORUM_AVAILABLE)
+            && c.status.as_ref().and_then(|s| s.ready_replicas) == Some(2)
+    })
+    .await;
+    set_ready(&client, NS, "demo-1-0", false).await;
+    wait_cluster(&client, NS, "demo", "Ready=False QuorumUnavailable", |c| {
+        is(c, "Ready", "False", reason::QUORUM_UNAVAILABLE)
+    })
+    .await;
+
+    // A change that restarts: one server at a time, highest ordinal first, only while every pod
+    // is Ready.
+    let before: Vec<Option<String>> = {
+        let mut v = vec![];
+        for i in 0..3 {
+            v.push(revision_of(
+                &sts_api.get(&format!("demo-{i}")).await.expect("sts"),
+            ));
+        }
+        v
+    };
+    Api::<NatsCluster>::namespaced(client.clone(), NS)
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": {"limits": {"memory": "8Gi"}, "requests": {"memory": "8Gi"}}}})),
+        )
+        .await
+        .expect("memory raised");
+    let c = wait_cluster(
+        &client,
+        NS,
+        "demo",
+        "the rollout waiting for Ready pods",
+        |c| {
+            is(c, "Progressing", "True", reason::ROLLING_RESTART)
+                && c.metadata.generation == c.status.as_ref().and_then(|s| s.observed_generation)
+        },
+    )
+    .await;
+    let (_, _, message) = condition(&c, "Progressing").expect("Progressing");
+    assert!(
+        message.contains("demo-1-0") || message.contains("demo-1"),
+        "{message}"
+    );
+    for (i, rev) in before.iter().enumerate() {
+        assert_eq!(
+            &revision_of(&sts_api.get(&format!("demo-{i}")).await.expect("sts")),
+            rev,
+            "no step while pods are not Ready"
+        );
+    }
+    set_ready(&client, NS, "demo-1-0", true).await;
+    set_ready(&client, NS, "demo-2-0", true).await;
+    wait_for(
+        "demo-2 restarted first",
+        || async { revision_of(&sts_api.get("demo-2").await.expect("sts")) },
+        |r| *r != before[2],
+    )
+    .await;
+    for (i, rev) in before.iter().enumerate().take(2) {
+        assert_eq!(
+            &revision_of(&sts_api.get(&format!("demo-{i}")).await.expect("sts")),
+            rev,
+            "demo-{i} waits its turn"
+        );
+    }
+    let c = wait_cluster(&client, NS, "demo", "demo-2 current", |c| {
+        c.status
+            .as_ref()
+            .and_then(|s| s.rollout.as_ref())
+            .is_some_and(|r| r.current.as_deref() == Some("demo-2"))
+    })
+    .await;
+    let rollout = c.status.and_then(|s| s.rollout).expect("rollout");
+    assert_eq!(rollout.pending, vec!["demo-0", "demo-1"]);
+
+    // The StatefulSet controller's part, played by the test: demo-2's pod comes back on the new
+    // revision; then demo-1 is next.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    pods.delete("demo-2-0", &Default::default())
+        .await
+        .expect("old pod deleted");
+    wait_for(
+        "demo-2-0 gone",
+        || async { pods.get_opt("demo-2-0").await.expect("read") },
+        |p| p.is_none(),
+    )
+    .await;
+    create_pod(&client, NS, &sts_api.get("demo-2").await.expect("sts")).await;
+    set_ready(&client, NS, "demo-2-0", true).await;
+    wait_for(
+        "demo-1 restarted second",
+        || async { revision_of(&sts_api.get("demo-1").await.expect("sts")) },
+        |r| *r != before[1],
+    )
+    .await;
+    assert_eq!(
+        revision_of(&sts_api.get("demo-0").await.expect("sts")),
+        before[0],
+        "demo-0 last"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_object_of_a_rendered_name_is_named_and_left_untouched() {
+    const NS: &str = "foreign";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let mut foreign = ConfigMap::default();
+    foreign.metadata.name = Some("demo-1-config".into());
+    foreign.data = Some([("keep".to_string(), "me".to_string())].into());
+    let foreign = cms
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("foreign ConfigMap");
+
+    create_cluster(&client, NS, quickstart()).await;
+    let c = wait_cluster(&client, NS, "demo", "Ready=False ReconcileFailed", |c| {
+        is(c, "Ready", "False", reason::RECONCILE_FAILED)
+    })
+    .await;
+    let (_, _, message) = condition(&c, "Ready").expect("Ready");
+    assert!(message.contains("ConfigMap/demo-1-config"), "{message}");
+
+    let after = cms.get("demo-1-config").await.expect("still there");
+    assert_eq!(after.data, foreign.data, "its data untouched");
+    assert!(after.owner_references().is_empty(), "not adopted");
+    assert_eq!(
+        after.resource_version(),
+        foreign.resource_version(),
+        "not written at all"
+    );
+    let sets = names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo").await;
+    assert!(
+        !sets.contains("demo-1"),
+        "the server whose config is in the way is held: {sets:?}"
+    );
+    assert!(
+        sets.contains("demo-0") && sets.contains("demo-2"),
+        "{sets:?}"
+    );
+}
+
+fn spec_doc(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+        "kind": "NatsCluster",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_gateway_without_tls_gateway_certificate_and_trust() {
+    const NS: &str = "refusals";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    let gateway = |tls: Option<Value>| {
+        let mut g = json!({"discovery": "Explicit", "remotes": [{"name": "west", "url": "nats://west.example:7222"}]});
+        if let Some(t) = tls {
+            g["tls"] = t;
+        }
+        g
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secret = |name: &str, keys: &[&str]| {
+        let data: serde_json::Map<String, Value> = keys
+            .iter()
+            .map(|k| (k.to_string(), json!("cGVt")))
+            .collect();
+        serde_json::from_value::<Secret>(json!({"metadata": {"name": name}, "data": data}))
+            .expect("secret")
+    };
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("gw-tls", &["tls.crt", "tls.key"]),
+        )
+        .await
+        .expect("gateway Secret without ca.crt");
+    let trusts: Api<nats_api::nats::NatsOperatorTrust> = Api::namespaced(client.clone(), NS);
+    trusts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "nats.mikluko.io/v1beta1",
+                "kind": "NatsOperatorTrust",
+                "metadata": {"name": "garbled"},
+                "spec": {"operatorJWT": "not.a.jwt", "systemAccountJWT": "not.a.jwt"},
+            }))
+            .expect("trust"),
+        )
+        .await
+        .expect("a literal trust holding no valid JWT");
+
+    let base = |extra: Value| {
+        let mut s = json!({"version": "2.15.0", "replicas": 1});
+        if let (Some(m), Some(e)) = (s.as_object_mut(), extra.as_object()) {
+            m.extend(e.clone());
+        }
+        s
+    };
+    for (name, spec) in [
+        ("gw-plain", base(json!({"gateway": gateway(None)}))),
+        (
+            "gw-noca",
+            base(json!({"gateway": gateway(Some(json!({"secretRef": {"name": "gw-tls"}})))})),
+        ),
+        (
+            "no-trust",
+            base(json!({"auth": {"trustRef": {"name": "absent"}}})),
+        ),
+        (
+            "bad-trust",
+            base(json!({"auth": {"trustRef": {"name": "garbled"}}})),
+        ),
+    ] {
+        create_cluster(&client, NS, spec_doc(name, spec)).await;
+    }
+
+    let c = wait_cluster(&client, NS, "gw-plain", "GatewayWithoutTLS", |c| {
+        is(c, "Ready", "False", reason::GATEWAY_WITHOUT_TLS)
+            && is(c, "Progressing", "False", reason::GATEWAY_WITHOUT_TLS)
+    })
+    .await;
+    assert!(
+        condition(&c, "Ready").is_some_and(|(_, _, m)| m.contains("--allow-gateway-without-tls"))
+    );
+    let c = wait_cluster(&client, NS, "gw-noca", "GatewayCertificateNotReady", |c| {
+        is(
+            c,
+            "Progressing",
+            "True",
+            reason::GATEWAY_CERTIFICATE_NOT_READY,
+        )
+    })
+    .await;
+    assert!(
+        condition(&c, "Progressing")
+            .is_some_and(|(_, _, m)| m.contains("gw-tls") && m.contains("ca.crt"))
+    );
+    let c = wait_cluster(&client, NS, "no-trust", "TrustNotFound", |c| {
+        is(c, "Progressing", "True", reason::TRUST_NOT_FOUND)
+    })
+    .await;
+    assert!(condition(&c, "Progressing").is_some_and(|(_, _, m)| m.contains("absent")));
+    wait_cluster(&client, NS, "bad-trust", "TrustInvalid", |c| {
+        is(c, "Progressing", "True", reason::TRUST_INVALID)
+    })
+    .await;
+
+    // Nothing is rendered for a held or refused NatsCluster.
+    for name in ["gw-plain", "gw-noca", "no-trust", "bad-trust"] {
+        let sel = format!("app.kubernetes.io/instance={name}");
+        assert!(
+            names_of::<StatefulSet>(&client, NS, &sel).await.is_empty(),
+            "{name}"
+        );
+        assert!(
+            names_of::<ConfigMap>(&client, NS, &sel).await.is_empty(),
+            "{name}"
+        );
+    }
+
+    // The gateway Secret gains its ca.crt: the servers are no longer held.
+    secrets
+        .patch(
+            "gw-tls",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"ca.crt": "cGVt"}})),
+        )
+        .await
+        .expect("ca.crt added");
+    wait_for(
+        "gw-noca's StatefulSet once the Secret holds ca.crt",
+        || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=gw-noca"),
+        |n| n.contains("gw-noca-0"),
+    )
+    .await;
+    wait_cluster(&client, NS, "gw-noca", "no longer held", |c| {
+        condition(c, "Progressing")
+            .is_some_and(|(_, r, _)| r != reason::GATEWAY_CERTIFICATE_NOT_READY)
+    })
+    .await;
+}
+
+/// The reasons a story NatsCluster may be held by here, where no auth controller mirrors trusts
+/// and no cert-manager issues certificates.
+const HOLDS: &[&str] = &[
+    reason::TRUST_NOT_FOUND,
+    reason::TRUST_NOT_READY,
+    reason::TRUST_INVALID,
+    reason::ACCOUNT_TRUST_NOT_READY,
+    reason::ACCOUNT_TRUST_INVALID,
+    reason::GATEWAY_CERTIFICATE_NOT_READY,
+    reason::UNSUPPORTED_SPEC,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
+    // Each story file in a namespace of its own, with the trusts, Secrets and connections beside
+    // its NatsClusters, so names shared between stories do not collide.
+    let mut files = vec![];
+    for dir in std::fs::read_dir(stories()).expect("stories").flatten() {
+        for f in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = f.path();
+            if p.extension().and_then(|e| e.to_str()) == Some("yaml")
+                && !p.components().any(|c| c.as_os_str() == "status")
+                && story_docs(&p)
+                    .iter()
+                    .any(|d| d["kind"] == "NatsCluster" && d.get("spec").is_some())
+            {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let namespaces: Vec<String> = (0..files.len()).map(|i| format!("story-{i}")).collect();
+    let ns_refs: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    let rig = rig(&ns_refs).await;
+    let client = rig.client();
+    let mut clusters = vec![];
+    for (f, ns) in files.iter().zip(&namespaces) {
+        for mut doc in story_docs(f) {
+            let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+            if ![
+                "NatsCluster",
+                "NatsOperatorTrust",
+                "NatsAccountTrust",
+                "Secret",
+                "NatsConnection",
+                "NatsReferenceGrant",
+            ]
+            .contains(&kind.as_str())
+            {
+                continue;
+            }
+            if kind == "NatsCluster" && doc.get("spec").is_none() {
+                continue;
+            }
+            doc["metadata"]["namespace"] = json!(ns);
+            let name = doc["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let (group, version) = match doc["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .split_once('/')
+            {
+                Some((g, v)) => (g.to_string(), v.to_string()),
+                None => (
+                    String::new(),
+                    doc["apiVersion"].as_str().unwrap_or_default().to_string(),
+                ),
+            };
+            let plural = format!("{}s", kind.to_lowercase());
+            let ar = kube::api::ApiResource {
+                group: group.clone(),
+                version: version.clone(),
+                api_version: doc["apiVersion"].as_str().unwrap_or_default().to_string(),
+                kind: kind.clone(),
+                plural,
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+            let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("an object");
+            api.patch(
+                &name,
+                &PatchParams::apply("story-test").force(),
+                &Patch::Apply(&obj),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{f:?} {kind}/{name}: {e}"));
+            if kind == "NatsCluster" {
+                clusters.push((f.clone(), ns.clone(), name));
+            }
+        }
+    }
+    assert!(
+        clusters.len() >= 5,
+        "only {} story NatsClusters",
+        clusters.len()
+    );
+
+    let mut rendered_count = 0;
+    let mut held_by = vec![];
+    for (f, ns, name) in &clusters {
+        let c = wait_cluster(
+            &client,
+            ns,
+            name,
+            "a status with Ready and Progressing",
+            |c| condition(c, "Ready").is_some() && condition(c, "Progressing").is_some(),
+        )
+        .await;
+        let (p_status, p_reason, p_message) = condition(&c, "Progressing").expect("Progressing");
+        let sel = format!("app.kubernetes.io/instance={name}");
+        if HOLDS.contains(&p_reason.as_str()) {
+            assert_eq!(p_status, "True", "{f:?} {name}: {p_reason} {p_message}");
+            assert!(
+                names_of::<StatefulSet>(&client, ns, &sel).await.is_empty(),
+                "{f:?} {name} held by {p_reason} yet has StatefulSets"
+            );
+            held_by.push(format!("{name}: {p_reason}"));
+            continue;
+        }
+        rendered_count += 1;
+        let want = rendered(&c);
+        let mut want_names: BTreeSet<String> = want
+            .names()
+            .into_iter()
+            .map(|(k, n)| format!("{k}/{n}"))
+            .collect();
+        let have = wait_for(
+            &format!("{f:?} {name}: every rendered object"),
+            || async {
+                let mut have = BTreeSet::new();
+                for n in names_of::<ConfigMap>(&client, ns, &sel).await {
+                    have.insert(format!("ConfigMap/{n}"));
+                }
+                for n in names_of::<StatefulSet>(&client, ns, &sel).await {
+                    have.insert(format!("StatefulSet/{n}"));
+                }
+                for n in names_of::<Service>(&client, ns, &sel).await {
+                    have.insert(format!("Service/{n}"));
+                }
+                for n in pdb_names(&client, ns, &sel).await {
+                    have.insert(format!("PodDisruptionBudget/{n}"));
+                }
+                for n in names_of::<NetworkPolicy>(&client, ns, &sel).await {
+                    have.insert(format!("NetworkPolicy/{n}"));
+                }
+                let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                    "cert-manager.io",
+                    "v1",
+                    "Certificate",
+                ));
+                let certs: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+                for o in certs
+                    .list(&ListParams::default().labels(&sel))
+                    .await
+                    .expect("list")
+                    .items
+                {
+                    have.insert(format!("Certificate/{}", o.name_any()));
+                }
+                have
+            },
+            |have| *have == want_names,
+        )
+        .await;
+        want_names.clear();
+        assert_eq!(
+            have.iter()
+                .filter(|n| n.starts_with("StatefulSet/"))
+                .count(),
+            c.spec.replicas as usize,
+            "{f:?} {name}"
+        );
+        for sts in &want.stateful_sets {
+            let got = Api::<StatefulSet>::namespaced(client.clone(), ns)
+                .get(&sts.name_any())
+                .await
+                .expect("sts");
+            assert_eq!(got.spec.as_ref().and_then(|s| s.replicas), Some(1));
+            assert_eq!(
+                got.owner_references().first().map(|r| r.name.as_str()),
+                Some(name.as_str())
+            );
+        }
+    }
+    eprintln!(
+        "{rendered_count} of {} story NatsClusters rendered; held: {held_by:?}",
+        clusters.len()
+    );
+    assert!(
+        rendered_count >= 3,
+        "only {rendered_count} story NatsClusters rendered"
+    );
+}
