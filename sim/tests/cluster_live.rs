@@ -271,3 +271,123 @@ spec:
         "both edge servers are leaf connections of the hub"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_cluster_under_an_operator_trust_boots_with_the_system_account() {
+    use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
+
+    let operator = NKey::generate(KeyKind::Operator);
+    let sys = NKey::generate(KeyKind::Account);
+    let operator_jwt = OperatorClaims::new(operator.public_key())
+        .name("live")
+        .system_account(sys.public_key())
+        .encode(&operator)
+        .expect("operator JWT");
+    let sys_jwt = AccountClaims::new(sys.public_key())
+        .name("SYS")
+        .encode(&operator)
+        .expect("system account JWT");
+    let user = NKey::generate(KeyKind::User);
+    let user_jwt = UserClaims::new(user.public_key())
+        .name("cluster-controller")
+        .encode(&sys)
+        .expect("user JWT");
+    let creds = Creds::render_key(&user_jwt, &user)
+        .expect("creds")
+        .expose()
+        .to_string();
+    let q = |s: &str| serde_json::to_string(s).expect("json");
+
+    let host = host(&["cluster"]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = format!(
+        r#"apiVersion: nats.mikluko.io/v1beta1
+kind: NatsOperatorTrust
+metadata: {{ name: live, namespace: nats }}
+spec:
+  operatorJWT: {op}
+  systemAccountJWT: {sys}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{ name: controller-creds, namespace: nats }}
+stringData:
+  user.creds: {creds}
+---
+apiVersion: cluster.nats.mikluko.io/v1beta1
+kind: NatsCluster
+metadata: {{ name: trusted, namespace: nats }}
+spec:
+  version: 2.15.1
+  replicas: 3
+  resources: {{ limits: {{ memory: 512Mi }} }}
+  jetstream: {{}}
+  auth:
+    trustRef: {{ name: live }}
+    systemCredentials:
+      secretKeyRef: {{ name: controller-creds }}
+"#,
+        op = q(&operator_jwt),
+        sys = q(&sys_jwt),
+        creds = q(&creds),
+    );
+    apply_reserved(&host, dir.path(), "trusted.yaml", &text).await;
+    let v = wait_condition_or_dump(&host, "NatsCluster/trusted", "Settled").await;
+    println!("trusted: {}", conditions(&v));
+    wait_condition_or_dump(&host, "NatsCluster/trusted", "Ready").await;
+
+    let cluster = read_cluster(&host, "nats", "trusted")
+        .await
+        .expect("cluster");
+    let urls: Vec<async_nats::ServerAddr> = (0..3)
+        .map(|i| {
+            host.lifecycle()
+                .address(&cluster, i)
+                .client_url
+                .parse()
+                .expect("url")
+        })
+        .collect();
+    for i in 0..3 {
+        let a = host.lifecycle().address(&cluster, i);
+        let varz = http_json(format!("{}/varz", a.monitor_url))
+            .await
+            .expect("varz");
+        assert_eq!(varz["system_account"], sys.public_key(), "{varz}");
+    }
+    // A user of the preloaded system account is admitted and every server answers it.
+    let client = async_nats::ConnectOptions::with_credentials(&creds)
+        .expect("creds parse")
+        .connect(urls)
+        .await
+        .expect("a system user connects");
+    let reply = client.new_inbox();
+    let mut inbox = client.subscribe(reply.clone()).await.expect("subscribe");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut servers = std::collections::BTreeSet::new();
+    while servers.len() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {servers:?} answered STATSZ"
+        );
+        client
+            .publish_with_reply("$SYS.REQ.SERVER.PING.STATSZ", reply.clone(), "".into())
+            .await
+            .expect("publish");
+        while let Ok(Some(m)) = tokio::time::timeout(
+            Duration::from_millis(500),
+            futures::StreamExt::next(&mut inbox),
+        )
+        .await
+        {
+            let v: serde_json::Value = serde_json::from_slice(&m.payload).unwrap_or_default();
+            if let Some(n) = v["server"]["name"].as_str() {
+                servers.insert(n.to_string());
+            }
+        }
+    }
+    assert_eq!(
+        servers.into_iter().collect::<Vec<_>>(),
+        vec!["trusted-0", "trusted-1", "trusted-2"]
+    );
+}
