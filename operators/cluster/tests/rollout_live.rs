@@ -236,3 +236,232 @@ async fn the_gate_holds_the_next_step_after_a_kill_until_the_cluster_is_settled(
     assert_eq!(next(&o), Action::Take(step0));
     drop(topo);
 }
+
+/// A JetStream API request as the APP user; an error answer fails the test.
+async fn js(app: &Wire, subject: &str, body: &str) -> serde_json::Value {
+    let reply = app
+        .client()
+        .request(subject.to_string(), body.to_string().into())
+        .await
+        .unwrap_or_else(|e| panic!("{subject}: {e}"));
+    let v: serde_json::Value = serde_json::from_slice(&reply.payload).expect("JSON answer");
+    assert!(v.get("error").is_none(), "{subject}: {v}");
+    v
+}
+
+/// Scale-down of a four-server cluster to three, driven step by step by the removal state
+/// machine against the real servers: a stream wider than the new size blocks it; once gone, the
+/// server is evacuated (its stream moves with its messages), removed from the meta group, and
+/// its process and files deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
+    use cluster_controller::rollout::observe::{groups_on, stream_replicas};
+    use cluster_controller::rollout::removal::{
+        RemovalInput, RemovalKind, RemovalStep, ServerObjects, next as removal_next,
+    };
+    use nats_api::cluster::{RemovalPhase, reason};
+    use nats_wire::jsapi::{MetaView, PeerRef};
+
+    let mut topo = Topology::start(TopologySpec::cluster(4).with_tags("c1", 3, &["node:3"]))
+        .await
+        .expect("four servers");
+    topo.wait_meta_leader(Duration::from_secs(60))
+        .await
+        .expect("a meta leader");
+    let app = Wire::new(topo.connect().await.expect("app connects"));
+    js(
+        &app,
+        "$JS.API.STREAM.CREATE.WIDE",
+        r#"{"name":"WIDE","subjects":["wide.>"],"num_replicas":4}"#,
+    )
+    .await;
+    // ON3 starts on c1-3 (placed by tag), then drops the placement without moving: a group the
+    // evacuation has to move.
+    js(
+        &app,
+        "$JS.API.STREAM.CREATE.ON3",
+        r#"{"name":"ON3","subjects":["on3.>"],"num_replicas":1,"placement":{"tags":["node:3"]}}"#,
+    )
+    .await;
+    js(
+        &app,
+        "$JS.API.STREAM.UPDATE.ON3",
+        r#"{"name":"ON3","subjects":["on3.>"],"num_replicas":1}"#,
+    )
+    .await;
+    for i in 0..20 {
+        js(&app, &format!("on3.{i}"), "x").await;
+    }
+
+    let url = topo.client_urls()[0].replace("nats://", "nats://sys:sys@");
+    let wire = nats_wire::dial(&ConnectionConfig::new([url]))
+        .await
+        .expect("the system user connects");
+    let server = "c1-3";
+    let store = topo
+        .server(server)
+        .expect("c1-3")
+        .store_dir()
+        .expect("a store dir")
+        .to_path_buf();
+    let config = topo.server(server).expect("c1-3").config_path();
+
+    let mut phase: Option<RemovalPhase> = None;
+    let mut wide_deleted = false;
+    let mut taken: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "steps so far: {taken:?}"
+        );
+        let options = JszOptions {
+            filter: ServerFilter::cluster("c1"),
+            accounts: true,
+            streams: true,
+            consumer: true,
+            raft_groups: true,
+            config: true,
+            ..Default::default()
+        };
+        let replies = wire
+            .ping_jsz(&options, Collect::expecting(4, Duration::from_secs(2)))
+            .await
+            .expect("JSZ");
+        let answers: Vec<(String, nats_wire::monitor::Jsz)> = replies
+            .replies
+            .iter()
+            .map(|r| (r.server.name.clone(), r.data.clone()))
+            .collect();
+        let (meta_leader, meta_peers) = match meta_view_of(&replies) {
+            MetaView::FromLeader(g) => (
+                Some(g.leader.clone()),
+                Some(g.peers.iter().map(|p| p.name.clone()).collect::<Vec<_>>()),
+            ),
+            MetaView::FromFollowers { .. } => (None, None),
+        };
+        let running = topo.server_mut(server).expect("c1-3").is_running();
+        let objects = ServerObjects {
+            statefulset: running,
+            pvc: store.exists().then(|| (store.display().to_string(), true)),
+            configmap: config
+                .exists()
+                .then(|| (config.display().to_string(), true)),
+        };
+        let streams = stream_replicas(&answers);
+        let on_server = groups_on(&answers, server);
+        let others = not_current(&answers, Some(server));
+        let step = removal_next(&RemovalInput {
+            server,
+            kind: RemovalKind::ScaleDown,
+            phase,
+            jetstream: true,
+            system_credentials: true,
+            new_size: 3,
+            streams: &streams,
+            groups_on_server: &on_server,
+            not_current_apart_from_server: &others,
+            meta_leader: meta_leader.as_deref(),
+            meta_peers: meta_peers.as_deref(),
+            objects: &objects,
+            server_ready: running,
+        });
+        let label = match &step {
+            RemovalStep::Blocked { reason, .. } => format!("Blocked({reason})"),
+            RemovalStep::WaitEvacuation { .. } => "WaitEvacuation".to_string(),
+            RemovalStep::Delete { .. } => "Delete".to_string(),
+            other => format!("{other:?}"),
+        };
+        if taken.last() != Some(&label) {
+            taken.push(label);
+        }
+        match &step {
+            RemovalStep::Blocked { reason: r, message } => {
+                assert_eq!(*r, reason::SCALE_DOWN_BLOCKED);
+                assert!(message.contains("APP > WIDE (R4)"), "{message}");
+                // The user removes the wide stream once; the shrink goes on by itself when
+                // every server has stopped reporting it.
+                if !wide_deleted {
+                    js(&app, "$JS.API.STREAM.DELETE.WIDE", "").await;
+                    wide_deleted = true;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            RemovalStep::Evacuate => wire
+                .server_evacuate(&PeerRef::name(server))
+                .await
+                .expect("evacuate"),
+            RemovalStep::WaitEvacuation { .. } => {
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
+            RemovalStep::StepDownMetaLeader => wire
+                .meta_leader_stepdown(None)
+                .await
+                .expect("meta leader steps down"),
+            RemovalStep::RemovePeer => wire
+                .server_remove(&PeerRef::name(server))
+                .await
+                .expect("server remove"),
+            RemovalStep::Delete {
+                statefulset,
+                pvc,
+                configmap,
+            } => {
+                let s = topo.server_mut(server).expect("c1-3");
+                if *statefulset && s.is_running() {
+                    s.kill9().expect("kill");
+                }
+                if *pvc && store.exists() {
+                    std::fs::remove_dir_all(&store).expect("remove store");
+                }
+                if *configmap && config.exists() {
+                    std::fs::remove_file(&config).expect("remove config");
+                }
+            }
+            RemovalStep::Done => break,
+            other => panic!("unexpected step {other:?} after {taken:?}"),
+        }
+        if let Some(p) = step.phase_after(RemovalKind::ScaleDown) {
+            phase = Some(p);
+        }
+    }
+    // Stepping down comes in only when c1-3 happened to lead the meta group.
+    let taken: Vec<String> = taken
+        .into_iter()
+        .filter(|s| s != "StepDownMetaLeader")
+        .collect();
+    assert_eq!(
+        taken,
+        vec![
+            format!("Blocked({})", reason::SCALE_DOWN_BLOCKED),
+            "Evacuate".to_string(),
+            "WaitEvacuation".to_string(),
+            "RemovePeer".to_string(),
+            "Delete".to_string(),
+            "Done".to_string(),
+        ],
+        "the steps in order"
+    );
+    // The stream moved with its messages, and the meta group no longer lists the server.
+    let info = js(&app, "$JS.API.STREAM.INFO.ON3", "").await;
+    assert_eq!(info["state"]["messages"].as_u64(), Some(20), "{info}");
+    assert_ne!(info["cluster"]["leader"].as_str(), Some(server), "{info}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let g = wire
+            .meta_group(Collect::until(Duration::from_secs(2)))
+            .await
+            .expect("meta group");
+        if let Some(g) = g
+            && !g.peer_names().iter().any(|p| p == server)
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "c1-3 still a meta peer"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    drop(topo);
+}
