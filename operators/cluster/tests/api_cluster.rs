@@ -721,9 +721,9 @@ fn spec_doc(name: &str, spec: Value) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refusals_gateway_without_tls_gateway_certificate_and_trust() {
+async fn refusals_gateway_without_tls_gateway_certificate_trust_and_ungranted_leaf_remotes() {
     const NS: &str = "refusals";
-    let rig = rig(&[NS]).await;
+    let rig = rig(&[NS, "hubs", "closed"]).await;
     let client = rig.client();
     let gateway = |tls: Option<Value>| {
         let mut g = json!({"discovery": "Explicit", "remotes": [{"name": "west", "url": "nats://west.example:7222"}]});
@@ -831,6 +831,123 @@ async fn refusals_gateway_without_tls_gateway_certificate_and_trust() {
             "{name}"
         );
     }
+
+    // Leaf remotes: one NatsConnection a grant admits (its creds projected), one no grant
+    // admits — rendered out of the config and the Secret, and named by LeafnodesConnected.
+    for (ns, name, url) in [
+        ("hubs", "hub", "nats://hub.example:7422"),
+        ("closed", "other", "nats://other.example:7422"),
+    ] {
+        let conn: nats_api::nats::NatsConnection = serde_json::from_value(json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"servers": [url], "credentials": {"secretKeyRef": {"name": format!("{name}-creds")}}},
+        }))
+        .expect("a NatsConnection");
+        Api::<nats_api::nats::NatsConnection>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &conn)
+            .await
+            .expect("NatsConnection");
+        let creds: Secret = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-creds")},
+            "stringData": {"user.creds": format!("creds of {name}")},
+        }))
+        .expect("secret");
+        Api::<Secret>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &creds)
+            .await
+            .expect("creds Secret");
+    }
+    let grant: nats_api::nats::NatsReferenceGrant = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1",
+        "kind": "NatsReferenceGrant",
+        "metadata": {"name": "edges", "namespace": "hubs"},
+        "spec": {
+            "from": [{"group": "cluster.nats.mikluko.io", "kind": "NatsCluster", "namespace": NS}],
+            "to": [{"group": "nats.mikluko.io", "kind": "NatsConnection", "name": "hub"}],
+        },
+    }))
+    .expect("a grant");
+    Api::<nats_api::nats::NatsReferenceGrant>::namespaced(client.clone(), "hubs")
+        .create(&PostParams::default(), &grant)
+        .await
+        .expect("grant");
+    create_cluster(
+        &client,
+        NS,
+        spec_doc(
+            "edge",
+            base(json!({"leafRemotes": [
+                {"connectionRef": {"name": "hub", "namespace": "hubs"}},
+                {"connectionRef": {"name": "other", "namespace": "closed"}},
+            ]})),
+        ),
+    )
+    .await;
+    let c = wait_cluster(
+        &client,
+        NS,
+        "edge",
+        "LeafnodesConnected RemoteNotPermitted",
+        |c| {
+            is(
+                c,
+                "LeafnodesConnected",
+                "False",
+                reason::REMOTE_NOT_PERMITTED,
+            )
+        },
+    )
+    .await;
+    let (_, _, message) = condition(&c, "LeafnodesConnected").expect("LeafnodesConnected");
+    assert!(message.contains("closed/other"), "{message}");
+    assert!(!message.contains("hubs/hub"), "{message}");
+    let leaf = wait_for(
+        "the leaf remotes Secret",
+        || async { secrets.get_opt("edge-leaf-remotes").await.expect("read") },
+        |s| s.is_some(),
+    )
+    .await
+    .expect("Secret");
+    let keys: Vec<String> = leaf.data.clone().unwrap_or_default().into_keys().collect();
+    assert_eq!(
+        keys,
+        vec!["remote-0.creds"],
+        "only the admitted remote's creds"
+    );
+    assert_eq!(
+        leaf.data.unwrap_or_default()["remote-0.creds"].0,
+        b"creds of hub".to_vec()
+    );
+    let conf = wait_for(
+        "edge-0's config",
+        || async {
+            Api::<ConfigMap>::namespaced(client.clone(), NS)
+                .get_opt("edge-0-config")
+                .await
+                .expect("read")
+        },
+        |c| c.is_some(),
+    )
+    .await
+    .and_then(|c| c.data)
+    .expect("data")["nats.conf"]
+        .clone();
+    assert!(conf.contains("hub.example"), "{conf}");
+    assert!(!conf.contains("other.example"), "{conf}");
+    let statuses = c.status.expect("status").leaf_remotes;
+    assert_eq!(
+        statuses
+            .iter()
+            .map(|r| (
+                r.connection_namespace.as_str(),
+                r.connection_name.as_str(),
+                r.connected
+            ))
+            .collect::<Vec<_>>(),
+        vec![("hubs", "hub", 0), ("closed", "other", 0)]
+    );
 
     // The gateway Secret gains its ca.crt: the servers are no longer held.
     secrets
