@@ -295,6 +295,39 @@ async fn pass<L: ServerLifecycle>(
         }
     }
 
+    // The servers' own answers, from those the port reports Ready before this pass writes
+    // anything: they say how the servers run (auth plane or not) and how they are.
+    let observed_before = ctx.lifecycle.observe(cluster).await.unwrap_or_default();
+    let ready_servers: Vec<(String, crate::lifecycle::ServerAddress)> = observed_before
+        .iter()
+        .filter(|o| o.ready && o.ordinal < replicas)
+        .map(|o| {
+            (
+                o.server_name.clone(),
+                ctx.lifecycle.address(cluster, o.ordinal),
+            )
+        })
+        .collect();
+    let asks = observe::Asks {
+        jetstream: spec.jetstream.is_some(),
+        gateways: spec.gateway.is_some(),
+        leafnodes: !spec.leaf_remotes.is_empty(),
+    };
+    let observation = if ready_servers.is_empty() {
+        Observation {
+            failure: Some("no server is Ready".into()),
+            ..Default::default()
+        }
+    } else {
+        match system_access(ctx, cluster).await? {
+            Some(access) => observe::over_system(&name, &ready_servers, asks, &access).await,
+            None => observe::over_monitor(&ready_servers, asks).await,
+        }
+    };
+    if let Some(r) = refusals::auth_change(spec, status::running_with_auth(&observation)) {
+        holds.push(r);
+    }
+
     let layout = ctx.lifecycle.layout(cluster);
     let plans = plan_servers(
         &ClusterInputs {
@@ -365,34 +398,6 @@ async fn pass<L: ServerLifecycle>(
             }
         }
     }
-
-    // The servers' own answers, from those the port reports Ready.
-    let ready_servers: Vec<(String, crate::lifecycle::ServerAddress)> = observed
-        .iter()
-        .filter(|o| o.ready && o.ordinal < replicas)
-        .map(|o| {
-            (
-                o.server_name.clone(),
-                ctx.lifecycle.address(cluster, o.ordinal),
-            )
-        })
-        .collect();
-    let asks = observe::Asks {
-        jetstream: spec.jetstream.is_some(),
-        gateways: spec.gateway.is_some(),
-        leafnodes: !spec.leaf_remotes.is_empty(),
-    };
-    let observation = if ready_servers.is_empty() {
-        Observation {
-            failure: Some("no server is Ready".into()),
-            ..Default::default()
-        }
-    } else {
-        match system_access(ctx, cluster).await? {
-            Some(access) => observe::over_system(&name, &ready_servers, asks, &access).await,
-            None => observe::over_monitor(&ready_servers, asks).await,
-        }
-    };
 
     let ready = match (&refused_gateway, &failure) {
         (Some(r), _) => Verdict::new(false, r.reason, r.message.clone()),

@@ -70,6 +70,8 @@ pub async fn over_system(
                     ServerAnswer {
                         name: r.server.name.clone(),
                         version: Some(r.server.version.clone()).filter(|v| !v.is_empty()),
+                        // A system user reached it: only an operator-mode server has one.
+                        auth: Some(true),
                         ..Default::default()
                     },
                 );
@@ -163,6 +165,7 @@ pub async fn over_monitor(servers: &[(String, ServerAddress)], asks: Asks) -> Ob
             let mut a = ServerAnswer {
                 name: name.clone(),
                 version: Some(varz.version).filter(|v| !v.is_empty()),
+                auth: super::status::auth_from_system_account(&varz.system_account),
                 ..Default::default()
             };
             if asks.jetstream {

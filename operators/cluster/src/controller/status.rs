@@ -33,6 +33,9 @@ impl Verdict {
 pub struct ServerAnswer {
     pub name: String,
     pub version: Option<String>,
+    /// Whether the server runs under an auth plane (its system account is an account key, not
+    /// the default `$SYS`), where it said.
+    pub auth: Option<bool>,
     pub jsz: Option<Jsz>,
     pub gatewayz: Option<Gatewayz>,
     pub leafz: Option<Leafz>,
@@ -223,6 +226,17 @@ pub fn settled(expected: &[String], jetstream: bool, obs: &Observation) -> Verdi
         reason::ALL_GROUPS_CURRENT,
         "the meta group and every stream and consumer group have a leader and every member current",
     )
+}
+
+/// Whether the running servers run under an auth plane, as the first that said reports.
+pub fn running_with_auth(obs: &Observation) -> Option<bool> {
+    obs.answers.values().find_map(|a| a.auth)
+}
+
+/// Whether a server reporting `system_account` runs under an auth plane: without one it runs the
+/// default system account `$SYS`; under an operator its system account is an account key.
+pub fn auth_from_system_account(system_account: &str) -> Option<bool> {
+    (!system_account.is_empty()).then(|| system_account != "$SYS")
 }
 
 /// The meta leader's server_name as the answering servers report it.
@@ -724,6 +738,27 @@ mod tests {
         assert_eq!(s[1].connected, 0);
         assert_eq!((v.status, v.reason), (false, reason::REMOTE_NOT_PERMITTED));
         assert!(v.message.contains("hub-1"));
+    }
+
+    #[test]
+    fn auth_is_read_off_the_system_account() {
+        assert_eq!(auth_from_system_account("$SYS"), Some(false));
+        assert_eq!(
+            auth_from_system_account("ADZ2BNYJT6KZ3QQUVSKOEYV3B7BDX6Y6VDNQJYQ6BTFRKRVPJKS5F36C"),
+            Some(true)
+        );
+        assert_eq!(auth_from_system_account(""), None);
+        let mut o = Observation::default();
+        assert_eq!(running_with_auth(&o), None);
+        o.answers.insert(
+            "a".into(),
+            ServerAnswer {
+                name: "a".into(),
+                auth: Some(false),
+                ..Default::default()
+            },
+        );
+        assert_eq!(running_with_auth(&o), Some(false));
     }
 
     #[rstest]
