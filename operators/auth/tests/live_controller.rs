@@ -268,6 +268,58 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
     for (p, op, s, ok) in &table {
         println!("{p} | {op} | {s} | {ok}");
     }
+
+    // Deleting a user: its key revoked in the account JWT on every server, its live connection
+    // kicked, its creds Secret gone last, then the object.
+    let app_creds = creds_text(&rig, SYS, "orders-app-creds").await.unwrap();
+    let (live, mut events) = connect(&topo, &app_creds, None).await;
+    let live = live.expect("orders-app connects before its deletion");
+    let app = rig.api::<NatsUser>(SYS).get("orders-app").await.unwrap();
+    let app_pk = app.status.as_ref().unwrap().public_key.clone().unwrap();
+    let deleted = Instant::now();
+    rig.api::<NatsUser>(SYS)
+        .delete("orders-app", &Default::default())
+        .await
+        .unwrap();
+    sim::wait::poll("orders-app gone", Duration::from_secs(20), || async {
+        match rig.api::<NatsUser>(SYS).get_opt("orders-app").await {
+            Ok(None) => Ok(Some(())),
+            Ok(Some(u)) => Err(format!("still there: {:?}", u.status)),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "user deleted -> revoked on 3 of 3 -> kicked -> Secret gone -> released: {} ms",
+        deleted.elapsed().as_millis()
+    );
+    assert!(
+        rig.secret(SYS, "orders-app-creds").await.is_none(),
+        "creds Secret deleted"
+    );
+    let orders = rig.api::<NatsAccount>(SYS).get("orders").await.unwrap();
+    let st = orders.status.unwrap();
+    assert!(st.revocations.iter().any(|r| r.public_key == app_pk));
+    let claims = nats_claims::decode::<nats_claims::Account>(st.jwt.as_deref().unwrap()).unwrap();
+    assert!(
+        claims.nats.revocations.contains_key(&app_pk),
+        "the account JWT revokes it"
+    );
+    // The live connection was closed by the server.
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(e) = events.recv().await {
+            if matches!(e, async_nats::Event::Disconnected) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(closed, Ok(true), "the deleted user's connection was closed");
+    drop(live);
+    let (again, _) = connect(&topo, &app_creds, None).await;
+    assert!(again.is_err(), "a revoked user connects again");
 }
 
 /// A concrete subject a grant covers: `*` as one token, `>` as one token.

@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
     AccountKind, ActivationToken, ExportType, GeneratedKind, ImportState, NatsAccount,
-    NatsAccountStatus, NatsOperator, NatsSystemAccount, condition, reason,
+    NatsAccountStatus, NatsOperator, NatsSystemAccount, NatsUser, condition, reason,
 };
 use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Account, Import};
@@ -39,6 +39,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsAccount, NatsAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsAccount, NatsSystemAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsAccount, NatsReferenceGrant>(c, &ctx);
+    let c = super::wake_all_on::<NatsAccount, NatsUser>(c, &ctx);
     super::drive(c, ctx, |obj, ctx| {
         Box::pin(super::instrumented(obj, ctx, reconcile))
     })
@@ -379,11 +380,16 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     // past half its TTL, and never older than a JWT a server holds.
     let floor = ctx.iat_floor(&pk);
     let sign_at = now.max(floor);
-    let revocations: Vec<(String, i64)> = prev
-        .revocations
-        .iter()
-        .map(|r| (r.public_key.clone(), super::secs_of(&r.at)))
-        .collect();
+    let users = super::user::users_of(&ctx, AccountKind::NatsAccount, &ns, &name).await?;
+    let record = super::revocation_record(
+        &prev.revocations,
+        prev.jwt.as_deref(),
+        &users.iter().collect::<Vec<_>>(),
+        &keys.signing_public_keys(),
+        now,
+    );
+    let revocations = crate::revocations::as_list(&record);
+    status.revocations = record;
     let acct_keys = keys.account_keys();
     let prev_jwt = prev.jwt.clone().filter(|j| {
         nats_claims::decode_unverified::<Account>(j)

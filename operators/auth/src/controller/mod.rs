@@ -189,6 +189,105 @@ pub(crate) fn sign_stable<N: nats_claims::ClaimBody, E>(
     build(now)
 }
 
+/// Whether the object carries the auth controller's finalizer.
+pub(crate) fn has_finalizer<K: Resource>(obj: &K) -> bool {
+    obj.meta()
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == nats_api::auth::FINALIZER))
+}
+
+/// Sets the object's finalizers to `finalizers` (a merge patch replaces the list).
+async fn set_finalizers<K>(ctx: &Context, obj: &K, finalizers: Vec<String>) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": obj.meta().resource_version,
+    }});
+    api.patch(
+        &obj.name_any(),
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map_err(kube_err(describe(obj)))?;
+    Ok(())
+}
+
+/// Adds the auth controller's finalizer.
+pub(crate) async fn add_finalizer<K>(ctx: &Context, obj: &K) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let mut f = obj.meta().finalizers.clone().unwrap_or_default();
+    f.push(nats_api::auth::FINALIZER.to_string());
+    set_finalizers(ctx, obj, f).await
+}
+
+/// Removes the auth controller's finalizer.
+pub(crate) async fn remove_finalizer<K>(ctx: &Context, obj: &K) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let f: Vec<String> = obj
+        .meta()
+        .finalizers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f != nats_api::auth::FINALIZER)
+        .collect();
+    set_finalizers(ctx, obj, f).await
+}
+
+/// An account's revocation record (§5.3): the previous record merged with the JWT it replaces,
+/// plus the key of every user of the account being deleted (from its deletion time) and every
+/// key a user replaced, each with the account's signing keys as issuers; pruned of entries none
+/// of whose signing keys is left.
+pub(crate) fn revocation_record(
+    prev: &[nats_api::auth::Revocation],
+    prev_jwt: Option<&str>,
+    users: &[&nats_api::auth::NatsUser],
+    signing_keys: &[String],
+    now: i64,
+) -> Vec<nats_api::auth::Revocation> {
+    use crate::revocations;
+    let mut record = match prev_jwt
+        .filter(|j| !j.is_empty())
+        .and_then(|j| nats_claims::decode_unverified::<nats_claims::Account>(j).ok())
+    {
+        Some(c) => revocations::merge_from_jwt(prev, &c),
+        None => prev.to_vec(),
+    };
+    for u in users {
+        let Some(st) = &u.status else { continue };
+        if let (Some(at), Some(pk)) = (&u.metadata.deletion_timestamp, &st.public_key)
+            && has_finalizer(*u)
+        {
+            revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
+        }
+        for r in &st.replaced_keys {
+            revocations::revoke(&mut record, &r.public_key, secs_of(&r.at), signing_keys);
+        }
+    }
+    revocations::prune(&record, signing_keys, |_| None, now)
+}
+
 /// One condition as a pass decides it.
 #[derive(Debug, Clone)]
 pub(crate) struct Cond {

@@ -22,6 +22,7 @@ use crate::operator as core;
 pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::controller_for::<NatsSystemAccount>(&ctx);
     let c = super::wake_all_on::<NatsSystemAccount, NatsOperator>(c, &ctx);
+    let c = super::wake_all_on::<NatsSystemAccount, nats_api::auth::NatsUser>(c, &ctx);
     super::drive(c, ctx, |obj, ctx| {
         Box::pin(super::instrumented(obj, ctx, reconcile))
     })
@@ -134,6 +135,24 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         return finish(status, vec![cond, resolved], false).await;
     }
     let op_status = op.status.clone().unwrap_or_default();
+    // The revocation record: the NatsOperator signs the system account JWT from it.
+    let users = super::user::users_of(
+        &ctx,
+        nats_api::auth::AccountKind::NatsSystemAccount,
+        &ns,
+        &name,
+    )
+    .await?;
+    status.revocations = super::revocation_record(
+        &prev.revocations,
+        op_status
+            .system_account
+            .as_ref()
+            .and_then(|s| s.jwt.as_deref()),
+        &users.iter().collect::<Vec<_>>(),
+        &keys.signing_public_keys(),
+        super::unix_now(),
+    );
     let signed = op_status
         .system_account
         .as_ref()

@@ -20,12 +20,14 @@ use nats_claims::{Creds, KeyKind, NKey, User};
 use super::account::{admitted, created};
 use super::keys::{self, Subject};
 use super::{
-    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, retry_later,
-    settled, sign_stable, unix_now, write_status,
+    Cond, Context, Error, add_finalizer, describe, has_finalizer, kube_err, merge_conditions,
+    previous_conditions, remove_finalizer, retry_later, secs_of, settled, sign_stable, unix_now,
+    write_status,
 };
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
 use crate::user::{self as core, Issued};
+use crate::{distribution, kick, user_keys};
 
 /// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
 /// NatsOperators and grants.
@@ -52,6 +54,23 @@ fn account_of(u: &NatsUser) -> (AccountKind, String, String) {
     )
 }
 
+/// Every NatsUser of account `kind` `namespace`/`name`.
+pub(crate) async fn users_of(
+    ctx: &Context,
+    kind: AccountKind,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<NatsUser>, Error> {
+    Ok(Api::<NatsUser>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err("NatsUser list"))?
+        .items
+        .into_iter()
+        .filter(|u| account_of(u) == (kind, namespace.to_string(), name.to_string()))
+        .collect())
+}
+
 fn kind_name(k: AccountKind) -> &'static str {
     match k {
         AccountKind::NatsAccount => "NatsAccount",
@@ -62,6 +81,9 @@ fn kind_name(k: AccountKind) -> &'static str {
 /// What a user needs of its account.
 struct AccountView {
     public_key: Option<String>,
+    /// The account JWT in force (the system account's from its NatsOperator's status).
+    jwt: Option<String>,
+    distribution: Option<nats_api::auth::Distribution>,
     keys: Option<nats_api::auth::Keys>,
     offline: bool,
     admitted: bool,
@@ -114,6 +136,8 @@ async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error>
             {
                 Some(a) => Some(AccountView {
                     public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
+                    jwt: a.status.as_ref().and_then(|s| s.jwt.clone()),
+                    distribution: a.status.as_ref().and_then(|s| s.distribution.clone()),
                     keys: a.spec.keys.clone(),
                     offline: a.spec.public_key.is_some(),
                     admitted: admitted(&ctx, &a).await?,
@@ -123,19 +147,48 @@ async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error>
             }
         }
         AccountKind::NatsSystemAccount => {
-            Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &acc_ns)
+            match Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &acc_ns)
                 .get_opt(&acc_name)
                 .await
                 .map_err(kube_err(describe(&*u)))?
-                .map(|a| AccountView {
-                    public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
-                    keys: a.spec.keys.clone(),
-                    offline: a.spec.public_key.is_some(),
-                    admitted: true,
-                    generated: GeneratedKind::SystemAccount,
-                })
+            {
+                None => None,
+                Some(a) => {
+                    let op_ns = a
+                        .spec
+                        .operator_ref
+                        .namespace
+                        .clone()
+                        .unwrap_or(acc_ns.clone());
+                    let jwt = Api::<NatsOperator>::namespaced(ctx.client.clone(), &op_ns)
+                        .get_opt(&a.spec.operator_ref.name)
+                        .await
+                        .map_err(kube_err(describe(&*u)))?
+                        .and_then(|o| o.status?.system_account?.jwt);
+                    Some((a, jwt))
+                }
+            }
+            .map(|(a, jwt)| AccountView {
+                public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
+                // The count is of the JWT in force only where its hash says so.
+                distribution: a
+                    .status
+                    .as_ref()
+                    .filter(|s| {
+                        s.jwt_hash.is_some() && s.jwt_hash == jwt.as_deref().map(super::jwt_hash)
+                    })
+                    .and_then(|s| s.distribution.clone()),
+                jwt,
+                keys: a.spec.keys.clone(),
+                offline: a.spec.public_key.is_some(),
+                admitted: true,
+                generated: GeneratedKind::SystemAccount,
+            })
         }
     };
+    if u.meta().deletion_timestamp.is_some() {
+        return deleting(&ctx, &u, view.as_ref()).await;
+    }
     let Some(view) = view else {
         let m = format!("accountRef {account_desc} not found");
         return finish(
@@ -173,6 +226,10 @@ async fn signed(
     let name = u.name_any();
     let (kind, acc_ns, acc_name) = account_of(u);
     let kind_s = kind_name(kind);
+    // The finalizer holds a deleted user until its key is revoked everywhere (§5.3).
+    if !has_finalizer(u) {
+        add_finalizer(ctx, u).await?;
+    }
 
     // Admission: the account's own to its NatsOperator, and this namespace's to the account.
     let grants = if acc_ns == ns {
@@ -415,10 +472,23 @@ async fn signed(
             )
         }
     };
+    // A key replaced (a new publicKey, a creds Secret written afresh) is revoked from now on;
+    // status.replacedKeys holds it until the account JWT revokes it.
+    let mut replaced = prev.replaced_keys.clone();
+    if let Some(old) = user_keys::replaced(prev.public_key.as_deref(), &user_pk) {
+        user_keys::hold(&mut replaced, &old, now);
+    }
+    if let Some(c) = view
+        .jwt
+        .as_deref()
+        .and_then(|j| nats_claims::decode_unverified::<nats_claims::Account>(j).ok())
+    {
+        replaced = user_keys::pending(&replaced, &c.nats.revocations);
+    }
     let status = NatsUserStatus {
         public_key: Some(user_pk),
         jwt: jwt_status,
-        replaced_keys: prev.replaced_keys.clone(),
+        replaced_keys: replaced,
         ..NatsUserStatus::default()
     };
     finish(
@@ -466,4 +536,116 @@ async fn write_creds(
         .await
         .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
     Ok(())
+}
+
+/// A deleted user: its key is revoked in the account JWT (the account's reconcile adds it from
+/// the deletion time); once every server holds that JWT and no replaced key is pending, its live
+/// connections are kicked, its creds Secret goes last, and the finalizer is released. Without a
+/// system connection nothing is pushed or kicked: the revocation signed is enough.
+async fn deleting(
+    ctx: &Context,
+    u: &NatsUser,
+    view: Option<&AccountView>,
+) -> Result<Action, Error> {
+    if !has_finalizer(u) {
+        return Ok(Action::await_change());
+    }
+    let ns = u.namespace().unwrap_or_default();
+    let prev = u.status.clone().unwrap_or_default();
+    let at = u
+        .meta()
+        .deletion_timestamp
+        .as_ref()
+        .map(secs_of)
+        .unwrap_or(0);
+    let claims = view
+        .and_then(|v| v.jwt.as_deref())
+        .and_then(|j| nats_claims::decode_unverified::<nats_claims::Account>(j).ok());
+    if let (Some(pk), Some(view), Some(claims)) = (&prev.public_key, view, claims)
+        && view.admitted
+    {
+        let revoked = claims.nats.revocations.get(pk).is_some_and(|t| *t >= at);
+        let pending = user_keys::pending(&prev.replaced_keys, &claims.nats.revocations);
+        let connected = ctx.settings.system_connection.is_some();
+        let current = !connected
+            || view
+                .distribution
+                .as_ref()
+                .is_some_and(distribution::all_current);
+        if !revoked || !user_keys::finalizer_may_proceed(current, &pending) {
+            let cond = Cond::new(
+                condition::READY,
+                false,
+                reason::DISTRIBUTING,
+                format!("deleting: waiting for every server to hold the account JWT revoking {pk}"),
+            );
+            let generation = u.meta().generation;
+            let status = NatsUserStatus {
+                observed_generation: generation,
+                conditions: merge_conditions(&previous_conditions(u), generation, &[cond], &[]),
+                ..prev.clone()
+            };
+            write_status(ctx, u, &status).await?;
+            return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+        }
+        if connected && let Some(account_pk) = &view.public_key {
+            kick_connections(ctx, u, account_pk, pk).await;
+        }
+    }
+    if let Some(c) = &u.spec.credentials {
+        match Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+            .delete(&c.secret_key_ref.name, &Default::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => {
+                return Err(kube_err(format!("Secret {ns}/{}", c.secret_key_ref.name))(
+                    e,
+                ));
+            }
+        }
+    }
+    remove_finalizer(ctx, u).await?;
+    Ok(Action::await_change())
+}
+
+/// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then
+/// KICK on each server holding one. A failure is logged; the revoked key is refused anyway.
+async fn kick_connections(ctx: &Context, u: &NatsUser, account_pk: &str, user_pk: &str) {
+    let Ok(Some(wire)) = super::nats::system_wire(ctx).await else {
+        return;
+    };
+    let options = nats_wire::monitor::ConnzOptions::user_of_account(account_pk, user_pk);
+    let replies = match wire
+        .ping_connz(
+            &options,
+            nats_wire::Collect::until(std::time::Duration::from_millis(1500)),
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "CONNZ of a deleted user failed");
+            return;
+        }
+    };
+    let targets = kick::targets(&replies, user_pk);
+    let mut kicked = 0;
+    for (server, cid) in &targets {
+        match wire.kick(server, *cid).await {
+            Ok(_) => kicked += 1,
+            Err(e) => tracing::warn!(error = %e, server, cid, "KICK failed"),
+        }
+    }
+    if kicked > 0 {
+        ctx.events
+            .publish(
+                u,
+                false,
+                nats_api::auth::event::USER_KICKED,
+                format!("kicked {kicked} connection(s) of revoked user {user_pk}"),
+            )
+            .await;
+    }
 }
