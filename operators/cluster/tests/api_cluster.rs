@@ -640,7 +640,12 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
             .is_some_and(|r| r.current.as_deref() == Some("demo-2"))
     })
     .await;
-    let rollout = c.status.and_then(|s| s.rollout).expect("rollout");
+    let st = c.status.expect("status");
+    assert_eq!(
+        st.config.and_then(|c| c.applied_by),
+        Some(nats_api::cluster::ConfigAppliedBy::Restart)
+    );
+    let rollout = st.rollout.expect("rollout");
     assert_eq!(rollout.pending, vec!["demo-0", "demo-1"]);
 
     // The StatefulSet controller's part, played by the test: demo-2's pod comes back on the new

@@ -32,8 +32,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{
-    ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster, NatsClusterStatus, RolloutStatus,
-    ServerStatus, condition, names, reason,
+    ConfigAppliedBy, ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster,
+    NatsClusterStatus, RolloutStatus, ServerStatus, condition, names, reason,
 };
 
 use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
@@ -149,6 +149,11 @@ struct Outcome {
     revision: Option<String>,
     rollout: Option<RolloutStatus>,
     jetstream: Option<JetStreamStatus>,
+    /// The port or the objects failed (Ready=False ReconcileFailed): looked at again after a
+    /// backoff that grows per consecutive failure, not at the recheck pace.
+    failed: bool,
+    /// How this pass applied a new revision, if it stepped a server.
+    applied_by: Option<ConfigAppliedBy>,
 }
 
 /// Progressing for a hold: True while the controller waits, False when it refuses.
@@ -358,6 +363,7 @@ async fn pass<L: ServerLifecycle>(
 
     let mut progressing: Option<Verdict> = None;
     let mut rollout: Option<RolloutStatus> = None;
+    let mut applied_by: Option<ConfigAppliedBy> = None;
     let observed: Vec<ObservedServer>;
 
     let blocked = refused_gateway.clone().or_else(|| holds.first().cloned());
@@ -390,6 +396,7 @@ async fn pass<L: ServerLifecycle>(
                     progressing = applied.progressing;
                     rollout = applied.rollout;
                     observed = applied.observed;
+                    applied_by = applied.applied_by;
                 }
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -456,6 +463,8 @@ async fn pass<L: ServerLifecycle>(
         revision: target,
         rollout,
         jetstream,
+        failed: failure.is_some(),
+        applied_by,
     })
 }
 
@@ -504,6 +513,7 @@ async fn system_access<L: ServerLifecycle>(
 /// What applying the servers came to.
 struct AppliedServers {
     foreign: Vec<String>,
+    applied_by: Option<ConfigAppliedBy>,
     progressing: Option<Verdict>,
     rollout: Option<RolloutStatus>,
     observed: Vec<ObservedServer>,
@@ -711,6 +721,7 @@ async fn apply_servers<L: ServerLifecycle>(
     }
     let target = cluster_revision(revisions);
     Ok(Ok(AppliedServers {
+        applied_by: current.as_ref().map(|_| ConfigAppliedBy::Restart),
         foreign,
         progressing,
         rollout: Some(RolloutStatus {
@@ -780,7 +791,9 @@ async fn write_status<L: ServerLifecycle>(
         endpoints: outcome.endpoints.clone(),
         config: outcome.revision.clone().map(|r| ConfigStatus {
             revision: Some(r),
-            applied_by: prev.config.as_ref().and_then(|c| c.applied_by),
+            applied_by: outcome
+                .applied_by
+                .or(prev.config.as_ref().and_then(|c| c.applied_by)),
             restart_reason: prev.config.as_ref().and_then(|c| c.restart_reason.clone()),
         }),
         rollout: outcome.rollout.clone(),
@@ -804,6 +817,11 @@ async fn write_status<L: ServerLifecycle>(
         &cluster.name_any(),
         &status.conditions,
     );
+    let key = describe(cluster);
+    if outcome.failed {
+        return Ok(ctx.backoff.failed(&format!("{key} (failing)")));
+    }
+    ctx.backoff.succeeded(&format!("{key} (failing)"));
     let busy = !outcome.settled.status
         || outcome.progressing.status
         || !outcome.ready.status
