@@ -20,8 +20,9 @@ use nats_claims::{Account, Import};
 use super::keys::{self, Subject};
 use super::operator::operator_of;
 use super::{
-    Cond, Context, Error, describe, jwt_hash, kube_err, merge_conditions, previous_conditions,
-    retry_later, settled, sign_stable, unix_now, write_status,
+    Cond, Context, Error, add_finalizer, describe, has_finalizer, jwt_hash, kube_err,
+    merge_conditions, previous_conditions, remove_finalizer, retry_later, settled, sign_stable,
+    unix_now, write_status,
 };
 use crate::account::{AccountInput, account_claims, needs_resign};
 use crate::exports::{self, Exporter};
@@ -105,6 +106,13 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         .get_opt(&op_name)
         .await
         .map_err(kube_err(describe(&*acct)))?;
+    if acct.meta().deletion_timestamp.is_some() {
+        return deleting(&ctx, &acct, op.as_ref()).await;
+    }
+    // The finalizer holds a deleted account until its NatsOperator records the deletion.
+    if !has_finalizer(&*acct) {
+        add_finalizer(&ctx, &*acct).await?;
+    }
     let Some(op) = op else {
         let m = format!("operatorRef {op_ns}/{op_name} not found");
         return finish(
@@ -492,6 +500,47 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         wait = wait.min(super::WAIT_RETRY);
     }
     finish(status, conds, Some(wait)).await
+}
+
+/// A deleted account that was signed stays until its NatsOperator's status.deletedAccounts
+/// records it (that NatsOperator sends CLAIMS.DELETE, and again to servers that rejoin).
+async fn deleting(
+    ctx: &Context,
+    acct: &NatsAccount,
+    op: Option<&NatsOperator>,
+) -> Result<Action, Error> {
+    if !has_finalizer(acct) {
+        return Ok(Action::await_change());
+    }
+    let prev = acct.status.clone().unwrap_or_default();
+    let signed = prev.jwt.as_deref().is_some_and(|j| !j.is_empty());
+    if let (Some(pk), Some(op), true) = (&prev.public_key, op, signed) {
+        let recorded = op
+            .status
+            .as_ref()
+            .is_some_and(|s| deletions::may_clear_jwt(&s.deleted_accounts, pk));
+        if !recorded {
+            let generation = acct.meta().generation;
+            let cond = Cond::new(
+                condition::READY,
+                false,
+                reason::DISTRIBUTING,
+                format!(
+                    "deleting: waiting for NatsOperator {} to record the deletion of {pk}",
+                    op.name_any()
+                ),
+            );
+            let status = NatsAccountStatus {
+                observed_generation: generation,
+                conditions: merge_conditions(&previous_conditions(acct), generation, &[cond], &[]),
+                ..prev.clone()
+            };
+            write_status(ctx, acct, &status).await?;
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+    }
+    remove_finalizer(ctx, acct).await?;
+    Ok(Action::await_change())
 }
 
 fn plural(n: usize) -> &'static str {

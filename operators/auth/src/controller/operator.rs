@@ -271,7 +271,8 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         revocations: sys_status.revocations.clone(),
     });
 
-    // Accounts signed once and no longer admitted are deleted from the servers: recorded here.
+    // Accounts signed once and then deleted, or no longer admitted, are deleted from the servers:
+    // recorded here.
     let grants = controller_kit::grants::grants_in(&ctx.client, &ns)
         .await
         .map_err(kube_err(format!("NatsReferenceGrant list {ns}")))?;
@@ -280,7 +281,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         let a_ns = a.namespace().unwrap_or_default();
         let admitted = grants::account_admission(&a_ns, &ns, &name, &grants).is_ok();
         let st = a.status.clone().unwrap_or_default();
-        if admitted {
+        if admitted && a.meta().deletion_timestamp.is_none() {
             continue;
         }
         if let (Some(pk), Some(jwt)) = (&st.public_key, st.jwt.as_deref().filter(|j| !j.is_empty()))
