@@ -990,8 +990,9 @@ const HOLDS: &[&str] = &[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
-    // Each story file in a namespace of its own, with the trusts, Secrets and connections beside
-    // its NatsClusters, so names shared between stories do not collide.
+    // Each story file's NatsClusters, with the trusts, Secrets, connections and grants of its
+    // whole story beside them, under namespaces of their own (`s<i>-<namespace>`, references
+    // rewritten alike), so names shared between stories and files do not collide.
     let mut files = vec![];
     for dir in std::fs::read_dir(stories()).expect("stories").flatten() {
         for f in std::fs::read_dir(dir.path())
@@ -1001,7 +1002,6 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
         {
             let p = f.path();
             if p.extension().and_then(|e| e.to_str()) == Some("yaml")
-                && !p.components().any(|c| c.as_os_str() == "status")
                 && story_docs(&p)
                     .iter()
                     .any(|d| d["kind"] == "NatsCluster" && d.get("spec").is_some())
@@ -1011,54 +1011,105 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
         }
     }
     files.sort();
-    let namespaces: Vec<String> = (0..files.len()).map(|i| format!("story-{i}")).collect();
+    const SUPPORTING: &[&str] = &[
+        "NatsOperatorTrust",
+        "NatsAccountTrust",
+        "Secret",
+        "NatsConnection",
+        "NatsReferenceGrant",
+    ];
+    fn renamespace(v: &mut Value, prefix: &str) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    match x {
+                        Value::String(ns) if k == "namespace" => *ns = format!("{prefix}-{ns}"),
+                        _ => renamespace(x, prefix),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| renamespace(x, prefix)),
+            _ => {}
+        }
+    }
+    let mut plan: Vec<(std::path::PathBuf, Vec<Value>)> = vec![];
+    let mut namespaces = BTreeSet::new();
+    for (i, f) in files.iter().enumerate() {
+        let prefix = format!("s{i}");
+        let dir = f.parent().expect("a story directory");
+        let mut siblings: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .expect("story")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("yaml"))
+            .collect();
+        siblings.sort();
+        // The file's own supporting documents last: where a story names one object twice (the
+        // same trust in two Kubernetes clusters), the one beside this NatsCluster wins.
+        let mut docs: Vec<Value> = siblings
+            .iter()
+            .filter(|p| *p != f)
+            .chain(std::iter::once(f))
+            .flat_map(|p| story_docs(p))
+            .filter(|d| SUPPORTING.contains(&d["kind"].as_str().unwrap_or_default()))
+            .collect();
+        let key = |d: &Value| {
+            format!(
+                "{}/{}/{}",
+                d["kind"], d["metadata"]["namespace"], d["metadata"]["name"]
+            )
+        };
+        let mut seen = BTreeSet::new();
+        docs.reverse();
+        docs.retain(|d| seen.insert(key(d)));
+        docs.reverse();
+        docs.extend(
+            story_docs(f)
+                .into_iter()
+                .filter(|d| d["kind"] == "NatsCluster" && d.get("spec").is_some()),
+        );
+        for d in docs.iter_mut() {
+            if d["metadata"].get("namespace").is_none() {
+                d["metadata"]["namespace"] = json!("default");
+            }
+            renamespace(d, &prefix);
+            namespaces.insert(
+                d["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        plan.push((f.clone(), docs));
+    }
     let ns_refs: Vec<&str> = namespaces.iter().map(String::as_str).collect();
     let rig = rig(&ns_refs).await;
     let client = rig.client();
     let mut clusters = vec![];
-    for (f, ns) in files.iter().zip(&namespaces) {
-        for mut doc in story_docs(f) {
+    for (f, docs) in plan {
+        for doc in docs {
             let kind = doc["kind"].as_str().unwrap_or_default().to_string();
-            if ![
-                "NatsCluster",
-                "NatsOperatorTrust",
-                "NatsAccountTrust",
-                "Secret",
-                "NatsConnection",
-                "NatsReferenceGrant",
-            ]
-            .contains(&kind.as_str())
-            {
-                continue;
-            }
-            if kind == "NatsCluster" && doc.get("spec").is_none() {
-                continue;
-            }
-            doc["metadata"]["namespace"] = json!(ns);
+            let ns = doc["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             let name = doc["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            let (group, version) = match doc["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .split_once('/')
-            {
+            let api_version = doc["apiVersion"].as_str().unwrap_or_default().to_string();
+            let (group, version) = match api_version.split_once('/') {
                 Some((g, v)) => (g.to_string(), v.to_string()),
-                None => (
-                    String::new(),
-                    doc["apiVersion"].as_str().unwrap_or_default().to_string(),
-                ),
+                None => (String::new(), api_version.clone()),
             };
-            let plural = format!("{}s", kind.to_lowercase());
             let ar = kube::api::ApiResource {
-                group: group.clone(),
-                version: version.clone(),
-                api_version: doc["apiVersion"].as_str().unwrap_or_default().to_string(),
+                group,
+                version,
+                api_version,
                 kind: kind.clone(),
-                plural,
+                plural: format!("{}s", kind.to_lowercase()),
             };
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
             let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("an object");
             api.patch(
                 &name,
@@ -1066,9 +1117,27 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
                 &Patch::Apply(&obj),
             )
             .await
-            .unwrap_or_else(|e| panic!("{f:?} {kind}/{name}: {e}"));
+            .unwrap_or_else(|e| panic!("{f:?} {kind} {ns}/{name}: {e}"));
             if kind == "NatsCluster" {
-                clusters.push((f.clone(), ns.clone(), name));
+                // cert-manager's part: the gateway certificate's Secret, with its CA.
+                let c: NatsCluster = serde_json::from_value(doc.clone()).expect("NatsCluster");
+                if let Some(tls) = c.spec.gateway.as_ref().and_then(|g| g.tls.as_ref()) {
+                    let secret =
+                        cluster_controller::objects::tls_secret_name(&name, "gateway", Some(tls));
+                    let issued: Secret = serde_json::from_value(json!({
+                        "metadata": {"name": secret},
+                        "stringData": {"tls.crt": "pem", "tls.key": "pem", "ca.crt": "pem"},
+                    }))
+                    .expect("secret");
+                    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+                    if secrets.get_opt(&secret).await.expect("read").is_none() {
+                        secrets
+                            .create(&PostParams::default(), &issued)
+                            .await
+                            .expect("gateway Secret");
+                    }
+                }
+                clusters.push((f.clone(), ns, name));
             }
         }
     }
