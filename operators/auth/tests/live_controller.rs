@@ -561,3 +561,112 @@ async fn withdrawing_a_grant_deletes_the_account_from_every_server() {
     let (again, _) = connect(&topo, &app, None).await;
     assert!(again.is_err(), "a user of a deleted account still connects");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_made_elsewhere_is_adopted_with_its_key_users_and_revocations() {
+    let (rig, topo) = plane(&[]).await;
+    let sys = creds_text(&rig, SYS, "auth-controller-creds")
+        .await
+        .unwrap();
+    let (client, _) = connect(&topo, &sys, Some("auth-controller")).await;
+    let wire = nats_wire::Wire::new(client.expect("auth-controller user connects"));
+    let op_signing = {
+        let s = rig.secret(SYS, "demo-operator-signing-1").await.unwrap();
+        let b = s.data.unwrap()["seed"].0.clone();
+        nats_claims::NKey::from_seed(&b).unwrap()
+    };
+
+    // Made elsewhere (as with nsc): identity, signing key, a mapping, a revoked user, a user.
+    use nats_claims::{AccountClaims, Creds, KeyKind, NKey, UserClaims, WeightedMapping};
+    let identity = NKey::generate(KeyKind::Account);
+    let signing = NKey::generate(KeyKind::Account);
+    let revoked_user = NKey::generate(KeyKind::User).public_key();
+    let now = common::now_secs();
+    let mut legacy = AccountClaims::new(identity.public_key())
+        .name("legacy")
+        .signing_key(signing.public_key())
+        .revoke_at(revoked_user.clone(), now - 60);
+    legacy.nats.mappings.insert(
+        "legacy.>".into(),
+        vec![WeightedMapping {
+            subject: "orders.>".into(),
+            weight: 100,
+            cluster: String::new(),
+        }],
+    );
+    let legacy_jwt = legacy.encode_issued_at(&op_signing, now - 10).unwrap();
+    let pushed = wire
+        .claims_update(
+            &legacy_jwt,
+            nats_wire::Collect::expecting(3, Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    assert!(pushed.failures.is_empty(), "{:?}", pushed.failures);
+    let old_user = NKey::generate(KeyKind::User);
+    let old_jwt = UserClaims::new(old_user.public_key())
+        .name("made-elsewhere")
+        .issuer_account(identity.public_key())
+        .encode(&signing)
+        .unwrap();
+    let old_creds = Creds::render_key(&old_jwt, &old_user).unwrap();
+    round_trip(&topo, old_creds.expose(), "elsewhere.ping")
+        .await
+        .expect("the pre-adoption user works");
+
+    rig.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "legacy-keys", "namespace": SYS},
+        "stringData": {"seed": identity.seed().expose(), "users.nk": signing.seed().expose()},
+    }))
+    .await;
+    let mut doc = json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+        "metadata": {"name": "legacy", "namespace": SYS},
+        "spec": {
+            "operatorRef": {"name": "demo"},
+            "keys": {
+                "identity": {"secretKeyRef": {"name": "legacy-keys"}},
+                "signing": [{"name": "users", "secretKeyRef": {"name": "legacy-keys", "key": "users.nk"}}],
+            },
+        },
+    });
+    rig.apply(doc.clone()).await;
+    let accounts = rig.api::<NatsAccount>(SYS);
+    let refused = wait_ready(&accounts, "legacy", "False", "AdoptionDropsClaims").await;
+    assert!(
+        message(&refused, "Ready").contains("mappings"),
+        "{}",
+        message(&refused, "Ready")
+    );
+
+    doc["spec"]["adoption"] = json!({"droppedClaims": "Accept"});
+    rig.apply(doc).await;
+    let adopted = wait_for(&accounts, "legacy", "legacy adopted, 3 of 3", |o| {
+        is(o, "Ready", "True", "Signed") && is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
+    let a = nats_claims::decode::<nats_claims::Account>(str_at(&adopted, "/status/jwt")).unwrap();
+    assert_eq!(
+        a.subject,
+        identity.public_key(),
+        "the adopted account keeps its key"
+    );
+    assert!(
+        a.nats.revocations.contains_key(&revoked_user),
+        "revocations of the adopted JWT are carried over"
+    );
+    assert!(
+        a.nats.mappings.is_empty(),
+        "the dropped mapping is gone, as accepted"
+    );
+    assert!(
+        adopted["status"]["revocations"]
+            .to_string()
+            .contains(&revoked_user),
+        "and recorded in status.revocations"
+    );
+    round_trip(&topo, old_creds.expose(), "elsewhere.ping")
+        .await
+        .expect("a user issued before adoption keeps working");
+}

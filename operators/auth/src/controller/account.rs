@@ -386,18 +386,96 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
 
     // The account JWT: signed by the NatsOperator's signing key, kept while unchanged and not
     // past half its TTL, and never older than a JWT a server holds.
-    let floor = ctx.iat_floor(&pk);
-    let sign_at = now.max(floor);
+    let sign_at = now;
     let users = super::user::users_of(&ctx, AccountKind::NatsAccount, &ns, &name).await?;
-    let record = super::revocation_record(
+    let mut record = super::revocation_record(
         &prev.revocations,
         prev.jwt.as_deref(),
         &users.iter().collect::<Vec<_>>(),
         &keys.signing_public_keys(),
         now,
     );
+
+    // What the servers hold (§5.3): revocations taken back from their JWTs, never signing older
+    // than one of them, and no signing while a roster server is silent for an account recorded
+    // distributed (it may hold a newer JWT).
+    let holding = super::nats::holding(&ctx, &pk).await;
+    let mut unrecovered: Option<Cond> = None;
+    if let Some(h) = &holding {
+        match distribution::recovery(h.roster, h.answered, prev.distribution.as_ref()) {
+            distribution::Recovery::Sign => {
+                unrecovered = Some(Cond::new(
+                    condition::REVOCATIONS_UNRECOVERED,
+                    false,
+                    reason::ALL_SERVERS_CURRENT,
+                    format!("{} of {} servers answered", h.answered, h.roster),
+                ));
+            }
+            distribution::Recovery::SignUnrecovered { missing } => {
+                unrecovered = Some(Cond::new(
+                    condition::REVOCATIONS_UNRECOVERED,
+                    true,
+                    reason::RECOVERING_REVOCATIONS,
+                    format!(
+                        "{missing} of {} servers did not answer; signed without their revocations, asking again",
+                        h.roster
+                    ),
+                ));
+            }
+            distribution::Recovery::Hold { missing } => {
+                let m = format!(
+                    "{missing} of {} servers did not answer and may hold a newer JWT; not signed until they do",
+                    h.roster
+                );
+                return finish(
+                    status,
+                    vec![Cond::new(
+                        condition::READY,
+                        false,
+                        reason::RECOVERING_REVOCATIONS,
+                        m,
+                    )],
+                    None,
+                )
+                .await;
+            }
+        }
+        for held in h
+            .jwts
+            .iter()
+            .filter(|j| Some(j.as_str()) != prev.jwt.as_deref())
+        {
+            if let Ok(c) = nats_claims::decode::<Account>(held) {
+                record = crate::revocations::merge_from_jwt(&record, &c);
+                ctx.raise_iat_floor(&pk, c.issued_at + 1);
+            }
+        }
+        record = crate::revocations::prune(&record, &keys.signing_public_keys(), |_| None, now);
+    }
+    // Adoption: a JWT made elsewhere for this key, never signed here, whose fields re-signing
+    // from spec would drop, is refused unless spec.adoption.droppedClaims is Accept.
+    let adopted_elsewhere = prev.jwt.is_none()
+        && (acct.spec.public_key.is_some()
+            || acct
+                .spec
+                .keys
+                .as_ref()
+                .is_some_and(|k| k.identity.is_some()));
+    let held_newest = holding.as_ref().and_then(|h| {
+        h.jwts
+            .iter()
+            .filter_map(|j| {
+                nats_claims::decode::<Account>(j)
+                    .ok()
+                    .map(|c| (c.issued_at, j))
+            })
+            .max_by_key(|(iat, _)| *iat)
+            .map(|(_, j)| j.clone())
+    });
     let revocations = crate::revocations::as_list(&record);
     status.revocations = record;
+    let floor = ctx.iat_floor(&pk);
+    let sign_at = sign_at.max(floor);
     let acct_keys = keys.account_keys();
     let prev_jwt = prev.jwt.clone().filter(|j| {
         nats_claims::decode_unverified::<Account>(j)
@@ -425,6 +503,28 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         Ok(j) => j,
         Err(e) => return finish(status, both(reason::INVALID_KEYS, e.clone(), e), None).await,
     };
+    if adopted_elsewhere && let Some(held) = &held_newest {
+        let dropped = crate::gates::dropped_by_resign(held, &jwt).unwrap_or_default();
+        let policy = acct
+            .spec
+            .adoption
+            .as_ref()
+            .map(|a| a.dropped_claims)
+            .unwrap_or_default();
+        if let Err(m) = crate::gates::adoption(&dropped, policy) {
+            return finish(
+                status,
+                vec![Cond::new(
+                    condition::READY,
+                    false,
+                    reason::ADOPTION_DROPS_CLAIMS,
+                    m,
+                )],
+                None,
+            )
+            .await;
+        }
+    }
     let claims = nats_claims::decode_unverified::<Account>(&jwt).ok();
     let (iat, exp) = claims
         .as_ref()
@@ -489,6 +589,8 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     let current = d.as_ref().is_some_and(distribution::all_current);
     status.distribution = d;
     conds.push(cond);
+    let unrecovered_now = unrecovered.as_ref().is_some_and(|c| c.status);
+    conds.extend(unrecovered);
 
     // Again at half the TTL, sooner while the servers are behind or an importer has no key.
     let mut wait = ctx.settings.resync;
@@ -496,7 +598,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         let half = iat + (exp - iat) / 2 - now;
         wait = wait.min(Duration::from_secs(u64::try_from(half.max(1)).unwrap_or(1)));
     }
-    if !current || unsigned > 0 {
+    if !current || unsigned > 0 || unrecovered_now {
         wait = wait.min(super::WAIT_RETRY);
     }
     finish(status, conds, Some(wait)).await

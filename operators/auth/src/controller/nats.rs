@@ -180,6 +180,44 @@ pub(crate) async fn spread(
     Spread::Counted { d, pushed: true }
 }
 
+/// What the servers hold for an account before it is signed.
+pub(crate) struct Holding {
+    /// The STATSZ roster size.
+    pub roster: usize,
+    /// How many servers answered CLAIMS.LOOKUP.
+    pub answered: usize,
+    /// The JWTs they hold.
+    pub jwts: Vec<String>,
+}
+
+/// Asks every server which JWT it holds for `account`; `None` without a system connection or
+/// when the servers cannot be asked (then nothing is pushed either).
+pub(crate) async fn holding(ctx: &Context, account: &str) -> Option<Holding> {
+    let wire = system_wire(ctx).await.ok()??;
+    let roster = wire
+        .ping_statsz(&ServerFilter::all(), collect(ctx))
+        .await
+        .ok()?
+        .replies
+        .len();
+    ctx.roster.store(roster, Ordering::Relaxed);
+    if roster == 0 {
+        return None;
+    }
+    let answers = wire
+        .claims_lookup(account, Collect::expecting(roster, PING))
+        .await
+        .ok()?;
+    Some(Holding {
+        roster,
+        answered: answers.len(),
+        jwts: answers
+            .iter()
+            .filter_map(|a| a.jwt().map(str::to_string))
+            .collect(),
+    })
+}
+
 /// Spreads `jwt` and says so: status.distribution (None keeps none), the Distributed
 /// condition, and the JWTPushed / JWTHeld Events about `obj`.
 pub(crate) async fn distribute<K>(
