@@ -213,6 +213,16 @@ pub fn condition_of(obj: &serde_json::Value, type_: &str) -> Option<(String, Str
         })
 }
 
+/// The generation condition `type_` was written for, when it says.
+fn condition_generation(obj: &serde_json::Value, type_: &str) -> Option<i64> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?
+        .get("observedGeneration")?
+        .as_i64()
+}
+
 /// Replaces every `${name}` of `vars` in a manifest's text: how a scenario points a manifest at
 /// servers whose ports are only known at run time.
 pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> String {
@@ -470,7 +480,8 @@ impl Host {
         Ok(())
     }
 
-    /// Waits until the object's condition `condition` (`Type` or `Type=Status`) holds.
+    /// Waits until the object's condition `condition` (`Type` or `Type=Status`) holds for the
+    /// object's current generation (when the condition carries `observedGeneration`).
     pub async fn wait_condition(
         &self,
         object: &ObjectRef,
@@ -485,9 +496,18 @@ impl Host {
             let last = match api.get_opt(&object.name).await {
                 Ok(Some(got)) => {
                     let v = serde_json::to_value(&got).unwrap_or_default();
+                    // A condition written for an older generation says nothing of the spec now.
+                    let generation = v.pointer("/metadata/generation").and_then(|g| g.as_i64());
+                    let observed = condition_generation(&v, &type_);
+                    let current = match (generation, observed) {
+                        (Some(g), Some(o)) => o >= g,
+                        _ => true,
+                    };
                     match condition_of(&v, &type_) {
-                        Some((s, _, _)) if s == want => return Ok(v),
-                        Some((s, r, m)) => format!("{type_}={s} {r}: {m}"),
+                        Some((s, _, _)) if s == want && current => return Ok(v),
+                        Some((s, r, m)) => format!(
+                            "{type_}={s} {r}: {m} (observedGeneration {observed:?} of {generation:?})"
+                        ),
                         None => format!("no {type_} condition"),
                     }
                 }

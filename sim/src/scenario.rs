@@ -557,6 +557,13 @@ pub struct Report {
     /// Per controller the host ran: how often a step restarted it.
     #[serde(default)]
     pub controller_restarts: BTreeMap<String, u32>,
+    /// The servers the cluster controller restarted (lame duck, then started under the new
+    /// revision), in the order it restarted them.
+    #[serde(default)]
+    pub server_restart_order: Vec<String>,
+    /// The JetStream meta leader once the topology was ready.
+    #[serde(default)]
+    pub meta_leader_at_start: Option<String>,
 }
 
 impl Report {
@@ -584,6 +591,13 @@ impl Report {
                 e.rule,
                 e.actual,
                 if e.ok { "ok" } else { "NOT MET" }
+            ));
+        }
+        if !self.server_restart_order.is_empty() {
+            s.push_str(&format!(
+                "  restart order: {} (meta leader at start: {})\n",
+                self.server_restart_order.join(" -> "),
+                self.meta_leader_at_start.as_deref().unwrap_or("-")
             ));
         }
         if !self.server_restarts.is_empty() {
@@ -731,11 +745,7 @@ pub async fn run(
                 &format!("NatsCluster {ns}/{n}: every server running"),
             ));
         }
-        Box::new(
-            Controlled::new(host, &applied)
-                .await
-                .map_err(&host_err)?,
-        )
+        Box::new(Controlled::new(host, &applied).await.map_err(&host_err)?)
     };
     ctx.vars.insert(
         "servers".into(),
@@ -914,6 +924,23 @@ pub async fn run(
     }
     let backend_name = dep.backend();
     let restarts = ctx.restarts().await;
+    let mut restart_order = Vec::new();
+    if let Some(host) = &ctx.host {
+        use cluster_controller::lifecycle::local::LocalEvent;
+        // The servers' lives go into the timeline beside the steps and the traffic.
+        for e in host.lifecycle().events() {
+            let at_ms = ledger
+                .now_ms()
+                .saturating_sub(e.at.elapsed().as_millis() as u64);
+            ledger.record(Event::Step {
+                at_ms,
+                text: format!("server {} {:?}", e.server, e.event),
+            });
+            if e.event == LocalEvent::Restarted {
+                restart_order.push(e.server);
+            }
+        }
+    }
     drop(dep);
     let mut report = finish(
         scenario,
@@ -926,6 +953,8 @@ pub async fn run(
         steps_out,
     );
     (report.server_restarts, report.controller_restarts) = restarts;
+    report.server_restart_order = restart_order;
+    report.meta_leader_at_start = Some(meta);
     Ok(report)
 }
 
@@ -1064,6 +1093,8 @@ fn finish(
         per_second,
         server_restarts: BTreeMap::new(),
         controller_restarts: BTreeMap::new(),
+        server_restart_order: Vec::new(),
+        meta_leader_at_start: None,
     }
 }
 

@@ -55,3 +55,20 @@ async fn scenario_controller_restart() {
         Some("NatsConnection/nats/local, NatsStream/nats/audit")
     );
 }
+
+/// Issue #6's rolling restart through the cluster controller on the local lifecycle: every
+/// server restarted exactly once, highest ordinal first, the meta leader last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_rolling_restart() {
+    let r = run("rolling-restart").await;
+    assert!(r.passed, "{}", r.summary());
+    let once: Vec<u32> = r.server_restarts.values().copied().collect();
+    assert_eq!(once, vec![1, 1, 1], "{:?}", r.server_restarts);
+    assert_eq!(r.server_restart_order.len(), 3, "{}", r.summary());
+    assert_eq!(
+        r.server_restart_order.last(),
+        r.meta_leader_at_start.as_ref(),
+        "{}",
+        r.summary()
+    );
+}

@@ -244,6 +244,27 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    // The log holds every start, the lame duck and restart of demo-2, the delete and the revival.
+    use cluster_controller::lifecycle::local::LocalEvent;
+    let log: Vec<(String, LocalEvent)> = lc
+        .events()
+        .into_iter()
+        .map(|e| (e.server, e.event))
+        .collect();
+    let e = |s: &str, ev| (s.to_string(), ev);
+    assert_eq!(
+        log,
+        vec![
+            e("demo-0", LocalEvent::Started),
+            e("demo-1", LocalEvent::Started),
+            e("demo-2", LocalEvent::Started),
+            e("demo-2", LocalEvent::LameDuck),
+            e("demo-2", LocalEvent::Restarted),
+            e("demo-1", LocalEvent::Deleted),
+            e("demo-0", LocalEvent::Revived),
+        ]
+    );
+
     // Every process goes with the lifecycle.
     let left: Vec<u32> = [0, 2]
         .iter()

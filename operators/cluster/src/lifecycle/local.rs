@@ -43,6 +43,42 @@ pub const CONFIG_FILE: &str = "nats.conf";
 /// The log file name inside a server's directory (stdout and stderr of every run, appended).
 pub const LOG_FILE: &str = "server.log";
 
+/// What happened to a server, for the sim's timeline and its restart order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalEvent {
+    /// First start (or a start after a delete).
+    Started,
+    /// Put in lame duck to restart under a new revision or binary.
+    LameDuck,
+    /// Started again under the new revision after the lame-duck exit.
+    Restarted,
+    /// Started again after it died on its own (the kubelet's restart).
+    Revived,
+    /// Stopped and deleted.
+    Deleted,
+}
+
+/// One [`LocalEvent`] of server `server` (its server name) at `at`.
+#[derive(Clone, Debug)]
+pub struct LifecycleEvent {
+    pub at: std::time::Instant,
+    pub server: String,
+    pub event: LocalEvent,
+}
+
+type EventLog = Arc<Mutex<Vec<LifecycleEvent>>>;
+
+fn log(events: &EventLog, server: &str, event: LocalEvent) {
+    events
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(LifecycleEvent {
+            at: std::time::Instant::now(),
+            server: server.to_string(),
+            event,
+        });
+}
+
 /// A server process this implementation started.
 struct Running {
     child: Child,
@@ -68,6 +104,7 @@ struct Entry {
     local: tokio::sync::Mutex<Local>,
     restarts: AtomicU32,
     pid: AtomicU32,
+    events: EventLog,
 }
 
 struct ClusterState {
@@ -84,6 +121,7 @@ pub struct LocalLifecycle {
     binary: BinaryResolver,
     allocate: PortAllocator,
     clusters: Arc<Mutex<HashMap<String, ClusterState>>>,
+    events: EventLog,
 }
 
 impl std::fmt::Debug for LocalLifecycle {
@@ -139,6 +177,7 @@ impl LocalLifecycle {
             binary,
             allocate,
             clusters: Arc::new(Mutex::new(HashMap::new())),
+            events: Arc::default(),
         }
     }
 
@@ -218,6 +257,14 @@ impl LocalLifecycle {
         }
     }
 
+    /// Every start, lame duck, restart, revival and delete so far, in order.
+    pub fn events(&self) -> Vec<LifecycleEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     fn server_entry(
         &self,
         cluster: &NatsCluster,
@@ -245,6 +292,7 @@ impl LocalLifecycle {
                         }),
                         restarts: AtomicU32::new(0),
                         pid: AtomicU32::new(0),
+                        events: self.events.clone(),
                     })
                 })
                 .clone()
@@ -450,6 +498,7 @@ impl Entry {
             let r = start(dir, &local.binary, &local.revision, monitor, &object).await?;
             self.started(local, r);
             self.restarted();
+            log(&self.events, &self.server_name, LocalEvent::Revived);
         }
         Ok(())
     }
@@ -521,6 +570,7 @@ impl ServerLifecycle for LocalLifecycle {
         let restart = match local.running.take() {
             Some(r) => {
                 entry.pid.store(0, Ordering::SeqCst);
+                log(&self.events, &entry.server_name, LocalEvent::LameDuck);
                 stop(r, &local.pid_file, &object).await?;
                 true
             }
@@ -530,6 +580,9 @@ impl ServerLifecycle for LocalLifecycle {
         entry.started(local, r);
         if restart {
             entry.restarted();
+            log(&self.events, &entry.server_name, LocalEvent::Restarted);
+        } else {
+            log(&self.events, &entry.server_name, LocalEvent::Started);
         }
         Ok(Applied::default())
     }
@@ -552,6 +605,7 @@ impl ServerLifecycle for LocalLifecycle {
             if let Some(r) = local.running.take() {
                 stop(r, &local.pid_file, &object).await?;
             }
+            log(&self.events, &entry.server_name, LocalEvent::Deleted);
         }
         let gone = if remove_storage {
             std::fs::remove_dir_all(&dir)
