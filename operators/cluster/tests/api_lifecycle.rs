@@ -1,0 +1,233 @@
+//! API tier: the Kubernetes server lifecycle on its own against a real kube-apiserver 1.20 —
+//! write_config writes the ConfigMap only, apply_server the ConfigMap and the StatefulSet naming
+//! the revision, observe reads StatefulSets and Pods, delete_server removes what it controls and
+//! a PVC only when it carries the server's labels.
+
+use std::collections::BTreeMap;
+
+use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
+use cluster_controller::lifecycle::{DesiredServer, ServerLifecycle};
+use cluster_controller::objects::configmap::{self, REVISION_ANNOTATION};
+use cluster_controller::objects::labels;
+use cluster_controller::plan::{ClusterInputs, plan_servers};
+use cluster_controller::render;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use nats_api::cluster::NatsCluster;
+use serde_json::json;
+use sim::apiserver::ApiServer;
+
+const NS: &str = "nats";
+
+fn desired(lifecycle: &KubernetesLifecycle, c: &NatsCluster) -> Vec<DesiredServer> {
+    let layout = lifecycle.layout(c);
+    plan_servers(
+        &ClusterInputs {
+            name: "demo",
+            spec: &c.spec,
+            trust: None,
+            account_preloads: vec![],
+            leaf_remotes: vec![],
+        },
+        layout.as_ref(),
+    )
+    .expect("plans")
+    .into_iter()
+    .enumerate()
+    .map(|(i, plan)| {
+        let config = render::render(&plan);
+        DesiredServer {
+            ordinal: i as u32,
+            revision: configmap::revision(&config),
+            config,
+            plan,
+            files: vec![],
+        }
+    })
+    .collect()
+}
+
+fn pvc(name: &str, labels: BTreeMap<String, String>) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }))
+    .expect("a PVC")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_controls() {
+    let api = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    api.create_namespace(NS)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = api.client();
+    let lifecycle = KubernetesLifecycle::new(client.clone(), SiteSettings::default());
+    let c: NatsCluster = serde_json::from_value(json!({
+        "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+        "kind": "NatsCluster",
+        "metadata": {"name": "demo", "namespace": NS},
+        "spec": {"version": "2.15.0", "replicas": 2, "jetstream": {}},
+    }))
+    .expect("a NatsCluster");
+    let c = Api::<NatsCluster>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &c)
+        .await
+        .expect("created");
+    let servers = desired(&lifecycle, &c);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
+
+    // Nothing yet: both servers absent.
+    let seen = lifecycle.observe(&c).await.expect("observe");
+    assert_eq!(
+        seen.iter()
+            .map(|o| (o.server_name.as_str(), o.present))
+            .collect::<Vec<_>>(),
+        vec![("demo-0", false), ("demo-1", false)]
+    );
+
+    // write_config: the ConfigMap only.
+    let applied = lifecycle
+        .write_config(&c, &servers[0])
+        .await
+        .expect("write_config");
+    assert!(applied.foreign.is_empty());
+    let cm = cms.get("demo-0-config").await.expect("ConfigMap written");
+    assert_eq!(cm.data.expect("data")["nats.conf"], servers[0].config);
+    assert_eq!(
+        cm.metadata.annotations.expect("annotations")[REVISION_ANNOTATION],
+        servers[0].revision
+    );
+    assert!(
+        sets.get_opt("demo-0").await.expect("read").is_none(),
+        "no workload from write_config"
+    );
+
+    // apply_server: ConfigMap and the StatefulSet naming the revision.
+    for s in &servers {
+        let a = lifecycle.apply_server(&c, s).await.expect("apply_server");
+        assert!(a.foreign.is_empty());
+    }
+    let sts = sets.get("demo-1").await.expect("StatefulSet");
+    let template = sts.spec.expect("spec").template;
+    assert_eq!(
+        template.metadata.expect("meta").annotations.expect("ann")[REVISION_ANNOTATION],
+        servers[1].revision
+    );
+
+    // observe: present, and what the pod says once there is one.
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "demo-1-0",
+            "labels": labels::server("demo", "demo-1"),
+            "annotations": {REVISION_ANNOTATION: servers[1].revision},
+        },
+        "spec": {"containers": [{"name": "nats", "image": "nats"}]},
+    }))
+    .expect("pod");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("pod");
+    pods.patch_status(
+        "demo-1-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "nats", "restartCount": 3, "ready": true, "image": "nats", "imageID": ""}],
+        }})),
+    )
+    .await
+    .expect("pod status");
+    let seen = lifecycle.observe(&c).await.expect("observe");
+    assert!(seen.iter().all(|o| o.present));
+    assert!(!seen[0].ready && seen[0].revision.is_none());
+    assert!(seen[1].ready);
+    assert_eq!(
+        seen[1].revision.as_deref(),
+        Some(servers[1].revision.as_str())
+    );
+    assert_eq!(seen[1].restarts, 3);
+    let addr = lifecycle.address(&c, 1);
+    assert_eq!(
+        addr.monitor_url,
+        "http://demo-1-0.demo-headless.nats.svc.cluster.local:8222"
+    );
+
+    // A server beyond replicas that is still present is observed too.
+    let mut fewer = c.clone();
+    fewer.spec.replicas = 1;
+    let seen = lifecycle.observe(&fewer).await.expect("observe");
+    assert_eq!(seen.len(), 2, "demo-1 is still there");
+
+    // delete_server: the StatefulSet and ConfigMap it controls, the PVC with the server's
+    // labels, nothing else.
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
+    pvcs.create(
+        &PostParams::default(),
+        &pvc("data-demo-1-0", labels::server("demo", "demo-1")),
+    )
+    .await
+    .expect("pvc");
+    pvcs.create(
+        &PostParams::default(),
+        &pvc("data-demo-0-0", labels::server("demo", "demo-0")),
+    )
+    .await
+    .expect("pvc");
+    pvcs.create(
+        &PostParams::default(),
+        &pvc("unlabelled-demo-1", BTreeMap::new()),
+    )
+    .await
+    .expect("pvc");
+    lifecycle
+        .delete_server(&c, 1, true)
+        .await
+        .expect("delete_server");
+    assert!(sets.get_opt("demo-1").await.expect("read").is_none());
+    assert!(cms.get_opt("demo-1-config").await.expect("read").is_none());
+    // Without a controller-manager nothing finalizes PVCs: a deleted one is gone or terminating.
+    let gone_or_going = |p: Option<PersistentVolumeClaim>| {
+        p.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    };
+    assert!(gone_or_going(
+        pvcs.get_opt("data-demo-1-0").await.expect("read")
+    ));
+    let kept = pvcs.get_opt("data-demo-0-0").await.expect("read");
+    assert!(kept.is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
+    let kept = pvcs.get_opt("unlabelled-demo-1").await.expect("read");
+    assert!(kept.is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
+    assert!(sets.get_opt("demo-0").await.expect("read").is_some());
+
+    // A ConfigMap of a server's name it does not control: named, never written nor deleted.
+    let mut foreign = ConfigMap::default();
+    foreign.metadata.name = Some("demo-1-config".into());
+    let foreign = cms
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("foreign");
+    let a = lifecycle
+        .apply_server(&c, &servers[1])
+        .await
+        .expect("apply_server");
+    assert_eq!(a.foreign, vec!["ConfigMap/demo-1-config"]);
+    assert!(
+        sets.get_opt("demo-1").await.expect("read").is_none(),
+        "no workload over a config it does not write"
+    );
+    lifecycle
+        .delete_server(&c, 1, false)
+        .await
+        .expect("delete_server");
+    let still = cms.get("demo-1-config").await.expect("still there");
+    assert_eq!(still.resource_version(), foreign.resource_version());
+}
