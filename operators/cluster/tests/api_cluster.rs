@@ -1243,3 +1243,62 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
         "only {rendered_count} story NatsClusters rendered"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_remains() {
+    use cluster_controller::route_ca::{NOT_AFTER_ANNOTATION, NOT_BEFORE_ANNOTATION};
+    use time::format_description::well_known::Rfc3339;
+    const NS: &str = "routes";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    create_cluster(&client, NS, quickstart()).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let key = |s: &Secret, k: &str| s.data.as_ref().and_then(|d| d.get(k)).map(|b| b.0.clone());
+    let first = wait_for(
+        "demo-routes-tls",
+        || async { secrets.get_opt("demo-routes-tls").await.expect("read") },
+        |s| s.is_some(),
+    )
+    .await
+    .expect("Secret");
+    let ca = secrets.get("demo-routes-ca").await.expect("the route CA");
+    assert_eq!(key(&first, "ca.crt"), key(&ca, "ca.crt"));
+    assert!(
+        key(&ca, "ca.key").is_some(),
+        "the CA key is kept in <name>-routes-ca"
+    );
+
+    // Two thirds of the year gone by: the controller reissues.
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&Rfc3339).expect("a time");
+    secrets
+        .patch(
+            "demo-routes-tls",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                NOT_BEFORE_ANNOTATION: fmt(now - time::Duration::days(300)),
+                NOT_AFTER_ANNOTATION: fmt(now + time::Duration::days(65)),
+            }}})),
+        )
+        .await
+        .expect("validity aged");
+    let reissued = wait_for(
+        "a reissued route certificate",
+        || async { secrets.get("demo-routes-tls").await.expect("read") },
+        |s| key(s, "tls.crt") != key(&first, "tls.crt"),
+    )
+    .await;
+    assert_eq!(
+        key(&reissued, "ca.crt"),
+        key(&ca, "ca.crt"),
+        "under the same CA"
+    );
+    let ca_after = secrets.get("demo-routes-ca").await.expect("the route CA");
+    assert_eq!(
+        key(&ca_after, "ca.key"),
+        key(&ca, "ca.key"),
+        "the same CA key"
+    );
+    let (nb, na) = cluster_controller::route_ca::recorded_validity(&reissued).expect("validity");
+    assert!(na - nb >= time::Duration::days(364), "a year again");
+}
