@@ -220,15 +220,19 @@ pub async fn reload_server(
     timing: ReloadTiming,
 ) -> ReloadDecision {
     let restart = |reason: String| ReloadDecision::Restart { reason };
-    let replies = match wire
-        .ping_varz(
-            &ServerFilter::server_name(server_name),
-            Collect::expecting(1, timing.request),
-        )
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => return restart(format!("reading /varz of {server_name}: {e}")),
+    // Every request is bounded: over a connection that is down the client waits for it to
+    // come back, and a reload that cannot be asked for is a restart.
+    let bound = timing.request + Duration::from_secs(1);
+    let filter = ServerFilter::server_name(server_name);
+    let ping = wire.ping_varz(&filter, Collect::expecting(1, timing.request));
+    let replies = match tokio::time::timeout(bound, ping).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return restart(format!("reading /varz of {server_name}: {e}")),
+        Err(_) => {
+            return restart(format!(
+                "reading /varz of {server_name}: no answer within {bound:?}"
+            ));
+        }
     };
     let Some(found) = replies
         .replies
@@ -244,14 +248,22 @@ pub async fn reload_server(
     if before.config_digest == expected_digest {
         return ReloadDecision::AlreadyCurrent;
     }
-    if let Err(e) = wire.reload(&id).await {
-        return restart(format!("reload of {server_name} failed: {e}"));
+    match tokio::time::timeout(bound, wire.reload(&id)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return restart(format!("reload of {server_name} failed: {e}")),
+        Err(_) => {
+            return restart(format!(
+                "reload of {server_name}: no answer within {bound:?}"
+            ));
+        }
     }
     let deadline = tokio::time::Instant::now() + timing.confirm_within;
     let mut last: String;
     loop {
-        match wire.varz(&id).await {
-            Ok(reply) => match judge(&before, &loaded(&reply.data), expected_digest) {
+        match tokio::time::timeout(bound, wire.varz(&id)).await {
+            Err(_) => last = format!("/varz not answered within {bound:?}"),
+            Ok(Err(e)) => last = e.to_string(),
+            Ok(Ok(reply)) => match judge(&before, &loaded(&reply.data), expected_digest) {
                 Confirmation::Confirmed => return ReloadDecision::Reloaded,
                 Confirmation::WrongDigest { reported } => {
                     return restart(format!(
@@ -265,7 +277,6 @@ pub async fn reload_server(
                     );
                 }
             },
-            Err(e) => last = e.to_string(),
         }
         if tokio::time::Instant::now() >= deadline {
             return restart(format!(

@@ -465,3 +465,75 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
     }
     drop(topo);
 }
+
+/// The deletion guard over the controller's own system JSZ: an R3 stream holds deletion with
+/// JetStreamDataRemains naming its group, force-delete overrides, deletion proceeds once the
+/// stream is gone, and a NATS cluster that cannot be observed holds with ObservationFailed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deletion_guard_names_real_stream_groups_and_unobservable_clusters() {
+    use cluster_controller::deletion_guard::{
+        DataObservation, DeletionDecision, deletion_guard, observe as observe_data,
+    };
+    use nats_api::cluster::reason;
+
+    let mut topo = Topology::start(TopologySpec::cluster(3))
+        .await
+        .expect("three servers");
+    topo.wait_meta_leader(Duration::from_secs(60))
+        .await
+        .expect("a meta leader");
+    let app = Wire::new(topo.connect().await.expect("app connects"));
+    js(
+        &app,
+        "$JS.API.STREAM.CREATE.ORDERS",
+        r#"{"name":"ORDERS","subjects":["orders.>"],"num_replicas":3}"#,
+    )
+    .await;
+    let url = topo.client_urls()[0].replace("nats://", "nats://sys:sys@");
+    let wire =
+        nats_wire::dial(&ConnectionConfig::new([url]).with_request_timeout(Duration::from_secs(2)))
+            .await
+            .expect("the system user connects");
+    let window = Duration::from_secs(2);
+
+    let observed = observe_data(&wire, "c1", 3, window).await;
+    let DataObservation::StreamGroups(groups) = &observed else {
+        panic!("expected stream groups, got {observed:?}")
+    };
+    assert_eq!(groups.len(), 1, "one group, named once: {groups:?}");
+    assert!(groups[0].starts_with("APP > ORDERS (S-R3F-"), "{groups:?}");
+    match deletion_guard(false, &observed) {
+        DeletionDecision::Hold { reason: r, message } => {
+            assert_eq!(r, reason::JETSTREAM_DATA_REMAINS);
+            assert!(message.contains(&groups[0]), "{message}");
+        }
+        other => panic!("held expected, got {other:?}"),
+    }
+    assert_eq!(deletion_guard(true, &observed), DeletionDecision::Proceed);
+
+    js(&app, "$JS.API.STREAM.DELETE.ORDERS", "").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let observed = observe_data(&wire, "c1", 3, window).await;
+        if deletion_guard(false, &observed) == DeletionDecision::Proceed {
+            assert_eq!(observed, DataObservation::StreamGroups(vec![]));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{observed:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    for n in topo.server_names() {
+        topo.server_mut(&n)
+            .expect("server")
+            .kill9()
+            .expect("kill -9");
+    }
+    let observed = observe_data(&wire, "c1", 3, window).await;
+    match deletion_guard(false, &observed) {
+        DeletionDecision::Hold { reason: r, .. } => assert_eq!(r, reason::OBSERVATION_FAILED),
+        other => panic!("held expected, got {other:?} from {observed:?}"),
+    }
+    assert_eq!(deletion_guard(true, &observed), DeletionDecision::Proceed);
+    drop(topo);
+}

@@ -132,6 +132,73 @@ pub struct Decision {
     pub clear_force_step: bool,
 }
 
+/// What reading the `replace-server` annotation does: record the named server's replacement as
+/// Requested in `status.removals` (unless one is already recorded), and clear the annotation —
+/// always once read, a name that is no server of this NATS cluster included (`unknown`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplaceRead {
+    pub record: Option<ServerRemoval>,
+    pub unknown: Option<String>,
+    pub clear: bool,
+}
+
+/// Reads `replace-server: <server>`.
+pub fn read_replace_server(
+    annotation: Option<&str>,
+    replicas: u32,
+    servers: &[Member],
+    removals: &[ServerRemoval],
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> ReplaceRead {
+    let Some(name) = annotation else {
+        return ReplaceRead {
+            record: None,
+            unknown: None,
+            clear: false,
+        };
+    };
+    let known = servers
+        .iter()
+        .any(|m| m.name == name && m.present && m.ordinal < replicas);
+    let recorded = removals.iter().any(|r| r.name == name);
+    ReplaceRead {
+        record: (known && !recorded).then(|| ServerRemoval {
+            name: name.to_string(),
+            phase: RemovalPhase::Requested,
+            since: Some(now.clone()),
+        }),
+        unknown: (!known).then(|| name.to_string()),
+        clear: true,
+    }
+}
+
+/// The servers to replace: those with a removal recorded within replicas (read from
+/// `replace-server`, kept in `status.removals` across restarts of the controller) and those
+/// whose volume no longer matches `jetstream.volumeClaimTemplate`.
+pub fn replacements(
+    replicas: u32,
+    servers: &[Member],
+    removals: &[ServerRemoval],
+    volume_mismatch: &[String],
+) -> Vec<(String, ReplaceCause)> {
+    let within = |name: &str| {
+        servers
+            .iter()
+            .any(|m| m.name == name && m.ordinal < replicas)
+    };
+    let mut out: Vec<(String, ReplaceCause)> = removals
+        .iter()
+        .filter(|r| within(&r.name))
+        .map(|r| (r.name.clone(), ReplaceCause::Annotation))
+        .collect();
+    for v in volume_mismatch {
+        if within(v) && !out.iter().any(|(n, _)| n == v) {
+            out.push((v.clone(), ReplaceCause::VolumeClaimTemplate));
+        }
+    }
+    out
+}
+
 /// A removal has begun once it is past Requested.
 pub fn begun(removals: &[ServerRemoval]) -> Option<&ServerRemoval> {
     removals.iter().find(|r| r.phase != RemovalPhase::Requested)
@@ -384,6 +451,94 @@ mod tests {
         let d = run(&f);
         assert_eq!(d.action, want, "{what}");
         assert_eq!(d.clear_force_step, clear, "{what}: clear force-step");
+    }
+
+    fn at(secs: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(secs).unwrap(),
+        )
+    }
+
+    #[rstest]
+    #[case::absent(None, vec![], None, None, false)]
+    #[case::recorded_and_cleared(Some("demo-1"), vec![], Some("demo-1"), None, true)]
+    #[case::already_recorded(Some("demo-1"), vec![removal("demo-1", RemovalPhase::Evacuating)], None, None, true)]
+    #[case::unknown_cleared(Some("demo-7"), vec![], None, Some("demo-7"), true)]
+    #[case::beyond_replicas_is_no_replacement(Some("demo-3"), vec![], None, Some("demo-3"), true)]
+    fn replace_server_annotation(
+        #[case] annotation: Option<&str>,
+        #[case] removals: Vec<ServerRemoval>,
+        #[case] record: Option<&str>,
+        #[case] unknown: Option<&str>,
+        #[case] clear: bool,
+    ) {
+        let mut f = base();
+        f.servers.push(member(3, "old"));
+        let r = read_replace_server(annotation, 3, &f.servers, &removals, &at(5));
+        assert_eq!(r.record.as_ref().map(|x| x.name.as_str()), record);
+        if let Some(x) = &r.record {
+            assert_eq!(
+                (x.phase, x.since.clone()),
+                (RemovalPhase::Requested, Some(at(5)))
+            );
+        }
+        assert_eq!(r.unknown.as_deref(), unknown);
+        assert_eq!(r.clear, clear);
+    }
+
+    #[test]
+    fn replacements_come_from_status_and_volume_changes() {
+        let mut f = base();
+        f.servers.push(member(3, "old"));
+        let removals = vec![
+            removal("demo-1", RemovalPhase::Requested),
+            removal("demo-3", RemovalPhase::Evacuating),
+        ];
+        let r = replacements(
+            3,
+            &f.servers,
+            &removals,
+            &["demo-1".into(), "demo-2".into()],
+        );
+        assert_eq!(
+            r,
+            vec![
+                ("demo-1".to_string(), ReplaceCause::Annotation),
+                ("demo-2".to_string(), ReplaceCause::VolumeClaimTemplate),
+            ],
+            "demo-3 is beyond replicas: a scale-down, not a replacement"
+        );
+    }
+
+    #[rstest]
+    #[case::adding(
+        "version: 2.15.1\nreplicas: 3\nauth: {trustRef: {name: t}}\n",
+        Some(false),
+        true
+    )]
+    #[case::removing("version: 2.15.1\nreplicas: 3\n", Some(true), true)]
+    #[case::unchanged("version: 2.15.1\nreplicas: 3\n", Some(false), false)]
+    #[case::not_running(
+        "version: 2.15.1\nreplicas: 3\nauth: {trustRef: {name: t}}\n",
+        None,
+        false
+    )]
+    fn auth_change_holds_the_rollout(
+        #[case] spec: &str,
+        #[case] running_with_auth: Option<bool>,
+        #[case] held: bool,
+    ) {
+        let spec: nats_api::cluster::NatsClusterSpec = serde_yaml::from_str(spec).unwrap();
+        let mut f = base();
+        f.auth_change = crate::refusals::auth_change(&spec, running_with_auth);
+        let d = run(&f);
+        match d.action {
+            Action::Held(Hold::AuthChange(r)) => {
+                assert!(held);
+                assert_eq!(r.reason, reason::AUTH_CHANGE_BLOCKED);
+            }
+            other => assert!(!held, "{other:?}"),
+        }
     }
 
     #[rstest]
