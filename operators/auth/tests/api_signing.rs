@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use apirig::{Rig, message, str_at, wait_for, wait_ready};
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount};
+use nats_api::nats::NatsAccountTrust;
 use nats_claims::{Account, KeyKind, NKey, OperatorClaims, decode};
 use serde_json::json;
 
@@ -139,6 +140,29 @@ async fn jwt_ttl_resigns_at_half_stepdown_reaches_the_system_account_and_deletio
         );
     }
     assert_eq!(s.expires, 0);
+
+    // NatsAccountTrust by reference mirrors the key and JWT; the literal form is left alone.
+    rig.apply(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsAccountTrust",
+        "metadata": {"name": "short", "namespace": NS},
+        "spec": {"accountRef": {"name": "short"}},
+    }))
+    .await;
+    rig.apply(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsAccountTrust",
+        "metadata": {"name": "literal", "namespace": NS},
+        "spec": {"publicKey": pk},
+    }))
+    .await;
+    let trusts = rig.api::<NatsAccountTrust>(NS);
+    let t = wait_ready(&trusts, "short", "True", "Mirrored").await;
+    assert_eq!(str_at(&t, "/status/publicKey"), pk);
+    assert!(decode::<Account>(str_at(&t, "/status/jwt")).is_ok_and(|j| j.subject == pk));
+    let literal = trusts.get("literal").await.unwrap();
+    assert!(
+        literal.status.is_none(),
+        "the literal form passes through untouched"
+    );
 
     // A signed account deleted: recorded in deletedAccounts, then the object goes.
     accounts.delete("short", &Default::default()).await.unwrap();

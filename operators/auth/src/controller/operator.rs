@@ -243,23 +243,76 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         .collect();
     let sys_signing = sys_keys.account_keys();
     let prev_sys_jwt = prev.system_account.as_ref().and_then(|s| s.jwt.clone());
-    let sys_jwt = sign_stable::<Account, _>(prev_sys_jwt.as_deref(), now, |iat| {
-        let claims = system_account_claims(
-            AccountInput {
-                name: &sys_name,
-                public_key: &sys_keys.public_key,
-                signing_keys: &sys_signing,
-                imports: vec![],
-                revocations: &revocations,
-                issued_at: iat,
+    // What the servers hold for the system account: signed again past a newer one; while a
+    // roster server is silent its revocations may be unrecovered (the JWT is then not pushed,
+    // and not re-signed where it was distributed).
+    let sys_pk = sys_keys.public_key.clone();
+    let mut recovery_cond = None;
+    let mut hold_sys = false;
+    if let Some(h) = super::nats::holding(&ctx, &sys_pk).await {
+        for j in h
+            .jwts
+            .iter()
+            .filter(|j| Some(j.as_str()) != prev_sys_jwt.as_deref())
+        {
+            if let Ok(c) = nats_claims::decode::<Account>(j) {
+                ctx.raise_iat_floor(&sys_pk, c.issued_at + 1);
+            }
+        }
+        recovery_cond = Some(
+            match crate::distribution::recovery(
+                h.roster,
+                h.answered,
+                sys_status.distribution.as_ref(),
+            ) {
+                crate::distribution::Recovery::Sign => Cond::new(
+                    condition::REVOCATIONS_UNRECOVERED,
+                    false,
+                    reason::ALL_SERVERS_CURRENT,
+                    format!("{} of {} servers answered", h.answered, h.roster),
+                ),
+                crate::distribution::Recovery::SignUnrecovered { missing }
+                | crate::distribution::Recovery::Hold { missing } => {
+                    hold_sys = true;
+                    Cond::new(
+                        condition::REVOCATIONS_UNRECOVERED,
+                        true,
+                        reason::RECOVERING_REVOCATIONS,
+                        format!(
+                            "{missing} of {} servers did not answer for the system account",
+                            h.roster
+                        ),
+                    )
+                }
             },
-            &stepdown,
-        )
-        .map_err(|e| e.to_string())?;
-        claims
-            .encode_issued_at(&active.key, iat)
-            .map_err(|e| e.to_string())
+        );
+    }
+    let floor = ctx.iat_floor(&sys_pk);
+    let keep_prev = prev_sys_jwt.clone().filter(|j| {
+        hold_sys || nats_claims::decode_unverified::<Account>(j).is_ok_and(|c| c.issued_at >= floor)
     });
+    let sys_jwt =
+        if let (true, Some(j)) = (hold_sys && sys_status.distribution.is_some(), &keep_prev) {
+            Ok(j.clone())
+        } else {
+            sign_stable::<Account, _>(keep_prev.as_deref(), now.max(floor), |iat| {
+                let claims = system_account_claims(
+                    AccountInput {
+                        name: &sys_name,
+                        public_key: &sys_keys.public_key,
+                        signing_keys: &sys_signing,
+                        imports: vec![],
+                        revocations: &revocations,
+                        issued_at: iat,
+                    },
+                    &stepdown,
+                )
+                .map_err(|e| e.to_string())?;
+                claims
+                    .encode_issued_at(&active.key, iat)
+                    .map_err(|e| e.to_string())
+            })
+        };
     let sys_jwt = match sys_jwt {
         Ok(j) => j,
         Err(e) => return refuse(status, not_ready(reason::INVALID_KEYS, e)).await,
@@ -325,6 +378,13 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
             format!("systemAccountRef {sys_ns}/{sys_name} resolved"),
         ),
     ];
+    let mut conds = conds;
+    if let Some(c) = recovery_cond {
+        if c.status {
+            wait = wait.min(super::WAIT_RETRY);
+        }
+        conds.push(c);
+    }
     let status = NatsOperatorStatus {
         observed_generation: generation,
         conditions: merge_conditions(&prev_conds, generation, &conds, &[]),

@@ -143,7 +143,7 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         &name,
     )
     .await?;
-    status.revocations = super::revocation_record(
+    let mut record = super::revocation_record(
         &prev.revocations,
         op_status
             .system_account
@@ -153,6 +153,21 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         &keys.signing_public_keys(),
         super::unix_now(),
     );
+    // Revocations lost with the status come back from the JWTs the servers hold.
+    if let Some(h) = super::nats::holding(&ctx, &keys.public_key).await {
+        for j in &h.jwts {
+            if let Ok(c) = nats_claims::decode::<nats_claims::Account>(j) {
+                record = crate::revocations::merge_from_jwt(&record, &c);
+            }
+        }
+        record = crate::revocations::prune(
+            &record,
+            &keys.signing_public_keys(),
+            |_| None,
+            super::unix_now(),
+        );
+    }
+    status.revocations = record;
     let signed = op_status
         .system_account
         .as_ref()
