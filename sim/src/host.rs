@@ -74,7 +74,7 @@ pub enum HostError {
         waited: Duration,
         last: String,
     },
-    #[error("no controller named {0} (known: jetstream, cluster)")]
+    #[error("no controller named {0} (known: auth, cluster, jetstream)")]
     UnknownController(String),
 }
 
@@ -98,6 +98,24 @@ pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
                     controller_kit::metrics::Metrics::default(),
                 );
                 jetstream_controller::controller::run(ctx).await;
+            })
+        }),
+    );
+    m.insert(
+        "auth",
+        Arc::new(|client, _| {
+            Box::pin(async move {
+                // No system connection: JWTs are signed and written, not pushed (a scenario that
+                // needs pushes adds its own auth controller with `Host::add_controller`).
+                let ctx = auth_controller::controller::context(
+                    client,
+                    auth_controller::controller::Settings {
+                        resync: Duration::from_secs(10),
+                        ..Default::default()
+                    },
+                    controller_kit::metrics::Metrics::default(),
+                );
+                auth_controller::controller::run(ctx).await;
             })
         }),
     );

@@ -391,3 +391,125 @@ spec:
         vec!["trusted-0", "trusted-1", "trusted-2"]
     );
 }
+
+/// Story 02's auth plane through all three controllers: the auth controller signs the trust roots
+/// and the cluster controller's system user, the cluster controller boots the NatsCluster under
+/// them with client TLS, and observes it over that system user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auth_plane_story_boots_under_the_auth_controllers_trust() {
+    let host = host(&["auth", "cluster", "jetstream"]).await;
+    let none = BTreeMap::new();
+    for m in ["01-trust-roots.yaml", "02-system-users.yaml"] {
+        host.apply_manifest(&story(&format!("docs/stories/02-auth-plane/{m}")), &none)
+            .await
+            .unwrap_or_else(|e| panic!("{m}: {e}"));
+    }
+    let trust = wait_condition_or_dump(&host, "NatsOperatorTrust/nats-system/demo", "Ready").await;
+    let operator_jwt = trust["status"]["operatorJWT"]
+        .as_str()
+        .expect("operator JWT");
+    let operator: nats_claims::OperatorClaims =
+        nats_claims::decode(operator_jwt).expect("operator claims");
+    let system_account = operator.nats.system_account.clone();
+    assert!(!system_account.is_empty());
+
+    // The client TLS Secret the story's NatsCluster names (cert-manager's shape).
+    let ca =
+        cluster_controller::route_ca::RouteCa::generate("client", time::OffsetDateTime::now_utc())
+            .expect("CA");
+    let secret =
+        tls_secret("demo-client-tls", &ca).replace("namespace: nats", "namespace: nats-system");
+    host.apply_text(Path::new("client-tls"), &secret)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    host.apply_manifest(
+        &story("docs/stories/02-auth-plane/03-natscluster.yaml"),
+        &none,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let v = wait_condition_or_dump(&host, "NatsCluster/nats-system/demo", "Ready").await;
+    println!("demo: {}", conditions(&v));
+    let cluster = read_cluster(&host, "nats-system", "demo")
+        .await
+        .expect("cluster");
+    for i in 0..3 {
+        let a = host.lifecycle().address(&cluster, i);
+        let varz = http_json(format!("{}/varz", a.monitor_url))
+            .await
+            .expect("varz");
+        assert_eq!(varz["system_account"], system_account.as_str(), "{varz}");
+        assert_eq!(varz["tls_required"], true, "client TLS: {varz}");
+    }
+
+    // The cluster-controller user the auth controller signed is admitted over client TLS, and
+    // every server answers its JSZ ping when replies come back under the preset's inbox prefix.
+    let creds_secret = host
+        .get(&ObjectRef::parse("Secret/nats-system/cluster-controller-creds").expect("ref"))
+        .await
+        .expect("creds Secret");
+    let creds = creds_secret["data"]["user.creds"]
+        .as_str()
+        .map(|b| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .expect("base64")
+        })
+        .map(|b| String::from_utf8(b).expect("utf8"))
+        .expect("user.creds");
+    let ca_path = dir_for_ca(&ca);
+    let urls: Vec<async_nats::ServerAddr> = (0..3)
+        .map(|i| {
+            host.lifecycle()
+                .address(&cluster, i)
+                .client_url
+                .replace("nats://", "tls://")
+                .parse()
+                .expect("url")
+        })
+        .collect();
+    let answered = |prefix: Option<&'static str>| {
+        let creds = creds.clone();
+        let urls = urls.clone();
+        let ca_path = ca_path.path().join("ca.crt");
+        async move {
+            let mut opts = async_nats::ConnectOptions::with_credentials(&creds)
+                .expect("creds parse")
+                .add_root_certificates(ca_path)
+                .require_tls(true);
+            if let Some(p) = prefix {
+                opts = opts.custom_inbox_prefix(p);
+            }
+            let client = opts.connect(urls).await.expect("the system user connects");
+            let reply = client.new_inbox();
+            let mut inbox = client.subscribe(reply.clone()).await.expect("subscribe");
+            client
+                .publish_with_reply("$SYS.REQ.SERVER.PING.JSZ", reply, "".into())
+                .await
+                .expect("publish");
+            client.flush().await.expect("flush");
+            let mut n = 0;
+            while let Ok(Some(_)) =
+                tokio::time::timeout(Duration::from_secs(2), futures::StreamExt::next(&mut inbox))
+                    .await
+            {
+                n += 1;
+            }
+            n
+        }
+    };
+    assert_eq!(answered(Some("_INBOX.cluster-controller")).await, 3);
+    assert_eq!(
+        answered(None).await,
+        0,
+        "the preset admits replies only under _INBOX.cluster-controller.>"
+    );
+}
+
+/// The CA certificate written to a directory, for a client to trust.
+fn dir_for_ca(ca: &cluster_controller::route_ca::RouteCa) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("ca.crt"), &ca.cert_pem).expect("ca");
+    dir
+}
