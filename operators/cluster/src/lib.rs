@@ -7,8 +7,8 @@
 //! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
-pub mod deletion_guard;
 pub mod controller;
+pub mod deletion_guard;
 pub mod lifecycle;
 pub mod local_layout;
 pub mod objects;
