@@ -848,6 +848,11 @@ async fn reconcile<L: ServerLifecycle>(
     let result = async {
         if cluster.meta().deletion_timestamp.is_some() {
             // The owner references take the objects with it (the deletion guard is §4.6's).
+            ctx.metrics.forget(
+                "NatsCluster",
+                &cluster.namespace().unwrap_or_default(),
+                &cluster.name_any(),
+            );
             return Ok(Action::await_change());
         }
         let outcome = pass(&cluster, &ctx).await?;
@@ -884,35 +889,102 @@ fn pod_owner(pod: Pod) -> Option<ObjectRef<NatsCluster>> {
     Some(ObjectRef::new(instance).within(&pod.namespace()?))
 }
 
+/// Whether `cluster` reads the object `kind` `namespace/name` (its trust roots, a preloaded or
+/// leaf-bound account, a leaf remote's connection), or, for a NatsReferenceGrant, any object in
+/// the grant's namespace: a change to it calls for a pass at once.
+pub fn refers_to(cluster: &NatsCluster, kind: &str, namespace: &str, name: &str) -> bool {
+    let own = cluster.namespace().unwrap_or_default();
+    let spec = &cluster.spec;
+    let auth = spec.auth.as_ref();
+    let mut refs: Vec<(&str, &nats_api::common::ObjectReference)> = vec![];
+    if let Some(a) = auth {
+        refs.push(("NatsOperatorTrust", &a.trust_ref));
+        refs.extend(a.account_trust_refs.iter().map(|r| ("NatsAccountTrust", r)));
+    }
+    for r in &spec.leaf_remotes {
+        refs.push(("NatsConnection", &r.connection_ref));
+        if let Some(a) = &r.local_account_trust_ref {
+            refs.push(("NatsAccountTrust", a));
+        }
+    }
+    refs.iter().any(|(k, r)| {
+        let ns = r.namespace.as_deref().unwrap_or(&own);
+        match kind {
+            "NatsReferenceGrant" => ns == namespace && ns != own,
+            _ => *k == kind && ns == namespace && r.name == name,
+        }
+    })
+}
+
+/// The NatsClusters in `store` that read `obj`.
+fn readers<K: Resource<DynamicType = ()>>(
+    store: &kube::runtime::reflector::Store<NatsCluster>,
+    obj: &K,
+) -> Vec<ObjectRef<NatsCluster>> {
+    let kind = K::kind(&());
+    let ns = obj.meta().namespace.clone().unwrap_or_default();
+    let name = obj.meta().name.clone().unwrap_or_default();
+    store
+        .state()
+        .iter()
+        .filter(|c| refers_to(c, &kind, &ns, &name))
+        .map(|c| ObjectRef::from_obj(&**c))
+        .collect()
+}
+
 /// Runs the NatsCluster controller until it ends (it runs forever).
 pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
+    use nats_api::nats::{NatsAccountTrust, NatsConnection, NatsOperatorTrust, NatsReferenceGrant};
     let client = ctx.client.clone();
     let pods =
         watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
-    Controller::new(
+    let controller = Controller::new(
         Api::<NatsCluster>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<StatefulSet>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(
-        Api::<ConfigMap>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(
-        Api::<Service>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(Api::<Pod>::all(client), pods, pod_owner)
-    .run(reconcile::<L>, error_policy::<L>, ctx)
-    .for_each(|r| async move {
-        if let Err(e) = r {
-            tracing::debug!(error = %e, "controller event");
-        }
-    })
-    .await;
+    );
+    let store = controller.store();
+    let (s1, s2, s3, s4) = (store.clone(), store.clone(), store.clone(), store);
+    controller
+        .owns(
+            Api::<StatefulSet>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<ConfigMap>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<Service>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .watches(Api::<Pod>::all(client.clone()), pods, pod_owner)
+        .watches(
+            Api::<NatsOperatorTrust>::all(client.clone()),
+            watcher::Config::default(),
+            move |o| readers(&s1, &o),
+        )
+        .watches(
+            Api::<NatsAccountTrust>::all(client.clone()),
+            watcher::Config::default(),
+            move |o| readers(&s2, &o),
+        )
+        .watches(
+            Api::<NatsConnection>::all(client.clone()),
+            watcher::Config::default(),
+            move |o| readers(&s3, &o),
+        )
+        .watches(
+            Api::<NatsReferenceGrant>::all(client),
+            watcher::Config::default(),
+            move |o| readers(&s4, &o),
+        )
+        .run(reconcile::<L>, error_policy::<L>, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
 }
 
 #[cfg(test)]
@@ -937,6 +1009,34 @@ mod tests {
         assert_eq!(r.namespace.as_deref(), Some("nats"));
         p.metadata.labels = Some([(labels::INSTANCE.to_string(), "demo".to_string())].into());
         assert!(pod_owner(p).is_none(), "not a NATS pod");
+    }
+
+    #[test]
+    fn a_natscluster_reads_its_trusts_connections_and_grants_into_their_namespaces() {
+        let c: NatsCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+            "kind": "NatsCluster",
+            "metadata": {"name": "edge", "namespace": "edge"},
+            "spec": {
+                "version": "2.15.0", "replicas": 1,
+                "auth": {"trustRef": {"name": "t"}, "accountTrustRefs": [{"name": "a", "namespace": "shared"}]},
+                "leafRemotes": [{"connectionRef": {"name": "hub", "namespace": "hubs"}, "localAccountTrustRef": {"name": "b"}}],
+            },
+        }))
+        .expect("a NatsCluster");
+        assert!(refers_to(&c, "NatsOperatorTrust", "edge", "t"));
+        assert!(!refers_to(&c, "NatsOperatorTrust", "other", "t"));
+        assert!(refers_to(&c, "NatsAccountTrust", "shared", "a"));
+        assert!(refers_to(&c, "NatsAccountTrust", "edge", "b"));
+        assert!(!refers_to(&c, "NatsAccountTrust", "edge", "a"));
+        assert!(refers_to(&c, "NatsConnection", "hubs", "hub"));
+        assert!(!refers_to(&c, "NatsConnection", "edge", "hub"));
+        assert!(refers_to(&c, "NatsReferenceGrant", "hubs", "any"));
+        assert!(refers_to(&c, "NatsReferenceGrant", "shared", "any"));
+        assert!(
+            !refers_to(&c, "NatsReferenceGrant", "edge", "any"),
+            "no grant is needed in its own namespace"
+        );
     }
 
     #[test]
