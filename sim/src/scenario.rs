@@ -269,6 +269,13 @@ pub enum Action {
         #[serde(with = "crate::duration", default = "default_cluster_wait")]
         timeout: Duration,
     },
+    /// Waits until the cluster controller has restarted server `server` (lame duck, then
+    /// started under a new revision) since the scenario began: a step that follows a rollout.
+    WaitServerRestarted {
+        server: String,
+        #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
 }
 
 fn default_cluster_wait() -> Duration {
@@ -289,6 +296,7 @@ impl Action {
                 | Action::WaitCondition { .. }
                 | Action::RestartController { .. }
                 | Action::ApplyNatsCluster { .. }
+                | Action::WaitServerRestarted { .. }
         )
     }
 
@@ -316,6 +324,9 @@ impl Action {
             } => format!("wait for {object} condition {condition}"),
             Action::RestartController { controller } => format!("restart controller {controller}"),
             Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
+            Action::WaitServerRestarted { server, .. } => {
+                format!("wait until the controller restarted {server}")
+            }
         }
     }
 }
@@ -1242,6 +1253,29 @@ async fn run_step(
             }
             let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
             return Ok(Some(names.join(", ")));
+        }
+        Action::WaitServerRestarted { server, timeout } => {
+            use cluster_controller::lifecycle::local::LocalEvent;
+            let host = ctx.host()?.clone();
+            crate::wait::poll(
+                &format!("the controller restarting {server}"),
+                *timeout,
+                || async {
+                    let done = host
+                        .lifecycle()
+                        .events()
+                        .iter()
+                        .any(|e| e.server == *server && e.event == LocalEvent::Restarted);
+                    if done {
+                        Ok(Some(()))
+                    } else {
+                        Err(format!("{server} not restarted yet"))
+                    }
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            return Ok(Some(server.clone()));
         }
         Action::Annotate { object, annotation } => {
             let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;

@@ -72,3 +72,19 @@ async fn scenario_rolling_restart() {
         r.summary()
     );
 }
+
+/// Issue #6's rollout faults: a not-yet-updated server killed and the controller restarted
+/// mid-rollout; every server is rolled exactly once and the killed one also came back once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_rollout_faults() {
+    let r = run("rollout-faults").await;
+    assert!(r.passed, "{}", r.summary());
+    let mut order = r.server_restart_order.clone();
+    order.sort();
+    assert_eq!(order, vec!["demo-0", "demo-1", "demo-2"], "{}", r.summary());
+    assert_eq!(r.controller_restarts.get("cluster"), Some(&1));
+    // demo-0: started again after the kill, then rolled.
+    assert_eq!(r.server_restarts.get("demo-0"), Some(&2), "{}", r.summary());
+    assert_eq!(r.server_restarts.get("demo-1"), Some(&1), "{}", r.summary());
+    assert_eq!(r.server_restarts.get("demo-2"), Some(&1), "{}", r.summary());
+}
