@@ -360,10 +360,7 @@ pub type Reserved = ((String, String), Vec<(String, String)>);
 /// Reserves the ports of every NatsCluster in the manifest at `path` and returns the variables
 /// other manifests name them by: `<name>.client`, `<name>.gateway`, `<name>.leafnodes` (server
 /// 0's URL) and `<name>.clients` (every server's client URL, as a YAML list).
-pub fn reserve(
-    host: &Host,
-    path: &Path,
-) -> Result<Vec<Reserved>, HostError> {
+pub fn reserve(host: &Host, path: &Path) -> Result<Vec<Reserved>, HostError> {
     let text = std::fs::read_to_string(path).map_err(|source| HostError::ReadManifest {
         path: path.to_path_buf(),
         source,
