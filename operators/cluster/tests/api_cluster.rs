@@ -611,6 +611,19 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         message.contains("demo-1-0") || message.contains("demo-1"),
         "{message}"
     );
+    let gate = c
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.gate.clone())
+        .expect("status.rollout.gate while the step waits");
+    assert!(
+        gate.waiting_for
+            .as_deref()
+            .is_some_and(|w| w.contains("demo-1")),
+        "{gate:?}"
+    );
+    assert!(gate.since.is_some());
     for (i, rev) in before.iter().enumerate() {
         assert_eq!(
             &revision_of(&sts_api.get(&format!("demo-{i}")).await.expect("sts")),

@@ -729,10 +729,30 @@ async fn apply_servers<L: ServerLifecycle>(
             updated,
             current,
             pending,
-            gate: None,
+            gate: match &step {
+                NextStep::Wait(why) => Some(gate_status(cluster, why)),
+                _ => None,
+            },
         }),
         observed,
     }))
+}
+
+/// status.rollout.gate while a step waits: what for, and since when (kept while the wait is
+/// for the same thing).
+fn gate_status(cluster: &NatsCluster, waiting_for: &str) -> nats_api::cluster::RolloutGate {
+    let since = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.gate.as_ref())
+        .filter(|g| g.waiting_for.as_deref() == Some(waiting_for))
+        .and_then(|g| g.since.clone())
+        .unwrap_or_else(conditions::now);
+    nats_api::cluster::RolloutGate {
+        waiting_for: Some(waiting_for.to_string()),
+        since: Some(since),
+    }
 }
 
 /// Writes the outcome as status and returns when to look again.
@@ -1037,6 +1057,33 @@ mod tests {
             !refers_to(&c, "NatsReferenceGrant", "edge", "any"),
             "no grant is needed in its own namespace"
         );
+    }
+
+    #[test]
+    fn the_gate_keeps_its_since_while_it_waits_for_the_same_thing() {
+        let mut c = NatsCluster::new(
+            "demo",
+            serde_json::from_value(serde_json::json!({"version": "2.15.0", "replicas": 3}))
+                .expect("spec"),
+        );
+        let first = gate_status(&c, "demo-2 to be Ready");
+        let mut status = NatsClusterStatus::default();
+        let earlier = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_000).expect("a time"),
+        );
+        status.rollout = Some(RolloutStatus {
+            gate: Some(nats_api::cluster::RolloutGate {
+                since: Some(earlier.clone()),
+                ..first
+            }),
+            ..Default::default()
+        });
+        c.status = Some(status);
+        assert_eq!(
+            gate_status(&c, "demo-2 to be Ready").since,
+            Some(earlier.clone())
+        );
+        assert_ne!(gate_status(&c, "demo-1 to be Ready").since, Some(earlier));
     }
 
     #[test]
