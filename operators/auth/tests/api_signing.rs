@@ -192,3 +192,85 @@ async fn jwt_ttl_resigns_at_half_stepdown_reaches_the_system_account_and_deletio
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_an_account_signing_key_resigns_its_users_before_the_retiring_key_goes() {
+    let rig = Rig::start(&[NS]).await;
+    rig.apply_story("02-auth-plane", "01-trust-roots.yaml", &[])
+        .await;
+    wait_ready(&rig.api::<NatsOperator>(NS), "demo", "True", "Signed").await;
+    let s1 = NKey::generate(KeyKind::Account);
+    let s2 = NKey::generate(KeyKind::Account);
+    rig.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "rot-keys", "namespace": NS},
+        "stringData": {"s1": s1.seed().expose(), "s2": s2.seed().expose()},
+    }))
+    .await;
+    let account = |signing: serde_json::Value| {
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+            "metadata": {"name": "rot", "namespace": NS},
+            "spec": {"operatorRef": {"name": "demo"}, "keys": {"signing": signing}},
+        })
+    };
+    let key = |name: &str, retiring: bool| {
+        json!({"name": name, "retiring": retiring,
+               "secretKeyRef": {"name": "rot-keys", "key": name}})
+    };
+    rig.apply(account(json!([key("s1", false)]))).await;
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+        "metadata": {"name": "rot-app", "namespace": NS},
+        "spec": {"accountRef": {"kind": "NatsAccount", "name": "rot"},
+                 "credentials": {"secretKeyRef": {"name": "rot-app-creds"}}},
+    }))
+    .await;
+    let users = rig.api::<nats_api::auth::NatsUser>(NS);
+    wait_ready(&users, "rot-app", "True", "Signed").await;
+    let issuer = async || {
+        let s = rig.secret(NS, "rot-app-creds").await?;
+        let text = String::from_utf8_lossy(&s.data?["user.creds"].0).into_owned();
+        let c = nats_claims::Creds::parse(&text).ok()?;
+        Some(decode::<nats_claims::User>(&c.jwt).ok()?.issuer)
+    };
+    assert_eq!(issuer().await, Some(s1.public_key()));
+
+    // s2 added, s1 retiring: the user is re-signed by s2; both stay listed meanwhile.
+    rig.apply(account(json!([key("s1", true), key("s2", false)])))
+        .await;
+    sim::wait::poll(
+        "rot-app re-signed by s2",
+        Duration::from_secs(30),
+        || async {
+            match issuer().await {
+                Some(i) if i == s2.public_key() => Ok(Some(())),
+                other => Err(format!("issuer {other:?}")),
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let accounts = rig.api::<NatsAccount>(NS);
+    let both = wait_for(&accounts, "rot", "no retiring key in use", |o| {
+        apirig::is(o, "Ready", "True", "Signed")
+            && apirig::condition(o, "RetiringKeysInUse").is_none()
+            && decode::<Account>(str_at(o, "/status/jwt")).is_ok_and(|a| {
+                a.nats.signing_keys.contains(&s1.public_key())
+                    && a.nats.signing_keys.contains(&s2.public_key())
+            })
+    })
+    .await;
+    assert_eq!(str_at(&both, "/status/publicKey").len(), 56);
+
+    // s1 removed: the account JWT lists s2 alone.
+    rig.apply(account(json!([key("s2", false)]))).await;
+    wait_for(&accounts, "rot", "s1 gone from the JWT", |o| {
+        decode::<Account>(str_at(o, "/status/jwt")).is_ok_and(|a| {
+            !a.nats.signing_keys.contains(&s1.public_key())
+                && a.nats.signing_keys.contains(&s2.public_key())
+        })
+    })
+    .await;
+    wait_ready(&users, "rot-app", "True", "Signed").await;
+}

@@ -82,7 +82,15 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
            -> Result<Action, Error> {
         let status = NatsAccountStatus {
             observed_generation: generation,
-            conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+            conditions: merge_conditions(
+                &prev_conds,
+                generation,
+                &conds,
+                &[
+                    condition::SIGNING_KEY_UNTRUSTED,
+                    condition::RETIRING_KEYS_IN_USE,
+                ],
+            ),
             ..status
         };
         write_status(&ctx, &*acct, &status).await?;
@@ -588,7 +596,37 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     .await;
     let current = d.as_ref().is_some_and(distribution::all_current);
     status.distribution = d;
+    if cond.reason == reason::UNTRUSTED_SIGNER {
+        conds.push(Cond::new(
+            condition::SIGNING_KEY_UNTRUSTED,
+            true,
+            reason::UNTRUSTED_SIGNER,
+            cond.message.clone(),
+        ));
+    }
     conds.push(cond);
+    // A retiring signing key is removed only once nothing live is signed by it.
+    let retiring: Vec<String> = keys
+        .signing
+        .iter()
+        .filter(|k| k.retiring)
+        .map(|k| k.key.public_key())
+        .collect();
+    if !retiring.is_empty() {
+        let issuers = super::user::user_issuers(&ctx, &users).await?;
+        let in_use = crate::gates::retiring_in_use(&retiring, issuers.iter().map(String::as_str));
+        if !in_use.is_empty() {
+            conds.push(Cond::new(
+                condition::RETIRING_KEYS_IN_USE,
+                true,
+                condition::RETIRING_KEYS_IN_USE,
+                format!(
+                    "retiring signing key(s) {} still sign live users; they are being re-signed",
+                    in_use.join(", ")
+                ),
+            ));
+        }
+    }
     let unrecovered_now = unrecovered.as_ref().is_some_and(|c| c.status);
     conds.extend(unrecovered);
 

@@ -379,6 +379,33 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         ),
     ];
     let mut conds = conds;
+    // A retiring operator signing key is removed only once no account JWT is signed by it.
+    let retiring: Vec<String> = keys
+        .signing
+        .iter()
+        .filter(|k| k.retiring)
+        .map(|k| k.key.public_key())
+        .collect();
+    let issuers: Vec<String> = accounts
+        .iter()
+        .filter_map(|a| a.status.as_ref()?.jwt.clone())
+        .chain(status.system_account.as_ref().and_then(|s| s.jwt.clone()))
+        .filter_map(|j| nats_claims::decode_unverified::<Account>(&j).ok())
+        .map(|c| c.issuer)
+        .collect();
+    let in_use = crate::gates::retiring_in_use(&retiring, issuers.iter().map(String::as_str));
+    if !in_use.is_empty() {
+        wait = wait.min(super::WAIT_RETRY);
+        conds.push(Cond::new(
+            condition::RETIRING_KEYS_IN_USE,
+            true,
+            condition::RETIRING_KEYS_IN_USE,
+            format!(
+                "retiring signing key(s) {} still sign account JWTs; they are being re-signed",
+                in_use.join(", ")
+            ),
+        ));
+    }
     if let Some(c) = recovery_cond {
         if c.status {
             wait = wait.min(super::WAIT_RETRY);
@@ -387,7 +414,12 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
     }
     let status = NatsOperatorStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+        conditions: merge_conditions(
+            &prev_conds,
+            generation,
+            &conds,
+            &[condition::RETIRING_KEYS_IN_USE],
+        ),
         ..status
     };
     write_status(&ctx, &*op, &status).await?;

@@ -41,7 +41,12 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
            -> Result<Action, Error> {
         let status = NatsSystemAccountStatus {
             observed_generation: generation,
-            conditions: merge_conditions(&prev_conds, generation, &conds, &[]),
+            conditions: merge_conditions(
+                &prev_conds,
+                generation,
+                &conds,
+                &[condition::SIGNING_KEY_UNTRUSTED],
+            ),
             ..status
         };
         write_status(&ctx, &*sys, &status).await?;
@@ -204,6 +209,14 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         )
         .await;
         status.distribution = d;
+        if cond.reason == reason::UNTRUSTED_SIGNER {
+            conds.push(Cond::new(
+                condition::SIGNING_KEY_UNTRUSTED,
+                true,
+                reason::UNTRUSTED_SIGNER,
+                cond.message.clone(),
+            ));
+        }
         conds.push(cond);
     }
     let wait = if conds.iter().all(|c| c.status) {

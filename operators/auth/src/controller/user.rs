@@ -71,6 +71,33 @@ pub(crate) async fn users_of(
         .collect())
 }
 
+/// The signing keys that issued the live JWTs of `users`: status.jwt, else the creds Secret.
+pub(crate) async fn user_issuers(ctx: &Context, users: &[NatsUser]) -> Result<Vec<String>, Error> {
+    let mut out = Vec::new();
+    for u in users {
+        let ns = u.namespace().unwrap_or_default();
+        let jwt = match (
+            u.status.as_ref().and_then(|s| s.jwt.clone()),
+            &u.spec.credentials,
+        ) {
+            (Some(j), _) => Some(j),
+            (None, Some(c)) => Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+                .get_opt(&c.secret_key_ref.name)
+                .await
+                .map_err(kube_err(format!("Secret {ns}/{}", c.secret_key_ref.name)))?
+                .and_then(|s| s.data)
+                .and_then(|d| d.get(c.key()).map(|b| b.0.clone()))
+                .and_then(|b| Creds::parse(&String::from_utf8_lossy(&b)).ok())
+                .map(|c| c.jwt),
+            (None, None) => None,
+        };
+        if let Some(c) = jwt.and_then(|j| nats_claims::decode_unverified::<User>(&j).ok()) {
+            out.push(c.issuer);
+        }
+    }
+    Ok(out)
+}
+
 fn kind_name(k: AccountKind) -> &'static str {
     match k {
         AccountKind::NatsAccount => "NatsAccount",
