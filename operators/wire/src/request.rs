@@ -205,21 +205,34 @@ impl Wire {
             server: None,
             reason,
         };
-        let inbox = self.client.new_inbox();
-        let mut sub = self
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|e| send_err(e.to_string()))?;
-        self.client
-            .publish_with_reply(subject.to_string(), inbox, payload)
-            .await
-            .map_err(|e| send_err(e.to_string()))?;
-        self.client
-            .flush()
-            .await
-            .map_err(|e| send_err(e.to_string()))?;
         let until = tokio::time::Instant::now() + collect.deadline;
+        let timed_out = || WireError::Timeout {
+            request: subject.to_string(),
+            server: None,
+            after: collect.deadline,
+        };
+        // A dropped connection makes flush wait for a reconnect that may never come; the
+        // request's own deadline bounds sending as well as collecting.
+        let inbox = self.client.new_inbox();
+        let send = async {
+            let sub = self
+                .client
+                .subscribe(inbox.clone())
+                .await
+                .map_err(|e| send_err(e.to_string()))?;
+            self.client
+                .publish_with_reply(subject.to_string(), inbox, payload)
+                .await
+                .map_err(|e| send_err(e.to_string()))?;
+            self.client
+                .flush()
+                .await
+                .map_err(|e| send_err(e.to_string()))?;
+            Ok::<_, WireError>(sub)
+        };
+        let mut sub = tokio::time::timeout_at(until, send)
+            .await
+            .map_err(|_| timed_out())??;
         let mut bodies = Vec::new();
         let mut no_responders = false;
         loop {

@@ -534,3 +534,25 @@ async fn evacuate_moves_a_stream_off_the_server_and_remove_drops_the_peer() {
         }
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_over_a_dropped_connection_ends_at_its_deadline() {
+    let mut topo = cluster().await;
+    let wire = sys_wire(&topo).await;
+    roster(&wire, N).await;
+    for name in topo.server_names() {
+        topo.server_mut(&name).unwrap().kill9().unwrap();
+    }
+    // Without the deadline bounding the send, flush waits for a reconnect that never comes;
+    // the outer guard only turns such a hang into a failure instead of a stuck test.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        wire.ping_statsz(&ServerFilter::all(), Collect::until(Duration::from_secs(1))),
+    )
+    .await
+    .expect("the ping returns instead of waiting for a reconnect");
+    match answer {
+        Err(WireError::Timeout { .. }) | Err(WireError::Send { .. }) => {}
+        other => panic!("a ping with every server gone answered {other:?}"),
+    }
+}
