@@ -1,0 +1,116 @@
+//! The reconciler on the sim's local lifecycle, against a real kube-apiserver and real
+//! nats-server processes (story 01, "a change that restarts"): the quickstart settles, a memory
+//! raise restarts the servers one at a time, highest ordinal first, each only once every server
+//! is up again, and the NATS cluster settles on the new revision.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
+use sim::controlled::read_cluster;
+use sim::host::{Host, ObjectRef};
+
+const WAIT: Duration = Duration::from_secs(180);
+
+fn story(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/stories")
+        .join(path)
+}
+
+async fn settled(host: &Host, demo: &ObjectRef) -> serde_json::Value {
+    match host.wait_condition(demo, "Settled", WAIT).await {
+        Ok(v) => v,
+        Err(e) => {
+            let now = host.get(demo).await.unwrap_or_default();
+            panic!("{e}\nstatus: {}", now["status"]);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first() {
+    let host = Host::start(&["nats"], &["cluster"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    host.apply_manifest(
+        &story("01-quickstart/01-natscluster.yaml"),
+        &BTreeMap::new(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
+    let at_rest = settled(&host, &demo).await;
+    assert_eq!(
+        at_rest["status"]["readyReplicas"], 3,
+        "{}",
+        at_rest["status"]
+    );
+    let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
+    let before: Vec<ObservedServer> = host.lifecycle().observe(&cluster).await.expect("observe");
+    let old: Vec<Option<String>> = before.iter().map(|o| o.revision.clone()).collect();
+    assert!(old.iter().all(Option::is_some), "{before:?}");
+
+    host.apply_manifest(
+        &story("01-quickstart/02-natscluster-demo-8gi.yaml"),
+        &BTreeMap::new(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // Watch the servers as the rollout goes: the order each reaches a new revision, and that
+    // no two are ever down or restarting together.
+    let mut order: Vec<String> = vec![];
+    let mut worst_down = 0usize;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen = host.lifecycle().observe(&cluster).await.expect("observe");
+        let down = seen.iter().filter(|o| !o.ready).count();
+        worst_down = worst_down.max(down);
+        for o in &seen {
+            if o.revision != old[o.ordinal as usize] && !order.contains(&o.server_name) {
+                order.push(o.server_name.clone());
+            }
+        }
+        if order.len() == 3 && down == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout within {WAIT:?}: updated {order:?}, now {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(order, vec!["demo-2", "demo-1", "demo-0"], "highest first");
+    assert!(worst_down <= 1, "{worst_down} servers down at once");
+
+    let done = settled(&host, &demo).await;
+    let st = &done["status"];
+    assert_eq!(st["readyReplicas"], 3, "{st}");
+    assert_eq!(st["config"]["appliedBy"], "Restart", "{st}");
+    assert_eq!(
+        st["rollout"]["updated"],
+        serde_json::json!(["demo-0", "demo-1", "demo-2"]),
+        "{st}"
+    );
+    assert_eq!(st["jetstream"]["limits"]["maxMemoryStore"], "6Gi", "{st}");
+    let up_to_date = host
+        .wait_condition(&demo, "Progressing=False", Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        sim::host::condition_of(&up_to_date, "Progressing")
+            .is_some_and(|(_, r, _)| r == "UpToDate"),
+        "{}",
+        up_to_date["status"]
+    );
+    let after = host.lifecycle().observe(&cluster).await.expect("observe");
+    for (b, a) in before.iter().zip(&after) {
+        assert!(
+            a.restarts > b.restarts,
+            "{} restarted: {b:?} -> {a:?}",
+            a.server_name
+        );
+    }
+}
