@@ -151,6 +151,8 @@ pub struct Host {
     // Field order is drop order: the controllers stop first, then the servers they started,
     // then the apiserver, then the directory.
     running: Mutex<BTreeMap<String, Running>>,
+    /// Starts exited servers again, as a kubelet would.
+    supervisor: JoinHandle<()>,
     lifecycle: LocalLifecycle,
     api: ApiServer,
     dir: tempfile::TempDir,
@@ -171,6 +173,7 @@ impl Drop for Host {
         for (_, r) in running {
             r.task.abort();
         }
+        self.supervisor.abort();
         // An aborted task drops its share of the lifecycle only when the runtime next polls it;
         // the processes must not wait for that.
         self.lifecycle.kill_all();
@@ -271,6 +274,7 @@ impl Host {
         );
         let host = Host {
             running: Mutex::new(BTreeMap::new()),
+            supervisor: lifecycle.supervise(),
             lifecycle,
             api,
             dir,

@@ -228,7 +228,8 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
     let ordinals: Vec<u32> = observed.iter().map(|o| o.ordinal).collect();
     assert_eq!(ordinals, vec![0, 2]);
 
-    // A server killed behind the port's back comes back at the next look, counted.
+    // A server killed behind the port's back comes back at the next look, counted; the
+    // supervisor brings it back without anyone looking (checked after this one).
     let p0 = lc.pid(&ns, &name, 0).expect("pid");
     std::process::Command::new("kill")
         .args(["-9", &p0.to_string()])
@@ -243,6 +244,22 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         assert!(tokio::time::Instant::now() < deadline, "not revived: {o:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    let supervisor = lc.supervise();
+    let p2 = lc.pid(&ns, &name, 2).expect("pid");
+    std::process::Command::new("kill")
+        .args(["-9", &p2.to_string()])
+        .status()
+        .expect("kill");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while lc.pid(&ns, &name, 2).is_none_or(|p| p == p2) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the supervisor did not revive demo-2"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    supervisor.abort();
 
     // The log holds every start, the lame duck and restart of demo-2, the delete and the revival.
     use cluster_controller::lifecycle::local::LocalEvent;
@@ -262,6 +279,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
             e("demo-2", LocalEvent::Restarted),
             e("demo-1", LocalEvent::Deleted),
             e("demo-0", LocalEvent::Revived),
+            e("demo-2", LocalEvent::Revived),
         ]
     );
 

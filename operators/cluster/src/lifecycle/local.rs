@@ -36,6 +36,8 @@ pub const EXIT_DEADLINE: Duration = Duration::from_secs(150);
 /// How long a started process may take before its monitoring port answers at all.
 pub const START_DEADLINE: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(50);
+/// How often the supervisor looks for processes that exited on their own.
+pub const SUPERVISE_EVERY: Duration = Duration::from_millis(500);
 const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The config file name inside a server's directory.
@@ -95,6 +97,9 @@ struct Local {
     /// The revision last applied; the process comes back under it if it dies.
     revision: String,
     binary: PathBuf,
+    /// Where it runs and what answers for it, for a revival without the cluster at hand.
+    dir: PathBuf,
+    monitor: u16,
 }
 
 /// One server: its process behind a lock held for a whole start or restart, and what an
@@ -239,6 +244,37 @@ impl LocalLifecycle {
         Some(server.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
     }
 
+    /// Starts again every server whose process exited on its own, as a kubelet restarts a
+    /// container whatever the controller is doing; servers in the middle of an operation are
+    /// left to it. The sim runs this every [`SUPERVISE_EVERY`] (see [`LocalLifecycle::supervise`]).
+    pub async fn revive_exited(&self) {
+        let entries: Vec<Arc<Entry>> = self.state(|m| {
+            m.values()
+                .flat_map(|s| s.servers.values().cloned())
+                .collect()
+        });
+        for e in entries {
+            if let Ok(mut guard) = e.local.try_lock() {
+                let local = &mut *guard;
+                let (dir, monitor) = (local.dir.clone(), local.monitor);
+                if let Err(err) = e.revive(local, &dir, monitor).await {
+                    tracing::warn!(error = %err, "a server that exited did not start again");
+                }
+            }
+        }
+    }
+
+    /// Runs [`Self::revive_exited`] every [`SUPERVISE_EVERY`] until the returned task is aborted.
+    pub fn supervise(&self) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SUPERVISE_EVERY).await;
+                me.revive_exited().await;
+            }
+        })
+    }
+
     /// Kills every process at once (SIGKILL), without lame duck: for a host going away while
     /// a controller task may still hold this lifecycle. A server in the middle of a restart is
     /// left to its own drop.
@@ -289,6 +325,8 @@ impl LocalLifecycle {
                             running: None,
                             revision: revision.to_string(),
                             binary: binary.to_path_buf(),
+                            dir: PathBuf::new(),
+                            monitor: 0,
                         }),
                         restarts: AtomicU32::new(0),
                         pid: AtomicU32::new(0),
@@ -563,6 +601,8 @@ impl ServerLifecycle for LocalLifecycle {
         write_server_files(&dir, server)?;
         local.revision = server.revision.clone();
         local.binary = binary.clone();
+        local.dir = dir.clone();
+        local.monitor = monitor;
         local.pid_file = server.plan.pid_file.clone();
         if current {
             return Ok(Applied::default());
