@@ -69,7 +69,11 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first() {
         let down = seen.iter().filter(|o| !o.ready).count();
         worst_down = worst_down.max(down);
         for o in &seen {
-            if o.revision != old[o.ordinal as usize] && !order.contains(&o.server_name) {
+            // A server mid-restart reports no revision; only a new one counts.
+            if o.revision.is_some()
+                && o.revision != old[o.ordinal as usize]
+                && !order.contains(&o.server_name)
+            {
                 order.push(o.server_name.clone());
             }
         }

@@ -620,16 +620,19 @@ async fn apply_servers<L: ServerLifecycle>(
     let mut changed = vec![];
     for d in &desired {
         let o = seen(d.ordinal);
-        let runs_other =
-            o.is_some_and(|o| o.present && o.revision.as_ref().is_some_and(|r| *r != d.revision));
-        if runs_other {
-            changed.push(d.ordinal);
-            continue;
+        match o {
+            // Running another revision: the rollout decides when.
+            Some(o) if o.present && o.revision.as_ref().is_some_and(|r| *r != d.revision) => {
+                changed.push(d.ordinal);
+                continue;
+            }
+            // Present but its revision unknown (no pod yet, a restart under way): in flux, so
+            // nothing is written over it; it is not Ready, which holds every step meanwhile.
+            Some(o) if o.present && o.revision.is_none() => continue,
+            Some(o) if o.present => {}
+            _ => creating.push(d.plan.server_name.clone()),
         }
-        if !o.is_some_and(|o| o.present) {
-            creating.push(d.plan.server_name.clone());
-        }
-        // Absent: created; present on its revision (or with no pod yet): kept as rendered.
+        // Absent: created; present on its revision: kept as rendered.
         match ctx.lifecycle.apply_server(cluster, d).await {
             Ok(a) => foreign.extend(a.foreign),
             Err(e) => return Ok(Err(e)),
