@@ -210,8 +210,13 @@ pub fn activations(
         for i in &e.importers {
             let importer = match (&i.public_key, &i.name) {
                 (Some(k), _) => k.clone(),
+                // `<kind>/<namespace>/<name>`, as status.activations lists an importer object.
                 (None, Some(n)) => format!(
-                    "{}/{n}",
+                    "{}/{}/{n}",
+                    match i.kind {
+                        Some(nats_api::auth::AccountKind::NatsSystemAccount) => "NatsSystemAccount",
+                        _ => "NatsAccount",
+                    },
                     i.namespace.as_deref().unwrap_or(exporter_namespace)
                 ),
                 (None, None) => continue,
@@ -477,9 +482,9 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("quote", "team-b/billing", true),
+                ("quote", "NatsAccount/team-b/billing", true),
                 ("quote", partner.as_str(), true),
-                ("quote", "team-a/later", false),
+                ("quote", "NatsAccount/team-a/later", false),
             ]
         );
         let c: ActivationClaims = nats_claims::decode(got[0].token.as_ref().unwrap()).unwrap();

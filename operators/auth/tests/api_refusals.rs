@@ -160,3 +160,52 @@ async fn public_key_in_use_refuses_the_younger_account_the_system_key_and_a_dupl
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_account_in_another_namespace_needs_a_grant() {
+    let rig = Rig::start(&[NS, "ops"]).await;
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsSystemAccount",
+        "metadata": {"name": "system", "namespace": NS},
+        "spec": {"operatorRef": {"name": "demo", "namespace": "ops"}},
+    }))
+    .await;
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsOperator",
+        "metadata": {"name": "demo", "namespace": "ops"},
+        "spec": {"systemAccountRef": {"name": "system", "namespace": NS}},
+    }))
+    .await;
+    let ops = rig.api::<NatsOperator>("ops");
+    let refused = wait_ready(&ops, "demo", "False", "ReferenceNotPermitted").await;
+    assert!(message(&refused, "Ready").contains(NS));
+    wait_ready(
+        &rig.api::<NatsSystemAccount>(NS),
+        "system",
+        "False",
+        "ReferenceNotPermitted",
+    )
+    .await;
+    for (ns, from_ns, from_kind, to_kind, to_name) in [
+        (NS, "ops", "NatsOperator", "NatsSystemAccount", "system"),
+        ("ops", NS, "NatsSystemAccount", "NatsOperator", "demo"),
+    ] {
+        rig.apply(json!({
+            "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsReferenceGrant",
+            "metadata": {"name": "system-link", "namespace": ns},
+            "spec": {
+                "from": [{"group": "auth.nats.mikluko.io", "kind": from_kind, "namespace": from_ns}],
+                "to": [{"group": "auth.nats.mikluko.io", "kind": to_kind, "name": to_name}],
+            },
+        }))
+        .await;
+    }
+    wait_ready(&ops, "demo", "True", "Signed").await;
+    wait_ready(
+        &rig.api::<NatsSystemAccount>(NS),
+        "system",
+        "True",
+        "Signed",
+    )
+    .await;
+}

@@ -108,7 +108,7 @@ async fn an_importer_reaches_a_private_service_export_through_its_activation() {
             activations[0].export.as_str(),
             activations[0].importer.as_str()
         ),
-        ("execute", "team-core/core")
+        ("execute", "NatsAccount/team-core/core")
     );
     let token = activations[0].token.clone().unwrap();
     assert!(execute.importers.len() == 1);

@@ -832,7 +832,7 @@ mod tests {
     fn tok(export: &str, key: Option<&str>, token: Option<&str>) -> ActivationToken {
         ActivationToken {
             export: export.into(),
-            importer: "team-core/core".into(),
+            importer: "NatsAccount/team-core/core".into(),
             public_key: key.map(str::to_string),
             token: token.map(str::to_string),
         }

@@ -155,6 +155,44 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         )
         .await;
     };
+    // Across namespaces only through a NatsReferenceGrant in the system account's (§7).
+    let from = controller_kit::grants::From {
+        group: nats_api::auth::GROUP,
+        kind: "NatsOperator",
+        namespace: &ns,
+    };
+    let to = controller_kit::grants::To {
+        group: nats_api::auth::GROUP,
+        kind: "NatsSystemAccount",
+        namespace: &sys_ns,
+        name: &sys_name,
+    };
+    if !controller_kit::grants::admitted(&ctx.client, from, to)
+        .await
+        .map_err(kube_err(format!("NatsReferenceGrant list {sys_ns}")))?
+    {
+        let message = format!(
+            "systemAccountRef {sys_ns}/{sys_name} is not admitted by any NatsReferenceGrant in {sys_ns}"
+        );
+        return refuse(
+            status,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::REFERENCE_NOT_PERMITTED,
+                    message.clone(),
+                ),
+                Cond::new(
+                    condition::REFERENCES_RESOLVED,
+                    false,
+                    reason::REFERENCE_NOT_PERMITTED,
+                    message,
+                ),
+            ],
+        )
+        .await;
+    }
     let sys_status = sys.status.clone().unwrap_or_default();
     let sys_keys = match keys::resolve(
         &ctx,

@@ -23,6 +23,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::controller_for::<NatsSystemAccount>(&ctx);
     let c = super::wake_all_on::<NatsSystemAccount, NatsOperator>(c, &ctx);
     let c = super::wake_all_on::<NatsSystemAccount, nats_api::auth::NatsUser>(c, &ctx);
+    let c = super::wake_all_on::<NatsSystemAccount, nats_api::nats::NatsReferenceGrant>(c, &ctx);
     super::drive(c, ctx, |obj, ctx| {
         Box::pin(super::instrumented(obj, ctx, reconcile))
     })
@@ -119,6 +120,45 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         )
         .await;
     };
+    // Across namespaces only through a NatsReferenceGrant in the NatsOperator's (§7).
+    let from = controller_kit::grants::From {
+        group: nats_api::auth::GROUP,
+        kind: "NatsSystemAccount",
+        namespace: &ns,
+    };
+    let to = controller_kit::grants::To {
+        group: nats_api::auth::GROUP,
+        kind: "NatsOperator",
+        namespace: &op_ns,
+        name: &op_name,
+    };
+    if !controller_kit::grants::admitted(&ctx.client, from, to)
+        .await
+        .map_err(kube_err(format!("NatsReferenceGrant list {op_ns}")))?
+    {
+        let message = format!(
+            "operatorRef {op_ns}/{op_name} is not admitted by any NatsReferenceGrant in {op_ns}"
+        );
+        return finish(
+            status,
+            vec![
+                Cond::new(
+                    condition::READY,
+                    false,
+                    reason::REFERENCE_NOT_PERMITTED,
+                    message.clone(),
+                ),
+                Cond::new(
+                    condition::REFERENCES_RESOLVED,
+                    false,
+                    reason::REFERENCE_NOT_PERMITTED,
+                    message,
+                ),
+            ],
+            false,
+        )
+        .await;
+    }
     let resolved = Cond::new(
         condition::REFERENCES_RESOLVED,
         true,
