@@ -680,6 +680,11 @@ async fn deleting(
         }
     }
     remove_finalizer(ctx, acct).await?;
+    ctx.metrics.forget(
+        "NatsAccount",
+        &acct.namespace().unwrap_or_default(),
+        &acct.name_any(),
+    );
     Ok(Action::await_change())
 }
 

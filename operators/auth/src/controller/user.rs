@@ -634,6 +634,11 @@ async fn deleting(
         }
     }
     remove_finalizer(ctx, u).await?;
+    ctx.metrics.forget(
+        "NatsUser",
+        &u.namespace().unwrap_or_default(),
+        &u.name_any(),
+    );
     Ok(Action::await_change())
 }
 
