@@ -615,22 +615,17 @@ async fn apply_servers<L: ServerLifecycle>(
         Ok(o) => o,
         Err(e) => return Ok(Err(e)),
     };
-    let seen = |i: u32| before.iter().find(|o| o.ordinal == i);
     let mut creating = vec![];
     let mut changed = vec![];
     for d in &desired {
-        let o = seen(d.ordinal);
-        match o {
-            // Running another revision: the rollout decides when.
-            Some(o) if o.present && o.revision.as_ref().is_some_and(|r| *r != d.revision) => {
+        match step::server_state(d, &before) {
+            step::ServerState::Changed => {
                 changed.push(d.ordinal);
                 continue;
             }
-            // Present but its revision unknown (no pod yet, a restart under way): in flux, so
-            // nothing is written over it; it is not Ready, which holds every step meanwhile.
-            Some(o) if o.present && o.revision.is_none() => continue,
-            Some(o) if o.present => {}
-            _ => creating.push(d.plan.server_name.clone()),
+            step::ServerState::InFlux => continue,
+            step::ServerState::Absent => creating.push(d.plan.server_name.clone()),
+            step::ServerState::Current => {}
         }
         // Absent: created; present on its revision: kept as rendered.
         match ctx.lifecycle.apply_server(cluster, d).await {

@@ -3,7 +3,33 @@
 //! full gate and step order (meta leader last, Settled, force-step, reload; design §4.4) replace
 //! this function alone.
 
-use crate::lifecycle::ObservedServer;
+use crate::lifecycle::{DesiredServer, ObservedServer};
+
+/// Where a desired server stands against what the port observed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerState {
+    /// No workload: create it.
+    Absent,
+    /// Running the desired revision: kept as rendered.
+    Current,
+    /// Running another revision: the rollout decides when it restarts.
+    Changed,
+    /// Present with its revision unknown (no pod yet, a restart under way): nothing is written
+    /// over it; it is not Ready, which holds every step meanwhile.
+    InFlux,
+}
+
+/// The state of `desired` among `observed`.
+pub fn server_state(desired: &DesiredServer, observed: &[ObservedServer]) -> ServerState {
+    match observed.iter().find(|o| o.ordinal == desired.ordinal) {
+        Some(o) if o.present => match &o.revision {
+            Some(r) if *r == desired.revision => ServerState::Current,
+            Some(_) => ServerState::Changed,
+            None => ServerState::InFlux,
+        },
+        _ => ServerState::Absent,
+    }
+}
 
 /// What the rollout does in this pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +80,57 @@ mod tests {
                 ..Default::default()
             })
             .collect()
+    }
+
+    fn desired(ordinal: u32, revision: &str) -> DesiredServer {
+        use crate::plan::{ClusterInputs, KubernetesLayout, plan_servers};
+        let spec = crate::objects::testing::spec("version: 2.15.0\nreplicas: 1\n");
+        let plan = plan_servers(
+            &ClusterInputs {
+                name: "demo",
+                spec: &spec,
+                trust: None,
+                account_preloads: vec![],
+                leaf_remotes: vec![],
+            },
+            &KubernetesLayout {
+                name: "demo".into(),
+                namespace: "nats".into(),
+                cluster_domain: "cluster.local".into(),
+            },
+        )
+        .expect("plans")
+        .remove(0);
+        DesiredServer {
+            ordinal,
+            plan,
+            config: String::new(),
+            revision: revision.into(),
+            files: vec![],
+        }
+    }
+
+    fn seen(present: bool, revision: Option<&str>) -> Vec<ObservedServer> {
+        vec![ObservedServer {
+            ordinal: 0,
+            server_name: "demo-0".into(),
+            present,
+            revision: revision.map(str::to_string),
+            ..Default::default()
+        }]
+    }
+
+    #[rstest]
+    #[case::never_seen(vec![], ServerState::Absent)]
+    #[case::gone(seen(false, None), ServerState::Absent)]
+    #[case::on_its_revision(seen(true, Some("r2")), ServerState::Current)]
+    #[case::on_another_revision(seen(true, Some("r1")), ServerState::Changed)]
+    #[case::no_pod_or_mid_restart(seen(true, None), ServerState::InFlux)]
+    fn a_server_is_created_kept_stepped_or_left_in_flux(
+        #[case] observed: Vec<ObservedServer>,
+        #[case] want: ServerState,
+    ) {
+        assert_eq!(server_state(&desired(0, "r2"), &observed), want);
     }
 
     #[rstest]
