@@ -575,6 +575,56 @@ pub struct Report {
     /// The JetStream meta leader once the topology was ready.
     #[serde(default)]
     pub meta_leader_at_start: Option<String>,
+    /// Every rollout step the cluster controller took, in order: the figures issue #6 quotes.
+    #[serde(default)]
+    pub rollout_steps: Vec<RolloutStep>,
+}
+
+/// One server restarted by the cluster controller: when lame duck began, when the server was
+/// up under the new revision, and how long the gate held before this step (since the previous
+/// step's server was up; none for the first step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutStep {
+    pub server: String,
+    pub lame_duck_at_ms: u64,
+    pub restarted_at_ms: u64,
+    /// Lame duck to up again: the time per step.
+    pub step_ms: u64,
+    pub gate_ms: Option<u64>,
+}
+
+/// The rollout steps from the lifecycle's log, as (at_ms, server, event) in time order.
+pub fn rollout_steps(
+    log: &[(
+        u64,
+        String,
+        cluster_controller::lifecycle::local::LocalEvent,
+    )],
+) -> Vec<RolloutStep> {
+    use cluster_controller::lifecycle::local::LocalEvent;
+    let mut out: Vec<RolloutStep> = Vec::new();
+    let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
+    for (at, server, event) in log {
+        match event {
+            LocalEvent::LameDuck => {
+                pending.insert(server, *at);
+            }
+            LocalEvent::Restarted => {
+                if let Some(ld) = pending.remove(server.as_str()) {
+                    let gate_ms = out.last().map(|p| ld.saturating_sub(p.restarted_at_ms));
+                    out.push(RolloutStep {
+                        server: server.clone(),
+                        lame_duck_at_ms: ld,
+                        restarted_at_ms: *at,
+                        step_ms: at.saturating_sub(ld),
+                        gate_ms,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Report {
@@ -609,6 +659,17 @@ impl Report {
                 "  restart order: {} (meta leader at start: {})\n",
                 self.server_restart_order.join(" -> "),
                 self.meta_leader_at_start.as_deref().unwrap_or("-")
+            ));
+        }
+        for st in &self.rollout_steps {
+            s.push_str(&format!(
+                "  rollout step {}: lame duck at {:.1} s, up after {} ms{}\n",
+                st.server,
+                st.lame_duck_at_ms as f64 / 1000.0,
+                st.step_ms,
+                st.gate_ms
+                    .map(|g| format!(", gate held {g} ms before it"))
+                    .unwrap_or_default()
             ));
         }
         if !self.server_restarts.is_empty() {
@@ -936,6 +997,7 @@ pub async fn run(
     let backend_name = dep.backend();
     let restarts = ctx.restarts().await;
     let mut restart_order = Vec::new();
+    let mut log = Vec::new();
     if let Some(host) = &ctx.host {
         use cluster_controller::lifecycle::local::LocalEvent;
         // The servers' lives go into the timeline beside the steps and the traffic.
@@ -948,8 +1010,9 @@ pub async fn run(
                 text: format!("server {} {:?}", e.server, e.event),
             });
             if e.event == LocalEvent::Restarted {
-                restart_order.push(e.server);
+                restart_order.push(e.server.clone());
             }
+            log.push((at_ms, e.server, e.event));
         }
     }
     drop(dep);
@@ -966,6 +1029,7 @@ pub async fn run(
     (report.server_restarts, report.controller_restarts) = restarts;
     report.server_restart_order = restart_order;
     report.meta_leader_at_start = Some(meta);
+    report.rollout_steps = rollout_steps(&log);
     Ok(report)
 }
 
@@ -1106,6 +1170,7 @@ fn finish(
         controller_restarts: BTreeMap::new(),
         server_restart_order: Vec::new(),
         meta_leader_at_start: None,
+        rollout_steps: Vec::new(),
     }
 }
 
@@ -1363,6 +1428,29 @@ expect: { lost: "== 0", ack_timeouts: "<= 1", leadership_changes: ">= 1" }
         assert!(Scenario::from_yaml(Path::new("x"), &bad_rule).is_err());
         let out_of_order = FULL.replace("at: 2s", "at: 9s");
         assert!(Scenario::from_yaml(Path::new("x"), &out_of_order).is_err());
+    }
+
+    #[test]
+    fn rollout_steps_pair_lame_duck_and_restart_and_measure_the_gate() {
+        use cluster_controller::lifecycle::local::LocalEvent::*;
+        let log = vec![
+            (100, "demo-0".to_string(), Started),
+            (1000, "demo-2".to_string(), LameDuck),
+            (2500, "demo-2".to_string(), Restarted),
+            (2600, "demo-0".to_string(), Revived),
+            (4000, "demo-1".to_string(), LameDuck),
+            (4800, "demo-1".to_string(), Restarted),
+        ];
+        let steps = rollout_steps(&log);
+        assert_eq!(steps.len(), 2);
+        assert_eq!(
+            (steps[0].server.as_str(), steps[0].step_ms, steps[0].gate_ms),
+            ("demo-2", 1500, None)
+        );
+        assert_eq!(
+            (steps[1].server.as_str(), steps[1].step_ms, steps[1].gate_ms),
+            ("demo-1", 800, Some(1500))
+        );
     }
 
     #[test]
