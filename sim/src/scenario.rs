@@ -374,6 +374,37 @@ impl Rule {
     }
 }
 
+/// Figures from the cluster controller's rollout rather than the traffic ledger:
+/// `rollout_restarts_max` / `rollout_restarts_min` (per server the controller ran, how many times
+/// it restarted it under a new revision), `meta_leader_restarted_last` (1 when the last server
+/// restarted was the meta leader at the start, else 0).
+pub const ROLLOUT_FIGURES: &[&str] = &[
+    "rollout_restarts_max",
+    "rollout_restarts_min",
+    "meta_leader_restarted_last",
+];
+
+/// The value of a rollout figure from a finished report.
+pub fn rollout_figure(r: &Report, name: &str) -> Option<u64> {
+    let per_server = || {
+        r.server_restarts.keys().map(|server| {
+            r.server_restart_order
+                .iter()
+                .filter(|s| *s == server)
+                .count() as u64
+        })
+    };
+    Some(match name {
+        "rollout_restarts_max" => per_server().max().unwrap_or(0),
+        "rollout_restarts_min" => per_server().min().unwrap_or(0),
+        "meta_leader_restarted_last" => u64::from(
+            r.meta_leader_at_start.is_some()
+                && r.server_restart_order.last() == r.meta_leader_at_start.as_ref(),
+        ),
+        _ => return None,
+    })
+}
+
 /// The value of a named figure.
 pub fn figure(f: &Figures, name: &str) -> Option<u64> {
     Some(match name {
@@ -419,7 +450,7 @@ impl Scenario {
 
     pub fn validate(&self) -> Result<(), ScenarioError> {
         for (k, v) in &self.expect {
-            if figure(&Figures::default(), k).is_none() {
+            if figure(&Figures::default(), k).is_none() && !ROLLOUT_FIGURES.contains(&k.as_str()) {
                 return Err(self.invalid(format!("expectation on unknown figure {k:?}")));
             }
             Rule::parse(v).map_err(|e| self.invalid(format!("expectation {k}: {e}")))?;
@@ -1030,6 +1061,25 @@ pub async fn run(
     report.server_restart_order = restart_order;
     report.meta_leader_at_start = Some(meta);
     report.rollout_steps = rollout_steps(&log);
+    // Expectations on the rollout are judged once the report holds it.
+    for (k, rule_text) in &scenario.expect {
+        let (Some(actual), Ok(rule)) = (rollout_figure(&report, k), Rule::parse(rule_text)) else {
+            continue;
+        };
+        let ok = rule.holds(actual);
+        if !ok {
+            report
+                .failures
+                .push(format!("expectation {k} {rule_text} not met: {actual}"));
+        }
+        report.expectations.push(ExpectationOutcome {
+            figure: k.clone(),
+            rule: rule_text.clone(),
+            actual,
+            ok,
+        });
+    }
+    report.passed = report.failures.is_empty();
     Ok(report)
 }
 
@@ -1451,6 +1501,38 @@ expect: { lost: "== 0", ack_timeouts: "<= 1", leadership_changes: ">= 1" }
             (steps[1].server.as_str(), steps[1].step_ms, steps[1].gate_ms),
             ("demo-1", 800, Some(1500))
         );
+    }
+
+    #[test]
+    fn rollout_figures_count_restarts_per_server_and_the_meta_leader_last() {
+        let s = Scenario::from_yaml(
+            Path::new("x"),
+            "name: r\ntopology: { servers: 1 }\nworkload: {}\nexpect: { meta_leader_restarted_last: 1 }\n",
+        )
+        .unwrap();
+        let mut r = finish(
+            &s,
+            "local",
+            String::new(),
+            std::time::Instant::now(),
+            &Ledger::new(),
+            &[],
+            vec![],
+            vec![],
+        );
+        r.server_restarts = [("demo-0", 2), ("demo-1", 1), ("demo-2", 1)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        r.server_restart_order = vec!["demo-2".into(), "demo-0".into(), "demo-1".into()];
+        r.meta_leader_at_start = Some("demo-0".into());
+        assert_eq!(rollout_figure(&r, "rollout_restarts_max"), Some(1));
+        assert_eq!(rollout_figure(&r, "rollout_restarts_min"), Some(1));
+        assert_eq!(rollout_figure(&r, "meta_leader_restarted_last"), Some(0));
+        r.server_restart_order.push("demo-0".into());
+        assert_eq!(rollout_figure(&r, "rollout_restarts_max"), Some(2));
+        assert_eq!(rollout_figure(&r, "meta_leader_restarted_last"), Some(1));
+        assert_eq!(rollout_figure(&r, "lost"), None);
     }
 
     #[test]
