@@ -670,3 +670,74 @@ async fn an_account_made_elsewhere_is_adopted_with_its_key_users_and_revocations
         .await
         .expect("a user issued before adoption keeps working");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_is_never_pushed_older_than_a_jwt_the_servers_hold() {
+    let (rig, topo) = plane(&[]).await;
+    rig.apply_story("02-auth-plane", "04-orders.yaml", &["NatsUser"])
+        .await;
+    let accounts = rig.api::<NatsAccount>(SYS);
+    let orders = wait_for(&accounts, "orders", "orders 3 of 3", |o| {
+        is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
+    let ours = nats_claims::decode::<nats_claims::Account>(str_at(&orders, "/status/jwt")).unwrap();
+
+    // Someone pushes a JWT for the account issued well after ours (same operator signing key).
+    let op_signing = {
+        let s = rig.secret(SYS, "demo-operator-signing-1").await.unwrap();
+        nats_claims::NKey::from_seed(&s.data.unwrap()["seed"].0).unwrap()
+    };
+    let ahead = ours.issued_at + 100;
+    let mut newer = ours.clone();
+    newer.nats.limits.account.conn = 7;
+    let newer_jwt = newer.encode_issued_at(&op_signing, ahead).unwrap();
+    let sys = creds_text(&rig, SYS, "auth-controller-creds")
+        .await
+        .unwrap();
+    let (client, _) = connect(&topo, &sys, Some("auth-controller")).await;
+    let wire = nats_wire::Wire::new(client.expect("auth-controller user connects"));
+    wire.claims_update(
+        &newer_jwt,
+        nats_wire::Collect::expecting(3, Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
+
+    // A spec change: the controller signs past the newer JWT, never under it.
+    let mut doc = apirig::story_docs("02-auth-plane", "04-orders.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "NatsAccount")
+        .unwrap();
+    doc["spec"]["limits"]["connections"] = json!(300);
+    rig.apply(doc).await;
+    let signed = wait_for(
+        &accounts,
+        "orders",
+        "orders re-signed past the held JWT",
+        |o| {
+            is(o, "Distributed", "True", "AllServersCurrent")
+                && nats_claims::decode::<nats_claims::Account>(str_at(o, "/status/jwt"))
+                    .is_ok_and(|a| a.nats.limits.account.conn == 300)
+        },
+    )
+    .await;
+    let a = nats_claims::decode::<nats_claims::Account>(str_at(&signed, "/status/jwt")).unwrap();
+    assert!(
+        a.issued_at > ahead,
+        "signed at {} over a held JWT issued at {ahead}",
+        a.issued_at
+    );
+    let held = wire
+        .claims_lookup(
+            &a.subject,
+            nats_wire::Collect::expecting(3, Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(held.len(), 3);
+    assert!(
+        held.iter()
+            .all(|h| h.jwt() == Some(str_at(&signed, "/status/jwt")))
+    );
+}

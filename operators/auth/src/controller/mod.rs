@@ -391,20 +391,34 @@ pub(crate) fn settled<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) {
         .succeeded(&format!("{} (waiting)", describe(obj)));
 }
 
-/// Runs one reconcile inside its span, counting it and resetting the backoff on success.
+/// Runs one reconcile inside its span, counting it and resetting the backoff on success. The
+/// object is read again first: the watch cache may not hold this controller's last status write
+/// yet, and a pass over a stale status would sign again what was just signed.
 pub(crate) async fn instrumented<K, F, Fut>(
     obj: Arc<K>,
     ctx: Arc<Context>,
     f: F,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned,
     F: FnOnce(Arc<K>, Arc<Context>) -> Fut,
     Fut: Future<Output = Result<Action, Error>>,
 {
     use tracing::Instrument;
     let kind = K::kind(&()).to_string();
     let key = describe(&*obj);
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
+    let obj = match api
+        .get_opt(&obj.name_any())
+        .await
+        .map_err(kube_err(key.clone()))?
+    {
+        Some(fresh) => Arc::new(fresh),
+        None => return Ok(Action::await_change()),
+    };
     let span = controller_kit::trace::reconcile_span(
         &kind,
         &obj.namespace().unwrap_or_default(),
