@@ -30,7 +30,7 @@ async fn settled(host: &Host, demo: &ObjectRef) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first() {
+async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta_leader_last() {
     let host = Host::start(&["nats"], &["cluster"])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -50,6 +50,10 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first() {
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
     let before: Vec<ObservedServer> = host.lifecycle().observe(&cluster).await.expect("observe");
     let old: Vec<Option<String>> = before.iter().map(|o| o.revision.clone()).collect();
+    let leader = at_rest["status"]["jetstream"]["metaLeader"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a meta leader: {}", at_rest["status"]))
+        .to_string();
     assert!(old.iter().all(Option::is_some), "{before:?}");
 
     host.apply_manifest(
@@ -86,13 +90,26 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(order, vec!["demo-2", "demo-1", "demo-0"], "highest first");
+    // Highest ordinal first, the meta leader's server last.
+    let mut want: Vec<String> = ["demo-2", "demo-1", "demo-0"]
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|s| *s != leader)
+        .collect();
+    want.push(leader.clone());
+    assert_eq!(order, want, "highest first, meta leader {leader} last");
     assert!(worst_down <= 1, "{worst_down} servers down at once");
 
     let done = settled(&host, &demo).await;
     let st = &done["status"];
     assert_eq!(st["readyReplicas"], 3, "{st}");
     assert_eq!(st["config"]["appliedBy"], "Restart", "{st}");
+    assert!(
+        st["config"]["restartReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("jetstream")),
+        "the restart-only field is named: {st}"
+    );
     assert_eq!(
         st["rollout"]["updated"],
         serde_json::json!(["demo-0", "demo-1", "demo-2"]),

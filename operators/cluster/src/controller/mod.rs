@@ -33,7 +33,7 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{
     ConfigAppliedBy, ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster,
-    NatsClusterStatus, RolloutStatus, ServerStatus, condition, names, reason,
+    NatsClusterStatus, RolloutStatus, ServerStatus, annotation, condition, names, reason,
 };
 
 use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
@@ -44,9 +44,12 @@ use crate::objects::{Owner, configmap, endpoints, labels, leaf_remotes, tls_secr
 use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
 use crate::refusals::{self, Hold, Refusal};
 use crate::render::{self, ServerPlan};
+use crate::rollout;
 use crate::route_ca::{self, RouteCa};
+use rollout::observe::Targets;
+use rollout::order::{Action as StepAction, StepKind};
 use status::{Observation, Verdict};
-use step::NextStep;
+use std::collections::BTreeSet;
 
 /// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(5);
@@ -88,6 +91,29 @@ pub struct Context<L: ServerLifecycle> {
     pub metrics: Metrics,
     pub events: Events,
     pub backoff: Backoff,
+    /// The plans this process rendered, by revision: what a running server's config was, so a
+    /// step can tell which fields changed (reload or restart, and `restartReason`).
+    pub plans: std::sync::Mutex<std::collections::HashMap<String, ServerPlan>>,
+}
+
+/// Plans remembered before the oldest are forgotten (a few revisions per server suffice).
+const REMEMBERED_PLANS: usize = 4096;
+
+impl<L: ServerLifecycle> Context<L> {
+    fn remember(&self, revision: &str, plan: &ServerPlan) {
+        if let Ok(mut plans) = self.plans.lock() {
+            if plans.len() >= REMEMBERED_PLANS && !plans.contains_key(revision) {
+                plans.clear();
+            }
+            plans
+                .entry(revision.to_string())
+                .or_insert_with(|| plan.clone());
+        }
+    }
+
+    fn recall(&self, revision: &str) -> Option<ServerPlan> {
+        self.plans.lock().ok()?.get(revision).cloned()
+    }
 }
 
 /// A context over `lifecycle`.
@@ -104,6 +130,7 @@ pub fn context<L: ServerLifecycle>(
         settings,
         metrics,
         backoff: Backoff::default(),
+        plans: Default::default(),
     })
 }
 
@@ -152,8 +179,8 @@ struct Outcome {
     /// The port or the objects failed (Ready=False ReconcileFailed): looked at again after a
     /// backoff that grows per consecutive failure, not at the recheck pace.
     failed: bool,
-    /// How this pass applied a new revision, if it stepped a server.
-    applied_by: Option<ConfigAppliedBy>,
+    /// How this pass applied a new revision and why, if it stepped a server.
+    applied: Option<ConfigStatus>,
 }
 
 /// Progressing for a hold: True while the controller waits, False when it refuses.
@@ -318,17 +345,19 @@ async fn pass<L: ServerLifecycle>(
         gateways: spec.gateway.is_some(),
         leafnodes: !spec.leaf_remotes.is_empty(),
     };
+    let access = system_access(ctx, cluster).await?;
     let observation = if ready_servers.is_empty() {
         Observation {
             failure: Some("no server is Ready".into()),
             ..Default::default()
         }
     } else {
-        match system_access(ctx, cluster).await? {
-            Some(access) => observe::over_system(&name, &ready_servers, asks, &access).await,
+        match &access {
+            Some(access) => observe::over_system(&name, &ready_servers, asks, access).await,
             None => observe::over_monitor(&ready_servers, asks).await,
         }
     };
+    let settled = status::settled(&expected, asks.jetstream, &observation);
     if let Some(r) = refusals::auth_change(spec, status::running_with_auth(&observation)) {
         holds.push(r);
     }
@@ -363,7 +392,7 @@ async fn pass<L: ServerLifecycle>(
 
     let mut progressing: Option<Verdict> = None;
     let mut rollout: Option<RolloutStatus> = None;
-    let mut applied_by: Option<ConfigAppliedBy> = None;
+    let mut applied: Option<ConfigStatus> = None;
     let observed: Vec<ObservedServer>;
 
     let blocked = refused_gateway.clone().or_else(|| holds.first().cloned());
@@ -387,16 +416,22 @@ async fn pass<L: ServerLifecycle>(
                 &gathered,
                 &plans,
                 layout.as_ref(),
-                &revisions,
+                &Seen {
+                    revisions: &revisions,
+                    observation: &observation,
+                    settled: &settled,
+                    system: access.as_ref(),
+                    ready: &ready_servers,
+                },
             )
             .await?
             {
-                Ok(applied) => {
-                    foreign.extend(applied.foreign);
-                    progressing = applied.progressing;
-                    rollout = applied.rollout;
-                    observed = applied.observed;
-                    applied_by = applied.applied_by;
+                Ok(done) => {
+                    foreign.extend(done.foreign);
+                    progressing = done.progressing;
+                    rollout = done.rollout;
+                    observed = done.observed;
+                    applied = done.config;
                 }
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -422,7 +457,6 @@ async fn pass<L: ServerLifecycle>(
             ),
         ),
     });
-    let settled = status::settled(&expected, asks.jetstream, &observation);
     let gateways = spec.gateway.as_ref().map(|g| {
         let remotes: Vec<String> = g
             .remotes
@@ -464,7 +498,7 @@ async fn pass<L: ServerLifecycle>(
         rollout,
         jetstream,
         failed: failure.is_some(),
-        applied_by,
+        applied,
     })
 }
 
@@ -510,10 +544,21 @@ async fn system_access<L: ServerLifecycle>(
     }))
 }
 
+/// What this pass saw of the servers before writing anything.
+struct Seen<'a> {
+    /// Each server's rendered revision, ordinal order.
+    revisions: &'a [String],
+    observation: &'a Observation,
+    settled: &'a Verdict,
+    system: Option<&'a observe::SystemAccess>,
+    /// The Ready servers within replicas and where they are reached.
+    ready: &'a [(String, crate::lifecycle::ServerAddress)],
+}
+
 /// What applying the servers came to.
 struct AppliedServers {
     foreign: Vec<String>,
-    applied_by: Option<ConfigAppliedBy>,
+    config: Option<ConfigStatus>,
     progressing: Option<Verdict>,
     rollout: Option<RolloutStatus>,
     observed: Vec<ObservedServer>,
@@ -528,8 +573,9 @@ async fn apply_servers<L: ServerLifecycle>(
     gathered: &inputs::Inputs,
     plans: &[ServerPlan],
     layout: &(dyn Layout + Send + Sync),
-    revisions: &[String],
+    seen: &Seen<'_>,
 ) -> Result<Result<AppliedServers, LifecycleError>, Error> {
+    let revisions = seen.revisions;
     let spec = &cluster.spec;
     let name = &owner.name;
     let ns = &owner.namespace;
@@ -633,27 +679,52 @@ async fn apply_servers<L: ServerLifecycle>(
             Err(e) => return Ok(Err(e)),
         }
     }
-    let step = step::next_step(&changed, &before, spec.rollout_paused());
-    let mut current = None;
-    if let NextStep::Restart(i) = &step
-        && let Some(d) = desired.iter().find(|d| d.ordinal == *i)
+    let replicas = desired.len() as u32;
+    let targets: Targets = desired
+        .iter()
+        .map(|d| (d.ordinal, d.revision.clone()))
+        .collect();
+    let reported = step::reported_revisions(&desired, seen.observation);
+    let answered: BTreeSet<String> = seen.observation.answers.keys().cloned().collect();
+    let meta = step::meta_observation(spec.jetstream.is_some(), seen.observation);
+    let settled = step::settled_view(seen.settled);
+    let force_step = cluster
+        .annotations()
+        .get(annotation::FORCE_STEP)
+        .map(String::as_str);
+    let (gate, decision) = step::next_step(&step::StepInput {
+        replicas,
+        observed: &before,
+        targets: &targets,
+        reported: &reported,
+        answered: &answered,
+        meta: &meta,
+        settled: &settled,
+        paused: spec.rollout_paused(),
+        force_step,
+        auth_change: None,
+    });
+    if decision.clear_force_step {
+        clear_annotation(ctx, cluster, annotation::FORCE_STEP).await?;
+    }
+    let running = step::running(&before, &reported);
+    let mut config = None;
+    if let StepAction::Take(s) | StepAction::Forced(s) = &decision.action
+        && s.kind == StepKind::Restart
+        && let Some(d) = desired.iter().find(|d| d.ordinal == s.ordinal)
     {
-        match ctx.lifecycle.apply_server(cluster, d).await {
-            Ok(a) => foreign.extend(a.foreign),
-            Err(e) => return Ok(Err(e)),
+        let old = running
+            .iter()
+            .find(|o| o.ordinal == s.ordinal)
+            .and_then(|o| o.revision.clone());
+        let (how, result) = apply_step(ctx, cluster, d, old.as_deref(), seen).await;
+        if let Err(e) = result {
+            return Ok(Err(e));
         }
-        ctx.events
-            .publish(
-                cluster,
-                false,
-                "RolloutStep",
-                format!(
-                    "restarting {} for revision {}",
-                    d.plan.server_name, d.revision
-                ),
-            )
-            .await;
-        current = Some(d.plan.server_name.clone());
+        config = Some(how);
+    }
+    for d in &desired {
+        ctx.remember(&d.revision, &d.plan);
     }
     let observed = match ctx.lifecycle.observe(cluster).await {
         Ok(o) => o,
@@ -662,47 +733,34 @@ async fn apply_servers<L: ServerLifecycle>(
     foreign.sort();
     foreign.dedup();
 
-    let server_name = |i: &u32| names::server(name, *i);
-    let updated: Vec<String> = desired
-        .iter()
-        .filter(|d| !changed.contains(&d.ordinal))
-        .map(|d| d.plan.server_name.clone())
+    let now = conditions::now();
+    let previous_gate = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.gate.as_ref());
+    let gate_st = if decision.pending.is_empty() {
+        None
+    } else {
+        rollout::gate::gate_status(&gate, previous_gate, &now)
+    };
+    let within: Vec<ObservedServer> = step::running(&before, &reported)
+        .into_iter()
+        .filter(|o| o.ordinal < replicas)
         .collect();
-    let pending: Vec<String> = changed
-        .iter()
-        .map(server_name)
-        .filter(|s| current.as_deref() != Some(s))
-        .collect();
-    let total = desired.len();
+    let servers = rollout::observe::gate_servers(&within, &targets, &reported, &answered);
+    let target = cluster_revision(revisions);
     let progressing = if !creating.is_empty() {
         Some(Verdict::new(
             true,
             reason::CREATING,
             format!("creating {}", creating.join(", ")),
         ))
+    } else if decision.action == StepAction::UpToDate {
+        None
     } else {
-        match &step {
-            NextStep::Idle => None,
-            NextStep::Paused => Some(Verdict::new(
-                true,
-                reason::ROLLOUT_PAUSED,
-                format!("spec.rollout.paused: {} wait", pending.join(", ")),
-            )),
-            NextStep::Restart(i) => Some(Verdict::new(
-                true,
-                reason::ROLLING_RESTART,
-                format!(
-                    "restarting {} ({} of {total})",
-                    server_name(i),
-                    updated.len() + 1
-                ),
-            )),
-            NextStep::Wait(why) => Some(Verdict::new(
-                true,
-                reason::ROLLING_RESTART,
-                format!("{} pending; gate waiting for {why}", pending.join(", ")),
-            )),
-        }
+        let p = rollout::status::progressing(&target, &decision, None, gate_st.as_ref(), &now);
+        Some(Verdict::new(p.status, p.reason, p.message))
     };
     if !foreign.is_empty() {
         ctx.events
@@ -717,40 +775,165 @@ async fn apply_servers<L: ServerLifecycle>(
             )
             .await;
     }
-    let target = cluster_revision(revisions);
+    let rollout = rollout::status::rollout_status(&target, &servers, &decision, gate_st).or(Some(
+        RolloutStatus {
+            target_revision: Some(target.clone()),
+            updated: servers.iter().map(|s| s.name.clone()).collect(),
+            ..Default::default()
+        },
+    ));
     Ok(Ok(AppliedServers {
-        applied_by: current.as_ref().map(|_| ConfigAppliedBy::Restart),
+        config,
         foreign,
         progressing,
-        rollout: Some(RolloutStatus {
-            target_revision: Some(target),
-            updated,
-            current,
-            pending,
-            gate: match &step {
-                NextStep::Wait(why) => Some(gate_status(cluster, why)),
-                _ => None,
-            },
-        }),
+        rollout,
         observed,
     }))
 }
 
-/// status.rollout.gate while a step waits: what for, and since when (kept while the wait is
-/// for the same thing).
-fn gate_status(cluster: &NatsCluster, waiting_for: &str) -> nats_api::cluster::RolloutGate {
-    let since = cluster
-        .status
+/// Takes one restart step on `d`: a reload where every changed field reloads and a system user
+/// can ask for it (confirmed by the `/varz` digest), a restart otherwise or when the reload
+/// fails. Returns how it was applied and why, for `status.config`.
+///
+/// The plan the server runs comes from the plans this controller process rendered (by
+/// revision); one it never rendered (a revision from before it started) counts as a restart
+/// with that reason, since nothing says which fields changed.
+async fn apply_step<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    d: &DesiredServer,
+    old: Option<&str>,
+    seen: &Seen<'_>,
+) -> (ConfigStatus, Result<(), LifecycleError>) {
+    let old_plan = old.and_then(|r| ctx.recall(r));
+    let mode = old_plan
         .as_ref()
-        .and_then(|s| s.rollout.as_ref())
-        .and_then(|r| r.gate.as_ref())
-        .filter(|g| g.waiting_for.as_deref() == Some(waiting_for))
-        .and_then(|g| g.since.clone())
-        .unwrap_or_else(conditions::now);
-    nats_api::cluster::RolloutGate {
-        waiting_for: Some(waiting_for.to_string()),
-        since: Some(since),
+        .map(|p| crate::apply_mode::apply_mode(p, &d.plan, &cluster.spec.version));
+    let route = match &mode {
+        Some(m) => crate::reload::route(m, seen.system.is_some()),
+        None => crate::reload::Route::Restart {
+            reason: format!(
+                "the config {} runs (revision {}) was rendered before this controller started; \
+                 its changed fields are unknown",
+                d.plan.server_name,
+                old.unwrap_or("unknown")
+            ),
+        },
+    };
+    let mut reload_failed: Option<String> = None;
+    if route == crate::reload::Route::Reload
+        && let Some(access) = seen.system
+    {
+        match reload(ctx, cluster, d, access, seen).await {
+            Ok(()) => {
+                ctx.events
+                    .publish(
+                        cluster,
+                        false,
+                        "RolloutStep",
+                        format!(
+                            "reloaded {} onto revision {}",
+                            d.plan.server_name, d.revision
+                        ),
+                    )
+                    .await;
+                let how = rollout::status::config_status(
+                    &d.revision,
+                    mode.as_ref()
+                        .unwrap_or(&crate::apply_mode::ApplyMode::Unchanged),
+                    None,
+                    None,
+                );
+                return (how, Ok(()));
+            }
+            Err(why) => {
+                tracing::warn!(server = %d.plan.server_name, reason = %why, "reload failed; restarting");
+                reload_failed = Some(why);
+            }
+        }
     }
+    let result = ctx.lifecycle.apply_server(cluster, d).await.map(|_| ());
+    ctx.events
+        .publish(
+            cluster,
+            false,
+            "RolloutStep",
+            format!(
+                "restarting {} for revision {}",
+                d.plan.server_name, d.revision
+            ),
+        )
+        .await;
+    let restarted = |reason: String| ConfigStatus {
+        revision: Some(d.revision.clone()),
+        applied_by: Some(ConfigAppliedBy::Restart),
+        restart_reason: Some(reason),
+    };
+    let how = match (&route, &mode) {
+        (crate::reload::Route::Restart { reason }, _) => restarted(reason.clone()),
+        (crate::reload::Route::Reload, Some(m)) => {
+            rollout::status::config_status(&d.revision, m, reload_failed.as_deref(), None)
+        }
+        _ => restarted(format!(
+            "the rendered config of {} changed outside the fields compared for reload",
+            d.plan.server_name
+        )),
+    };
+    (how, result)
+}
+
+/// Writes `d`'s config, asks its server to reload it over the system user and confirms it by
+/// the digest of what was rendered; any error is the reason to restart instead.
+async fn reload<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    d: &DesiredServer,
+    access: &observe::SystemAccess,
+    seen: &Seen<'_>,
+) -> Result<(), String> {
+    ctx.lifecycle
+        .write_config(cluster, d)
+        .await
+        .map_err(|e| format!("writing the config of {}: {e}", d.plan.server_name))?;
+    let wire = observe::dial_system(seen.ready, access)
+        .await
+        .map_err(|e| format!("system connection: {e}"))?;
+    let digest = crate::reload::config_digest(&render::render_block(&d.plan));
+    match crate::reload::reload_server(
+        &wire,
+        &d.plan.server_name,
+        &digest,
+        crate::reload::ReloadTiming::default(),
+    )
+    .await
+    {
+        crate::reload::ReloadDecision::Reloaded | crate::reload::ReloadDecision::AlreadyCurrent => {
+            Ok(())
+        }
+        crate::reload::ReloadDecision::Restart { reason } => Err(reason),
+    }
+}
+
+/// Removes `key` from the NatsCluster's annotations (force-step and replace-server, once read).
+async fn clear_annotation<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    key: &str,
+) -> Result<(), Error> {
+    let api: Api<NatsCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {key: null}}});
+    api.patch(
+        &cluster.name_any(),
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        object: format!("{} annotation {key}", describe(cluster)),
+        source,
+    })?;
+    Ok(())
 }
 
 /// Writes the outcome as status and returns when to look again.
@@ -807,12 +990,16 @@ async fn write_status<L: ServerLifecycle>(
         replicas: Some(cluster.spec.replicas),
         ready_replicas: Some(status::ready_count(replicas, &outcome.observed) as i32),
         endpoints: outcome.endpoints.clone(),
-        config: outcome.revision.clone().map(|r| ConfigStatus {
-            revision: Some(r),
-            applied_by: outcome
-                .applied_by
-                .or(prev.config.as_ref().and_then(|c| c.applied_by)),
-            restart_reason: prev.config.as_ref().and_then(|c| c.restart_reason.clone()),
+        config: outcome.revision.clone().map(|r| match &outcome.applied {
+            Some(a) => ConfigStatus {
+                revision: Some(r),
+                ..a.clone()
+            },
+            None => ConfigStatus {
+                revision: Some(r),
+                applied_by: prev.config.as_ref().and_then(|c| c.applied_by),
+                restart_reason: prev.config.as_ref().and_then(|c| c.restart_reason.clone()),
+            },
         }),
         rollout: outcome.rollout.clone(),
         removals: prev.removals.clone(),
@@ -1055,33 +1242,6 @@ mod tests {
             !refers_to(&c, "NatsReferenceGrant", "edge", "any"),
             "no grant is needed in its own namespace"
         );
-    }
-
-    #[test]
-    fn the_gate_keeps_its_since_while_it_waits_for_the_same_thing() {
-        let mut c = NatsCluster::new(
-            "demo",
-            serde_json::from_value(serde_json::json!({"version": "2.15.0", "replicas": 3}))
-                .expect("spec"),
-        );
-        let first = gate_status(&c, "demo-2 to be Ready");
-        let mut status = NatsClusterStatus::default();
-        let earlier = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::from_second(1_000).expect("a time"),
-        );
-        status.rollout = Some(RolloutStatus {
-            gate: Some(nats_api::cluster::RolloutGate {
-                since: Some(earlier.clone()),
-                ..first
-            }),
-            ..Default::default()
-        });
-        c.status = Some(status);
-        assert_eq!(
-            gate_status(&c, "demo-2 to be Ready").since,
-            Some(earlier.clone())
-        );
-        assert_ne!(gate_status(&c, "demo-1 to be Ready").since, Some(earlier));
     }
 
     #[test]

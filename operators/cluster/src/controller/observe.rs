@@ -30,6 +30,22 @@ pub struct SystemAccess {
     pub ca_pem: Option<Vec<u8>>,
 }
 
+/// Dials the system connection to `servers` (a reload asks over it).
+pub async fn dial_system(
+    servers: &[(String, ServerAddress)],
+    access: &SystemAccess,
+) -> Result<nats_wire::Wire, nats_wire::DialError> {
+    let mut config = ConnectionConfig::new(servers.iter().map(|(_, a)| a.client_url.clone()))
+        .with_creds(access.creds.clone())
+        .with_name("cluster-controller")
+        .with_connect_timeout(OBSERVE_TIMEOUT)
+        .with_request_timeout(OBSERVE_TIMEOUT);
+    if let Some(ca) = &access.ca_pem {
+        config = config.with_ca_pem(ca.clone());
+    }
+    nats_wire::dial(&config).await
+}
+
 /// Asks the servers over the system connection; the answers of servers not in `servers` (other
 /// members of a supercluster) are left out.
 pub async fn over_system(
@@ -78,6 +94,17 @@ pub async fn over_system(
             }
         }
         Err(e) => obs.failure = Some(format!("STATSZ: {e}")),
+    }
+    // Each server's config digest: which rendered config it runs (the gate's revision check).
+    match wire.ping_varz(&filter, collect).await {
+        Ok(replies) => {
+            for r in replies.replies {
+                if let Some(a) = obs.answers.get_mut(&r.server.name) {
+                    a.config_digest = Some(r.data.config_digest).filter(|d| !d.is_empty());
+                }
+            }
+        }
+        Err(e) => obs.failure = Some(format!("VARZ: {e}")),
     }
     if asks.jetstream {
         let options = JszOptions {
@@ -166,6 +193,7 @@ pub async fn over_monitor(servers: &[(String, ServerAddress)], asks: Asks) -> Ob
                 name: name.clone(),
                 version: Some(varz.version).filter(|v| !v.is_empty()),
                 auth: super::status::auth_from_system_account(&varz.system_account),
+                config_digest: Some(varz.config_digest).filter(|d| !d.is_empty()),
                 ..Default::default()
             };
             if asks.jetstream {

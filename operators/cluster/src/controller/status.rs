@@ -36,6 +36,8 @@ pub struct ServerAnswer {
     /// Whether the server runs under an auth plane (its system account is an account key, not
     /// the default `$SYS`), where it said.
     pub auth: Option<bool>,
+    /// The `/varz` `config_digest`: which rendered config it runs.
+    pub config_digest: Option<String>,
     pub jsz: Option<Jsz>,
     pub gatewayz: Option<Gatewayz>,
     pub leafz: Option<Leafz>,

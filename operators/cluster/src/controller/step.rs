@@ -1,9 +1,17 @@
-//! The one call site that decides which changed server is restarted next. For now: one at a time,
-//! highest ordinal first, only while every server is Ready and the rollout is not paused. The
-//! full gate and step order (meta leader last, Settled, force-step, reload; design §4.4) replace
-//! this function alone.
+//! From one pass's observations to the rollout core's inputs (design §4.4): each server's
+//! reported revision from its `/varz` digest, the meta group from the leader's JSZ, Settled as
+//! the gate reads it; then the gate and the step order decide the next step.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use nats_api::cluster::reason;
+
+use super::status::{Observation, Verdict};
 use crate::lifecycle::{DesiredServer, ObservedServer};
+use crate::refusals::Refusal;
+use crate::rollout::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
+use crate::rollout::observe::{Targets, gate_servers, members, reported_revision};
+use crate::rollout::order::{Decision, OrderInput, decide};
 
 /// Where a desired server stands against what the port observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,52 +39,155 @@ pub fn server_state(desired: &DesiredServer, observed: &[ObservedServer]) -> Ser
     }
 }
 
-/// What the rollout does in this pass.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NextStep {
-    /// Nothing has changed.
-    Idle,
-    /// Restart this server now.
-    Restart(u32),
-    /// Changed servers wait; the reason says for what.
-    Wait(String),
-    /// `spec.rollout.paused` stops the rollout before its next step.
-    Paused,
+/// The gate's view of the meta group from one observation: the meta leader's own JSZ report
+/// (only the leader lists its peers reliably) when it answered, else judged from the followers.
+pub fn meta_observation(jetstream: bool, obs: &Observation) -> MetaObservation {
+    if !jetstream {
+        return MetaObservation::Off;
+    }
+    let leader_report = obs.answers.values().find_map(|a| {
+        let m = a.jsz.as_ref()?.meta_cluster.as_ref()?;
+        (!m.leader.is_empty() && m.leader == a.name).then_some(m)
+    });
+    match leader_report {
+        Some(m) => {
+            let mut peers: Vec<String> = m.replicas.iter().map(|p| p.name.clone()).collect();
+            peers.push(m.leader.clone());
+            peers.sort();
+            MetaObservation::FromLeader {
+                leader: m.leader.clone(),
+                peers,
+            }
+        }
+        None => MetaObservation::FromFollowers,
+    }
 }
 
-/// The next step over `changed` (ordinals whose rendered revision differs from the one they run).
-pub fn next_step(changed: &[u32], observed: &[ObservedServer], paused: bool) -> NextStep {
-    let Some(&highest) = changed.iter().max() else {
-        return NextStep::Idle;
-    };
-    if paused {
-        return NextStep::Paused;
+/// Settled as the gate reads it, from the Settled condition this pass computed.
+pub fn settled_view(settled: &Verdict) -> SettledView {
+    if settled.status {
+        SettledView::Settled
+    } else if settled.reason == reason::OBSERVATION_FAILED {
+        SettledView::Unobserved {
+            error: settled.message.clone(),
+        }
+    } else {
+        SettledView::NotCurrent {
+            groups: vec![settled.message.clone()],
+        }
     }
-    let not_ready: Vec<&str> = observed
+}
+
+/// The revision each answering server reports: the desired revision whose rendered config has
+/// the digest its `/varz` names. A server reporting another digest maps to none.
+pub fn reported_revisions(
+    desired: &[DesiredServer],
+    obs: &Observation,
+) -> BTreeMap<String, String> {
+    desired
         .iter()
-        .filter(|o| o.present && !o.ready)
-        .map(|o| o.server_name.as_str())
+        .filter_map(|d| {
+            let digest = obs
+                .answers
+                .get(&d.plan.server_name)?
+                .config_digest
+                .as_deref()?;
+            let known = [(
+                d.revision.clone(),
+                crate::reload::config_digest(&crate::render::render_block(&d.plan)),
+            )];
+            let r = reported_revision(digest, &known)?;
+            Some((d.plan.server_name.clone(), r))
+        })
+        .collect()
+}
+
+/// The revision a server runs for the step order: the target once its `/varz` digest shows it
+/// (a reload leaves the workload's tag on the old revision), else the workload's.
+pub fn running(
+    observed: &[ObservedServer],
+    reported: &BTreeMap<String, String>,
+) -> Vec<ObservedServer> {
+    observed
+        .iter()
+        .map(|o| ObservedServer {
+            revision: reported
+                .get(&o.server_name)
+                .cloned()
+                .or_else(|| o.revision.clone()),
+            ..o.clone()
+        })
+        .collect()
+}
+
+/// The next step over the servers within replicas: the gate over what was observed, then the
+/// step order (restarts highest ordinal first, the meta leader's server last; paused;
+/// force-step). Servers beyond replicas are left to the removal path.
+pub struct StepInput<'a> {
+    pub replicas: u32,
+    pub observed: &'a [ObservedServer],
+    pub targets: &'a Targets,
+    pub reported: &'a BTreeMap<String, String>,
+    pub answered: &'a BTreeSet<String>,
+    pub meta: &'a MetaObservation,
+    pub settled: &'a SettledView,
+    pub paused: bool,
+    pub force_step: Option<&'a str>,
+    pub auth_change: Option<Refusal>,
+}
+
+/// The gate and the decision.
+pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
+    let within: Vec<ObservedServer> = input
+        .observed
+        .iter()
+        .filter(|o| o.ordinal < input.replicas)
+        .cloned()
         .collect();
-    if !not_ready.is_empty() {
-        return NextStep::Wait(format!("{} to be Ready", not_ready.join(", ")));
-    }
-    NextStep::Restart(highest)
+    let running = running(&within, input.reported);
+    let servers = gate_servers(&running, input.targets, input.reported, input.answered);
+    let gate = gate(&GateInput {
+        servers: &servers,
+        meta: input.meta,
+        settled: input.settled,
+        rejoining: &[],
+    });
+    let leader = match input.meta {
+        MetaObservation::FromLeader { leader, .. } => Some(leader.as_str()),
+        _ => None,
+    };
+    let members = members(&running, input.targets);
+    let decision = decide(&OrderInput {
+        replicas: input.replicas,
+        servers: &members,
+        meta_leader: leader,
+        paused: input.paused,
+        force_step: input.force_step,
+        replace: &[],
+        removals: &[],
+        gate: &gate,
+        auth_change: input.auth_change.clone(),
+    });
+    (gate, decision)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollout::order::{Action, Hold, Step, StepKind};
     use rstest::rstest;
 
-    fn servers(ready: &[bool]) -> Vec<ObservedServer> {
+    fn servers(ready: &[bool], revisions: &[&str]) -> Vec<ObservedServer> {
         ready
             .iter()
+            .zip(revisions)
             .enumerate()
-            .map(|(i, r)| ObservedServer {
+            .map(|(i, (r, rev))| ObservedServer {
                 ordinal: i as u32,
                 server_name: format!("demo-{i}"),
                 present: true,
                 ready: *r,
+                revision: Some(rev.to_string()),
                 ..Default::default()
             })
             .collect()
@@ -133,18 +244,180 @@ mod tests {
         assert_eq!(server_state(&desired(0, "r2"), &observed), want);
     }
 
+    struct Case {
+        ready: Vec<bool>,
+        /// The revision each server's workload runs; the target is "new" for all.
+        running: Vec<&'static str>,
+        /// Servers whose /varz digest names the target.
+        reporting: Vec<&'static str>,
+        leader: Option<&'static str>,
+        settled: SettledView,
+        paused: bool,
+        force_step: Option<&'static str>,
+    }
+
+    fn case(running: &[&'static str]) -> Case {
+        Case {
+            ready: vec![true; running.len()],
+            running: running.to_vec(),
+            reporting: running
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| **r == "new")
+                .map(|(i, _)| ["demo-0", "demo-1", "demo-2"][i])
+                .collect(),
+            leader: None,
+            settled: SettledView::Settled,
+            paused: false,
+            force_step: None,
+        }
+    }
+
+    fn decide_case(c: &Case) -> (Gate, Decision) {
+        let observed = servers(&c.ready, &c.running);
+        let targets: Targets = (0..observed.len() as u32)
+            .map(|o| (o, "new".to_string()))
+            .collect();
+        let reported: BTreeMap<String, String> = c
+            .reporting
+            .iter()
+            .map(|s| (s.to_string(), "new".to_string()))
+            .collect();
+        let answered: BTreeSet<String> = observed.iter().map(|o| o.server_name.clone()).collect();
+        let meta = match c.leader {
+            Some(l) => MetaObservation::FromLeader {
+                leader: l.into(),
+                peers: answered.iter().cloned().collect(),
+            },
+            None => MetaObservation::FromFollowers,
+        };
+        next_step(&StepInput {
+            replicas: observed.len() as u32,
+            observed: &observed,
+            targets: &targets,
+            reported: &reported,
+            answered: &answered,
+            meta: &meta,
+            settled: &c.settled,
+            paused: c.paused,
+            force_step: c.force_step,
+            auth_change: None,
+        })
+    }
+
+    fn restart(o: u32) -> Action {
+        Action::Take(Step {
+            server: format!("demo-{o}"),
+            ordinal: o,
+            kind: StepKind::Restart,
+        })
+    }
+
     #[rstest]
-    #[case::nothing_changed(&[], &[true, true, true], false, NextStep::Idle)]
-    #[case::highest_first(&[0, 2, 1], &[true, true, true], false, NextStep::Restart(2))]
-    #[case::waits_for_ready(&[0, 1], &[true, true, false], false, NextStep::Wait("demo-2 to be Ready".into()))]
-    #[case::paused(&[1], &[true, true, true], true, NextStep::Paused)]
-    #[case::paused_without_change_is_idle(&[], &[true], true, NextStep::Idle)]
-    fn one_server_at_a_time_highest_ordinal_first_only_when_all_ready(
-        #[case] changed: &[u32],
-        #[case] ready: &[bool],
-        #[case] paused: bool,
-        #[case] want: NextStep,
+    #[case::nothing_changed(case(&["new", "new", "new"]), Action::UpToDate)]
+    #[case::highest_first(case(&["old", "old", "old"]), restart(2))]
+    #[case::meta_leader_last(Case { leader: Some("demo-2"), ..case(&["old", "old", "old"]) }, restart(1))]
+    #[case::meta_leader_alone_left(Case { leader: Some("demo-2"), ..case(&["new", "new", "old"]) }, restart(2))]
+    #[case::waits_for_ready(Case { ready: vec![true, true, false], ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
+    #[case::waits_for_the_revision_report(Case { reporting: vec![], ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
+    #[case::waits_for_settled(Case { settled: SettledView::NotCurrent { groups: vec!["stream ORDERS".into()] }, ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
+    #[case::paused(Case { paused: true, ..case(&["old", "old", "old"]) }, Action::Held(Hold::Paused))]
+    #[case::force_step_through_a_closed_gate(Case { settled: SettledView::Unobserved { error: "x".into() }, force_step: Some("demo-0"), ..case(&["old", "old", "old"]) }, Action::Forced(Step { server: "demo-0".into(), ordinal: 0, kind: StepKind::Restart }))]
+    #[case::reloaded_server_is_current(Case { reporting: vec!["demo-2"], ..case(&["old", "old", "old"]) }, restart(1))]
+    fn one_server_at_a_time_meta_leader_last_behind_the_gate(
+        #[case] c: Case,
+        #[case] want: Action,
     ) {
-        assert_eq!(next_step(changed, &servers(ready), paused), want);
+        let (_, d) = decide_case(&c);
+        assert_eq!(d.action, want, "{d:?}");
+    }
+
+    #[test]
+    fn force_step_is_cleared_once_read_even_when_it_names_no_waiting_server() {
+        let c = Case {
+            force_step: Some("demo-7"),
+            ..case(&["new", "new", "new"])
+        };
+        let (_, d) = decide_case(&c);
+        assert!(d.clear_force_step);
+        assert_eq!(d.action, Action::UpToDate);
+    }
+
+    #[test]
+    fn a_closed_gate_names_what_it_waits_for() {
+        let c = Case {
+            ready: vec![true, false, true],
+            ..case(&["old", "old", "new"])
+        };
+        let (g, _) = decide_case(&c);
+        assert_eq!(g.waiting_for().as_deref(), Some("demo-1 not Ready"));
+    }
+
+    #[rstest]
+    #[case::settled(
+        Verdict::new(true, reason::ALL_GROUPS_CURRENT, "ok"),
+        SettledView::Settled
+    )]
+    #[case::unobserved(Verdict::new(false, reason::OBSERVATION_FAILED, "dial"), SettledView::Unobserved { error: "dial".into() })]
+    #[case::silent(Verdict::new(false, reason::SERVERS_SILENT, "demo-1 does not answer"), SettledView::NotCurrent { groups: vec!["demo-1 does not answer".into()] })]
+    fn settled_reads_into_the_gate(#[case] v: Verdict, #[case] want: SettledView) {
+        assert_eq!(settled_view(&v), want);
+    }
+
+    fn answer(name: &str, leader: &str, replicas: &[&str]) -> super::super::status::ServerAnswer {
+        let jsz: nats_wire::monitor::Jsz = serde_json::from_value(serde_json::json!({
+            "server_id": "N", "now": "2026-11-29T20:00:00Z",
+            "meta_cluster": {
+                "name": "demo", "leader": leader,
+                "replicas": replicas.iter().map(|r| serde_json::json!({"name": r, "current": true})).collect::<Vec<_>>(),
+            },
+        }))
+        .expect("jsz");
+        super::super::status::ServerAnswer {
+            name: name.into(),
+            jsz: Some(jsz),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_meta_group_comes_from_the_leaders_own_report_else_from_followers() {
+        let mut obs = Observation::default();
+        obs.answers
+            .insert("demo-0".into(), answer("demo-0", "demo-1", &[]));
+        assert_eq!(meta_observation(true, &obs), MetaObservation::FromFollowers);
+        assert_eq!(meta_observation(false, &obs), MetaObservation::Off);
+        obs.answers.insert(
+            "demo-1".into(),
+            answer("demo-1", "demo-1", &["demo-0", "demo-2"]),
+        );
+        assert_eq!(
+            meta_observation(true, &obs),
+            MetaObservation::FromLeader {
+                leader: "demo-1".into(),
+                peers: vec!["demo-0".into(), "demo-1".into(), "demo-2".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn a_server_reports_the_target_only_by_the_digest_of_its_rendered_config() {
+        let d = desired(0, "r2");
+        let digest = crate::reload::config_digest(&crate::render::render_block(&d.plan));
+        let mut obs = Observation::default();
+        obs.answers.insert(
+            "demo-0".into(),
+            super::super::status::ServerAnswer {
+                name: "demo-0".into(),
+                config_digest: Some(digest),
+                ..Default::default()
+            },
+        );
+        let r = reported_revisions(std::slice::from_ref(&d), &obs);
+        assert_eq!(r.get("demo-0").map(String::as_str), Some("r2"));
+        if let Some(a) = obs.answers.get_mut("demo-0") {
+            a.config_digest = Some("sha256:other".into());
+        }
+        assert!(reported_revisions(&[d], &obs).is_empty());
     }
 }
