@@ -21,6 +21,13 @@ pub const RECONCILE_DURATION: &str = "nats_operator_reconcile_duration_seconds";
 /// 1 when the condition is True, 0 otherwise, by kind, namespace, name, type and reason.
 pub const CONDITION: &str = "nats_operator_condition";
 
+/// When an account's JWT expires (Unix seconds), by namespace and name; absent for one that never does.
+pub const ACCOUNT_JWT_EXPIRY: &str = "nats_operator_account_jwt_expiry_timestamp_seconds";
+/// Servers of a NatsCluster not yet on the target revision, by namespace and name.
+pub const ROLLOUT_PENDING: &str = "nats_operator_rollout_pending_servers";
+/// 1 while a NatsCluster's rollout gate is closed, by namespace, name and what it waits for.
+pub const ROLLOUT_GATE: &str = "nats_operator_rollout_gate";
+
 /// Upper bounds (seconds) of the duration histogram's buckets.
 pub const BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
@@ -41,6 +48,24 @@ struct Inner {
     durations: BTreeMap<String, Histogram>,
     /// Per object: (type, reason) → value.
     conditions: BTreeMap<ObjectKey, BTreeMap<(String, String), u8>>,
+    /// Named gauges: name → (help, label set → value).
+    gauges: BTreeMap<String, Gauge>,
+}
+
+/// Label pairs in the order they were given.
+type Labels = Vec<(String, String)>;
+
+#[derive(Debug, Default)]
+struct Gauge {
+    help: String,
+    series: BTreeMap<Labels, f64>,
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect()
 }
 
 /// The registry, shared by every controller of a process.
@@ -115,6 +140,25 @@ impl Metrics {
             .remove(&(kind.into(), namespace.into(), name.into()));
     }
 
+    /// Sets one series of the gauge `name` (created with `help` on first use).
+    pub fn set_gauge(&self, name: &str, help: &str, pairs: &[(&str, &str)], value: f64) {
+        let mut m = self.lock();
+        let gauge = m.gauges.entry(name.to_string()).or_default();
+        gauge.help = help.to_string();
+        gauge.series.insert(labels(pairs), value);
+    }
+
+    /// Drops every series of the gauge `name` whose labels include all of `pairs` (an object
+    /// was deleted, or a rollout ended: its series must not linger at an old value).
+    pub fn remove_gauge(&self, name: &str, pairs: &[(&str, &str)]) {
+        let wanted = labels(pairs);
+        if let Some(gauge) = self.lock().gauges.get_mut(name) {
+            gauge
+                .series
+                .retain(|l, _| !wanted.iter().all(|p| l.contains(p)));
+        }
+    }
+
     /// The text exposition format.
     pub fn render(&self) -> String {
         let m = self.lock();
@@ -173,6 +217,18 @@ impl Metrics {
                     escape(t),
                     escape(r)
                 );
+            }
+        }
+        for (name, gauge) in &m.gauges {
+            let _ = writeln!(out, "# HELP {name} {}", gauge.help);
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            for (l, v) in &gauge.series {
+                let l = l
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let _ = writeln!(out, "{name}{{{l}}} {v}");
             }
         }
         out
@@ -254,6 +310,42 @@ mod tests {
         );
         let text = m.render();
         assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+
+    #[test]
+    fn gauges_render_their_series_and_removal_drops_only_the_matching_ones() {
+        let m = Metrics::default();
+        let help = "When the JWT expires.";
+        m.set_gauge(
+            ACCOUNT_JWT_EXPIRY,
+            help,
+            &[("namespace", "a"), ("name", "x")],
+            1.5e9,
+        );
+        m.set_gauge(
+            ACCOUNT_JWT_EXPIRY,
+            help,
+            &[("namespace", "a"), ("name", "y")],
+            7.0,
+        );
+        m.set_gauge(
+            ACCOUNT_JWT_EXPIRY,
+            help,
+            &[("namespace", "a"), ("name", "y")],
+            8.0,
+        );
+        let text = m.render();
+        for line in [
+            format!("# TYPE {ACCOUNT_JWT_EXPIRY} gauge"),
+            format!("{ACCOUNT_JWT_EXPIRY}{{namespace=\"a\",name=\"x\"}} 1500000000"),
+            format!("{ACCOUNT_JWT_EXPIRY}{{namespace=\"a\",name=\"y\"}} 8"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        m.remove_gauge(ACCOUNT_JWT_EXPIRY, &[("name", "y")]);
+        let text = m.render();
+        assert!(text.contains("name=\"x\""), "{text}");
+        assert!(!text.contains("name=\"y\""), "{text}");
     }
 
     #[test]
