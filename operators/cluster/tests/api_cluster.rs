@@ -633,11 +633,63 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     }
     set_ready(&client, NS, "demo-1-0", true).await;
     set_ready(&client, NS, "demo-2-0", true).await;
+    // Every pod Ready, but the servers cannot be asked here (no cluster DNS): the gate stays
+    // closed on Settled and the revisions they do not report, and nothing steps on its own.
+    let c = wait_cluster(
+        &client,
+        NS,
+        "demo",
+        "the gate closed on what is not observed",
+        |c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.rollout.as_ref())
+                .and_then(|r| r.gate.as_ref())
+                .and_then(|g| g.waiting_for.as_deref())
+                .is_some_and(|w| !w.contains("not Ready") && w.contains("not observed"))
+        },
+    )
+    .await;
+    let since = c
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.gate.as_ref())
+        .and_then(|g| g.since.clone());
+    assert_eq!(
+        since, gate.since,
+        "the gate's since is kept while it stays closed"
+    );
+    for (i, rev) in before.iter().enumerate() {
+        assert_eq!(
+            &revision_of(&sts_api.get(&format!("demo-{i}")).await.expect("sts")),
+            rev,
+            "no step through a closed gate"
+        );
+    }
+
+    // force-step restarts the named waiting server through the closed gate, and is cleared
+    // once read.
+    let clusters: Api<NatsCluster> = Api::namespaced(client.clone(), NS);
+    let force = |server: &'static str| json!({"metadata": {"annotations": {nats_api::cluster::annotation::FORCE_STEP: server}}});
+    clusters
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(force("demo-2")),
+        )
+        .await
+        .expect("force-step");
     wait_for(
-        "demo-2 restarted first",
+        "demo-2 forced first",
         || async { revision_of(&sts_api.get("demo-2").await.expect("sts")) },
         |r| *r != before[2],
     )
+    .await;
+    wait_cluster(&client, NS, "demo", "force-step cleared", |c| {
+        !c.annotations()
+            .contains_key(nats_api::cluster::annotation::FORCE_STEP)
+    })
     .await;
     for (i, rev) in before.iter().enumerate().take(2) {
         assert_eq!(
@@ -646,23 +698,30 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
             "demo-{i} waits its turn"
         );
     }
-    let c = wait_cluster(&client, NS, "demo", "demo-2 current", |c| {
+    let c = wait_cluster(&client, NS, "demo", "status.config says how and why", |c| {
         c.status
             .as_ref()
-            .and_then(|s| s.rollout.as_ref())
-            .is_some_and(|r| r.current.as_deref() == Some("demo-2"))
+            .and_then(|s| s.config.as_ref())
+            .is_some_and(|c| c.restart_reason.is_some())
     })
     .await;
     let st = c.status.expect("status");
+    let config = st.config.expect("status.config");
     assert_eq!(
-        st.config.and_then(|c| c.applied_by),
+        config.applied_by,
         Some(nats_api::cluster::ConfigAppliedBy::Restart)
     );
     let rollout = st.rollout.expect("rollout");
-    assert_eq!(rollout.pending, vec!["demo-0", "demo-1"]);
+    let at = |s: &str| rollout.pending.iter().position(|p| p == s);
+    assert!(
+        at("demo-1").is_some() && at("demo-1") < at("demo-0"),
+        "next step first: {:?}",
+        rollout.pending
+    );
 
     // The StatefulSet controller's part, played by the test: demo-2's pod comes back on the new
-    // revision; then demo-1 is next.
+    // revision; a force-step naming a server that does not wait (demo-2) steps nothing and is
+    // cleared; then demo-1 forced is next.
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     pods.delete("demo-2-0", &Default::default())
         .await
@@ -675,6 +734,32 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     .await;
     create_pod(&client, NS, &sts_api.get("demo-2").await.expect("sts")).await;
     set_ready(&client, NS, "demo-2-0", true).await;
+    clusters
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(force("demo-2")),
+        )
+        .await
+        .expect("force-step");
+    wait_cluster(&client, NS, "demo", "force-step cleared", |c| {
+        !c.annotations()
+            .contains_key(nats_api::cluster::annotation::FORCE_STEP)
+    })
+    .await;
+    assert_eq!(
+        revision_of(&sts_api.get("demo-1").await.expect("sts")),
+        before[1],
+        "nothing stepped for a server that does not wait"
+    );
+    clusters
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(force("demo-1")),
+        )
+        .await
+        .expect("force-step");
     wait_for(
         "demo-1 restarted second",
         || async { revision_of(&sts_api.get("demo-1").await.expect("sts")) },
@@ -1314,4 +1399,92 @@ async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_re
     );
     let (nb, na) = cluster_controller::route_ca::recorded_validity(&reissued).expect("validity");
     assert!(na - nb >= time::Duration::days(364), "a year again");
+}
+
+/// The deletion guard's Kubernetes side: a NatsCluster with JetStream carries the finalizer and,
+/// deleted while its NATS cluster cannot be asked (no server answers here), waits with
+/// Deleting=True ObservationFailed until `force-delete` overrides it; one without JetStream
+/// carries no finalizer and goes at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_never_one_without() {
+    const NS: &str = "guard";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    let api: Api<NatsCluster> = Api::namespaced(client.clone(), NS);
+    let finalizer = cluster_controller::controller::deletion::FINALIZER;
+
+    create_cluster(&client, NS, quickstart()).await;
+    wait_cluster(&client, NS, "demo", "the finalizer added", |c| {
+        c.finalizers().iter().any(|f| f == finalizer)
+    })
+    .await;
+    api.delete("demo", &Default::default())
+        .await
+        .expect("delete requested");
+    let held = wait_cluster(
+        &client,
+        NS,
+        "demo",
+        "Deleting=True ObservationFailed",
+        |c| is(c, "Deleting", "True", reason::OBSERVATION_FAILED),
+    )
+    .await;
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let (_, _, message) = condition(&held, "Deleting").expect("Deleting");
+    assert!(message.contains("force-delete"), "{message}");
+    // Held, not gone: a few more passes change nothing.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(api.get_opt("demo").await.expect("read").is_some(), "held");
+
+    api.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            nats_api::cluster::annotation::FORCE_DELETE: "true"
+        }}})),
+    )
+    .await
+    .expect("force-delete");
+    wait_for(
+        "demo deleted after force-delete",
+        || async {
+            api.get_opt("demo")
+                .await
+                .expect("read")
+                .map(|c| c.name_any())
+        },
+        Option::is_none,
+    )
+    .await;
+
+    let mut plain = quickstart();
+    plain["metadata"]["name"] = json!("plain");
+    if let Some(spec) = plain["spec"].as_object_mut() {
+        spec.remove("jetstream");
+    }
+    create_cluster(&client, NS, plain).await;
+    wait_cluster(&client, NS, "plain", "status written", |c| {
+        c.status.is_some()
+    })
+    .await;
+    let c = api.get("plain").await.expect("read");
+    assert!(
+        !c.finalizers().iter().any(|f| f == finalizer),
+        "no finalizer without JetStream: {:?}",
+        c.finalizers()
+    );
+    api.delete("plain", &Default::default())
+        .await
+        .expect("delete requested");
+    wait_for(
+        "plain deleted at once",
+        || async {
+            api.get_opt("plain")
+                .await
+                .expect("read")
+                .map(|c| c.name_any())
+        },
+        Option::is_none,
+    )
+    .await;
 }

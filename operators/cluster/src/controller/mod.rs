@@ -10,6 +10,7 @@
 //! A refusal, an object in the way or a failing port is a condition, retried with a backoff;
 //! only a failure to reach the Kubernetes API is an error. Nothing crashes the loop.
 
+pub mod deletion;
 pub mod inputs;
 pub mod observe;
 pub mod status;
@@ -1052,7 +1053,10 @@ async fn reconcile<L: ServerLifecycle>(
     let started = Instant::now();
     let result = async {
         if cluster.meta().deletion_timestamp.is_some() {
-            // The owner references take the objects with it (the deletion guard is §4.6's).
+            // The deletion guard first; then the owner references take the objects with it.
+            if let Some(wait) = deletion::on_delete(&ctx, &cluster).await? {
+                return Ok(Action::requeue(wait));
+            }
             ctx.metrics.forget(
                 "NatsCluster",
                 &cluster.namespace().unwrap_or_default(),
@@ -1060,6 +1064,7 @@ async fn reconcile<L: ServerLifecycle>(
             );
             return Ok(Action::await_change());
         }
+        deletion::keep_finalizer(&ctx, &cluster).await?;
         let outcome = pass(&cluster, &ctx).await?;
         let wait = write_status(&ctx, &cluster, outcome).await?;
         Ok(Action::requeue(wait))

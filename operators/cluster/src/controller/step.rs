@@ -156,7 +156,14 @@ pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
         MetaObservation::FromLeader { leader, .. } => Some(leader.as_str()),
         _ => None,
     };
-    let members = members(&running, input.targets);
+    // A server in flux (no pod yet, a restart under way) is no step of its own: it holds the
+    // gate by not being Ready.
+    let settled_members: Vec<ObservedServer> = running
+        .iter()
+        .filter(|o| !o.present || o.revision.is_some())
+        .cloned()
+        .collect();
+    let members = members(&settled_members, input.targets);
     let decision = decide(&OrderInput {
         replicas: input.replicas,
         servers: &members,
@@ -187,7 +194,7 @@ mod tests {
                 server_name: format!("demo-{i}"),
                 present: true,
                 ready: *r,
-                revision: Some(rev.to_string()),
+                revision: Some(rev.to_string()).filter(|r| !r.is_empty()),
                 ..Default::default()
             })
             .collect()
@@ -323,6 +330,7 @@ mod tests {
     #[case::waits_for_settled(Case { settled: SettledView::NotCurrent { groups: vec!["stream ORDERS".into()] }, ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
     #[case::paused(Case { paused: true, ..case(&["old", "old", "old"]) }, Action::Held(Hold::Paused))]
     #[case::force_step_through_a_closed_gate(Case { settled: SettledView::Unobserved { error: "x".into() }, force_step: Some("demo-0"), ..case(&["old", "old", "old"]) }, Action::Forced(Step { server: "demo-0".into(), ordinal: 0, kind: StepKind::Restart }))]
+    #[case::in_flux_is_no_step(Case { ready: vec![false, false, false], running: vec!["", "", ""], reporting: vec![], ..case(&["new", "new", "new"]) }, Action::UpToDate)]
     #[case::reloaded_server_is_current(Case { reporting: vec!["demo-2"], ..case(&["old", "old", "old"]) }, restart(1))]
     fn one_server_at_a_time_meta_leader_last_behind_the_gate(
         #[case] c: Case,
