@@ -120,6 +120,25 @@ async fn jwt_ttl_resigns_at_half_stepdown_reaches_the_system_account_and_deletio
     let b = decode::<Account>(str_at(&again, "/status/jwt")).unwrap();
     assert!(b.issued_at - a.issued_at >= 2, "not before half the TTL");
     assert_eq!(b.expires - b.issued_at, 4);
+    // The expiry gauge follows the JWT in status (re-signed again within the poll, so it is read
+    // until the two agree).
+    sim::wait::poll("the expiry gauge follows status.jwt", Duration::from_secs(30), || {
+        let accounts = accounts.clone();
+        let metrics = rig.metrics.clone();
+        async move {
+            let o = accounts.get("short").await.map_err(|e| e.to_string())?;
+            let jwt = o.status.and_then(|s| s.jwt).unwrap_or_default();
+            let exp = decode::<Account>(&jwt)
+                .map_err(|e| e.to_string())?
+                .expires;
+            let line = format!(
+                "nats_operator_account_jwt_expiry_timestamp_seconds{{namespace=\"{NS}\",name=\"short\"}} {exp}"
+            );
+            Ok(metrics.render().lines().any(|l| l == line).then_some(()))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 
     // The system account JWT imports the stepdown services under $JS.<key>.API.
     let op = wait_for(

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::metrics;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::Action;
@@ -540,6 +541,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         .unwrap_or((now, 0));
     status.jwt_hash = Some(jwt_hash(&jwt));
     status.jwt = Some(jwt.clone());
+    record_expiry(&ctx, &acct, exp);
 
     let expires = if exp == 0 {
         "never expires".to_string()
@@ -680,12 +682,31 @@ async fn deleting(
         }
     }
     remove_finalizer(ctx, acct).await?;
-    ctx.metrics.forget(
-        "NatsAccount",
-        &acct.namespace().unwrap_or_default(),
-        &acct.name_any(),
+    let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+    ctx.metrics.forget("NatsAccount", &ns, &name);
+    ctx.metrics.remove_gauge(
+        metrics::ACCOUNT_JWT_EXPIRY,
+        &[("namespace", &ns), ("name", &name)],
     );
     Ok(Action::await_change())
+}
+
+/// The account JWT expiry gauge: when the signed JWT lapses, or no series for one that never does
+/// (a series at 0 would read as long expired).
+fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
+    let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+    let labels = [("namespace", ns.as_str()), ("name", name.as_str())];
+    if exp == 0 {
+        ctx.metrics
+            .remove_gauge(metrics::ACCOUNT_JWT_EXPIRY, &labels);
+    } else {
+        ctx.metrics.set_gauge(
+            metrics::ACCOUNT_JWT_EXPIRY,
+            "When the account JWT the controller signed expires (Unix seconds).",
+            &labels,
+            exp as f64,
+        );
+    }
 }
 
 fn plural(n: usize) -> &'static str {

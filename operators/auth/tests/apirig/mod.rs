@@ -28,6 +28,8 @@ pub struct Rig {
     // Field order is drop order: the controller stops before the apiserver.
     pub controllers: Option<Controllers>,
     pub api: ApiServer,
+    /// The running controller's metrics registry.
+    pub metrics: Metrics,
 }
 
 impl Rig {
@@ -47,12 +49,14 @@ impl Rig {
         Rig {
             controllers: None,
             api,
+            metrics: Metrics::default(),
         }
     }
 
     /// Starts the controller with `settings` (resync 2 s unless set).
     pub fn start_controller(&mut self, settings: Settings) {
-        let ctx = controller::context(self.api.client(), settings, Metrics::default());
+        self.metrics = Metrics::default();
+        let ctx = controller::context(self.api.client(), settings, self.metrics.clone());
         self.controllers = Some(Controllers(tokio::spawn(controller::run(ctx))));
     }
 
