@@ -34,7 +34,8 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{
     ConfigAppliedBy, ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster,
-    NatsClusterStatus, RolloutStatus, ServerStatus, annotation, condition, names, reason,
+    NatsClusterStatus, RolloutStatus, ServerRemoval, ServerStatus, annotation, condition, names,
+    reason,
 };
 
 use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
@@ -182,6 +183,8 @@ struct Outcome {
     failed: bool,
     /// How this pass applied a new revision and why, if it stepped a server.
     applied: Option<ConfigStatus>,
+    /// `status.removals`, when this pass stepped the servers.
+    removals: Option<Vec<ServerRemoval>>,
 }
 
 /// Progressing for a hold: True while the controller waits, False when it refuses.
@@ -394,6 +397,7 @@ async fn pass<L: ServerLifecycle>(
     let mut progressing: Option<Verdict> = None;
     let mut rollout: Option<RolloutStatus> = None;
     let mut applied: Option<ConfigStatus> = None;
+    let mut removals: Option<Vec<ServerRemoval>> = None;
     let observed: Vec<ObservedServer>;
 
     let blocked = refused_gateway.clone().or_else(|| holds.first().cloned());
@@ -433,6 +437,7 @@ async fn pass<L: ServerLifecycle>(
                     rollout = done.rollout;
                     observed = done.observed;
                     applied = done.config;
+                    removals = Some(done.removals);
                 }
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -500,6 +505,7 @@ async fn pass<L: ServerLifecycle>(
         jetstream,
         failed: failure.is_some(),
         applied,
+        removals,
     })
 }
 
@@ -559,6 +565,8 @@ struct Seen<'a> {
 /// What applying the servers came to.
 struct AppliedServers {
     foreign: Vec<String>,
+    /// `status.removals` after this pass.
+    removals: Vec<ServerRemoval>,
     config: Option<ConfigStatus>,
     progressing: Option<Verdict>,
     rollout: Option<RolloutStatus>,
@@ -662,10 +670,19 @@ async fn apply_servers<L: ServerLifecycle>(
         Ok(o) => o,
         Err(e) => return Ok(Err(e)),
     };
+    let now = conditions::now();
+    let prev_removals: Vec<ServerRemoval> = cluster
+        .status
+        .as_ref()
+        .map(|s| s.removals.clone())
+        .unwrap_or_default();
     let mut creating = vec![];
     let mut changed = vec![];
     for d in &desired {
+        // A server being replaced is created again by its removal's Recreate step.
+        let replacing = prev_removals.iter().any(|r| r.name == d.plan.server_name);
         match step::server_state(d, &before) {
+            step::ServerState::Absent if replacing => continue,
             step::ServerState::Changed => {
                 changed.push(d.ordinal);
                 continue;
@@ -693,6 +710,35 @@ async fn apply_servers<L: ServerLifecycle>(
         .annotations()
         .get(annotation::FORCE_STEP)
         .map(String::as_str);
+    // replace-server: recorded in status.removals (which carries it across controller
+    // restarts) and cleared once read, a name that is no server of this cluster too.
+    let members_now = rollout::observe::members(&step::running(&before, &reported), &targets);
+    let read = rollout::order::read_replace_server(
+        cluster
+            .annotations()
+            .get(annotation::REPLACE_SERVER)
+            .map(String::as_str),
+        replicas,
+        &members_now,
+        &prev_removals,
+        &now,
+    );
+    let mut removals = prev_removals.clone();
+    removals.extend(read.record);
+    if read.clear {
+        clear_annotation(ctx, cluster, annotation::REPLACE_SERVER).await?;
+    }
+    if let Some(unknown) = &read.unknown {
+        ctx.events
+            .publish(
+                cluster,
+                true,
+                "ReplaceServerUnknown",
+                format!("replace-server names {unknown}, no server of this NatsCluster"),
+            )
+            .await;
+    }
+    let replace = rollout::order::replacements(replicas, &members_now, &removals, &[]);
     let (gate, decision) = step::next_step(&step::StepInput {
         replicas,
         observed: &before,
@@ -704,6 +750,8 @@ async fn apply_servers<L: ServerLifecycle>(
         paused: spec.rollout_paused(),
         force_step,
         auth_change: None,
+        replace: &replace,
+        removals: &removals,
     });
     if decision.clear_force_step {
         clear_annotation(ctx, cluster, annotation::FORCE_STEP).await?;
@@ -724,6 +772,26 @@ async fn apply_servers<L: ServerLifecycle>(
         }
         config = Some(how);
     }
+    let mut removal_step = None;
+    if let StepAction::Take(s) | StepAction::ContinueRemoval(s) = &decision.action
+        && let Some(kind) = s.kind.removal()
+    {
+        let (taken, left) = removal(
+            ctx, cluster, s, kind, &removals, &desired, &before, &meta, seen,
+        )
+        .await;
+        foreign.extend(left);
+        let previous = removals.iter().find(|r| r.name == s.server).cloned();
+        if !matches!(taken, rollout::removal::RemovalStep::Failed { .. }) {
+            removals.retain(|r| r.name != s.server);
+            if let Some(entry) =
+                rollout::status::removal_entry(&s.server, &taken, kind, previous.as_ref(), &now)
+            {
+                removals.push(entry);
+            }
+        }
+        removal_step = Some(taken);
+    }
     for d in &desired {
         ctx.remember(&d.revision, &d.plan);
     }
@@ -734,7 +802,6 @@ async fn apply_servers<L: ServerLifecycle>(
     foreign.sort();
     foreign.dedup();
 
-    let now = conditions::now();
     let previous_gate = cluster
         .status
         .as_ref()
@@ -745,11 +812,12 @@ async fn apply_servers<L: ServerLifecycle>(
     } else {
         rollout::gate::gate_status(&gate, previous_gate, &now)
     };
-    let within: Vec<ObservedServer> = step::running(&before, &reported)
-        .into_iter()
-        .filter(|o| o.ordinal < replicas)
-        .collect();
-    let servers = rollout::observe::gate_servers(&within, &targets, &reported, &answered);
+    let servers = rollout::observe::gate_servers(
+        &step::running(&before, &reported),
+        &targets,
+        &reported,
+        &answered,
+    );
     let target = cluster_revision(revisions);
     let progressing = if !creating.is_empty() {
         Some(Verdict::new(
@@ -760,7 +828,13 @@ async fn apply_servers<L: ServerLifecycle>(
     } else if decision.action == StepAction::UpToDate {
         None
     } else {
-        let p = rollout::status::progressing(&target, &decision, None, gate_st.as_ref(), &now);
+        let p = rollout::status::progressing(
+            &target,
+            &decision,
+            removal_step.as_ref(),
+            gate_st.as_ref(),
+            &now,
+        );
         Some(Verdict::new(p.status, p.reason, p.message))
     };
     if !foreign.is_empty() {
@@ -784,6 +858,7 @@ async fn apply_servers<L: ServerLifecycle>(
         },
     ));
     Ok(Ok(AppliedServers {
+        removals,
         config,
         foreign,
         progressing,
@@ -881,6 +956,137 @@ async fn apply_step<L: ServerLifecycle>(
         )),
     };
     (how, result)
+}
+
+/// Takes the next step of one server's removal (design §4.5): evacuate, wait, step the meta
+/// leader down, `$JS.API.SERVER.REMOVE`, delete its workload, config and labelled storage,
+/// recreate it (replacement) and wait until the meta leader lists it again. Returns the step
+/// and the objects the lifecycle left because the NatsCluster does not control them.
+///
+/// The lifecycle reports whether the server's workload exists; the PVC and ConfigMap rules
+/// are its `delete_server`'s (a PVC only with the server's labels), whose leftovers are named.
+#[allow(clippy::too_many_arguments)]
+async fn removal<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    s: &rollout::order::Step,
+    kind: rollout::removal::RemovalKind,
+    removals: &[ServerRemoval],
+    desired: &[DesiredServer],
+    before: &[ObservedServer],
+    meta: &rollout::gate::MetaObservation,
+    seen: &Seen<'_>,
+) -> (rollout::removal::RemovalStep, Vec<String>) {
+    use rollout::removal::{RemovalInput, RemovalStep, ServerObjects};
+    let answers: Vec<(String, nats_wire::monitor::Jsz)> = seen
+        .observation
+        .answers
+        .values()
+        .filter_map(|a| Some((a.name.clone(), a.jsz.clone()?)))
+        .collect();
+    let streams = rollout::observe::stream_replicas(&answers);
+    let groups = rollout::observe::groups_on(&answers, &s.server);
+    let not_current = rollout::observe::not_current(&answers, Some(&s.server));
+    let (leader, peers) = match meta {
+        rollout::gate::MetaObservation::FromLeader { leader, peers } => {
+            (Some(leader.as_str()), Some(peers.as_slice()))
+        }
+        _ => (None, None),
+    };
+    let observed = before.iter().find(|o| o.ordinal == s.ordinal);
+    let objects = ServerObjects {
+        statefulset: observed.is_some_and(|o| o.present),
+        pvc: None,
+        configmap: None,
+    };
+    let input = RemovalInput {
+        server: &s.server,
+        kind,
+        phase: removals
+            .iter()
+            .find(|r| r.name == s.server)
+            .map(|r| r.phase),
+        jetstream: cluster.spec.jetstream.is_some(),
+        system_credentials: seen.system.is_some(),
+        new_size: cluster.spec.replicas.max(0) as u32,
+        streams: &streams,
+        groups_on_server: &groups,
+        not_current_apart_from_server: &not_current,
+        meta_leader: leader,
+        meta_peers: peers,
+        objects: &objects,
+        server_ready: observed.is_some_and(|o| o.ready),
+    };
+    let step = rollout::removal::next(&input);
+    let wire = || async {
+        match seen.system {
+            Some(access) => observe::dial_system(seen.ready, access)
+                .await
+                .map_err(|e| format!("system connection: {e}")),
+            None => Err("no system user".to_string()),
+        }
+    };
+    let peer = nats_wire::jsapi::PeerRef::name(&s.server);
+    let asked = match &step {
+        RemovalStep::Evacuate => match wire().await {
+            Ok(w) => w.server_evacuate(&peer).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        },
+        RemovalStep::StepDownMetaLeader => match wire().await {
+            Ok(w) => w
+                .meta_leader_stepdown(None)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        },
+        RemovalStep::RemovePeer => match wire().await {
+            Ok(w) => w.server_remove(&peer).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        },
+        RemovalStep::Delete { .. } => {
+            match ctx.lifecycle.delete_server(cluster, s.ordinal, true).await {
+                Ok(a) => return (step, a.foreign),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        RemovalStep::Recreate => match desired.iter().find(|d| d.ordinal == s.ordinal) {
+            Some(d) => ctx
+                .lifecycle
+                .apply_server(cluster, d)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    };
+    match asked {
+        Ok(()) => {
+            if !matches!(
+                step,
+                RemovalStep::WaitEvacuation { .. } | RemovalStep::WaitRejoin { .. }
+            ) {
+                ctx.events
+                    .publish(
+                        cluster,
+                        false,
+                        "RemovalStep",
+                        format!("{}: {step:?}", s.server),
+                    )
+                    .await;
+            }
+            (step, vec![])
+        }
+        // The step is asked again next pass (its phase unchanged); meanwhile Progressing says
+        // what failed.
+        Err(e) => (
+            RemovalStep::Failed {
+                step: Box::new(step),
+                error: e,
+            },
+            vec![],
+        ),
+    }
 }
 
 /// Writes `d`'s config, asks its server to reload it over the system user and confirms it by
@@ -1003,7 +1209,7 @@ async fn write_status<L: ServerLifecycle>(
             },
         }),
         rollout: outcome.rollout.clone(),
-        removals: prev.removals.clone(),
+        removals: outcome.removals.clone().unwrap_or(prev.removals.clone()),
         jetstream: outcome.jetstream.clone(),
         gateways: outcome.gateways.clone().map(|g| g.0).unwrap_or_default(),
         leaf_remotes: outcome.leafnodes.clone().map(|l| l.0).unwrap_or_default(),

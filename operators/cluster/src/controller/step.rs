@@ -11,7 +11,8 @@ use crate::lifecycle::{DesiredServer, ObservedServer};
 use crate::refusals::Refusal;
 use crate::rollout::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
 use crate::rollout::observe::{Targets, gate_servers, members, reported_revision};
-use crate::rollout::order::{Decision, OrderInput, decide};
+use crate::rollout::order::{Decision, OrderInput, ReplaceCause, decide};
+use nats_api::cluster::{RemovalPhase, ServerRemoval};
 
 /// Where a desired server stands against what the port observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,23 +135,27 @@ pub struct StepInput<'a> {
     pub paused: bool,
     pub force_step: Option<&'a str>,
     pub auth_change: Option<Refusal>,
+    /// Servers to replace and why.
+    pub replace: &'a [(String, ReplaceCause)],
+    /// `status.removals`.
+    pub removals: &'a [ServerRemoval],
 }
 
 /// The gate and the decision.
 pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
-    let within: Vec<ObservedServer> = input
-        .observed
-        .iter()
-        .filter(|o| o.ordinal < input.replicas)
-        .cloned()
-        .collect();
-    let running = running(&within, input.reported);
+    let running = running(input.observed, input.reported);
     let servers = gate_servers(&running, input.targets, input.reported, input.answered);
+    let rejoining: Vec<String> = input
+        .removals
+        .iter()
+        .filter(|r| r.phase == RemovalPhase::Rejoining)
+        .map(|r| r.name.clone())
+        .collect();
     let gate = gate(&GateInput {
         servers: &servers,
         meta: input.meta,
         settled: input.settled,
-        rejoining: &[],
+        rejoining: &rejoining,
     });
     let leader = match input.meta {
         MetaObservation::FromLeader { leader, .. } => Some(leader.as_str()),
@@ -170,8 +175,8 @@ pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
         meta_leader: leader,
         paused: input.paused,
         force_step: input.force_step,
-        replace: &[],
-        removals: &[],
+        replace: input.replace,
+        removals: input.removals,
         gate: &gate,
         auth_change: input.auth_change.clone(),
     });
@@ -309,6 +314,8 @@ mod tests {
             paused: c.paused,
             force_step: c.force_step,
             auth_change: None,
+            replace: &[],
+            removals: &[],
         })
     }
 

@@ -97,6 +97,12 @@ pub enum RemovalStep {
     WaitRejoin { waiting_for: String },
     /// The removal is complete: drop its `status.removals` entry.
     Done,
+    /// Asking for `step` failed (a request to the servers, the lifecycle): it is asked again
+    /// next pass, the recorded phase unchanged.
+    Failed {
+        step: Box<RemovalStep>,
+        error: String,
+    },
 }
 
 impl RemovalStep {
@@ -117,6 +123,7 @@ impl RemovalStep {
                 (kind == RemovalKind::Replace).then_some(RemovalPhase::Rejoining)
             }
             RemovalStep::Done => None,
+            RemovalStep::Failed { step, .. } => step.phase_after(kind),
         }
     }
 
