@@ -29,6 +29,23 @@ pub fn targets(replies: &PingReplies<Connz>, user: &str) -> Vec<(String, u64)> {
     out
 }
 
+/// The Ready message of a deleted user while its connections are being kicked: how many remain
+/// on which servers. None when none remain, so the finalizer may go.
+pub fn kicking_message(user: &str, targets: &[(String, u64)]) -> Option<String> {
+    if targets.is_empty() {
+        return None;
+    }
+    let mut servers: Vec<&str> = targets.iter().map(|(s, _)| s.as_str()).collect();
+    servers.dedup();
+    let n = targets.len();
+    Some(format!(
+        "deleting: kicking {n} connection{} of revoked user {user} on server{} {}",
+        if n == 1 { "" } else { "s" },
+        if servers.len() == 1 { "" } else { "s" },
+        servers.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +87,14 @@ mod tests {
         };
         let want: Vec<(String, u64)> = want.into_iter().map(|(s, c)| (s.into(), c)).collect();
         assert_eq!(targets(&p, "UGONE"), want);
+    }
+
+    #[rstest]
+    #[case::none_remain(vec![], None)]
+    #[case::one_on_one_server(vec![("N1", 4)], Some("deleting: kicking 1 connection of revoked user UGONE on server N1"))]
+    #[case::several_on_two_servers(vec![("N1", 4), ("N1", 7), ("N2", 9)], Some("deleting: kicking 3 connections of revoked user UGONE on servers N1, N2"))]
+    fn kicking(#[case] targets: Vec<(&str, u64)>, #[case] want: Option<&str>) {
+        let t: Vec<(String, u64)> = targets.into_iter().map(|(s, c)| (s.into(), c)).collect();
+        assert_eq!(kicking_message("UGONE", &t).as_deref(), want);
     }
 }

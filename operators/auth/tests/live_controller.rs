@@ -276,6 +276,32 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
     let live = live.expect("orders-app connects before its deletion");
     let app = rig.api::<NatsUser>(SYS).get("orders-app").await.unwrap();
     let app_pk = app.status.as_ref().unwrap().public_key.clone().unwrap();
+    // Every status the deletion writes, watched from the version read above.
+    let watch = rig
+        .api::<NatsUser>(SYS)
+        .watch(
+            &kube::api::WatchParams::default().fields("metadata.name=orders-app"),
+            app.metadata.resource_version.as_deref().unwrap(),
+        )
+        .await
+        .unwrap();
+    let seen = tokio::spawn(async move {
+        let mut readies = Vec::new();
+        let mut watch = std::pin::pin!(watch);
+        while let Some(Ok(e)) = watch.next().await {
+            match e {
+                kube::api::WatchEvent::Modified(u) => {
+                    let u = serde_json::to_value(&u).unwrap();
+                    if let Some(c) = apirig::condition(&u, "Ready") {
+                        readies.push((c.0, c.1, message(&u, "Ready")));
+                    }
+                }
+                kube::api::WatchEvent::Deleted(_) => break,
+                _ => {}
+            }
+        }
+        readies
+    });
     let deleted = Instant::now();
     rig.api::<NatsUser>(SYS)
         .delete("orders-app", &Default::default())
@@ -290,6 +316,28 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
+    let readies = tokio::time::timeout(Duration::from_secs(10), seen)
+        .await
+        .expect("the watch saw the deletion")
+        .unwrap();
+    println!("Ready during the deletion: {readies:?}");
+    // The servers close a revoked user's connections themselves once they hold the revoking
+    // JWT, so the controller's CONNZ usually finds none left and Kicking is seldom written; when
+    // it is, it names the one connection and its server.
+    assert!(
+        readies
+            .iter()
+            .any(|(status, reason, _)| status == "False" && reason == "Distributing"),
+        "the deletion wrote no Ready False Distributing: {readies:?}"
+    );
+    for (_, _, m) in readies.iter().filter(|(_, reason, _)| reason == "Kicking") {
+        assert!(
+            m.starts_with(&format!(
+                "deleting: kicking 1 connection of revoked user {app_pk} on server N"
+            )),
+            "{m}"
+        );
+    }
     println!(
         "user deleted -> revoked on 3 of 3 -> kicked -> Secret gone -> released: {} ms",
         deleted.elapsed().as_millis()
@@ -740,4 +788,115 @@ async fn a_change_is_never_pushed_older_than_a_jwt_the_servers_hold() {
         held.iter()
             .all(|h| h.jwt() == Some(str_at(&signed, "/status/jwt")))
     );
+}
+
+/// A system account adopted with keys brought from elsewhere (§5.2): the servers already hold a
+/// JWT for its key carrying a mapping the spec cannot say, so it is refused with
+/// AdoptionDropsClaims, naming the mappings, until spec.adoption.droppedClaims is Accept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_account_adopted_over_a_richer_jwt_is_refused_until_accepted() {
+    use nats_claims::{KeyKind, NKey, WeightedMapping};
+    let mut rig = Rig::bare(&[SYS]).await;
+    rig.start_controller(Settings {
+        resync: Duration::from_secs(2),
+        system_connection: Some(SystemConnection {
+            namespace: SYS.into(),
+            name: "auth".into(),
+        }),
+    });
+    let identity = NKey::generate(KeyKind::Account);
+    rig.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "system-keys", "namespace": SYS},
+        "stringData": {"seed": identity.seed().expose()},
+    }))
+    .await;
+    let mut sys_doc = json!(null);
+    for mut doc in apirig::story_docs("02-auth-plane", "01-trust-roots.yaml") {
+        if doc["kind"] == "NatsSystemAccount" {
+            doc["spec"]["keys"] = json!({"identity": {"secretKeyRef": {"name": "system-keys"}}});
+            sys_doc = doc.clone();
+        }
+        rig.apply(doc).await;
+    }
+    rig.apply_story("02-auth-plane", "02-system-users.yaml", &["NatsConnection"])
+        .await;
+    let op = wait_ready(&rig.api::<NatsOperator>(SYS), "demo", "True", "Signed").await;
+    let trust = wait_ready(
+        &rig.api::<NatsOperatorTrust>(SYS),
+        "demo",
+        "True",
+        "Mirrored",
+    )
+    .await;
+    let sys_pk = str_at(&op, "/status/systemAccount/publicKey").to_string();
+    assert_eq!(
+        sys_pk,
+        identity.public_key(),
+        "the brought key is the one signed"
+    );
+    let op_signing = {
+        let s = rig.secret(SYS, "demo-operator-signing-1").await.unwrap();
+        let b = s.data.unwrap()["seed"].0.clone();
+        NKey::from_seed(&b).unwrap()
+    };
+    // Made elsewhere: the same system account (its signing keys, so its users connect) plus a
+    // mapping, which is what the servers boot holding.
+    let mut legacy =
+        nats_claims::decode::<nats_claims::Account>(str_at(&trust, "/status/systemAccountJWT"))
+            .unwrap();
+    legacy.nats.mappings.insert(
+        "legacy.>".into(),
+        vec![WeightedMapping {
+            subject: "orders.>".into(),
+            weight: 100,
+            cluster: String::new(),
+        }],
+    );
+    let legacy_jwt = legacy
+        .encode_issued_at(&op_signing, common::now_secs() - 10)
+        .unwrap();
+    let topo = Topology::start(TopologySpec::cluster(3).with_version(VERSION).with_auth(
+        Auth::Operator(OperatorMode {
+            operator_jwt: str_at(&trust, "/status/operatorJWT").to_string(),
+            system_account: sys_pk.clone(),
+            preload: vec![(sys_pk.clone(), legacy_jwt)],
+        }),
+    ))
+    .await
+    .expect("3 servers boot holding the system account JWT made elsewhere");
+    wait_ready(
+        &rig.api::<NatsUser>(SYS),
+        "auth-controller",
+        "True",
+        "Signed",
+    )
+    .await;
+    rig.apply(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+        "metadata": {"name": "auth", "namespace": SYS},
+        "spec": {
+            "servers": topo.client_urls(),
+            "credentials": {"secretKeyRef": {"name": "auth-controller-creds", "key": "user.creds"}},
+        },
+    }))
+    .await;
+    let systems = rig.api::<NatsSystemAccount>(SYS);
+    let refused = wait_ready(&systems, "system", "False", "AdoptionDropsClaims").await;
+    assert!(
+        message(&refused, "Ready").contains("mappings"),
+        "{}",
+        message(&refused, "Ready")
+    );
+    assert!(
+        refused["status"]["distribution"].is_null(),
+        "nothing was pushed while refused"
+    );
+
+    sys_doc["spec"]["adoption"] = json!({"droppedClaims": "Accept"});
+    rig.apply(sys_doc).await;
+    wait_for(&systems, "system", "system account adopted, 3 of 3", |o| {
+        is(o, "Ready", "True", "Signed") && is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
 }

@@ -199,7 +199,8 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         super::unix_now(),
     );
     // Revocations lost with the status come back from the JWTs the servers hold.
-    if let Some(h) = super::nats::holding(&ctx, &keys.public_key).await {
+    let holding = super::nats::holding(&ctx, &keys.public_key).await;
+    if let Some(h) = &holding {
         for j in &h.jwts {
             if let Ok(c) = nats_claims::decode::<nats_claims::Account>(j) {
                 record = crate::revocations::merge_from_jwt(&record, &c);
@@ -227,6 +228,27 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         );
         return finish(status, vec![cond, resolved], false).await;
     };
+    // Adoption: keys brought from elsewhere, never pushed from here, and a JWT the servers hold
+    // for them whose fields the NatsOperator's re-signing from spec would drop, is refused unless
+    // spec.adoption.droppedClaims is Accept (the same comparison as a NatsAccount's).
+    let adopted = sys.spec.public_key.is_some()
+        || sys.spec.keys.as_ref().is_some_and(|k| k.identity.is_some());
+    if adopted
+        && prev.distribution.is_none()
+        && let Some(held) = holding.as_ref().and_then(|h| newest(&h.jwts))
+    {
+        let dropped = crate::gates::dropped_by_resign(&held, &jwt).unwrap_or_default();
+        let policy = sys
+            .spec
+            .adoption
+            .as_ref()
+            .map(|a| a.dropped_claims)
+            .unwrap_or_default();
+        if let Err(m) = crate::gates::adoption(&dropped, policy) {
+            let cond = Cond::new(condition::READY, false, reason::ADOPTION_DROPS_CLAIMS, m);
+            return finish(status, vec![cond, resolved], false).await;
+        }
+    }
     status.jwt_hash = Some(jwt_hash(&jwt));
     let mut conds = vec![
         Cond::new(
@@ -266,4 +288,16 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
     };
     finish(status, conds, true).await?;
     Ok(Action::requeue(wait))
+}
+
+/// The newest (by issued-at) of the account JWTs the servers hold.
+fn newest(jwts: &[String]) -> Option<String> {
+    jwts.iter()
+        .filter_map(|j| {
+            nats_claims::decode::<nats_claims::Account>(j)
+                .ok()
+                .map(|c| (c.issued_at, j))
+        })
+        .max_by_key(|(iat, _)| *iat)
+        .map(|(_, j)| j.clone())
 }

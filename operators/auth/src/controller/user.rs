@@ -615,8 +615,13 @@ async fn deleting(
             write_status(ctx, u, &status).await?;
             return Ok(Action::requeue(std::time::Duration::from_secs(1)));
         }
-        if connected && let Some(account_pk) = &view.public_key {
-            kick_connections(ctx, u, account_pk, pk).await;
+        // Ready reads False Kicking while connections remain; the finalizer waits for a CONNZ
+        // that finds none.
+        if connected
+            && let Some(account_pk) = &view.public_key
+            && kick_connections(ctx, u, account_pk, pk).await?.is_some()
+        {
+            return Ok(Action::requeue(std::time::Duration::from_secs(1)));
         }
     }
     if let Some(c) = &u.spec.credentials {
@@ -643,10 +648,17 @@ async fn deleting(
 }
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then
-/// KICK on each server holding one. A failure is logged; the revoked key is refused anyway.
-async fn kick_connections(ctx: &Context, u: &NatsUser, account_pk: &str, user_pk: &str) {
+/// KICK on each server holding one, with Ready False Kicking naming what remains written first.
+/// Some(n) when n connections were found (the caller looks again), None when none remain or
+/// CONNZ failed (logged; the revoked key is refused anyway).
+async fn kick_connections(
+    ctx: &Context,
+    u: &NatsUser,
+    account_pk: &str,
+    user_pk: &str,
+) -> Result<Option<usize>, Error> {
     let Ok(Some(wire)) = super::nats::system_wire(ctx).await else {
-        return;
+        return Ok(None);
     };
     let options = nats_wire::monitor::ConnzOptions::user_of_account(account_pk, user_pk);
     let replies = match wire
@@ -659,10 +671,22 @@ async fn kick_connections(ctx: &Context, u: &NatsUser, account_pk: &str, user_pk
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(error = %e, "CONNZ of a deleted user failed");
-            return;
+            return Ok(None);
         }
     };
     let targets = kick::targets(&replies, user_pk);
+    let Some(message) = kick::kicking_message(user_pk, &targets) else {
+        return Ok(None);
+    };
+    let cond = Cond::new(condition::READY, false, reason::KICKING, message);
+    let generation = u.meta().generation;
+    let prev = u.status.clone().unwrap_or_default();
+    let status = NatsUserStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(&previous_conditions(u), generation, &[cond], &[]),
+        ..prev
+    };
+    write_status(ctx, u, &status).await?;
     let mut kicked = 0;
     for (server, cid) in &targets {
         match wire.kick(server, *cid).await {
@@ -680,4 +704,5 @@ async fn kick_connections(ctx: &Context, u: &NatsUser, account_pk: &str, user_pk
             )
             .await;
     }
+    Ok(Some(targets.len()))
 }
