@@ -35,15 +35,23 @@ pub async fn dial_system(
     servers: &[(String, ServerAddress)],
     access: &SystemAccess,
 ) -> Result<nats_wire::Wire, nats_wire::DialError> {
+    nats_wire::dial(&system_config(servers, access)).await
+}
+
+/// The system connection's settings: the controller's name and its preset inbox prefix
+/// (`_INBOX.cluster-controller`, the only inbox the auth plane's cluster-controller user may
+/// subscribe to; any other system user may use it too).
+fn system_config(servers: &[(String, ServerAddress)], access: &SystemAccess) -> ConnectionConfig {
     let mut config = ConnectionConfig::new(servers.iter().map(|(_, a)| a.client_url.clone()))
         .with_creds(access.creds.clone())
         .with_name("cluster-controller")
+        .with_inbox_prefix(nats_wire::preset_inbox_prefix("cluster-controller"))
         .with_connect_timeout(OBSERVE_TIMEOUT)
         .with_request_timeout(OBSERVE_TIMEOUT);
     if let Some(ca) = &access.ca_pem {
         config = config.with_ca_pem(ca.clone());
     }
-    nats_wire::dial(&config).await
+    config
 }
 
 /// Asks the servers over the system connection; the answers of servers not in `servers` (other
@@ -54,15 +62,7 @@ pub async fn over_system(
     asks: Asks,
     access: &SystemAccess,
 ) -> Observation {
-    let mut config = ConnectionConfig::new(servers.iter().map(|(_, a)| a.client_url.clone()))
-        .with_creds(access.creds.clone())
-        .with_name("cluster-controller")
-        .with_connect_timeout(OBSERVE_TIMEOUT)
-        .with_request_timeout(OBSERVE_TIMEOUT);
-    if let Some(ca) = &access.ca_pem {
-        config = config.with_ca_pem(ca.clone());
-    }
-    let wire = match nats_wire::dial(&config).await {
+    let wire = match nats_wire::dial(&system_config(servers, access)).await {
         Ok(w) => w,
         Err(e) => {
             return Observation {
