@@ -276,6 +276,29 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
     let live = live.expect("orders-app connects before its deletion");
     let app = rig.api::<NatsUser>(SYS).get("orders-app").await.unwrap();
     let app_pk = app.status.as_ref().unwrap().public_key.clone().unwrap();
+    // The live connection as the deletion's CONNZ finds it, and the Kicking message it gives.
+    let orders_pk = rig.api::<NatsAccount>(SYS).get("orders").await.unwrap();
+    let orders_pk = orders_pk.status.unwrap().public_key.unwrap();
+    let sys_creds = creds_text(&rig, SYS, "auth-controller-creds")
+        .await
+        .unwrap();
+    let (sys_client, _) = connect(&topo, &sys_creds, Some("auth-controller")).await;
+    let wire = nats_wire::Wire::new(sys_client.expect("auth-controller user connects"));
+    let connz = wire
+        .ping_connz(
+            &nats_wire::monitor::ConnzOptions::user_of_account(&orders_pk, &app_pk),
+            nats_wire::Collect::expecting(3, Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    let targets = auth_controller::kick::targets(&connz, &app_pk);
+    let kicking = auth_controller::kick::kicking_message(&app_pk, &targets);
+    assert!(
+        kicking.as_deref().is_some_and(|m| m.starts_with(&format!(
+            "deleting: kicking 1 connection of revoked user {app_pk} on server N"
+        ))),
+        "{kicking:?} from {targets:?}"
+    );
     // Every status the deletion writes, watched from the version read above.
     let watch = rig
         .api::<NatsUser>(SYS)
