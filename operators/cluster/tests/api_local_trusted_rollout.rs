@@ -1,0 +1,237 @@
+//! Live tier of reload and replacement under a system user: a NatsCluster under an operator
+//! trust with `auth.systemCredentials` on the local lifecycle against a real apiserver and real
+//! nats-server processes. A reloadable change (a raised memory limit raises the JetStream
+//! memory store) is reloaded over `$SYS` and confirmed by the `/varz` digest with no restart;
+//! `replace-server` evacuates, removes, deletes and recreates the server, and the gate holds
+//! until the meta leader lists it again after the removal tombstone (~5 minutes).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
+use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
+use sim::controlled::read_cluster;
+use sim::host::{Host, ObjectRef, condition_of};
+
+const WAIT: Duration = Duration::from_secs(180);
+const REPLACE: &str = "cluster.nats.mikluko.io/replace-server";
+
+/// The trust roots, the system user's creds and the NatsCluster, with `memory` as its limit.
+struct Trusted {
+    operator_jwt: String,
+    sys_jwt: String,
+    creds: String,
+}
+
+impl Trusted {
+    fn new() -> Self {
+        let operator = NKey::generate(KeyKind::Operator);
+        let sys = NKey::generate(KeyKind::Account);
+        let operator_jwt = OperatorClaims::new(operator.public_key())
+            .name("live")
+            .system_account(sys.public_key())
+            .encode(&operator)
+            .expect("operator JWT");
+        let sys_jwt = AccountClaims::new(sys.public_key())
+            .name("SYS")
+            .encode(&operator)
+            .expect("system account JWT");
+        let user = NKey::generate(KeyKind::User);
+        let user_jwt = UserClaims::new(user.public_key())
+            .name("cluster-controller")
+            .encode(&sys)
+            .expect("user JWT");
+        let creds = Creds::render_key(&user_jwt, &user)
+            .expect("creds")
+            .expose()
+            .to_string();
+        Trusted {
+            operator_jwt,
+            sys_jwt,
+            creds,
+        }
+    }
+
+    fn manifest(&self, memory: &str) -> String {
+        let q = |s: &str| serde_json::to_string(s).expect("json");
+        format!(
+            r#"apiVersion: v1
+kind: Namespace
+metadata: {{ name: nats }}
+---
+apiVersion: nats.mikluko.io/v1beta1
+kind: NatsOperatorTrust
+metadata: {{ name: live, namespace: nats }}
+spec:
+  operatorJWT: {op}
+  systemAccountJWT: {sys}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{ name: controller-creds, namespace: nats }}
+stringData:
+  user.creds: {creds}
+---
+apiVersion: cluster.nats.mikluko.io/v1beta1
+kind: NatsCluster
+metadata: {{ name: trusted, namespace: nats }}
+spec:
+  version: 2.15.1
+  replicas: 3
+  resources: {{ limits: {{ memory: {memory} }} }}
+  jetstream: {{}}
+  auth:
+    trustRef: {{ name: live }}
+    systemCredentials:
+      secretKeyRef: {{ name: controller-creds }}
+"#,
+            op = q(&self.operator_jwt),
+            sys = q(&self.sys_jwt),
+            creds = q(&self.creds),
+        )
+    }
+}
+
+async fn apply(host: &Host, dir: &Path, text: &str) {
+    let path = dir.join("trusted.yaml");
+    std::fs::write(&path, text).expect("manifest");
+    let mut vars = std::collections::BTreeMap::new();
+    for (_, v) in sim::controlled::reserve(host, &path).expect("reserve") {
+        vars.extend(v);
+    }
+    host.apply_manifest(&path, &vars)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+async fn wait(
+    host: &Host,
+    obj: &ObjectRef,
+    what: &str,
+    within: Duration,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let now = host.get(obj).await.unwrap_or_else(|e| panic!("{e}"));
+        if check(&now) {
+            return now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} within {within:?}; now: {}",
+            serde_json::to_string_pretty(&now["status"]).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn progressing(v: &serde_json::Value) -> (String, String, String) {
+    condition_of(v, "Progressing").unwrap_or_default()
+}
+
+fn up_to_date(v: &serde_json::Value) -> bool {
+    let (s, r, _) = progressing(v);
+    s == "False"
+        && r == "UpToDate"
+        && condition_of(v, "Settled").is_some_and(|(s, _, _)| s == "True")
+}
+
+async fn boot(memory: &str) -> (Host, tempfile::TempDir, Trusted, ObjectRef) {
+    let host = Host::start(&["nats"], &["cluster"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trusted = Trusted::new();
+    apply(&host, dir.path(), &trusted.manifest(memory)).await;
+    let obj = ObjectRef::parse("NatsCluster/nats/trusted").expect("ref");
+    wait(&host, &obj, "settled and up to date", WAIT, up_to_date).await;
+    (host, dir, trusted, obj)
+}
+
+async fn observe(host: &Host) -> Vec<ObservedServer> {
+    let cluster = read_cluster(host, "nats", "trusted")
+        .await
+        .expect("cluster");
+    host.lifecycle().observe(&cluster).await.expect("observe")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raised_memory_store_reloads_every_server_with_no_restart() {
+    let (host, dir, trusted, obj) = boot("512Mi").await;
+    let before = observe(&host).await;
+    apply(&host, dir.path(), &trusted.manifest("1Gi")).await;
+    let done = wait(&host, &obj, "reloaded", WAIT, |v| {
+        v["status"]["config"]["appliedBy"] == "Reload"
+            && up_to_date(v)
+            && v["status"]["rollout"]["updated"].as_array().map(Vec::len) == Some(3)
+            && v["metadata"]["generation"] == v["status"]["observedGeneration"]
+    })
+    .await;
+    assert!(
+        done["status"]["config"]["restartReason"].is_null(),
+        "{}",
+        done["status"]
+    );
+    let after = observe(&host).await;
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(
+            a.restarts, b.restarts,
+            "{} not restarted by a reload: {b:?} -> {a:?}",
+            a.server_name
+        );
+    }
+    assert_eq!(
+        done["status"]["jetstream"]["limits"]["maxMemoryStore"], "768Mi",
+        "{}",
+        done["status"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_server_holds_the_gate_until_the_meta_leader_lists_the_server_again() {
+    let (host, _dir, _trusted, obj) = boot("512Mi").await;
+    let started = Instant::now();
+    host.annotate(&obj, &format!("{REPLACE}=trusted-1"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rejoining = wait(&host, &obj, "trusted-1 rejoining", WAIT, |v| {
+        v["status"]["removals"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|e| e["phase"] == "Rejoining"))
+    })
+    .await;
+    assert!(
+        rejoining["metadata"]["annotations"][REPLACE].is_null(),
+        "cleared once read"
+    );
+    let recreated = Instant::now();
+    let held = wait(&host, &obj, "the gate holding on the rejoin", WAIT, |v| {
+        let (s, r, m) = progressing(v);
+        s == "True" && r == "ReplacingServer" && m.contains("trusted-1")
+    })
+    .await;
+    println!("held: {}", progressing(&held).2);
+    // The tombstone lapses after ~5 minutes; then the meta leader lists it and the removal ends.
+    let done = wait(
+        &host,
+        &obj,
+        "replacement done",
+        Duration::from_secs(480),
+        |v| up_to_date(v) && v["status"]["removals"].as_array().is_none_or(Vec::is_empty),
+    )
+    .await;
+    let in_gate = recreated.elapsed();
+    println!(
+        "replacement took {:?}, {:?} of it rejoining",
+        started.elapsed(),
+        in_gate
+    );
+    assert!(
+        in_gate >= Duration::from_secs(120),
+        "the gate held through the tombstone, not {in_gate:?}: {}",
+        done["status"]
+    );
+    let servers = observe(&host).await;
+    assert!(servers.iter().all(|s| s.present && s.ready), "{servers:?}");
+}
