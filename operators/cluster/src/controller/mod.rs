@@ -4,8 +4,14 @@
 //! One pass over a NatsCluster: gather its inputs (trust roots, preloaded accounts, leaf remotes
 //! and grants, Secrets), check the refusals, plan and render every server, keep the route CA and
 //! route certificate and the leaf remotes' Secret, apply the shared objects, create absent
-//! servers, hand changed ones to [`step::next_step`], then observe the servers (the port, and the
-//! servers' own answers) and write status by server-side apply on the status subresource.
+//! servers, then let the rollout core decide the one next step ([`step::next_step`]: the gate,
+//! the step order, `force-step` and `replace-server` cleared once read) and take it — a reload
+//! or restart (`apply_step`) or one step of a scale-down or replacement (`removal`) — then
+//! observe the servers and write status by server-side apply on the status subresource.
+//! `status.rollout.gate.since` and `status.removals` carry the rollout across controller
+//! restarts. Which fields changed is judged against the plan the server runs, which this
+//! process remembers by revision; a revision rendered before it started restarts, saying so.
+//! Deletion goes through the deletion guard ([`deletion`]).
 //!
 //! A refusal, an object in the way or a failing port is a condition, retried with a backoff;
 //! only a failure to reach the Kubernetes API is an error. Nothing crashes the loop.

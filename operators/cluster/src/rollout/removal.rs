@@ -455,6 +455,12 @@ mod tests {
         Some(RemovalPhase::Requested),
         reason::REPLACEMENT_BLOCKED
     )]
+    #[case(
+        RemovalStep::Failed { step: Box::new(RemovalStep::RemovePeer), error: "timeout".into() },
+        RemovalKind::Replace,
+        Some(RemovalPhase::Removed),
+        reason::REPLACING_SERVER
+    )]
     fn phases_and_reasons(
         #[case] step: RemovalStep,
         #[case] kind: RemovalKind,
