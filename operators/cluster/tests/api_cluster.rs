@@ -41,6 +41,8 @@ struct Rig {
     // Field order is drop order: the controller stops before the apiserver.
     _controller: Running,
     api: ApiServer,
+    /// The registry the controller exports to.
+    metrics: Metrics,
 }
 
 impl Rig {
@@ -98,6 +100,7 @@ async fn rig(namespaces: &[&str]) -> Rig {
             cluster_domain: "cluster.local".into(),
         },
     );
+    let metrics = Metrics::default();
     let ctx = controller::context(
         client,
         lifecycle,
@@ -105,11 +108,12 @@ async fn rig(namespaces: &[&str]) -> Rig {
             recheck: Duration::from_millis(500),
             ..Settings::default()
         },
-        Metrics::default(),
+        metrics.clone(),
     );
     Rig {
         _controller: Running(tokio::spawn(controller::run(ctx))),
         api,
+        metrics,
     }
 }
 
@@ -718,6 +722,23 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         "next step first: {:?}",
         rollout.pending
     );
+    // The pending gauge counts the servers still off the target revision, as status.rollout does
+    // (status is written before the gauge, so poll for it).
+    let stepping = rollout.pending.len() + usize::from(rollout.current.is_some());
+    assert!(stepping > 0, "a rollout pending: {rollout:?}");
+    let series =
+        r#"nats_operator_rollout_pending_servers{namespace="NS",name="demo"}"#.replace("NS", NS);
+    wait_for(
+        "the pending gauge exported",
+        || async { rig.metrics.render() },
+        |text| {
+            text.lines().any(|l| {
+                l.strip_prefix(series.as_str())
+                    .is_some_and(|v| v.trim().parse::<f64>().is_ok_and(|n| n > 0.0))
+            })
+        },
+    )
+    .await;
 
     // The StatefulSet controller's part, played by the test: demo-2's pod comes back on the new
     // revision; a force-step naming a server that does not wait (demo-2) steps nothing and is

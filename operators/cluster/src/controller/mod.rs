@@ -1235,6 +1235,12 @@ async fn write_status<L: ServerLifecycle>(
         &cluster.name_any(),
         &status.conditions,
     );
+    status::export_rollout(
+        &ctx.metrics,
+        &cluster.namespace().unwrap_or_default(),
+        &cluster.name_any(),
+        status.rollout.as_ref(),
+    );
     let key = describe(cluster);
     if outcome.failed {
         return Ok(ctx.backoff.failed(&format!("{key} (failing)")));
@@ -1271,6 +1277,11 @@ async fn reconcile<L: ServerLifecycle>(
             }
             ctx.metrics.forget(
                 "NatsCluster",
+                &cluster.namespace().unwrap_or_default(),
+                &cluster.name_any(),
+            );
+            status::forget_rollout(
+                &ctx.metrics,
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
