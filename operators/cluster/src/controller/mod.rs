@@ -1349,6 +1349,78 @@ pub fn refers_to(cluster: &NatsCluster, kind: &str, namespace: &str, name: &str)
     })
 }
 
+/// The Secrets `cluster` reads, as (namespace, name): the client, route, gateway and leafnode
+/// TLS Secrets, the system user's creds, and each leaf remote's NatsConnection creds and CA (in
+/// the connection's namespace; `connections` are the NatsConnections known).
+pub fn secrets_read(
+    cluster: &NatsCluster,
+    connections: &[Arc<nats_api::nats::NatsConnection>],
+) -> Vec<(String, String)> {
+    let own = cluster.namespace().unwrap_or_default();
+    let spec = &cluster.spec;
+    let listeners = [
+        spec.tls.as_ref(),
+        spec.gateway.as_ref().and_then(|g| g.tls.as_ref()),
+        spec.leafnodes.as_ref().and_then(|l| l.tls.as_ref()),
+    ];
+    let mut out: Vec<(String, String)> = listeners
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.secret_ref.as_ref())
+        .chain(
+            spec.routes
+                .as_ref()
+                .and_then(|r| r.tls.as_ref())
+                .and_then(|t| t.secret_ref.as_ref()),
+        )
+        .map(|r| (own.clone(), r.name.clone()))
+        .collect();
+    if let Some(c) = spec
+        .auth
+        .as_ref()
+        .and_then(|a| a.system_credentials.as_ref())
+    {
+        out.push((own.clone(), c.secret_key_ref.name.clone()));
+    }
+    for remote in &spec.leaf_remotes {
+        let ns = remote.connection_ref.namespace.as_deref().unwrap_or(&own);
+        let Some(conn) = connections.iter().find(|c| {
+            c.namespace().as_deref() == Some(ns) && c.name_any() == remote.connection_ref.name
+        }) else {
+            continue;
+        };
+        let creds = conn.spec.credentials.as_ref().map(|c| &c.secret_key_ref);
+        let ca = conn
+            .spec
+            .tls
+            .as_ref()
+            .and_then(|t| t.ca.as_ref())
+            .map(|c| &c.secret_key_ref);
+        out.extend(
+            creds
+                .into_iter()
+                .chain(ca)
+                .map(|r| (ns.to_string(), r.name.clone())),
+        );
+    }
+    out
+}
+
+/// The NatsClusters among `clusters` that read the Secret `secret`: a rotated certificate or
+/// creds file calls for a pass at once, not at the next resync.
+fn secret_readers(
+    clusters: &[Arc<NatsCluster>],
+    connections: &[Arc<nats_api::nats::NatsConnection>],
+    secret: &Secret,
+) -> Vec<ObjectRef<NatsCluster>> {
+    let key = (secret.namespace().unwrap_or_default(), secret.name_any());
+    clusters
+        .iter()
+        .filter(|c| secrets_read(c, connections).contains(&key))
+        .map(|c| ObjectRef::from_obj(&**c))
+        .collect()
+}
+
 /// The NatsClusters in `store` that read `obj`.
 fn readers<K: Resource<DynamicType = ()>>(
     store: &kube::runtime::reflector::Store<NatsCluster>,
@@ -1376,8 +1448,24 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
         watcher::Config::default(),
     );
     let store = controller.store();
-    let (s1, s2, s3, s4) = (store.clone(), store.clone(), store.clone(), store);
-    controller
+    let (s1, s2, s3, s4, s5) = (
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        store.clone(),
+        store,
+    );
+    // The NatsConnections known, so a Secret maps to the leaf remotes whose connection reads it.
+    let (connections, writer) = kube::runtime::reflector::store::<NatsConnection>();
+    let connections_in_sync = kube::runtime::reflector(
+        writer,
+        watcher(
+            Api::<NatsConnection>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .for_each(|_| async {});
+    let controller = controller
         .owns(
             Api::<StatefulSet>::all(client.clone()),
             watcher::Config::default(),
@@ -1407,17 +1495,22 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
             move |o| readers(&s3, &o),
         )
         .watches(
-            Api::<NatsReferenceGrant>::all(client),
+            Api::<NatsReferenceGrant>::all(client.clone()),
             watcher::Config::default(),
             move |o| readers(&s4, &o),
+        )
+        .watches(
+            Api::<Secret>::all(client),
+            watcher::Config::default(),
+            move |o| secret_readers(&s5.state(), &connections.state(), &o),
         )
         .run(reconcile::<L>, error_policy::<L>, ctx)
         .for_each(|r| async move {
             if let Err(e) = r {
                 tracing::debug!(error = %e, "controller event");
             }
-        })
-        .await;
+        });
+    futures::join!(controller, connections_in_sync);
 }
 
 #[cfg(test)]
@@ -1469,6 +1562,64 @@ mod tests {
         assert!(
             !refers_to(&c, "NatsReferenceGrant", "edge", "any"),
             "no grant is needed in its own namespace"
+        );
+    }
+
+    #[rstest::rstest]
+    #[case::client_tls("edge", "client-tls", true)]
+    #[case::route_tls("edge", "routes-tls", true)]
+    #[case::gateway_tls("edge", "gw-tls", true)]
+    #[case::leafnode_tls("edge", "leaf-tls", true)]
+    #[case::system_creds("edge", "sys-creds", true)]
+    #[case::remote_creds("hubs", "hub-creds", true)]
+    #[case::remote_ca("hubs", "hub-ca", true)]
+    #[case::same_name_other_namespace("hubs", "client-tls", false)]
+    #[case::remote_creds_in_own_namespace("edge", "hub-creds", false)]
+    #[case::unread("edge", "other", false)]
+    #[case::unknown_connection_reads_nothing("hubs", "ghost-creds", false)]
+    fn a_secret_maps_to_the_natsclusters_reading_it(
+        #[case] namespace: &str,
+        #[case] name: &str,
+        #[case] read: bool,
+    ) {
+        use nats_api::nats::NatsConnection;
+        let c: NatsCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+            "kind": "NatsCluster",
+            "metadata": {"name": "edge", "namespace": "edge"},
+            "spec": {
+                "version": "2.15.0", "replicas": 1,
+                "tls": {"secretRef": {"name": "client-tls"}},
+                "routes": {"tls": {"secretRef": {"name": "routes-tls"}}},
+                "gateway": {"name": "edge", "discovery": "Explicit", "remotes": [{"name": "edge", "url": "nats://edge:7222"}], "tls": {"secretRef": {"name": "gw-tls"}}},
+                "leafnodes": {"tls": {"secretRef": {"name": "leaf-tls"}}},
+                "auth": {"trustRef": {"name": "t"}, "systemCredentials": {"secretKeyRef": {"name": "sys-creds"}}},
+                "leafRemotes": [
+                    {"connectionRef": {"name": "hub", "namespace": "hubs"}},
+                    {"connectionRef": {"name": "ghost", "namespace": "hubs"}},
+                ],
+            },
+        }))
+        .expect("a NatsCluster");
+        let conn: NatsConnection = serde_json::from_value(serde_json::json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": "hub", "namespace": "hubs"},
+            "spec": {
+                "servers": ["tls://hub:7422"],
+                "credentials": {"secretKeyRef": {"name": "hub-creds"}},
+                "tls": {"ca": {"secretKeyRef": {"name": "hub-ca"}}},
+            },
+        }))
+        .expect("a NatsConnection");
+        let mut secret = Secret::default();
+        secret.metadata.namespace = Some(namespace.into());
+        secret.metadata.name = Some(name.into());
+        let found = secret_readers(&[Arc::new(c)], &[Arc::new(conn)], &secret);
+        assert_eq!(
+            found.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            if read { vec!["edge"] } else { vec![] },
+            "{namespace}/{name}"
         );
     }
 
