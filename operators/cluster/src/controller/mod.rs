@@ -48,7 +48,7 @@ use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
 use crate::lifecycle::{
     DesiredServer, LifecycleError, ObservedServer, ServerFile, ServerLifecycle,
 };
-use crate::objects::{Owner, configmap, endpoints, labels, leaf_remotes, tls_secret_name};
+use crate::objects::{Owner, configmap, labels, leaf_remotes, tls_secret_name};
 use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
 use crate::refusals::{self, Hold, Refusal};
 use crate::render::{self, ServerPlan};
@@ -480,9 +480,7 @@ async fn pass<L: ServerLifecycle>(
     });
     let leafnodes = (!spec.leaf_remotes.is_empty())
         .then(|| status::leafnodes(&gathered.leaf_views, &observation));
-    let endpoints = plans
-        .first()
-        .map(|p| endpoints::endpoints(&name, &ns, spec, p));
+    let endpoints = plans.first().map(|p| ctx.lifecycle.endpoints(cluster, p));
     let jetstream = spec.jetstream.as_ref().map(|_| JetStreamStatus {
         meta_leader: status::meta_leader(&observation),
         limits: plans

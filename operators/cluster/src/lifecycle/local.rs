@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nats_api::cluster::NatsCluster;
+use nats_api::cluster::{Endpoints, NatsCluster};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -706,5 +706,66 @@ impl ServerLifecycle for LocalLifecycle {
             client_url: format!("nats://{LOCAL_HOST}:{}", ports.client),
             monitor_url: format!("http://{LOCAL_HOST}:{}", ports.monitor),
         }
+    }
+
+    fn endpoints(&self, _cluster: &NatsCluster, plan: &ServerPlan) -> Endpoints {
+        local_endpoints(plan)
+    }
+}
+
+/// The endpoints of a NATS cluster run as local processes: its first server's listeners on
+/// the loopback address (there are no Services, so no DNS names to give).
+fn local_endpoints(plan: &ServerPlan) -> Endpoints {
+    let scheme = if plan.client_tls.is_some() {
+        "tls"
+    } else {
+        "nats"
+    };
+    Endpoints {
+        client: Some(format!("{scheme}://{LOCAL_HOST}:{}", plan.client.port)),
+        monitor: Some(format!("http://{LOCAL_HOST}:{}", plan.monitor.port)),
+        gateway: plan.gateway.as_ref().map(|gw| {
+            gw.advertise
+                .clone()
+                .unwrap_or_else(|| format!("nats://{LOCAL_HOST}:{}", gw.listen.port))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::testing::spec;
+    use crate::plan::{ClusterInputs, KubernetesLayout, plan_servers};
+
+    #[test]
+    fn local_endpoints_are_the_first_servers_loopback_listeners() {
+        let s = spec("version: 2.15.1\nreplicas: 3\n");
+        let mut p = plan_servers(
+            &ClusterInputs {
+                name: "demo",
+                spec: &s,
+                trust: None,
+                account_preloads: vec![],
+                leaf_remotes: vec![],
+            },
+            &KubernetesLayout {
+                name: "demo".into(),
+                namespace: "nats".into(),
+                cluster_domain: "cluster.local".into(),
+            },
+        )
+        .expect("plans")
+        .remove(0);
+        p.client.port = 40001;
+        p.monitor.port = 40002;
+        let e = local_endpoints(&p);
+        assert_eq!(e.client.as_deref(), Some("nats://127.0.0.1:40001"));
+        assert_eq!(e.monitor.as_deref(), Some("http://127.0.0.1:40002"));
+        assert_eq!(e.gateway, None, "no gateway planned");
+        assert!(
+            !format!("{e:?}").contains(".svc"),
+            "no Kubernetes DNS name: {e:?}"
+        );
     }
 }

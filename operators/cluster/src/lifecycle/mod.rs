@@ -9,7 +9,7 @@ pub mod local;
 
 use std::future::Future;
 
-use nats_api::cluster::NatsCluster;
+use nats_api::cluster::{Endpoints, NatsCluster};
 
 use crate::plan::Layout;
 use crate::render::ServerPlan;
@@ -124,4 +124,15 @@ pub trait ServerLifecycle: Send + Sync + 'static {
 
     /// How the controller dials server `ordinal` (system connection, `/varz`, `/healthz`).
     fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress;
+
+    /// Where clients, monitoring and gateway peers reach the NATS cluster (`status.endpoints`),
+    /// from the plan of its first server; by default the Kubernetes Service DNS names.
+    fn endpoints(&self, cluster: &NatsCluster, plan: &ServerPlan) -> Endpoints {
+        crate::objects::endpoints::endpoints(
+            cluster.metadata.name.as_deref().unwrap_or_default(),
+            cluster.metadata.namespace.as_deref().unwrap_or_default(),
+            &cluster.spec,
+            plan,
+        )
+    }
 }
