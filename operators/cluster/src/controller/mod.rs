@@ -1257,10 +1257,25 @@ async fn write_status<L: ServerLifecycle>(
 }
 
 async fn reconcile<L: ServerLifecycle>(
-    cluster: Arc<NatsCluster>,
+    cached: Arc<NatsCluster>,
     ctx: Arc<Context<L>>,
 ) -> Result<Action, Error> {
     use tracing::Instrument;
+    // Each pass reads its object fresh: the watch cache may still hold the object from before
+    // the last pass's status write, and a pass over that stale status would drop what the
+    // last one recorded (a replace-server read into status.removals and already cleared).
+    let api: kube::Api<NatsCluster> =
+        kube::Api::namespaced(ctx.client.clone(), &cached.namespace().unwrap_or_default());
+    let cluster = match api
+        .get_opt(&cached.name_any())
+        .await
+        .map_err(|source| Error::Kube {
+            object: describe(&cached),
+            source,
+        })? {
+        Some(fresh) => Arc::new(fresh),
+        None => return Ok(Action::await_change()),
+    };
     let span = controller_kit::trace::reconcile_span(
         "NatsCluster",
         &cluster.namespace().unwrap_or_default(),
