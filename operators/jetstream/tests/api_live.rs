@@ -220,14 +220,27 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
     assert_eq!(info["config"]["max_bytes"], 2147483648_i64);
     let server = &orders["status"]["server"];
     assert!(server["leader"].is_string(), "{server}");
-    let text = rig.metrics.render();
-    for line in [
-        "nats_operator_condition{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Ready\",reason=\"MatchesSpec\"} 1",
-        "nats_operator_condition{kind=\"NatsConnection\",namespace=\"nats\",name=\"demo\",type=\"Ready\",reason=\"Connected\"} 1",
-    ] {
-        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
-    }
-    assert!(text.contains("nats_operator_reconcile_total{controller=\"NatsStream\"}"));
+    // The gauge is set right after the status write the test just saw: poll for it.
+    let metrics = &rig.metrics;
+    sim::wait::poll("the Ready gauges", common::WAIT, || async move {
+        let text = metrics.render();
+        for line in [
+            "nats_operator_condition{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Ready\",reason=\"MatchesSpec\"} 1",
+            "nats_operator_condition{kind=\"NatsConnection\",namespace=\"nats\",name=\"demo\",type=\"Ready\",reason=\"Connected\"} 1",
+        ] {
+            if !text.lines().any(|l| l == line) {
+                return Err(format!("{line} not in\n{text}"));
+            }
+        }
+        Ok(Some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        metrics
+            .render()
+            .contains("nats_operator_reconcile_total{controller=\"NatsStream\"}")
+    );
 
     // Out-of-band edit with the nats API: corrected, reported DriftCorrected, then in sync again.
     let mut edited = info["config"].as_object().expect("a config").clone();
@@ -924,6 +937,10 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     topo.wait_meta_leader(WAIT)
         .await
         .expect("the cluster elects a meta leader");
+    // The controller's log, printed when the test fails (the reason a stream is stuck).
+    let log_dir = tempfile::tempdir().expect("a temp dir");
+    let log_path = log_dir.path().join("jetstream-controller.log");
+    let log_file = std::fs::File::create(&log_path).expect("the log file");
     struct Child(std::process::Child);
     impl Drop for Child {
         fn drop(&mut self) {
@@ -934,13 +951,13 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     let child = Child(
         std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
             .env("KUBECONFIG", api.kubeconfig())
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "info")
             .args([
                 "--metrics-addr",
                 &format!("127.0.0.1:{}", sim::ports::free_port()),
             ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stdout(log_file.try_clone().expect("the log file"))
+            .stderr(log_file)
             .spawn()
             .expect("the binary starts"),
     );
@@ -984,26 +1001,41 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
                 .list(&Default::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            let ready = list
-                .items
-                .iter()
-                .filter(|s| {
-                    s.status.as_ref().is_some_and(|st| {
-                        st.conditions
-                            .iter()
-                            .any(|c| c.type_ == "Ready" && c.status == "True")
-                    })
-                })
-                .count();
+            // Not Ready, counted by reason: what a stuck run waits for.
+            let mut waiting = std::collections::BTreeMap::<String, usize>::new();
+            for s in &list.items {
+                let ready = s
+                    .status
+                    .as_ref()
+                    .and_then(|st| st.conditions.iter().find(|c| c.type_ == "Ready"));
+                match ready {
+                    Some(c) if c.status == "True" => {}
+                    Some(c) => {
+                        *waiting
+                            .entry(format!("{}: {}", c.reason, c.message))
+                            .or_default() += 1
+                    }
+                    None => *waiting.entry("no Ready condition".into()).or_default() += 1,
+                }
+            }
+            let ready = list.items.len() - waiting.values().sum::<usize>();
             if ready == COUNT {
                 Ok(Some(()))
             } else {
-                Err(format!("{ready}/{COUNT} Ready"))
+                Err(format!("{ready}/{COUNT} Ready; not Ready: {waiting:?}"))
             }
         },
     )
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap_or_else(|e| {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<_> = log.lines().rev().take(60).collect();
+        let tail: Vec<_> = tail.into_iter().rev().collect();
+        panic!(
+            "{e}\njetstream-controller log (last 60 lines):\n{}",
+            tail.join("\n")
+        )
+    });
     let all_ready = started.elapsed();
     let rss = std::fs::read_to_string(format!("/proc/{}/status", child.0.id()))
         .ok()
