@@ -215,11 +215,17 @@ impl std::fmt::Display for ObjectRef {
 }
 
 /// `Type` (status True) or `Type=Status`.
-pub fn parse_condition(text: &str) -> (String, String) {
-    match text.split_once('=') {
-        Some((t, s)) => (t.trim().into(), s.trim().into()),
-        None => (text.trim().into(), "True".into()),
-    }
+/// `Type`, `Type=Status` or `Type=Status/Reason` as (type, status, reason to match if any).
+pub fn parse_condition(text: &str) -> (String, String, Option<String>) {
+    let (type_, rest) = match text.split_once('=') {
+        Some((t, s)) => (t.trim(), s.trim()),
+        None => (text.trim(), "True"),
+    };
+    let (status, reason) = match rest.split_once('/') {
+        Some((s, r)) => (s.trim(), Some(r.trim().to_string())),
+        None => (rest, None),
+    };
+    (type_.into(), status.into(), reason)
 }
 
 /// The status of condition `type_` of an object, with its reason and message.
@@ -502,15 +508,16 @@ impl Host {
         Ok(())
     }
 
-    /// Waits until the object's condition `condition` (`Type` or `Type=Status`) holds for the
-    /// object's current generation (when the condition carries `observedGeneration`).
+    /// Waits until the object's condition `condition` (`Type`, `Type=Status` or
+    /// `Type=Status/Reason`) holds for the object's current generation (when the condition
+    /// carries `observedGeneration`).
     pub async fn wait_condition(
         &self,
         object: &ObjectRef,
         condition: &str,
         timeout: Duration,
     ) -> Result<serde_json::Value, HostError> {
-        let (type_, want) = parse_condition(condition);
+        let (type_, want, want_reason) = parse_condition(condition);
         let deadline = tokio::time::Instant::now() + timeout;
         let (ar, caps) = self.resource_of_kind(&object.kind).await?;
         let api = self.dynamic(&ar, &caps, &object.namespace);
@@ -526,7 +533,13 @@ impl Host {
                         _ => true,
                     };
                     match condition_of(&v, &type_) {
-                        Some((s, _, _)) if s == want && current => return Ok(v),
+                        Some((s, r, _))
+                            if s == want
+                                && current
+                                && want_reason.as_ref().is_none_or(|w| *w == r) =>
+                        {
+                            return Ok(v);
+                        }
                         Some((s, r, m)) => format!(
                             "{type_}={s} {r}: {m} (observedGeneration {observed:?} of {generation:?})"
                         ),

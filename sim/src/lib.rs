@@ -16,6 +16,7 @@ pub mod scenario;
 pub mod server;
 pub mod topology;
 pub mod traffic;
+pub mod trust;
 pub mod wait;
 
 pub use topology::{Auth, GatewayMode, OperatorMode, Topology, TopologySpec};

@@ -89,6 +89,11 @@ pub struct TopologyDecl {
     /// `${<name>.clients}` name the ports of any NatsCluster of the scenario.
     #[serde(default)]
     pub nats_clusters: Vec<String>,
+    /// `generated`: the sim signs trust roots for NatsClusters under an operator (see
+    /// [`crate::trust`]); the manifests name them as `${trust.*}` and the traffic connects as
+    /// the workload account's user.
+    #[serde(default)]
+    pub trust: Option<TrustDecl>,
     #[serde(default)]
     pub gateways: Option<GatewayDecl>,
     #[serde(default)]
@@ -99,6 +104,14 @@ pub struct TopologyDecl {
 
 fn one() -> usize {
     1
+}
+
+/// Where the trust roots of a NatsCluster topology come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustDecl {
+    /// Signed by the sim for this run.
+    Generated,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -473,6 +486,12 @@ impl Scenario {
                     .into(),
             ));
         }
+        if self.topology.trust.is_some() && !nats_clusters {
+            return Err(self.invalid(
+                "topology.trust signs trust roots for nats_clusters manifests; a sim topology has its own"
+                    .into(),
+            ));
+        }
         if let Some(c) = &self.controllers {
             let known = crate::host::controllers();
             if let Some(bad) = c.iter().find(|c| !known.contains_key(c.as_str())) {
@@ -791,6 +810,8 @@ pub async fn run(
         ctx.host = Some(Arc::new(host));
     }
 
+    // The workload user's creds when the sim signed the trust roots.
+    let mut workload_creds: Option<String> = None;
     let mut dep: Box<dyn Deployment> = if scenario.topology.nats_clusters.is_empty() {
         let spec = scenario.topology.to_spec();
         progress(&line(
@@ -819,6 +840,15 @@ pub async fn run(
             })?
     } else {
         let host = ctx.host.clone().ok_or_else(|| host_err("no host".into()))?;
+        if scenario.topology.trust == Some(TrustDecl::Generated) {
+            let trust = crate::trust::generate().map_err(&host_err)?;
+            ctx.vars.extend(trust.vars.clone());
+            workload_creds = Some(trust.workload_creds);
+            progress(&line(
+                ledger.now_ms(),
+                "trust roots signed: operator, system account, workload account APP",
+            ));
+        }
         let mut applied = Vec::new();
         // Every NatsCluster's ports first, so one manifest can name another's.
         let paths: Vec<PathBuf> = scenario
@@ -875,7 +905,12 @@ pub async fn run(
         name: name.clone(),
         message,
     };
-    let client = async_nats::ConnectOptions::new()
+    let options = match &workload_creds {
+        Some(creds) => async_nats::ConnectOptions::with_credentials(creds)
+            .map_err(|e| workload_err(format!("the workload user's creds: {e}")))?,
+        None => async_nats::ConnectOptions::new(),
+    };
+    let client = options
         .retry_on_initial_connect()
         .connect(addrs)
         .await

@@ -130,10 +130,18 @@ fn object_references_parse() {
     }
     assert_eq!(
         sim::host::parse_condition("Settled"),
-        ("Settled".to_string(), "True".to_string())
+        ("Settled".to_string(), "True".to_string(), None)
     );
     assert_eq!(
         sim::host::parse_condition("Ready=False"),
-        ("Ready".to_string(), "False".to_string())
+        ("Ready".to_string(), "False".to_string(), None)
+    );
+    assert_eq!(
+        sim::host::parse_condition("Progressing=True/ReplacingServer"),
+        (
+            "Progressing".to_string(),
+            "True".to_string(),
+            Some("ReplacingServer".to_string())
+        )
     );
 }

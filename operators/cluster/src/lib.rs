@@ -17,6 +17,7 @@ pub mod quantity;
 pub mod refusals;
 pub mod reload;
 pub mod render;
+pub mod revision;
 pub mod rollout;
 pub mod route_ca;
 pub mod system_connection;

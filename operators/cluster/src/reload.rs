@@ -111,12 +111,27 @@ pub enum Route {
     Nothing,
 }
 
+/// The restart reason of a changed workload.
+pub const WORKLOAD_CHANGED: &str =
+    "the workload changed (version, image, resources, pod template or exporter)";
+
 /// Reload where every changed field reloads and the controller has a system user to ask with
 /// (`spec.auth.systemCredentials`, or config accounts it is given); without one every config
-/// change restarts (design §4.3).
-pub fn route(mode: &crate::apply_mode::ApplyMode, system_user: bool) -> Route {
+/// change restarts (design §4.3). A changed workload (see [`crate::revision`]) restarts
+/// whatever the config allows: only a new process runs a new image or resources.
+pub fn route(
+    mode: &crate::apply_mode::ApplyMode,
+    system_user: bool,
+    workload_changed: bool,
+) -> Route {
     use crate::apply_mode::ApplyMode;
     match mode {
+        _ if workload_changed => Route::Restart {
+            reason: match mode.restart_reason() {
+                Some(config) => format!("{WORKLOAD_CHANGED}; {config}"),
+                None => WORKLOAD_CHANGED.into(),
+            },
+        },
         ApplyMode::Unchanged => Route::Nothing,
         ApplyMode::Reload { changed } if !system_user => Route::Restart {
             reason: format!(
@@ -351,7 +366,18 @@ mod tests {
     #[case::restart_only(ApplyMode::Restart { changed: vec!["gateway"], restart_only: vec!["gateway"] }, true, Route::Restart { reason: "restart-only fields changed: gateway".into() })]
     #[case::unchanged(ApplyMode::Unchanged, true, Route::Nothing)]
     fn reload_or_restart(#[case] mode: ApplyMode, #[case] system_user: bool, #[case] want: Route) {
-        assert_eq!(route(&mode, system_user), want);
+        assert_eq!(route(&mode, system_user, false), want);
+    }
+
+    #[rstest]
+    #[case::workload_only(ApplyMode::Unchanged, WORKLOAD_CHANGED.to_string())]
+    #[case::with_a_reloadable_field(ApplyMode::Reload { changed: vec!["jetstream.limits"] }, WORKLOAD_CHANGED.to_string())]
+    #[case::with_a_restart_only_field(
+        ApplyMode::Restart { changed: vec!["gateway"], restart_only: vec!["gateway"] },
+        format!("{WORKLOAD_CHANGED}; restart-only fields changed: gateway")
+    )]
+    fn a_changed_workload_restarts(#[case] mode: ApplyMode, #[case] reason: String) {
+        assert_eq!(route(&mode, true, true), Route::Restart { reason });
     }
 
     fn lc(digest: &str, t: Option<i64>) -> LoadedConfig {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
 use cluster_controller::lifecycle::{DesiredServer, ServerLifecycle};
-use cluster_controller::objects::configmap::{self, REVISION_ANNOTATION};
+use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::objects::labels;
 use cluster_controller::plan::{ClusterInputs, plan_servers};
 use cluster_controller::render;
@@ -40,7 +40,7 @@ fn desired(lifecycle: &KubernetesLifecycle, c: &NatsCluster) -> Vec<DesiredServe
         let config = render::render(&plan);
         DesiredServer {
             ordinal: i as u32,
-            revision: configmap::revision(&config),
+            revision: cluster_controller::revision::of_server(&c.spec, &config),
             config,
             plan,
             files: vec![],

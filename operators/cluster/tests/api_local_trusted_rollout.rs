@@ -1,7 +1,7 @@
 //! Live tier of reload and replacement under a system user: a NatsCluster under an operator
 //! trust with `auth.systemCredentials` on the local lifecycle against a real apiserver and real
-//! nats-server processes. A reloadable change (a raised memory limit raises the JetStream
-//! memory store) is reloaded over `$SYS` and confirmed by the `/varz` digest with no restart;
+//! nats-server processes. A reloadable change (a raised JetStream memory store, nothing else
+//! changed) is reloaded over `$SYS` and confirmed by the `/varz` digest with no restart;
 //! `replace-server` evacuates, removes, deletes and recreates the server, and the gate holds
 //! until the meta leader lists it again after the removal tombstone (~5 minutes).
 
@@ -16,7 +16,8 @@ use sim::host::{Host, ObjectRef, condition_of};
 const WAIT: Duration = Duration::from_secs(180);
 const REPLACE: &str = "cluster.nats.mikluko.io/replace-server";
 
-/// The trust roots, the system user's creds and the NatsCluster, with `memory` as its limit.
+/// The trust roots, the system user's creds and the NatsCluster, with `memory_store` as its
+/// JetStream memory store.
 struct Trusted {
     operator_jwt: String,
     sys_jwt: String,
@@ -52,7 +53,7 @@ impl Trusted {
         }
     }
 
-    fn manifest(&self, memory: &str) -> String {
+    fn manifest(&self, memory_store: &str) -> String {
         let q = |s: &str| serde_json::to_string(s).expect("json");
         format!(
             r#"apiVersion: v1
@@ -78,8 +79,8 @@ metadata: {{ name: trusted, namespace: nats }}
 spec:
   version: 2.15.1
   replicas: 3
-  resources: {{ limits: {{ memory: {memory} }} }}
-  jetstream: {{}}
+  resources: {{ limits: {{ memory: 1Gi }} }}
+  jetstream: {{ limits: {{ maxMemoryStore: {memory_store} }} }}
   auth:
     trustRef: {{ name: live }}
     systemCredentials:
@@ -137,13 +138,13 @@ fn up_to_date(v: &serde_json::Value) -> bool {
         && condition_of(v, "Settled").is_some_and(|(s, _, _)| s == "True")
 }
 
-async fn boot(memory: &str) -> (Host, tempfile::TempDir, Trusted, ObjectRef) {
+async fn boot(memory_store: &str) -> (Host, tempfile::TempDir, Trusted, ObjectRef) {
     let host = Host::start(&["nats"], &["cluster"])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().expect("temp dir");
     let trusted = Trusted::new();
-    apply(&host, dir.path(), &trusted.manifest(memory)).await;
+    apply(&host, dir.path(), &trusted.manifest(memory_store)).await;
     let obj = ObjectRef::parse("NatsCluster/nats/trusted").expect("ref");
     wait(&host, &obj, "settled and up to date", WAIT, up_to_date).await;
     (host, dir, trusted, obj)
@@ -158,9 +159,9 @@ async fn observe(host: &Host) -> Vec<ObservedServer> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raised_memory_store_reloads_every_server_with_no_restart() {
-    let (host, dir, trusted, obj) = boot("512Mi").await;
+    let (host, dir, trusted, obj) = boot("384Mi").await;
     let before = observe(&host).await;
-    apply(&host, dir.path(), &trusted.manifest("1Gi")).await;
+    apply(&host, dir.path(), &trusted.manifest("768Mi")).await;
     let done = wait(&host, &obj, "reloaded", WAIT, |v| {
         v["status"]["config"]["appliedBy"] == "Reload"
             && up_to_date(v)
@@ -190,7 +191,7 @@ async fn a_raised_memory_store_reloads_every_server_with_no_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_server_holds_the_gate_until_the_meta_leader_lists_the_server_again() {
-    let (host, _dir, _trusted, obj) = boot("512Mi").await;
+    let (host, _dir, _trusted, obj) = boot("384Mi").await;
     let started = Instant::now();
     host.annotate(&obj, &format!("{REPLACE}=trusted-1"))
         .await

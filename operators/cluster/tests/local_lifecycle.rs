@@ -172,6 +172,13 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         .map(|i| lc.pid(&ns, &name, i).expect("a pid"))
         .collect();
 
+    // The plan each config was rendered from is stored beside it, for its revision only.
+    assert_eq!(
+        lc.stored_plan(&cluster, 1, &servers[1].revision).await,
+        Some(servers[1].plan.clone())
+    );
+    assert_eq!(lc.stored_plan(&cluster, 1, "another").await, None);
+
     // Applying the same revision again leaves the processes alone.
     lc.apply_server(&cluster, &servers[0]).await.expect("same");
     assert_eq!(lc.pid(&ns, &name, 0), Some(pids[0]));

@@ -396,7 +396,7 @@ async fn pass<L: ServerLifecycle>(
     };
     let revisions: Vec<String> = plans
         .iter()
-        .map(|p| configmap::revision(&render::render(p)))
+        .map(|p| crate::revision::of_server(spec, &render::render(p)))
         .collect();
     let target = (!revisions.is_empty()).then(|| cluster_revision(&revisions));
 
@@ -742,7 +742,9 @@ async fn apply_servers<L: ServerLifecycle>(
             )
             .await;
     }
-    let replace = rollout::order::replacements(replicas, &members_now, &removals, &[]);
+    let volume_mismatch =
+        rollout::volume::mismatches(rollout::volume::desired_shape(spec).as_ref(), &before);
+    let replace = rollout::order::replacements(replicas, &members_now, &removals, &volume_mismatch);
     let (gate, decision) = step::next_step(&step::StepInput {
         replicas,
         observed: &before,
@@ -885,12 +887,21 @@ async fn apply_step<L: ServerLifecycle>(
     old: Option<&str>,
     seen: &Seen<'_>,
 ) -> (ConfigStatus, Result<(), LifecycleError>) {
-    let old_plan = old.and_then(|r| ctx.recall(r));
+    // This process's memory first, else what the lifecycle stored beside the running config
+    // (a controller that restarted mid-rollout still reloads what reloads).
+    let old_plan = match old {
+        Some(r) => match ctx.recall(r) {
+            Some(p) => Some(p),
+            None => ctx.lifecycle.stored_plan(cluster, d.ordinal, r).await,
+        },
+        None => None,
+    };
     let mode = old_plan
         .as_ref()
         .map(|p| crate::apply_mode::apply_mode(p, &d.plan, &cluster.spec.version));
+    let workload_changed = !old.is_some_and(|o| crate::revision::same_workload(o, &d.revision));
     let route = match &mode {
-        Some(m) => crate::reload::route(m, seen.system.is_some()),
+        Some(m) => crate::reload::route(m, seen.system.is_some(), workload_changed),
         None => crate::reload::Route::Restart {
             reason: format!(
                 "the config {} runs (revision {}) was rendered before this controller started; \

@@ -104,19 +104,25 @@ pub fn reported_revisions(
 }
 
 /// The revision a server runs for the step order: the target once its `/varz` digest shows it
-/// (a reload leaves the workload's tag on the old revision), else the workload's.
+/// and its workload is the target's (a reload leaves the workload's tag on the old revision),
+/// else the workload's — a server whose config already matches but whose image, resources or
+/// pod template do not still needs its restart.
 pub fn running(
     observed: &[ObservedServer],
     reported: &BTreeMap<String, String>,
 ) -> Vec<ObservedServer> {
     observed
         .iter()
-        .map(|o| ObservedServer {
-            revision: reported
-                .get(&o.server_name)
-                .cloned()
-                .or_else(|| o.revision.clone()),
-            ..o.clone()
+        .map(|o| {
+            let by_digest = reported.get(&o.server_name).filter(|r| {
+                o.revision
+                    .as_deref()
+                    .is_some_and(|w| crate::revision::same_workload(w, r))
+            });
+            ObservedServer {
+                revision: by_digest.cloned().or_else(|| o.revision.clone()),
+                ..o.clone()
+            }
         })
         .collect()
 }
@@ -286,14 +292,27 @@ mod tests {
     }
 
     fn decide_case(c: &Case) -> (Gate, Decision) {
-        let observed = servers(&c.ready, &c.running);
+        // Every revision of a case runs the same workload ("-w"): only the config differs.
+        let running: Vec<String> = c
+            .running
+            .iter()
+            .map(|r| {
+                if r.is_empty() {
+                    String::new()
+                } else {
+                    format!("{r}-w")
+                }
+            })
+            .collect();
+        let running: Vec<&str> = running.iter().map(String::as_str).collect();
+        let observed = servers(&c.ready, &running);
         let targets: Targets = (0..observed.len() as u32)
-            .map(|o| (o, "new".to_string()))
+            .map(|o| (o, "new-w".to_string()))
             .collect();
         let reported: BTreeMap<String, String> = c
             .reporting
             .iter()
-            .map(|s| (s.to_string(), "new".to_string()))
+            .map(|s| (s.to_string(), "new-w".to_string()))
             .collect();
         let answered: BTreeSet<String> = observed.iter().map(|o| o.server_name.clone()).collect();
         let meta = match c.leader {
@@ -434,5 +453,27 @@ mod tests {
             a.config_digest = Some("sha256:other".into());
         }
         assert!(reported_revisions(&[d], &obs).is_empty());
+    }
+
+    #[rstest]
+    // A reload moved the config; the workload's tag keeps the old revision.
+    #[case::reloaded(Some("c1-w1"), Some("c2-w1"), Some("c2-w1"))]
+    // The config already matches but the image or resources changed: still to restart.
+    #[case::workload_changed(Some("c1-w1"), Some("c1-w2"), Some("c1-w1"))]
+    #[case::not_answering(Some("c1-w1"), None, Some("c1-w1"))]
+    #[case::a_revision_of_the_old_form(Some("c1"), Some("c1-w1"), Some("c1"))]
+    #[case::no_workload_tag_yet(None, Some("c2-w1"), None)]
+    fn the_running_revision_is_the_reported_one_only_on_the_same_workload(
+        #[case] tagged: Option<&str>,
+        #[case] reported: Option<&str>,
+        #[case] want: Option<&str>,
+    ) {
+        let observed = seen(true, tagged);
+        let reported: BTreeMap<String, String> = reported
+            .map(|r| ("demo-0".to_string(), r.to_string()))
+            .into_iter()
+            .collect();
+        let r = running(&observed, &reported);
+        assert_eq!(r[0].revision.as_deref(), want);
     }
 }

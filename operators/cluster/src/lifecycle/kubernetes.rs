@@ -98,7 +98,7 @@ impl KubernetesLifecycle {
         server: &DesiredServer,
     ) -> Result<(Owner, ConfigMap, StatefulSet), LifecycleError> {
         let owner = owner(cluster)?;
-        let (cm, _) = configmap::config_map(&owner, &server.plan);
+        let (cm, _) = configmap::config_map(&owner, &cluster.spec, &server.plan);
         let sts = stateful_set(&ServerWorkload {
             owner: &owner,
             spec: &cluster.spec,
@@ -246,6 +246,34 @@ pub fn ordinal_of(cluster: &str, sts: &str) -> Option<u32> {
     sts.strip_prefix(cluster)?.strip_prefix('-')?.parse().ok()
 }
 
+/// The claim spec a server's StatefulSet made its data volume from.
+fn claim_spec(sts: &StatefulSet) -> Option<&k8s_openapi::api::core::v1::PersistentVolumeClaimSpec> {
+    sts.spec
+        .as_ref()?
+        .volume_claim_templates
+        .as_ref()?
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(crate::objects::statefulset::DATA_VOLUME))?
+        .spec
+        .as_ref()
+}
+
+/// A StatefulSet's claim templates cannot change once it exists: an existing server keeps the
+/// ones it was created with until a replacement (design §4.5) deletes and recreates it, and
+/// every other field is written as rendered.
+pub fn keep_claim_template(
+    mut rendered: StatefulSet,
+    existing: Option<&StatefulSet>,
+) -> StatefulSet {
+    if let (Some(spec), Some(existing)) = (
+        rendered.spec.as_mut(),
+        existing.and_then(|e| e.spec.as_ref()),
+    ) {
+        spec.volume_claim_templates = existing.volume_claim_templates.clone();
+    }
+    rendered
+}
+
 /// What a Pod says of its server: Ready, the config revision it was started under, and how often
 /// its nats container restarted.
 pub fn pod_state(pod: &Pod) -> (bool, Option<String>, u32) {
@@ -355,6 +383,13 @@ impl ServerLifecycle for KubernetesLifecycle {
             return Ok(Applied { foreign: vec![f] });
         }
         let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        let sts = keep_claim_template(
+            sts,
+            sets.get_opt(&server.plan.server_name)
+                .await
+                .map_err(|e| failed("read", "StatefulSet", &server.plan.server_name, e))?
+                .as_ref(),
+        );
         Ok(Applied {
             foreign: apply_owned(&sets, "StatefulSet", uid(&owner), &sts)
                 .await?
@@ -429,6 +464,12 @@ impl ServerLifecycle for KubernetesLifecycle {
                     p.name_any() == pod_name && p.labels().get(labels::SERVER) == Some(&server_name)
                 });
                 let (ready, revision, restarts) = pod.map(pod_state).unwrap_or_default();
+                let volume = sets
+                    .items
+                    .iter()
+                    .find(|s| s.name_any() == server_name)
+                    .and_then(claim_spec)
+                    .map(crate::rollout::volume::shape_of);
                 ObservedServer {
                     ordinal: i,
                     server_name,
@@ -436,9 +477,23 @@ impl ServerLifecycle for KubernetesLifecycle {
                     ready,
                     revision,
                     restarts,
+                    volume,
                 }
             })
             .collect())
+    }
+
+    async fn stored_plan(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        revision: &str,
+    ) -> Option<ServerPlan> {
+        let namespace = cluster.namespace()?;
+        let cms: Api<ConfigMap> = self.api(&namespace);
+        let name = configmap::name(&names::server(&cluster.name_any(), ordinal));
+        let cm = cms.get_opt(&name).await.ok()??;
+        configmap::stored_plan(&cm, revision)
     }
 
     fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress {
@@ -534,6 +589,46 @@ mod tests {
         assert_eq!(
             selector_text(&labels::selector("demo")),
             "app.kubernetes.io/instance=demo,app.kubernetes.io/name=nats"
+        );
+    }
+
+    #[test]
+    fn an_existing_server_keeps_its_claim_template_and_takes_the_rest() {
+        let sts = |storage: &str, image: &str| -> StatefulSet {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "demo-0"},
+                "spec": {
+                    "serviceName": "demo-headless",
+                    "selector": {},
+                    "template": {"spec": {"containers": [{"name": "nats", "image": image}]}},
+                    "volumeClaimTemplates": [{
+                        "metadata": {"name": "data"},
+                        "spec": {"resources": {"requests": {"storage": storage}}}
+                    }]
+                }
+            }))
+            .expect("StatefulSet")
+        };
+        let existing = sts("20Gi", "nats:2.15.0");
+        let kept = keep_claim_template(sts("40Gi", "nats:2.15.1"), Some(&existing));
+        let spec = kept.spec.as_ref().expect("spec");
+        assert_eq!(
+            claim_spec(&kept).map(crate::rollout::volume::shape_of),
+            claim_spec(&existing).map(crate::rollout::volume::shape_of),
+            "the claim template it was created with"
+        );
+        assert_eq!(
+            spec.template.spec.as_ref().expect("pod").containers[0]
+                .image
+                .as_deref(),
+            Some("nats:2.15.1"),
+            "the rest as rendered"
+        );
+        let created = keep_claim_template(sts("40Gi", "nats:2.15.1"), None);
+        assert_eq!(
+            claim_spec(&created).and_then(|c| crate::rollout::volume::shape_of(c).size),
+            Some(40 << 30),
+            "a new server takes the new template"
         );
     }
 }

@@ -42,6 +42,8 @@ const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The config file name inside a server's directory.
 pub const CONFIG_FILE: &str = "nats.conf";
+/// Beside it: the revision and plan it was rendered from (see [`ServerLifecycle::stored_plan`]).
+pub const PLAN_FILE: &str = "plan.json";
 /// The log file name inside a server's directory (stdout and stderr of every run, appended).
 pub const LOG_FILE: &str = "server.log";
 
@@ -106,6 +108,9 @@ struct Local {
 /// observer reads without waiting for that lock.
 struct Entry {
     server_name: String,
+    /// The claim its store stands for, as of its creation: like a StatefulSet's claim
+    /// template, only a replacement (delete, then create) changes it.
+    volume: Option<crate::rollout::volume::ClaimShape>,
     local: tokio::sync::Mutex<Local>,
     restarts: AtomicU32,
     pid: AtomicU32,
@@ -319,6 +324,7 @@ impl LocalLifecycle {
                 .or_insert_with(|| {
                     Arc::new(Entry {
                         server_name: plan.server_name.clone(),
+                        volume: crate::rollout::volume::desired_shape(&cluster.spec),
                         local: tokio::sync::Mutex::new(Local {
                             server_name: plan.server_name.clone(),
                             pid_file: plan.pid_file.clone(),
@@ -367,7 +373,19 @@ fn write_server_files(dir: &Path, server: &DesiredServer) -> Result<(), Lifecycl
     for f in &server.files {
         write_file(Path::new(&f.path), &f.contents, &object)?;
     }
+    let plan = serde_json::json!({"revision": server.revision, "plan": server.plan});
+    write_file(&dir.join(PLAN_FILE), plan.to_string().as_bytes(), &object)?;
     write_file(&dir.join(CONFIG_FILE), server.config.as_bytes(), &object)
+}
+
+/// The plan stored in `dir` when it is of `revision`.
+fn read_plan(dir: &Path, revision: &str) -> Option<ServerPlan> {
+    let text = std::fs::read_to_string(dir.join(PLAN_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if v.get("revision")?.as_str()? != revision {
+        return None;
+    }
+    serde_json::from_value(v.get("plan")?.clone()).ok()
 }
 
 /// Whether an HTTP server answers on `port`, and with which status code.
@@ -695,9 +713,19 @@ impl ServerLifecycle for LocalLifecycle {
                 ready,
                 revision,
                 restarts: entry.restarts.load(Ordering::SeqCst),
+                volume: entry.volume.clone(),
             });
         }
         Ok(out)
+    }
+
+    async fn stored_plan(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        revision: &str,
+    ) -> Option<ServerPlan> {
+        read_plan(&self.local_layout(cluster).server_dir(ordinal), revision)
     }
 
     fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress {

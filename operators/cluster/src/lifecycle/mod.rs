@@ -30,7 +30,7 @@ pub struct DesiredServer {
     pub plan: ServerPlan,
     /// The rendered nats.conf.
     pub config: String,
-    /// The config revision (`objects::configmap::revision` of `config`) the workload is tagged with.
+    /// The server's revision (`revision::of_server`: config and workload) it is tagged with.
     pub revision: String,
     pub files: Vec<ServerFile>,
 }
@@ -48,6 +48,9 @@ pub struct ObservedServer {
     pub revision: Option<String>,
     /// How many times the server was (re)started by this implementation or its pod restarted.
     pub restarts: u32,
+    /// The claim its data volume was made from (Kubernetes: the StatefulSet's claim template,
+    /// fixed at creation); none without one or when it cannot be told.
+    pub volume: Option<crate::rollout::volume::ClaimShape>,
 }
 
 /// Where a server is reached from the controller.
@@ -121,6 +124,16 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         &self,
         cluster: &NatsCluster,
     ) -> impl Future<Output = Result<Vec<ObservedServer>, LifecycleError>> + Send;
+
+    /// The plan server `ordinal`'s config was rendered from, as stored beside that config, when
+    /// that config is of `revision`: how a controller that restarted tells which fields the
+    /// next change touches (reload or restart) without having rendered the old config itself.
+    fn stored_plan(
+        &self,
+        cluster: &NatsCluster,
+        ordinal: u32,
+        revision: &str,
+    ) -> impl Future<Output = Option<ServerPlan>> + Send;
 
     /// How the controller dials server `ordinal` (system connection, `/varz`, `/healthz`).
     fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress;

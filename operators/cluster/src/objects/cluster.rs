@@ -52,7 +52,7 @@ pub fn render_objects(
     let mut revisions = vec![];
     let mut stateful_sets = vec![];
     for plan in plans {
-        let (cm, rev) = configmap::config_map(owner, plan);
+        let (cm, rev) = configmap::config_map(owner, spec, plan);
         stateful_sets.push(stateful_set(&ServerWorkload {
             owner,
             spec,

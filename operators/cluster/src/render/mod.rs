@@ -14,7 +14,7 @@ use conf::{Block, Value};
 pub const LAME_DUCK_DURATION: &str = "2m";
 
 /// A listener address.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Listen {
     pub host: String,
     pub port: u16,
@@ -33,7 +33,7 @@ impl Listen {
 }
 
 /// Certificate files of a TLS listener or dialer, as mounted on the server.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TlsFiles {
     pub cert_file: Option<String>,
     pub key_file: Option<String>,
@@ -57,7 +57,7 @@ impl TlsFiles {
 }
 
 /// JetStream on one server.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JetStreamPlan {
     pub store_dir: String,
     /// `max_memory_store` in bytes; omitted, the server's own default (75% of RAM).
@@ -68,14 +68,14 @@ pub struct JetStreamPlan {
 }
 
 /// A gateway remote: another member of the supercluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GatewayRemote {
     pub name: String,
     pub urls: Vec<String>,
 }
 
 /// The gateway block (design §4.3).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GatewayPlan {
     /// The NATS cluster's own gateway name (its NatsCluster's name).
     pub name: String,
@@ -89,7 +89,7 @@ pub struct GatewayPlan {
 }
 
 /// The hub side: a leafnode listener.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LeafListenPlan {
     pub listen: Listen,
     pub advertise: Option<String>,
@@ -97,7 +97,7 @@ pub struct LeafListenPlan {
 }
 
 /// The leaf side: one remote hub.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LeafRemotePlan {
     pub urls: Vec<String>,
     /// Path of the creds file, projected beside nats.conf.
@@ -109,7 +109,7 @@ pub struct LeafRemotePlan {
 }
 
 /// Which resolver the servers run (design §4.3); Memory is not offered.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ResolverPlan {
     /// Full: keeps every account JWT, syncs with peers, accepts deletes.
     Full { dir: String },
@@ -118,7 +118,7 @@ pub enum ResolverPlan {
 }
 
 /// Trust roots: the NATS operator, the system account and the resolver.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TrustPlan {
     /// The NATS operator JWT itself, or a path to it.
     pub operator: String,
@@ -131,7 +131,7 @@ pub struct TrustPlan {
 }
 
 /// Everything one server's nats.conf depends on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerPlan {
     pub server_name: String,
     /// The NATS cluster's name, used for routes and as the gateway name.

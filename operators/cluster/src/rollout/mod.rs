@@ -7,6 +7,7 @@
 //! - [`removal`]: one server's scale-down or replacement, step by step.
 //! - [`observe`]: from observed servers, JSZ and the meta view to those inputs.
 //! - [`status`]: `status.rollout`, `status.removals`, `status.config` and Progressing.
+//! - [`volume`]: which servers a changed `jetstream.volumeClaimTemplate` replaces.
 //!
 //! One reconcile pass, in the order the reconciler calls them:
 //!
@@ -32,3 +33,4 @@ pub mod observe;
 pub mod order;
 pub mod removal;
 pub mod status;
+pub mod volume;

@@ -344,6 +344,7 @@ mod tests {
                 ready: true,
                 revision: Some("r2".into()),
                 restarts: 1,
+                volume: None,
             },
             ObservedServer {
                 ordinal: 1,
