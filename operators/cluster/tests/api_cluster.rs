@@ -794,6 +794,112 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     );
 }
 
+/// A new image with the config unchanged is a rollout step like any restart: the servers'
+/// StatefulSets keep their pod templates (on Kubernetes a changed template restarts the pod at
+/// once) until a step writes one — here `force-step`, the gate being closed without cluster DNS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_image_restarts_no_server_outside_a_step() {
+    const NS: &str = "nats";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    create_cluster(&client, NS, quickstart()).await;
+    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "three StatefulSets",
+        || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo"),
+        |n| n.len() == 3,
+    )
+    .await;
+    let mut before = vec![];
+    for i in 0..3 {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        create_pod(&client, NS, &sts).await;
+        set_ready(&client, NS, &format!("demo-{i}-0"), true).await;
+        before.push((revision_of(&sts), image_of(&sts)));
+    }
+    let clusters: Api<NatsCluster> = Api::namespaced(client.clone(), NS);
+    let digest = format!("sha256:{}", "7".repeat(64));
+    clusters
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"image": {"digest": digest}}})),
+        )
+        .await
+        .expect("a new image");
+    // Every server pending under a new revision whose config part is unchanged.
+    wait_cluster(&client, NS, "demo", "three servers pending", |c| {
+        c.status
+            .as_ref()
+            .and_then(|s| s.rollout.as_ref())
+            .is_some_and(|r| r.pending.len() == 3)
+            && c.status.as_ref().and_then(|s| s.observed_generation) == c.metadata.generation
+    })
+    .await;
+    for (i, (rev, image)) in before.iter().enumerate() {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        assert_eq!(
+            &revision_of(&sts),
+            rev,
+            "demo-{i} not restarted outside a step"
+        );
+        assert_eq!(
+            &image_of(&sts),
+            image,
+            "demo-{i} keeps its image until its step"
+        );
+        let (config, _) = rev
+            .as_deref()
+            .and_then(|r| r.split_once('-'))
+            .expect("<config>-<workload>");
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), NS)
+            .get(&format!("demo-{i}-config"))
+            .await
+            .expect("ConfigMap");
+        assert!(
+            cm.annotations()[REVISION_ANNOTATION].starts_with(config),
+            "the config itself is unchanged"
+        );
+    }
+    clusters
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {nats_api::cluster::annotation::FORCE_STEP: "demo-2"}}})),
+        )
+        .await
+        .expect("force-step");
+    let stepped = wait_for(
+        "demo-2 stepped onto the new image",
+        || async { sts_api.get("demo-2").await.expect("sts") },
+        |sts| image_of(sts).is_some_and(|i| i.ends_with(&digest)),
+    )
+    .await;
+    assert_ne!(
+        revision_of(&stepped),
+        before[2].0,
+        "a new revision names it"
+    );
+    for (i, (rev, image)) in before.iter().enumerate().take(2) {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        assert_eq!(&revision_of(&sts), rev, "demo-{i} waits its turn");
+        assert_eq!(&image_of(&sts), image, "demo-{i} waits its turn");
+    }
+}
+
+fn image_of(sts: &StatefulSet) -> Option<String> {
+    sts.spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "nats")?
+        .image
+        .clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_object_of_a_rendered_name_is_named_and_left_untouched() {
     const NS: &str = "foreign";
