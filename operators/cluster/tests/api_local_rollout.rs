@@ -135,3 +135,56 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
         );
     }
 }
+
+/// Adding `auth` to a running NatsCluster is held with AuthChangeBlocked: clients and streams
+/// live in the global account now and would be in accounts after, which no reload or rollout
+/// carries across. No server restarts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
+    let host = Host::start(&["nats"], &["cluster"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    host.apply_manifest(
+        &story("01-quickstart/01-natscluster.yaml"),
+        &BTreeMap::new(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
+    settled(&host, &demo).await;
+    let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
+    let before = host.lifecycle().observe(&cluster).await.expect("observe");
+
+    let trust = sim::trust::generate().unwrap_or_else(|e| panic!("{e}"));
+    let quickstart =
+        std::fs::read_to_string(story("01-quickstart/01-natscluster.yaml")).expect("quickstart");
+    let with_auth = format!(
+        "apiVersion: nats.mikluko.io/v1beta1\nkind: NatsOperatorTrust\nmetadata: {{ name: sim, namespace: nats }}\nspec:\n  operatorJWT: ${{trust.operator_jwt}}\n  systemAccountJWT: ${{trust.system_account_jwt}}\n---\n{quickstart}  auth:\n    trustRef: {{ name: sim }}\n"
+    );
+    host.apply_text(
+        Path::new("with-auth.yaml"),
+        &sim::host::substitute(&with_auth, &trust.vars),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let held = host
+        .wait_condition(&demo, "Progressing=True/AuthChangeBlocked", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let message = held["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Progressing"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains("adding spec.auth"), "{message}");
+    let after = host.lifecycle().observe(&cluster).await.expect("observe");
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(
+            (a.restarts, &a.revision),
+            (b.restarts, &b.revision),
+            "{} untouched",
+            a.server_name
+        );
+    }
+}

@@ -745,6 +745,8 @@ async fn apply_servers<L: ServerLifecycle>(
     let volume_mismatch =
         rollout::volume::mismatches(rollout::volume::desired_shape(spec).as_ref(), &before);
     let replace = rollout::order::replacements(replicas, &members_now, &removals, &volume_mismatch);
+    let auth_change =
+        crate::refusals::auth_change(spec, running_with_auth(ctx, cluster, &before).await);
     let (gate, decision) = step::next_step(&step::StepInput {
         replicas,
         observed: &before,
@@ -755,7 +757,7 @@ async fn apply_servers<L: ServerLifecycle>(
         settled: &settled,
         paused: spec.rollout_paused(),
         force_step,
-        auth_change: None,
+        auth_change,
         replace: &replace,
         removals: &removals,
     });
@@ -871,6 +873,29 @@ async fn apply_servers<L: ServerLifecycle>(
         rollout,
         observed,
     }))
+}
+
+/// Whether the servers run with an auth plane, from the plan of the config any present server
+/// runs (this process's memory, else what the lifecycle stored beside it); `None` when no
+/// running server's plan is known, such as before the first server starts.
+async fn running_with_auth<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    observed: &[ObservedServer],
+) -> Option<bool> {
+    for o in observed.iter().filter(|o| o.present) {
+        let Some(r) = o.revision.as_deref() else {
+            continue;
+        };
+        let plan = match ctx.recall(r) {
+            Some(p) => Some(p),
+            None => ctx.lifecycle.stored_plan(cluster, o.ordinal, r).await,
+        };
+        if let Some(p) = plan {
+            return Some(p.trust.is_some());
+        }
+    }
+    None
 }
 
 /// Takes one restart step on `d`: a reload where every changed field reloads and a system user
