@@ -887,6 +887,69 @@ async fn a_new_image_restarts_no_server_outside_a_step() {
     }
 }
 
+/// A larger `jetstream.volumeClaimTemplate` calls for replacing every server, one step at a
+/// time behind the gate (closed here: no cluster DNS to observe the servers through), and
+/// never for rewriting a StatefulSet's claim template, which the apiserver would refuse: each
+/// keeps the claims it was created with until its replacement recreates it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_claim_template_replaces_servers_and_never_rewrites_a_statefulsets_claims() {
+    const NS: &str = "nats";
+    let rig = rig(&[NS]).await;
+    let client = rig.client();
+    create_cluster(&client, NS, quickstart()).await;
+    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
+    wait_for(
+        "three StatefulSets",
+        || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo"),
+        |n| n.len() == 3,
+    )
+    .await;
+    for i in 0..3 {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        create_pod(&client, NS, &sts).await;
+        set_ready(&client, NS, &format!("demo-{i}-0"), true).await;
+    }
+    Api::<NatsCluster>::namespaced(client.clone(), NS)
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"jetstream": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "40Gi"}}}}}}})),
+        )
+        .await
+        .expect("a larger volume");
+    let c = wait_cluster(&client, NS, "demo", "every server pending", |c| {
+        c.status.as_ref().and_then(|s| s.observed_generation) == c.metadata.generation
+            && c.status
+                .as_ref()
+                .and_then(|s| s.rollout.as_ref())
+                .is_some_and(|r| r.pending.len() == 3)
+    })
+    .await;
+    assert!(
+        !is(&c, "Ready", "False", reason::RECONCILE_FAILED),
+        "no write refused: {:?}",
+        condition(&c, "Ready")
+    );
+    for i in 0..3 {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        let storage = sts
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_claim_templates.as_ref())
+            .and_then(|v| v.first())
+            .and_then(|c| c.spec.as_ref())
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage"))
+            .map(|q| q.0.clone());
+        assert_eq!(
+            storage.as_deref(),
+            Some("20Gi"),
+            "demo-{i} keeps its claims"
+        );
+    }
+}
+
 fn image_of(sts: &StatefulSet) -> Option<String> {
     sts.spec
         .as_ref()?
