@@ -117,6 +117,13 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         assert!(a.foreign.is_empty());
     }
     let sts = sets.get("demo-1").await.expect("StatefulSet");
+    // The config is written before the workload that mounts it (etcd revisions only grow).
+    let cm_rv = rv(&cms.get("demo-1-config").await.expect("ConfigMap"));
+    assert!(
+        cm_rv < rv(&sts),
+        "ConfigMap {cm_rv} before StatefulSet {}",
+        rv(&sts)
+    );
     let template = sts.spec.expect("spec").template;
     assert_eq!(
         template.metadata.expect("meta").annotations.expect("ann")[REVISION_ANNOTATION],
@@ -189,10 +196,33 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     )
     .await
     .expect("pvc");
+    // Watched from here: the revision at which each deletion lands, in order.
+    let from = rv(&pvcs.get("unlabelled-demo-1").await.expect("pvc")).to_string();
+    let watched = {
+        let (c1, c2, c3) = (client.clone(), client.clone(), client.clone());
+        let (f1, f2, f3) = (from.clone(), from.clone(), from.clone());
+        tokio::spawn(async move {
+            futures::join!(
+                first_deletion(c1, f1, "StatefulSet"),
+                first_deletion(c2, f2, "ConfigMap"),
+                first_deletion(c3, f3, "PersistentVolumeClaim")
+            )
+        })
+    };
     lifecycle
         .delete_server(&c, 1, true)
         .await
         .expect("delete_server");
+    let (sts_at, cm_at, pvc_at) = watched.await.expect("watches");
+    let (sts_at, cm_at, pvc_at) = (
+        sts_at.expect("the StatefulSet deleted"),
+        cm_at.expect("the ConfigMap deleted"),
+        pvc_at.expect("the PVC deleted"),
+    );
+    assert!(
+        sts_at < cm_at && cm_at < pvc_at,
+        "StatefulSet ({sts_at}), then ConfigMap ({cm_at}), then the labelled PVC ({pvc_at})"
+    );
     assert!(sets.get_opt("demo-1").await.expect("read").is_none());
     assert!(cms.get_opt("demo-1-config").await.expect("read").is_none());
     // Without a controller-manager nothing finalizes PVCs: a deleted one is gone or terminating.
@@ -230,4 +260,46 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         .expect("delete_server");
     let still = cms.get("demo-1-config").await.expect("still there");
     assert_eq!(still.resource_version(), foreign.resource_version());
+}
+
+/// An object's resourceVersion as a number (kube-apiserver's come from etcd and only grow).
+fn rv<K: kube::Resource>(obj: &K) -> u64 {
+    rv_of(obj.meta().resource_version.as_deref())
+}
+
+fn rv_of(v: Option<&str>) -> u64 {
+    v.and_then(|v| v.parse().ok())
+        .expect("a numeric resourceVersion")
+}
+
+/// The lowest revision at which an object of `kind` named for demo-1 was deleted or marked for
+/// deletion, watched from `from` for five seconds.
+async fn first_deletion(client: kube::Client, from: String, kind: &'static str) -> Option<u64> {
+    let ar = match kind {
+        "StatefulSet" => kube::api::ApiResource::erase::<StatefulSet>(&()),
+        "ConfigMap" => kube::api::ApiResource::erase::<ConfigMap>(&()),
+        _ => kube::api::ApiResource::erase::<PersistentVolumeClaim>(&()),
+    };
+    let api = Api::<kube::api::DynamicObject>::namespaced_with(client, NS, &ar);
+    let events = api
+        .watch(&kube::api::WatchParams::default().timeout(5), &from)
+        .await
+        .expect("watch");
+    let mut events = std::pin::pin!(events);
+    let mut seen = vec![];
+    while let Some(Ok(e)) = futures::StreamExt::next(&mut events).await {
+        let deleted = match &e {
+            kube::api::WatchEvent::Deleted(o) => Some(o),
+            kube::api::WatchEvent::Modified(o) if o.metadata.deletion_timestamp.is_some() => {
+                Some(o)
+            }
+            _ => None,
+        };
+        if let Some(o) = deleted
+            && o.name_any().contains("demo-1")
+        {
+            seen.push(rv_of(o.metadata.resource_version.as_deref()));
+        }
+    }
+    seen.into_iter().min()
 }
