@@ -127,9 +127,16 @@ pub fn route(
     use crate::apply_mode::ApplyMode;
     match mode {
         _ if workload_changed => Route::Restart {
-            reason: match mode.restart_reason() {
-                Some(config) => format!("{WORKLOAD_CHANGED}; {config}"),
-                None => WORKLOAD_CHANGED.into(),
+            reason: match mode {
+                ApplyMode::Restart { .. } => format!(
+                    "{WORKLOAD_CHANGED}; {}",
+                    mode.restart_reason().unwrap_or_default()
+                ),
+                ApplyMode::Reload { changed } => format!(
+                    "{WORKLOAD_CHANGED}; config fields changed with it: {}",
+                    changed.join(", ")
+                ),
+                ApplyMode::Unchanged => WORKLOAD_CHANGED.into(),
             },
         },
         ApplyMode::Unchanged => Route::Nothing,
@@ -371,7 +378,7 @@ mod tests {
 
     #[rstest]
     #[case::workload_only(ApplyMode::Unchanged, WORKLOAD_CHANGED.to_string())]
-    #[case::with_a_reloadable_field(ApplyMode::Reload { changed: vec!["jetstream.limits"] }, WORKLOAD_CHANGED.to_string())]
+    #[case::with_a_reloadable_field(ApplyMode::Reload { changed: vec!["jetstream.limits"] }, format!("{WORKLOAD_CHANGED}; config fields changed with it: jetstream.limits"))]
     #[case::with_a_restart_only_field(
         ApplyMode::Restart { changed: vec!["gateway"], restart_only: vec!["gateway"] },
         format!("{WORKLOAD_CHANGED}; restart-only fields changed: gateway")
