@@ -800,23 +800,11 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_image_restarts_no_server_outside_a_step() {
     const NS: &str = "nats";
-    let rig = rig(&[NS]).await;
-    let client = rig.client();
-    create_cluster(&client, NS, quickstart()).await;
-    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
-    wait_for(
-        "three StatefulSets",
-        || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo"),
-        |n| n.len() == 3,
-    )
-    .await;
-    let mut before = vec![];
-    for i in 0..3 {
-        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
-        create_pod(&client, NS, &sts).await;
-        set_ready(&client, NS, &format!("demo-{i}-0"), true).await;
-        before.push((revision_of(&sts), image_of(&sts)));
-    }
+    let (_rig, client, sts_api, servers) = quickstart_running(NS).await;
+    let before: Vec<_> = servers
+        .iter()
+        .map(|sts| (revision_of(sts), image_of(sts)))
+        .collect();
     let clusters: Api<NatsCluster> = Api::namespaced(client.clone(), NS);
     let digest = format!("sha256:{}", "7".repeat(64));
     clusters
@@ -894,21 +882,7 @@ async fn a_new_image_restarts_no_server_outside_a_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_claim_template_replaces_servers_and_never_rewrites_a_statefulsets_claims() {
     const NS: &str = "nats";
-    let rig = rig(&[NS]).await;
-    let client = rig.client();
-    create_cluster(&client, NS, quickstart()).await;
-    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
-    wait_for(
-        "three StatefulSets",
-        || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo"),
-        |n| n.len() == 3,
-    )
-    .await;
-    for i in 0..3 {
-        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
-        create_pod(&client, NS, &sts).await;
-        set_ready(&client, NS, &format!("demo-{i}-0"), true).await;
-    }
+    let (_rig, client, sts_api, _) = quickstart_running(NS).await;
     Api::<NatsCluster>::namespaced(client.clone(), NS)
         .patch(
             "demo",
@@ -948,6 +922,29 @@ async fn a_new_claim_template_replaces_servers_and_never_rewrites_a_statefulsets
             "demo-{i} keeps its claims"
         );
     }
+}
+
+/// The quickstart NatsCluster in `ns` with its three StatefulSets and a Ready pod for each, as
+/// the StatefulSet controller and kubelet would make them.
+async fn quickstart_running(ns: &str) -> (Rig, kube::Client, Api<StatefulSet>, Vec<StatefulSet>) {
+    let rig = rig(&[ns]).await;
+    let client = rig.client();
+    create_cluster(&client, ns, quickstart()).await;
+    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        "three StatefulSets",
+        || names_of::<StatefulSet>(&client, ns, "app.kubernetes.io/instance=demo"),
+        |n| n.len() == 3,
+    )
+    .await;
+    let mut servers = vec![];
+    for i in 0..3 {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        create_pod(&client, ns, &sts).await;
+        set_ready(&client, ns, &format!("demo-{i}-0"), true).await;
+        servers.push(sts);
+    }
+    (rig, client, sts_api, servers)
 }
 
 fn image_of(sts: &StatefulSet) -> Option<String> {

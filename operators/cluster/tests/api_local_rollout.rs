@@ -29,8 +29,9 @@ async fn settled(host: &Host, demo: &ObjectRef) -> serde_json::Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta_leader_last() {
+/// The quickstart NatsCluster on the local lifecycle, settled: the host, its reference and
+/// the settled object.
+async fn quickstart_settled() -> (Host, ObjectRef, serde_json::Value) {
     let host = Host::start(&["nats"], &["cluster"])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -42,6 +43,12 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
     .unwrap_or_else(|e| panic!("{e}"));
     let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
     let at_rest = settled(&host, &demo).await;
+    (host, demo, at_rest)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta_leader_last() {
+    let (host, demo, at_rest) = quickstart_settled().await;
     assert_eq!(
         at_rest["status"]["readyReplicas"], 3,
         "{}",
@@ -141,17 +148,7 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
 /// carries across. No server restarts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
-    let host = Host::start(&["nats"], &["cluster"])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    host.apply_manifest(
-        &story("01-quickstart/01-natscluster.yaml"),
-        &BTreeMap::new(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
-    settled(&host, &demo).await;
+    let (host, demo, _) = quickstart_settled().await;
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
     let before = host.lifecycle().observe(&cluster).await.expect("observe");
 
