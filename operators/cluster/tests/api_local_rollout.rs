@@ -57,10 +57,13 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
     let before: Vec<ObservedServer> = host.lifecycle().observe(&cluster).await.expect("observe");
     let old: Vec<Option<String>> = before.iter().map(|o| o.revision.clone()).collect();
-    let leader = at_rest["status"]["jetstream"]["metaLeader"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a meta leader: {}", at_rest["status"]))
-        .to_string();
+    assert!(
+        at_rest["status"]["jetstream"]["metaLeader"].is_string(),
+        "status names a meta leader: {}",
+        at_rest["status"]
+    );
+    // The leader as the servers see it now (status may predate an election after boot).
+    let leader = live_meta_leader(&host, &cluster).await;
     assert!(old.iter().all(Option::is_some), "{before:?}");
 
     host.apply_manifest(
@@ -183,5 +186,39 @@ async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
             "{} untouched",
             a.server_name
         );
+    }
+}
+
+/// The meta leader every server of `cluster` names in its `/jsz`, polled until they agree.
+async fn live_meta_leader(host: &Host, cluster: &nats_api::cluster::NatsCluster) -> String {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("http client");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut named = std::collections::BTreeSet::new();
+        for i in 0..3 {
+            let url = format!("{}/jsz", host.lifecycle().address(cluster, i).monitor_url);
+            let leader = match http.get(&url).send().await {
+                Ok(r) => r
+                    .json::<serde_json::Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["meta_cluster"]["leader"].as_str().map(str::to_string)),
+                Err(_) => None,
+            };
+            named.insert(leader.unwrap_or_default());
+        }
+        if named.len() == 1
+            && let Some(l) = named.pop_first().filter(|l| !l.is_empty())
+        {
+            return l;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the servers agree on a meta leader: {named:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
