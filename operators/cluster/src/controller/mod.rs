@@ -342,7 +342,9 @@ async fn pass<L: ServerLifecycle>(
     let observed_before = ctx.lifecycle.observe(cluster).await.unwrap_or_default();
     let ready_servers: Vec<(String, crate::lifecycle::ServerAddress)> = observed_before
         .iter()
-        .filter(|o| o.ready && o.ordinal < replicas)
+        // Servers beyond replicas too: until removed they are members, and one may be the meta
+        // leader, the only reliable judge of the meta group's currency.
+        .filter(|o| o.ready)
         .map(|o| {
             (
                 o.server_name.clone(),
@@ -745,8 +747,6 @@ async fn apply_servers<L: ServerLifecycle>(
     let volume_mismatch =
         rollout::volume::mismatches(rollout::volume::desired_shape(spec).as_ref(), &before);
     let replace = rollout::order::replacements(replicas, &members_now, &removals, &volume_mismatch);
-    let auth_change =
-        crate::refusals::auth_change(spec, running_with_auth(ctx, cluster, &before).await);
     let (gate, decision) = step::next_step(&step::StepInput {
         replicas,
         observed: &before,
@@ -757,7 +757,8 @@ async fn apply_servers<L: ServerLifecycle>(
         settled: &settled,
         paused: spec.rollout_paused(),
         force_step,
-        auth_change,
+        // Adding or removing auth is refused before any step (holds, from the servers' answers).
+        auth_change: None,
         replace: &replace,
         removals: &removals,
     });
@@ -873,29 +874,6 @@ async fn apply_servers<L: ServerLifecycle>(
         rollout,
         observed,
     }))
-}
-
-/// Whether the servers run with an auth plane, from the plan of the config any present server
-/// runs (this process's memory, else what the lifecycle stored beside it); `None` when no
-/// running server's plan is known, such as before the first server starts.
-async fn running_with_auth<L: ServerLifecycle>(
-    ctx: &Context<L>,
-    cluster: &NatsCluster,
-    observed: &[ObservedServer],
-) -> Option<bool> {
-    for o in observed.iter().filter(|o| o.present) {
-        let Some(r) = o.revision.as_deref() else {
-            continue;
-        };
-        let plan = match ctx.recall(r) {
-            Some(p) => Some(p),
-            None => ctx.lifecycle.stored_plan(cluster, o.ordinal, r).await,
-        };
-        if let Some(p) = plan {
-            return Some(p.trust.is_some());
-        }
-    }
-    None
 }
 
 /// Takes one restart step on `d`: a reload where every changed field reloads and a system user
