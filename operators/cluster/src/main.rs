@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use cluster_controller::controller::{self, Settings};
 use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
-use controller_kit::metrics::Metrics;
+use controller_kit::start;
 
 /// The cluster controller.
 #[derive(Debug, Parser)]
@@ -30,28 +30,15 @@ struct Flags {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    start::init_tracing();
     let flags = Flags::parse();
-    let client = match kube::Client::try_default().await {
-        Ok(c) => c,
+    let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
+        Ok(started) => started,
         Err(e) => {
-            eprintln!("no Kubernetes client from the environment: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let metrics = Metrics::default();
-    match metrics.clone().spawn_server(flags.metrics_addr).await {
-        Ok(addr) => tracing::info!(%addr, "serving /metrics"),
-        Err(e) => {
-            eprintln!("binding {}: {e}", flags.metrics_addr);
-            return ExitCode::FAILURE;
-        }
-    }
     let lifecycle = KubernetesLifecycle::new(
         client.clone(),
         SiteSettings {

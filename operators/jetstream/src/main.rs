@@ -6,9 +6,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Parser;
-use controller_kit::metrics::Metrics;
+use controller_kit::start;
 use jetstream_controller::controller::{self, Settings};
-use nats_api::jetstream::GoDuration;
 
 /// The JetStream controller.
 #[derive(Debug, Parser)]
@@ -24,39 +23,22 @@ struct Flags {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    start::init_tracing();
     let flags = Flags::parse();
-    let resync = match GoDuration::new(&flags.resync).parse() {
-        Ok(d) if !d.is_zero() => d,
-        Ok(_) => {
-            eprintln!("--resync must be more than 0");
-            return ExitCode::from(2);
-        }
+    let resync = match start::resync(&flags.resync) {
+        Ok(d) => d,
         Err(e) => {
-            eprintln!("--resync {}: {e}", flags.resync);
+            eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let client = match kube::Client::try_default().await {
-        Ok(c) => c,
+    let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
+        Ok(started) => started,
         Err(e) => {
-            eprintln!("no Kubernetes client from the environment: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let metrics = Metrics::default();
-    match metrics.clone().spawn_server(flags.metrics_addr).await {
-        Ok(addr) => tracing::info!(%addr, "serving /metrics"),
-        Err(e) => {
-            eprintln!("binding {}: {e}", flags.metrics_addr);
-            return ExitCode::FAILURE;
-        }
-    }
     controller::run(controller::context(client, Settings { resync }, metrics)).await;
     ExitCode::SUCCESS
 }

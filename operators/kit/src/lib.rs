@@ -8,5 +8,6 @@ pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod metrics;
+pub mod start;
 pub mod status;
 pub mod trace;
