@@ -535,7 +535,9 @@ impl Entry {
         self.restarts.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Starts the process again if it exited on its own (the kubelet's restart).
+    /// Starts the process again if it exited on its own (the kubelet's restart), or if it was
+    /// placed but is not running: a start its caller abandoned — a controller stopped mid-step
+    /// or mid-revive drops the process it was starting — which a kubelet would still carry out.
     async fn revive(
         &self,
         local: &mut Local,
@@ -544,7 +546,7 @@ impl Entry {
     ) -> Result<(), LifecycleError> {
         let exited = match local.running.as_mut() {
             Some(r) => matches!(r.child.try_wait(), Ok(Some(_))),
-            None => return Ok(()),
+            None => !local.dir.as_os_str().is_empty() && !dir.as_os_str().is_empty(),
         };
         if exited {
             local.running = None;
@@ -659,6 +661,8 @@ impl ServerLifecycle for LocalLifecycle {
         let object = format!("{} server {ordinal}", key(cluster));
         if let Some(entry) = entry {
             let mut local = entry.local.lock().await;
+            // Deleted: nothing revives it, even through an entry read before its removal.
+            local.dir = PathBuf::new();
             entry.pid.store(0, Ordering::SeqCst);
             if let Some(r) = local.running.take() {
                 stop(r, &local.pid_file, &object).await?;
