@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::lifecycle::ServerLifecycle;
+use cluster_controller::lifecycle::local::LocalEvent;
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
 
@@ -99,14 +100,28 @@ async fn without_jetstream_scale_down_deletes_and_replace_server_recreates_under
         done["status"]
     );
 
+    let before = host.lifecycle().events().len();
     host.annotate(&demo, &format!("{REPLACE}=demo-1"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Deleted, then started again under the same name.
+    // Deleted, then started again under the same name: read from the lifecycle's own log, since
+    // polling for absence can miss a gap of a few milliseconds.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while present(&host, "demo").await.contains(&"demo-1".to_string()) {
-        assert!(tokio::time::Instant::now() < deadline, "demo-1 deleted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    loop {
+        let since: Vec<LocalEvent> = host.lifecycle().events()[before..]
+            .iter()
+            .filter(|e| e.server == "demo-1")
+            .map(|e| e.event)
+            .collect();
+        let deleted = since.iter().position(|e| *e == LocalEvent::Deleted);
+        if deleted.is_some_and(|d| since[d..].contains(&LocalEvent::Started)) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "demo-1 deleted and started again within {WAIT:?}; its events since the annotation: {since:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let done = wait(&host, &demo, "demo-1 replaced", |v| {
         progressing(v).is_some_and(|(s, r, _)| s == "False" && r == "UpToDate")
