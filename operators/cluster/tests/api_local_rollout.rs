@@ -147,10 +147,12 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
 }
 
 /// Adding `auth` to a running NatsCluster is held with AuthChangeBlocked: clients and streams
-/// live in the global account now and would be in accounts after, which no reload or rollout
-/// carries across. No server restarts.
+/// live in the global account now and would be in accounts after, and servers with and without
+/// auth do not route to each other, so no rollout carries it. No server restarts — until the
+/// `restart-all` annotation says to restart every server at once: then each restarts exactly
+/// once, the NATS cluster runs under the operator, and the annotation is cleared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
+async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
     let (host, demo, _) = quickstart_settled().await;
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
     let before = host.lifecycle().observe(&cluster).await.expect("observe");
@@ -171,12 +173,7 @@ async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
         .wait_condition(&demo, "Progressing=True/AuthChangeBlocked", WAIT)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let message = held["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Progressing"))
-        .and_then(|c| c["message"].as_str())
-        .unwrap_or_default()
-        .to_string();
+    let message = condition_message(&held, "Progressing");
     assert!(message.contains("adding spec.auth"), "{message}");
     let after = host.lifecycle().observe(&cluster).await.expect("observe");
     for (b, a) in before.iter().zip(&after) {
@@ -187,6 +184,84 @@ async fn adding_auth_to_a_running_cluster_is_held_and_restarts_nothing() {
             a.server_name
         );
     }
+
+    host.annotate(&demo, "cluster.nats.mikluko.io/restart-all=true")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let done = loop {
+        let now = host.get(&demo).await.unwrap_or_else(|e| panic!("{e}"));
+        let up_to_date = now["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter().any(|c| {
+                c["type"] == "Progressing" && c["status"] == "False" && c["reason"] == "UpToDate"
+            })
+        });
+        if up_to_date
+            && now["metadata"]["annotations"]["cluster.nats.mikluko.io/restart-all"].is_null()
+        {
+            break now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "restart-all carried out and cleared within {WAIT:?}; now: {}",
+            serde_json::to_string_pretty(&now).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let reason = done["status"]["config"]["restartReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("restart-all: adding spec.auth"),
+        "status.config: {}",
+        done["status"]["config"]
+    );
+    let restarted = host.lifecycle().observe(&cluster).await.expect("observe");
+    for (b, a) in before.iter().zip(&restarted) {
+        assert_eq!(
+            a.restarts,
+            b.restarts + 1,
+            "{} restarted exactly once: {b:?} -> {a:?}",
+            a.server_name
+        );
+    }
+    // Every server now runs under the operator: its system account is the generated one.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("http client");
+    for o in &restarted {
+        let url = format!(
+            "{}/varz",
+            host.lifecycle().address(&cluster, o.ordinal).monitor_url
+        );
+        let varz: serde_json::Value = http
+            .get(&url)
+            .send()
+            .await
+            .expect("varz")
+            .json()
+            .await
+            .expect("varz json");
+        assert_eq!(
+            varz["system_account"].as_str(),
+            trust
+                .vars
+                .get("trust.system_account")
+                .map(|s| s.trim_matches('"')),
+            "{} system account",
+            o.server_name
+        );
+    }
+}
+
+fn condition_message(v: &serde_json::Value, kind: &str) -> String {
+    v["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The meta leader every server of `cluster` names in its `/jsz`, polled until they agree.

@@ -119,6 +119,7 @@ fn next(o: &Observed) -> Action {
         removals: &[],
         gate: &o.gate,
         auth_change: None,
+        restart_all: false,
     })
     .action
 }

@@ -26,7 +26,7 @@ pub const GROUP: &str = "cluster.nats.mikluko.io";
 pub const MIN_VERSION: &str = "2.15.0";
 
 /// One-shot imperatives on a NatsCluster, as annotations. The cluster controller clears
-/// force-step and replace-server once it has acted; force-delete is read only while the
+/// force-step, replace-server and restart-all once it has acted; force-delete is read only while the
 /// NatsCluster is being deleted, and never cleared.
 pub mod annotation {
     /// `"<server>"`: restart that waiting server now, through a closed gate and through paused.
@@ -35,6 +35,9 @@ pub mod annotation {
     pub const REPLACE_SERVER: &str = "cluster.nats.mikluko.io/replace-server";
     /// Any value: let deletion proceed while JetStream data remains or the NATS cluster cannot be observed.
     pub const FORCE_DELETE: &str = "cluster.nats.mikluko.io/force-delete";
+    /// Any value: when adding or removing `auth` is held (AuthChangeBlocked), restart every server
+    /// at once onto the new auth plane instead. Cleared once the servers run what spec.auth says.
+    pub const RESTART_ALL: &str = "cluster.nats.mikluko.io/restart-all";
 }
 
 /// Condition types of NatsCluster.

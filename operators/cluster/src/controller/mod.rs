@@ -370,9 +370,17 @@ async fn pass<L: ServerLifecycle>(
         }
     };
     let settled = status::settled(&expected, asks.jetstream, &observation);
-    if let Some(r) = refusals::auth_change(spec, status::running_with_auth(&observation)) {
-        holds.push(r);
-    }
+    // Adding or removing auth holds, unless restart-all says to restart every server at once.
+    let restart_all = cluster.annotations().contains_key(annotation::RESTART_ALL);
+    let carried_auth_change =
+        match refusals::auth_change(spec, status::running_with_auth(&observation)) {
+            Some(r) if restart_all => Some(r),
+            Some(r) => {
+                holds.push(r);
+                None
+            }
+            None => None,
+        };
 
     let layout = ctx.lifecycle.layout(cluster);
     let plans = plan_servers(
@@ -435,6 +443,8 @@ async fn pass<L: ServerLifecycle>(
                     settled: &settled,
                     system: access.as_ref(),
                     ready: &ready_servers,
+                    auth_change: carried_auth_change.clone(),
+                    restart_all,
                 },
             )
             .await?
@@ -566,6 +576,10 @@ struct Seen<'a> {
     system: Option<&'a observe::SystemAccess>,
     /// The Ready servers within replicas and where they are reached.
     ready: &'a [(String, crate::lifecycle::ServerAddress)],
+    /// An auth change `restart-all` is to carry (without the annotation it is held before this).
+    auth_change: Option<Refusal>,
+    /// The `restart-all` annotation is set.
+    restart_all: bool,
 }
 
 /// What applying the servers came to.
@@ -757,13 +771,17 @@ async fn apply_servers<L: ServerLifecycle>(
         settled: &settled,
         paused: spec.rollout_paused(),
         force_step,
-        // Adding or removing auth is refused before any step (holds, from the servers' answers).
-        auth_change: None,
+        // Without restart-all, adding or removing auth was held before any step.
+        auth_change: seen.auth_change.clone(),
+        restart_all: seen.restart_all,
         replace: &replace,
         removals: &removals,
     });
     if decision.clear_force_step {
         clear_annotation(ctx, cluster, annotation::FORCE_STEP).await?;
+    }
+    if decision.clear_restart_all {
+        clear_annotation(ctx, cluster, annotation::RESTART_ALL).await?;
     }
     let running = step::running(&before, &reported);
     let mut config = None;
@@ -780,6 +798,21 @@ async fn apply_servers<L: ServerLifecycle>(
             return Ok(Err(e));
         }
         config = Some(how);
+    }
+    if let StepAction::RestartAll(steps) = &decision.action {
+        let why = seen
+            .auth_change
+            .as_ref()
+            .map(|r| r.message.clone())
+            .unwrap_or_default();
+        let all: Vec<&DesiredServer> = steps
+            .iter()
+            .filter_map(|s| desired.iter().find(|d| d.ordinal == s.ordinal))
+            .collect();
+        match restart_all(ctx, cluster, &all, &why).await {
+            (how, Ok(())) => config = how,
+            (_, Err(e)) => return Ok(Err(e)),
+        }
     }
     let mut removal_step = None;
     if let StepAction::Take(s) | StepAction::ContinueRemoval(s) = &decision.action
@@ -974,6 +1007,42 @@ async fn apply_step<L: ServerLifecycle>(
         )),
     };
     (how, result)
+}
+
+/// `restart-all`: restarts every server in `all` now, one write after the other and no gate
+/// between (on Kubernetes every StatefulSet is written, so their pods restart together), since
+/// servers with and without an auth plane do not route to each other. No reload is tried: an
+/// auth plane is restart-only. Returns `status.config` for the last server written.
+async fn restart_all<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    all: &[&DesiredServer],
+    why: &str,
+) -> (Option<ConfigStatus>, Result<(), LifecycleError>) {
+    let names: Vec<&str> = all.iter().map(|d| d.plan.server_name.as_str()).collect();
+    ctx.events
+        .publish(
+            cluster,
+            false,
+            "RolloutStep",
+            format!(
+                "restarting {} at once (restart-all): {why}",
+                names.join(", ")
+            ),
+        )
+        .await;
+    let mut how = None;
+    for d in all {
+        if let Err(e) = ctx.lifecycle.apply_server(cluster, d).await {
+            return (how, Err(e));
+        }
+        how = Some(ConfigStatus {
+            revision: Some(d.revision.clone()),
+            applied_by: Some(ConfigAppliedBy::Restart),
+            restart_reason: Some(format!("restart-all: {why}")),
+        });
+    }
+    (how, Ok(()))
 }
 
 /// Takes the next step of one server's removal (design §4.5): evacuate, wait, step the meta

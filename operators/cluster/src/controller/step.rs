@@ -141,6 +141,8 @@ pub struct StepInput<'a> {
     pub paused: bool,
     pub force_step: Option<&'a str>,
     pub auth_change: Option<Refusal>,
+    /// The `restart-all` annotation is set.
+    pub restart_all: bool,
     /// Servers to replace and why.
     pub replace: &'a [(String, ReplaceCause)],
     /// `status.removals`.
@@ -185,6 +187,7 @@ pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
         removals: input.removals,
         gate: &gate,
         auth_change: input.auth_change.clone(),
+        restart_all: input.restart_all,
     });
     (gate, decision)
 }
@@ -333,6 +336,7 @@ mod tests {
             paused: c.paused,
             force_step: c.force_step,
             auth_change: None,
+            restart_all: false,
             replace: &[],
             removals: &[],
         })

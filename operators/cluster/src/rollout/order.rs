@@ -91,6 +91,9 @@ pub struct OrderInput<'a> {
     /// `refusals::auth_change` for this spec against what runs: adding or removing `auth` on a
     /// running NATS cluster cannot roll one server at a time.
     pub auth_change: Option<Refusal>,
+    /// The `restart-all` annotation is set: carry an auth change by restarting every server at
+    /// once instead of holding.
+    pub restart_all: bool,
 }
 
 /// Why no step is taken now.
@@ -115,6 +118,10 @@ pub enum Action {
     Take(Step),
     /// Restart this waiting server now because `force-step` names it.
     Forced(Step),
+    /// Restart every one of these servers now, gate or not: `restart-all` carries an auth change,
+    /// which servers cannot take one at a time (with and without auth they do not route to each
+    /// other).
+    RestartAll(Vec<Step>),
     Held(Hold),
 }
 
@@ -130,6 +137,8 @@ pub struct Decision {
     pub action: Action,
     /// `force-step` was read: the caller clears the annotation.
     pub clear_force_step: bool,
+    /// `restart-all` is set and no auth change is left to carry: the caller clears it.
+    pub clear_restart_all: bool,
 }
 
 /// What reading the `replace-server` annotation does: record the named server's replacement as
@@ -290,7 +299,10 @@ pub fn decide(input: &OrderInput<'_>) -> Decision {
     let action = if let Some(a) = carry_removal(input) {
         a
     } else if let Some(r) = &input.auth_change {
-        Action::Held(Hold::AuthChange(r.clone()))
+        match restart_all(input, &pending) {
+            Some(a) => a,
+            None => Action::Held(Hold::AuthChange(r.clone())),
+        }
     } else if pending.is_empty() {
         Action::UpToDate
     } else if let Some(a) = forced(input, &pending) {
@@ -307,7 +319,23 @@ pub fn decide(input: &OrderInput<'_>) -> Decision {
         pending,
         action,
         clear_force_step,
+        clear_restart_all: input.restart_all && input.auth_change.is_none(),
     }
+}
+
+/// `restart-all` over an auth change: every server waiting for a restart, at once, through a
+/// closed gate and through paused (the gate cannot open while half the servers run another auth
+/// plane). `None` without the annotation, or with nothing left to restart.
+pub fn restart_all(input: &OrderInput<'_>, pending: &[Step]) -> Option<Action> {
+    if !input.restart_all {
+        return None;
+    }
+    let all: Vec<Step> = pending
+        .iter()
+        .filter(|s| s.kind == StepKind::Restart)
+        .cloned()
+        .collect();
+    (!all.is_empty()).then_some(Action::RestartAll(all))
 }
 
 #[cfg(test)]
@@ -337,6 +365,7 @@ mod tests {
         removals: Vec<ServerRemoval>,
         gate: Gate,
         auth_change: Option<Refusal>,
+        restart_all: bool,
     }
 
     fn base() -> Fixture {
@@ -350,6 +379,7 @@ mod tests {
             removals: vec![],
             gate: Gate::Open,
             auth_change: None,
+            restart_all: false,
         }
     }
 
@@ -364,6 +394,7 @@ mod tests {
             removals: &f.removals,
             gate: &f.gate,
             auth_change: f.auth_change.clone(),
+            restart_all: f.restart_all,
         })
     }
 
@@ -451,6 +482,41 @@ mod tests {
         let d = run(&f);
         assert_eq!(d.action, want, "{what}");
         assert_eq!(d.clear_force_step, clear, "{what}: clear force-step");
+    }
+
+    #[rstest]
+    #[case::carries_the_auth_change("restart-all over an auth change restarts every waiting server at once, through a closed gate and paused, the meta leader's too",
+        |f: &mut Fixture| { f.auth_change = Some(auth_refusal()); f.restart_all = true; f.gate = closed(); f.paused = true },
+        Action::RestartAll(vec![step(2, R), step(0, R), step(1, R)]), false)]
+    #[case::only_waiting_servers("servers already on the target revision are not restarted again (a pass after a controller restart)",
+        |f: &mut Fixture| { f.auth_change = Some(auth_refusal()); f.restart_all = true; f.servers[2].revision = Some("new".into()) },
+        Action::RestartAll(vec![step(0, R), step(1, R)]), false)]
+    #[case::nothing_to_restart("every server restarted but still answering with the old plane: held, the annotation kept",
+        |f: &mut Fixture| { f.auth_change = Some(auth_refusal()); f.restart_all = true; f.servers.iter_mut().for_each(|m| m.revision = Some("new".into())) },
+        Action::Held(Hold::AuthChange(auth_refusal())), false)]
+    #[case::no_scale_down("restart-all restarts; a server beyond replicas is still removed one at a time later",
+        |f: &mut Fixture| { f.auth_change = Some(auth_refusal()); f.restart_all = true; f.servers.push(member(3, "old")) },
+        Action::RestartAll(vec![step(2, R), step(0, R), step(1, R)]), false)]
+    #[case::removal_first("a begun removal is carried through first",
+        |f: &mut Fixture| { f.auth_change = Some(auth_refusal()); f.restart_all = true; f.servers.push(member(3, "old")); f.removals.push(removal("demo-3", RemovalPhase::Evacuating)) },
+        Action::ContinueRemoval(step(3, S)), false)]
+    #[case::carried("the servers run what spec.auth says: the rollout goes on as usual and the annotation is cleared",
+        |f: &mut Fixture| f.restart_all = true,
+        Action::Take(step(2, R)), true)]
+    #[case::without_annotation("without restart-all an auth change holds",
+        |f: &mut Fixture| f.auth_change = Some(auth_refusal()),
+        Action::Held(Hold::AuthChange(auth_refusal())), false)]
+    fn restart_all_annotation(
+        #[case] what: &str,
+        #[case] edit: fn(&mut Fixture),
+        #[case] want: Action,
+        #[case] clear: bool,
+    ) {
+        let mut f = base();
+        edit(&mut f);
+        let d = run(&f);
+        assert_eq!(d.action, want, "{what}");
+        assert_eq!(d.clear_restart_all, clear, "{what}: clear restart-all");
     }
 
     fn at(secs: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {

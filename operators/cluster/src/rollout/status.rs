@@ -211,7 +211,23 @@ pub fn progressing(
             ),
             kind => removal_progress(kind, &s.server),
         },
-        Action::Held(Hold::AuthChange(r)) => progress(false, r.reason, r.message.clone()),
+        Action::RestartAll(steps) => progress(
+            true,
+            reason::ROLLING_RESTART,
+            format!(
+                "restarting {} at once (restart-all)",
+                steps
+                    .iter()
+                    .map(|s| s.server.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Action::Held(Hold::AuthChange(r)) => progress(
+            r.hold == crate::refusals::Hold::Waiting,
+            r.reason,
+            r.message.clone(),
+        ),
         Action::Held(Hold::Paused) => progress(
             true,
             reason::ROLLOUT_PAUSED,
@@ -269,6 +285,7 @@ mod tests {
             pending,
             action,
             clear_force_step: false,
+            clear_restart_all: false,
         }
     }
 
@@ -292,7 +309,8 @@ mod tests {
     #[case::gate_blocked(decision(Action::Held(Hold::Gate), vec![step(1, StepKind::Restart)]), None, Some(closed_since(1000 - 600)), true, reason::GATE_BLOCKED)]
     #[case::scale_down_pending(decision(Action::Held(Hold::Gate), vec![step(3, StepKind::ScaleDown)]), None, Some(closed_since(1000)), true, reason::SCALE_DOWN_PENDING)]
     #[case::paused(decision(Action::Held(Hold::Paused), vec![step(1, StepKind::Restart)]), None, None, true, reason::ROLLOUT_PAUSED)]
-    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal { reason: reason::AUTH_CHANGE_BLOCKED, message: "adding spec.auth".into(), hold: RefusalHold::Waiting })), vec![]), None, None, false, reason::AUTH_CHANGE_BLOCKED)]
+    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal { reason: reason::AUTH_CHANGE_BLOCKED, message: "adding spec.auth".into(), hold: RefusalHold::Waiting })), vec![]), None, None, true, reason::AUTH_CHANGE_BLOCKED)]
+    #[case::restart_all(decision(Action::RestartAll(vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), None, None, true, reason::ROLLING_RESTART)]
     #[case::scaling_down(decision(Action::ContinueRemoval(step(3, StepKind::ScaleDown)), vec![]), Some(RemovalStep::RemovePeer), None, true, reason::SCALING_DOWN)]
     #[case::replacing(decision(Action::ContinueRemoval(step(2, StepKind::Replace)), vec![]), Some(RemovalStep::WaitRejoin { waiting_for: "demo-2 rejoining".into() }), None, true, reason::REPLACING_SERVER)]
     #[case::scale_down_blocked(decision(Action::Take(step(3, StepKind::ScaleDown)), vec![step(3, StepKind::ScaleDown)]), Some(RemovalStep::Blocked { reason: reason::SCALE_DOWN_BLOCKED, message: "streams".into() }), None, false, reason::SCALE_DOWN_BLOCKED)]
