@@ -9,53 +9,23 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
-use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
 
 const WAIT: Duration = Duration::from_secs(180);
 const REPLACE: &str = "cluster.nats.mikluko.io/replace-server";
 
-/// The trust roots, the system user's creds and the NatsCluster, with `memory_store` as its
-/// JetStream memory store.
-struct Trusted {
-    operator_jwt: String,
-    sys_jwt: String,
-    creds: String,
-}
+/// The trust roots and the system user's creds (signed by the sim, as its scenarios' are), and
+/// the NatsCluster with `memory_store` as its JetStream memory store.
+struct Trusted(sim::trust::GeneratedTrust);
 
 impl Trusted {
     fn new() -> Self {
-        let operator = NKey::generate(KeyKind::Operator);
-        let sys = NKey::generate(KeyKind::Account);
-        let operator_jwt = OperatorClaims::new(operator.public_key())
-            .name("live")
-            .system_account(sys.public_key())
-            .encode(&operator)
-            .expect("operator JWT");
-        let sys_jwt = AccountClaims::new(sys.public_key())
-            .name("SYS")
-            .encode(&operator)
-            .expect("system account JWT");
-        let user = NKey::generate(KeyKind::User);
-        let user_jwt = UserClaims::new(user.public_key())
-            .name("cluster-controller")
-            .encode(&sys)
-            .expect("user JWT");
-        let creds = Creds::render_key(&user_jwt, &user)
-            .expect("creds")
-            .expose()
-            .to_string();
-        Trusted {
-            operator_jwt,
-            sys_jwt,
-            creds,
-        }
+        Trusted(sim::trust::generate().unwrap_or_else(|e| panic!("{e}")))
     }
 
     fn manifest(&self, memory_store: &str) -> String {
-        let q = |s: &str| serde_json::to_string(s).expect("json");
-        format!(
+        let text = format!(
             r#"apiVersion: v1
 kind: Namespace
 metadata: {{ name: nats }}
@@ -64,14 +34,14 @@ apiVersion: nats.mikluko.io/v1beta1
 kind: NatsOperatorTrust
 metadata: {{ name: live, namespace: nats }}
 spec:
-  operatorJWT: {op}
-  systemAccountJWT: {sys}
+  operatorJWT: ${{trust.operator_jwt}}
+  systemAccountJWT: ${{trust.system_account_jwt}}
 ---
 apiVersion: v1
 kind: Secret
 metadata: {{ name: controller-creds, namespace: nats }}
 stringData:
-  user.creds: {creds}
+  user.creds: ${{trust.system_creds}}
 ---
 apiVersion: cluster.nats.mikluko.io/v1beta1
 kind: NatsCluster
@@ -85,11 +55,9 @@ spec:
     trustRef: {{ name: live }}
     systemCredentials:
       secretKeyRef: {{ name: controller-creds }}
-"#,
-            op = q(&self.operator_jwt),
-            sys = q(&self.sys_jwt),
-            creds = q(&self.creds),
-        )
+"#
+        );
+        sim::host::substitute(&text, &self.0.vars)
     }
 }
 
