@@ -7,6 +7,7 @@
 //! here; the shells that talk to Kubernetes and to NATS call it.
 
 pub mod apply_mode;
+pub mod certificate_reload;
 pub mod controller;
 pub mod deletion_guard;
 pub mod lifecycle;

@@ -310,6 +310,80 @@ pub async fn reload_server(
     }
 }
 
+/// Asks server `server_name` to reload so that its listeners load the certificates their
+/// Secrets hold now (`want`: listener → NotAfter, unix seconds), and confirms it by the NotAfter
+/// `/varz` reports for each (a reload moves no `config_digest` when only certificates changed).
+/// Not confirmed within `timing.confirm_within` is an error naming what the server still
+/// serves: on Kubernetes the kubelet may not have refreshed the mounted Secret yet, and the
+/// next pass asks again.
+pub async fn reload_for_certificates(
+    wire: &Wire,
+    server_name: &str,
+    want: &BTreeMap<String, i64>,
+    timing: ReloadTiming,
+) -> Result<(), String> {
+    let bound = timing.request + Duration::from_secs(1);
+    let filter = ServerFilter::server_name(server_name);
+    let ping = wire.ping_varz(&filter, Collect::expecting(1, timing.request));
+    let replies = match tokio::time::timeout(bound, ping).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(format!("reading /varz of {server_name}: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "reading /varz of {server_name}: no answer within {bound:?}"
+            ));
+        }
+    };
+    let Some(found) = replies
+        .replies
+        .iter()
+        .find(|r| r.server.name == server_name)
+    else {
+        return Err(format!(
+            "{server_name} did not answer VARZ over the system account"
+        ));
+    };
+    let id = found.server.id.clone();
+    match tokio::time::timeout(bound, wire.reload(&id)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(format!("reload of {server_name} failed: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "reload of {server_name}: no answer within {bound:?}"
+            ));
+        }
+    }
+    let deadline = tokio::time::Instant::now() + timing.confirm_within;
+    let mut last = String::new();
+    loop {
+        if let Ok(Ok(reply)) = tokio::time::timeout(bound, wire.varz(&id)).await {
+            let loaded: BTreeMap<String, i64> = reply
+                .data
+                .loaded_certificates()
+                .into_iter()
+                .map(|(l, t)| (l, t.timestamp()))
+                .collect();
+            let stale = crate::certificate_reload::stale(want, &loaded);
+            if stale.is_empty() {
+                return Ok(());
+            }
+            last = format!("still serving the old certificate of {}", stale.join(", "));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "reload of {server_name} for rotated certificates not confirmed within {:?}{}",
+                timing.confirm_within,
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({last})")
+                }
+            ));
+        }
+        tokio::time::sleep(timing.poll).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

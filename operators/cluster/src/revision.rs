@@ -34,6 +34,17 @@ pub fn revision(config: &str, workload: &str) -> String {
     format!("{config}-{workload}")
 }
 
+/// `revision` with `material` (see [`crate::certificate_reload::restart_material`]) folded into
+/// its workload part: a server without a system user takes rotated certificates by restarting.
+pub fn with_restart_material(revision: &str, material: Option<&str>) -> String {
+    match (material, revision.split_once('-')) {
+        (Some(m), Some((config, workload))) => {
+            self::revision(config, &short_digest(format!("{workload}:{m}").as_bytes()))
+        }
+        _ => revision.to_string(),
+    }
+}
+
 /// The workload part of `revision`; none for a revision of another form (written before
 /// revisions named the workload), which counts as another workload.
 pub fn workload_part(revision: &str) -> Option<&str> {
@@ -75,6 +86,20 @@ mod tests {
     #[case::the_exporter("exporter: {enabled: false}\n", true)]
     fn what_changes_the_workload(#[case] extra: &str, #[case] changes: bool) {
         assert_eq!(workload(&spec("")) != workload(&spec(extra)), changes);
+    }
+
+    #[test]
+    fn restart_material_moves_the_workload_part_only() {
+        let r = of_server(&spec(""), "port: 4222\n");
+        assert_eq!(with_restart_material(&r, None), r);
+        let a = with_restart_material(&r, Some("aaaa"));
+        let b = with_restart_material(&r, Some("bbbb"));
+        assert_ne!(a, b);
+        assert_eq!(
+            a.split_once('-').map(|p| p.0),
+            r.split_once('-').map(|p| p.0)
+        );
+        assert!(!same_workload(&a, &r) && !same_workload(&a, &b));
     }
 
     #[test]

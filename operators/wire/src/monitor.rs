@@ -222,10 +222,29 @@ pub struct Varz {
     pub config_digest: String,
     pub tags: Vec<String>,
     pub system_account: String,
+    /// NotAfter of the certificate the client listener loaded (absent without TLS).
+    pub tls_cert_not_after: Option<DateTime<Utc>>,
     pub cluster: ClusterOptsVarz,
     pub gateway: GatewayOptsVarz,
     pub leaf: LeafNodeOptsVarz,
     pub jetstream: JetStreamVarz,
+}
+
+impl Varz {
+    /// NotAfter of the certificate each TLS listener loaded, by listener (`client`, `routes`,
+    /// `gateway`, `leafnodes`): which certificate a server serves, since a reload loads the
+    /// files again without moving `config_digest`.
+    pub fn loaded_certificates(&self) -> BTreeMap<String, DateTime<Utc>> {
+        [
+            ("client", self.tls_cert_not_after),
+            ("routes", self.cluster.tls_cert_not_after),
+            ("gateway", self.gateway.tls_cert_not_after),
+            ("leafnodes", self.leaf.tls_cert_not_after),
+        ]
+        .into_iter()
+        .filter_map(|(l, t)| Some((l.to_string(), t?)))
+        .collect()
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -236,6 +255,7 @@ pub struct ClusterOptsVarz {
     pub host: String,
     pub cluster_port: u16,
     pub urls: Vec<String>,
+    pub tls_cert_not_after: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -245,6 +265,7 @@ pub struct GatewayOptsVarz {
     pub host: String,
     pub port: u16,
     pub reject_unknown: bool,
+    pub tls_cert_not_after: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -252,6 +273,7 @@ pub struct GatewayOptsVarz {
 pub struct LeafNodeOptsVarz {
     pub host: String,
     pub port: u16,
+    pub tls_cert_not_after: Option<DateTime<Utc>>,
 }
 
 /// The JetStream block of VARZ and STATSZ.
@@ -754,6 +776,36 @@ mod tests {
         .unwrap();
         assert_eq!(v.config_digest, "sha256:abc");
         assert!(v.config_load_time.is_some());
+    }
+
+    #[test]
+    fn varz_reads_the_certificate_each_listener_loaded() {
+        // As nats-server 2.15.1 answers with TLS on the gateway and leafnode listeners only.
+        let v: Varz = serde_json::from_value(json!({
+            "server_name": "s1",
+            "cluster": {"addr": "0.0.0.0", "cluster_port": 0},
+            "gateway": {"name": "g", "port": 7222, "tls_cert_not_after": "2027-02-28T05:26:24Z"},
+            "leaf": {"port": 7422, "tls_cert_not_after": "2027-03-01T00:00:00Z"}
+        }))
+        .unwrap();
+        let loaded = v.loaded_certificates();
+        assert_eq!(
+            loaded.keys().map(String::as_str).collect::<Vec<_>>(),
+            vec!["gateway", "leafnodes"]
+        );
+        assert_eq!(loaded["gateway"].to_rfc3339(), "2027-02-28T05:26:24+00:00");
+        let all: Varz = serde_json::from_value(json!({
+            "tls_cert_not_after": "2027-01-01T00:00:00Z",
+            "cluster": {"tls_cert_not_after": "2027-01-02T00:00:00Z"}
+        }))
+        .unwrap();
+        assert_eq!(
+            all.loaded_certificates()
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            vec!["client", "routes"]
+        );
     }
 
     #[test]

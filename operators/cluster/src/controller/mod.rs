@@ -408,7 +408,7 @@ async fn pass<L: ServerLifecycle>(
         .iter()
         .map(|p| crate::revision::of_server(spec, &render::render(p)))
         .collect();
-    let target = (!revisions.is_empty()).then(|| cluster_revision(&revisions));
+    let mut target = (!revisions.is_empty()).then(|| cluster_revision(&revisions));
 
     let mut progressing: Option<Verdict> = None;
     let mut rollout: Option<RolloutStatus> = None;
@@ -450,6 +450,8 @@ async fn pass<L: ServerLifecycle>(
             .await?
             {
                 Ok(done) => {
+                    // The servers' revisions as applied (with any restart material).
+                    target = Some(done.target);
                     foreign.extend(done.foreign);
                     progressing = done.progressing;
                     rollout = done.rollout;
@@ -591,6 +593,8 @@ struct AppliedServers {
     progressing: Option<Verdict>,
     rollout: Option<RolloutStatus>,
     observed: Vec<ObservedServer>,
+    /// The NATS cluster's revision as a whole.
+    target: String,
 }
 
 /// Writes the controller's own Secrets and the shared objects, creates absent servers and steps
@@ -604,7 +608,6 @@ async fn apply_servers<L: ServerLifecycle>(
     layout: &(dyn Layout + Send + Sync),
     seen: &Seen<'_>,
 ) -> Result<Result<AppliedServers, LifecycleError>, Error> {
-    let revisions = seen.revisions;
     let spec = &cluster.spec;
     let name = &owner.name;
     let ns = &owner.namespace;
@@ -668,9 +671,17 @@ async fn apply_servers<L: ServerLifecycle>(
         }
     }
 
+    // Without a system user to reload them, rotated certificates are a restart (see
+    // certificate_reload): their digest joins each server's workload revision.
+    let material = crate::certificate_reload::restart_material(&listeners, seen.system.is_some());
+    let revisions: Vec<String> = seen
+        .revisions
+        .iter()
+        .map(|r| crate::revision::with_restart_material(r, material.as_deref()))
+        .collect();
     let desired: Vec<DesiredServer> = plans
         .iter()
-        .zip(revisions)
+        .zip(revisions.iter())
         .enumerate()
         .map(|(i, (plan, revision))| DesiredServer {
             ordinal: i as u32,
@@ -834,6 +845,15 @@ async fn apply_servers<L: ServerLifecycle>(
         }
         removal_step = Some(taken);
     }
+    let certificates = match seen.system {
+        Some(access) => {
+            reload_for_certificates(
+                ctx, cluster, &desired, &decision, &reported, &listeners, access, seen,
+            )
+            .await
+        }
+        None => None,
+    };
     for d in &desired {
         ctx.remember(&d.revision, &d.plan);
     }
@@ -860,7 +880,7 @@ async fn apply_servers<L: ServerLifecycle>(
         &reported,
         &answered,
     );
-    let target = cluster_revision(revisions);
+    let target = cluster_revision(&revisions);
     let progressing = if !creating.is_empty() {
         Some(Verdict::new(
             true,
@@ -868,7 +888,7 @@ async fn apply_servers<L: ServerLifecycle>(
             format!("creating {}", creating.join(", ")),
         ))
     } else if decision.action == StepAction::UpToDate {
-        None
+        certificates.map(|p| Verdict::new(p.status, p.reason, p.message))
     } else {
         let p = rollout::status::progressing(
             &target,
@@ -906,6 +926,7 @@ async fn apply_servers<L: ServerLifecycle>(
         progressing,
         rollout,
         observed,
+        target,
     }))
 }
 
@@ -1007,6 +1028,89 @@ async fn apply_step<L: ServerLifecycle>(
         )),
     };
     (how, result)
+}
+
+/// Rotated certificates, with a system user: every server running its target revision, and not
+/// stepped in this pass, whose listeners serve another certificate than their Secrets hold is
+/// asked to reload (confirmed by the NotAfter it reports). Returns Progressing=True
+/// ReloadPending naming the servers not yet serving the new certificates, if any.
+#[allow(clippy::too_many_arguments)]
+async fn reload_for_certificates<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    desired: &[DesiredServer],
+    decision: &rollout::order::Decision,
+    reported: &BTreeMap<String, String>,
+    listeners: &BTreeMap<&'static str, BTreeMap<String, Vec<u8>>>,
+    access: &observe::SystemAccess,
+    seen: &Seen<'_>,
+) -> Option<rollout::status::Progress> {
+    use crate::certificate_reload as certs;
+    let (want, unreadable) = certs::desired(listeners);
+    if !unreadable.is_empty() {
+        tracing::warn!(certificates = ?unreadable, "certificates not read; no server is judged by them");
+    }
+    let stepped: BTreeSet<&str> = match &decision.action {
+        StepAction::Take(s) | StepAction::Forced(s) | StepAction::ContinueRemoval(s) => {
+            [s.server.as_str()].into()
+        }
+        StepAction::RestartAll(all) => all.iter().map(|s| s.server.as_str()).collect(),
+        _ => BTreeSet::new(),
+    };
+    let current: Vec<String> = desired
+        .iter()
+        .filter(|d| reported.get(&d.plan.server_name) == Some(&d.revision))
+        .map(|d| d.plan.server_name.clone())
+        .filter(|n| !stepped.contains(n.as_str()))
+        .collect();
+    let loaded: BTreeMap<String, BTreeMap<String, i64>> = seen
+        .observation
+        .answers
+        .iter()
+        .map(|(n, a)| (n.clone(), a.certificates.clone()))
+        .collect();
+    let stale = certs::to_reload(&current, &want, &loaded);
+    if stale.is_empty() {
+        return None;
+    }
+    let wire = match observe::dial_system(seen.ready, access).await {
+        Ok(w) => w,
+        Err(e) => {
+            return Some(rollout::status::certificates_pending(
+                &stale,
+                &format!("system connection: {e}"),
+            ));
+        }
+    };
+    let timing = crate::reload::ReloadTiming {
+        confirm_within: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let mut pending = vec![];
+    let mut last_error = String::new();
+    for (server, listeners) in &stale {
+        match crate::reload::reload_for_certificates(&wire, server, &want, timing).await {
+            Ok(()) => {
+                ctx.events
+                    .publish(
+                        cluster,
+                        false,
+                        "CertificatesReloaded",
+                        format!(
+                            "reloaded {server}: it serves the rotated certificates of {}",
+                            listeners.join(", ")
+                        ),
+                    )
+                    .await;
+            }
+            Err(e) => {
+                tracing::info!(server = %server, reason = %e, "rotated certificates not yet served");
+                last_error = e;
+                pending.push((server.clone(), listeners.clone()));
+            }
+        }
+    }
+    (!pending.is_empty()).then(|| rollout::status::certificates_pending(&pending, &last_error))
 }
 
 /// `restart-all`: restarts every server in `all` now, one write after the other and no gate
@@ -1453,24 +1557,33 @@ pub fn secrets_read(
     connections: &[Arc<nats_api::nats::NatsConnection>],
 ) -> Vec<(String, String)> {
     let own = cluster.namespace().unwrap_or_default();
+    let name = cluster.name_any();
     let spec = &cluster.spec;
+    // Every listener's certificate Secret, whoever writes it (the user, cert-manager, or this
+    // controller for the self-signed routes): a rotation is reloaded or restarted at once.
     let listeners = [
-        spec.tls.as_ref(),
-        spec.gateway.as_ref().and_then(|g| g.tls.as_ref()),
-        spec.leafnodes.as_ref().and_then(|l| l.tls.as_ref()),
+        ("client", spec.tls.as_ref()),
+        (
+            "gateway",
+            spec.gateway.as_ref().and_then(|g| g.tls.as_ref()),
+        ),
+        (
+            "leafnodes",
+            spec.leafnodes.as_ref().and_then(|l| l.tls.as_ref()),
+        ),
     ];
     let mut out: Vec<(String, String)> = listeners
         .into_iter()
-        .flatten()
-        .filter_map(|t| t.secret_ref.as_ref())
-        .chain(
-            spec.routes
-                .as_ref()
-                .and_then(|r| r.tls.as_ref())
-                .and_then(|t| t.secret_ref.as_ref()),
-        )
-        .map(|r| (own.clone(), r.name.clone()))
+        .filter_map(|(listener, tls)| Some(tls_secret_name(&name, listener, Some(tls?))))
+        .map(|n| (own.clone(), n))
         .collect();
+    if spec.route_tls_enabled() {
+        let tls = spec.routes.as_ref().and_then(|r| r.tls.as_ref());
+        match tls.and_then(|t| t.secret_ref.as_ref()) {
+            Some(r) => out.push((own.clone(), r.name.clone())),
+            None => out.push((own.clone(), route_ca::routes_tls_secret(&name))),
+        }
+    }
     if let Some(c) = spec
         .auth
         .as_ref()
@@ -1717,6 +1830,22 @@ mod tests {
             if read { vec!["edge"] } else { vec![] },
             "{namespace}/{name}"
         );
+    }
+
+    #[rstest::rstest]
+    #[case::self_signed_routes("version: 2.15.0\nreplicas: 1\n", &["demo-routes-tls"])]
+    #[case::routes_off("version: 2.15.0\nreplicas: 1\nroutes: {tls: {enabled: false}}\n", &[])]
+    #[case::cert_manager_listeners(
+        "version: 2.15.0\nreplicas: 1\ntls: {certManager: {issuerRef: {name: ca}}}\nroutes: {tls: {certManager: {issuerRef: {name: ca}}}}\n",
+        &["demo-client-tls", "demo-routes-tls"]
+    )]
+    fn certificates_written_by_others_are_read_too(#[case] spec: &str, #[case] want: &[&str]) {
+        let spec: nats_api::cluster::NatsClusterSpec = serde_yaml::from_str(spec).expect("spec");
+        let mut c = NatsCluster::new("demo", spec);
+        c.metadata.namespace = Some("nats".into());
+        let mut got: Vec<String> = secrets_read(&c, &[]).into_iter().map(|(_, n)| n).collect();
+        got.sort();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `$SYS.REQ.SERVER.PING.{STATSZ,JSZ,GATEWAYZ,LEAFZ}`) or, without one, each server's monitoring
 //! endpoint (`/varz`, `/jsz`, `/gatewayz`, `/leafz` at the port's [`ServerAddress`]).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use nats_wire::monitor::{GatewayzOptions, JszOptions, LeafzOptions};
@@ -100,6 +101,7 @@ pub async fn over_system(
         Ok(replies) => {
             for r in replies.replies {
                 if let Some(a) = obs.answers.get_mut(&r.server.name) {
+                    a.certificates = loaded_certificates(&r.data);
                     a.config_digest = Some(r.data.config_digest).filter(|d| !d.is_empty());
                 }
             }
@@ -189,8 +191,10 @@ pub async fn over_monitor(servers: &[(String, ServerAddress)], asks: Asks) -> Ob
         async move {
             let base = addr.monitor_url.trim_end_matches('/').to_string();
             let varz: nats_wire::monitor::Varz = get(&http, format!("{base}/varz")).await?;
+            let certificates = loaded_certificates(&varz);
             let mut a = ServerAnswer {
                 name: name.clone(),
+                certificates,
                 version: Some(varz.version).filter(|v| !v.is_empty()),
                 auth: super::status::auth_from_system_account(&varz.system_account),
                 config_digest: Some(varz.config_digest).filter(|d| !d.is_empty()),
@@ -228,4 +232,12 @@ pub async fn over_monitor(servers: &[(String, ServerAddress)], asks: Asks) -> Ob
         obs.failure = Some(failures.join("; "));
     }
     obs
+}
+
+/// NotAfter (unix seconds) of the certificate each TLS listener of a server loaded.
+fn loaded_certificates(varz: &nats_wire::monitor::Varz) -> BTreeMap<String, i64> {
+    varz.loaded_certificates()
+        .into_iter()
+        .map(|(l, t)| (l, t.timestamp()))
+        .collect()
 }

@@ -39,6 +39,8 @@ pub struct ServerAnswer {
     pub auth: Option<bool>,
     /// The `/varz` `config_digest`: which rendered config it runs.
     pub config_digest: Option<String>,
+    /// NotAfter (unix seconds) of the certificate each TLS listener loaded, by listener.
+    pub certificates: BTreeMap<String, i64>,
     pub jsz: Option<Jsz>,
     pub gatewayz: Option<Gatewayz>,
     pub leafz: Option<Leafz>,

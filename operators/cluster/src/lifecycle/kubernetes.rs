@@ -98,7 +98,16 @@ impl KubernetesLifecycle {
         server: &DesiredServer,
     ) -> Result<(Owner, ConfigMap, StatefulSet), LifecycleError> {
         let owner = owner(cluster)?;
-        let (cm, _) = configmap::config_map(&owner, &cluster.spec, &server.plan);
+        let (mut cm, _) = configmap::config_map(&owner, &cluster.spec, &server.plan);
+        // The revision as the reconciler decided it (with any restart material), the one the
+        // StatefulSet names and stored_plan is asked for.
+        cm.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                configmap::REVISION_ANNOTATION.into(),
+                server.revision.clone(),
+            );
         let sts = stateful_set(&ServerWorkload {
             owner: &owner,
             spec: &cluster.spec,

@@ -149,6 +149,29 @@ pub fn reload_pending(revision: &str, servers: &[String]) -> Progress {
     )
 }
 
+/// Progressing=True, ReloadPending, while servers still serve certificates their Secrets no
+/// longer hold (`pending`: server and stale listeners), with the last reason a reload was not
+/// confirmed.
+pub fn certificates_pending(pending: &[(String, Vec<String>)], why: &str) -> Progress {
+    let servers: Vec<String> = pending
+        .iter()
+        .map(|(s, l)| format!("{s} ({})", l.join(", ")))
+        .collect();
+    progress(
+        true,
+        reason::RELOAD_PENDING,
+        format!(
+            "reloading rotated certificates: {}{}",
+            servers.join(", "),
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!("; {why}")
+            }
+        ),
+    )
+}
+
 /// The Progressing condition for the decision, the removal step being run (if the action is a
 /// removal) and the gate's since.
 pub fn progressing(
@@ -336,6 +359,15 @@ mod tests {
         );
         let r = reload_pending("r2", &["demo-0".into(), "demo-1".into()]);
         assert_eq!((r.status, r.reason), (true, reason::RELOAD_PENDING));
+        let c = certificates_pending(
+            &[("demo-0".into(), vec!["routes".into(), "client".into()])],
+            "not confirmed",
+        );
+        assert_eq!((c.status, c.reason), (true, reason::RELOAD_PENDING));
+        assert_eq!(
+            c.message,
+            "reloading rotated certificates: demo-0 (routes, client); not confirmed"
+        );
     }
 
     #[test]
