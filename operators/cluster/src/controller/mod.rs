@@ -672,8 +672,14 @@ async fn apply_servers<L: ServerLifecycle>(
     }
 
     // Without a system user to reload them, rotated certificates are a restart (see
-    // certificate_reload): their digest joins each server's workload revision.
-    let material = crate::certificate_reload::restart_material(&listeners, seen.system.is_some());
+    // certificate_reload): their digest joins each server's workload revision. Read from the
+    // spec, not from whether the creds work now: an unreadable creds Secret must not turn
+    // into a restart of every server.
+    let system_user = spec
+        .auth
+        .as_ref()
+        .is_some_and(|a| a.system_credentials.is_some());
+    let material = crate::certificate_reload::restart_material(&listeners, system_user);
     let revisions: Vec<String> = seen
         .revisions
         .iter()
