@@ -230,6 +230,50 @@ fn loaded(v: &nats_wire::monitor::Varz) -> LoadedConfig {
     }
 }
 
+/// The server named `server_name`: its id and its `/varz`, over `$SYS`. Every request is
+/// bounded: over a connection that is down the client waits for it to come back.
+async fn find_server(
+    wire: &Wire,
+    server_name: &str,
+    timing: ReloadTiming,
+) -> Result<(String, nats_wire::monitor::Varz), String> {
+    let bound = timing.request + Duration::from_secs(1);
+    let filter = ServerFilter::server_name(server_name);
+    let ping = wire.ping_varz(&filter, Collect::expecting(1, timing.request));
+    let replies = match tokio::time::timeout(bound, ping).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(format!("reading /varz of {server_name}: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "reading /varz of {server_name}: no answer within {bound:?}"
+            ));
+        }
+    };
+    replies
+        .replies
+        .into_iter()
+        .find(|r| r.server.name == server_name)
+        .map(|r| (r.server.id, r.data))
+        .ok_or_else(|| format!("{server_name} did not answer VARZ over the system account"))
+}
+
+/// `$SYS.REQ.SERVER.<id>.RELOAD`, bounded: a reload that cannot be asked for is an error.
+async fn ask_reload(
+    wire: &Wire,
+    server_name: &str,
+    id: &str,
+    timing: ReloadTiming,
+) -> Result<(), String> {
+    let bound = timing.request + Duration::from_secs(1);
+    match tokio::time::timeout(bound, wire.reload(id)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("reload of {server_name} failed: {e}")),
+        Err(_) => Err(format!(
+            "reload of {server_name}: no answer within {bound:?}"
+        )),
+    }
+}
+
 /// Asks server `server_name` to reload the config it was given (already written through the
 /// lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
 /// reaches every server) against `expected_digest`, the [`config_digest`] of what was rendered.
@@ -242,42 +286,17 @@ pub async fn reload_server(
     timing: ReloadTiming,
 ) -> ReloadDecision {
     let restart = |reason: String| ReloadDecision::Restart { reason };
-    // Every request is bounded: over a connection that is down the client waits for it to
-    // come back, and a reload that cannot be asked for is a restart.
     let bound = timing.request + Duration::from_secs(1);
-    let filter = ServerFilter::server_name(server_name);
-    let ping = wire.ping_varz(&filter, Collect::expecting(1, timing.request));
-    let replies = match tokio::time::timeout(bound, ping).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return restart(format!("reading /varz of {server_name}: {e}")),
-        Err(_) => {
-            return restart(format!(
-                "reading /varz of {server_name}: no answer within {bound:?}"
-            ));
-        }
+    let (id, varz) = match find_server(wire, server_name, timing).await {
+        Ok(found) => found,
+        Err(why) => return restart(why),
     };
-    let Some(found) = replies
-        .replies
-        .iter()
-        .find(|r| r.server.name == server_name)
-    else {
-        return restart(format!(
-            "{server_name} did not answer VARZ over the system account"
-        ));
-    };
-    let id = found.server.id.clone();
-    let before = loaded(&found.data);
+    let before = loaded(&varz);
     if before.config_digest == expected_digest {
         return ReloadDecision::AlreadyCurrent;
     }
-    match tokio::time::timeout(bound, wire.reload(&id)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return restart(format!("reload of {server_name} failed: {e}")),
-        Err(_) => {
-            return restart(format!(
-                "reload of {server_name}: no answer within {bound:?}"
-            ));
-        }
+    if let Err(why) = ask_reload(wire, server_name, &id, timing).await {
+        return restart(why);
     }
     let deadline = tokio::time::Instant::now() + timing.confirm_within;
     let mut last: String;
@@ -323,36 +342,8 @@ pub async fn reload_for_certificates(
     timing: ReloadTiming,
 ) -> Result<(), String> {
     let bound = timing.request + Duration::from_secs(1);
-    let filter = ServerFilter::server_name(server_name);
-    let ping = wire.ping_varz(&filter, Collect::expecting(1, timing.request));
-    let replies = match tokio::time::timeout(bound, ping).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return Err(format!("reading /varz of {server_name}: {e}")),
-        Err(_) => {
-            return Err(format!(
-                "reading /varz of {server_name}: no answer within {bound:?}"
-            ));
-        }
-    };
-    let Some(found) = replies
-        .replies
-        .iter()
-        .find(|r| r.server.name == server_name)
-    else {
-        return Err(format!(
-            "{server_name} did not answer VARZ over the system account"
-        ));
-    };
-    let id = found.server.id.clone();
-    match tokio::time::timeout(bound, wire.reload(&id)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return Err(format!("reload of {server_name} failed: {e}")),
-        Err(_) => {
-            return Err(format!(
-                "reload of {server_name}: no answer within {bound:?}"
-            ));
-        }
-    }
+    let (id, _) = find_server(wire, server_name, timing).await?;
+    ask_reload(wire, server_name, &id, timing).await?;
     let deadline = tokio::time::Instant::now() + timing.confirm_within;
     let mut last = String::new();
     loop {

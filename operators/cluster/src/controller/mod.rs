@@ -1089,7 +1089,7 @@ async fn reload_for_certificates<L: ServerLifecycle>(
         }
     };
     let timing = crate::reload::ReloadTiming {
-        confirm_within: Duration::from_secs(5),
+        confirm_within: Duration::from_secs(10),
         ..Default::default()
     };
     let mut pending = vec![];
