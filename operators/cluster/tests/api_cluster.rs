@@ -875,6 +875,75 @@ async fn a_new_image_restarts_no_server_outside_a_step() {
     }
 }
 
+/// Without a system user to reload them, a reissued route certificate is a restart step: every
+/// server pending under a revision whose config part is unchanged (the certificates' digest is
+/// in the workload part), and no StatefulSet's pod template rewritten outside a step — on
+/// Kubernetes that would restart every pod at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_system_user_a_reissued_route_certificate_is_a_restart_step() {
+    use cluster_controller::route_ca::{NOT_AFTER_ANNOTATION, NOT_BEFORE_ANNOTATION};
+    use time::format_description::well_known::Rfc3339;
+    const NS: &str = "nats";
+    let (_rig, client, sts_api, servers) = quickstart_running(NS).await;
+    let before: Vec<Option<String>> = servers.iter().map(revision_of).collect();
+    let target_of = |c: &NatsCluster| {
+        c.status
+            .as_ref()
+            .and_then(|s| s.rollout.as_ref())
+            .and_then(|r| r.target_revision.clone())
+    };
+    let at_rest = wait_cluster(&client, NS, "demo", "a target revision", |c| {
+        target_of(c).is_some()
+    })
+    .await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = |t: time::OffsetDateTime| t.format(&Rfc3339).expect("a time");
+    secrets
+        .patch(
+            "demo-routes-tls",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                NOT_BEFORE_ANNOTATION: fmt(now - time::Duration::days(300)),
+                NOT_AFTER_ANNOTATION: fmt(now + time::Duration::days(65)),
+            }}})),
+        )
+        .await
+        .expect("validity aged");
+    let c = wait_cluster(&client, NS, "demo", "three servers pending", |c| {
+        c.status
+            .as_ref()
+            .and_then(|s| s.rollout.as_ref())
+            .is_some_and(|r| r.pending.len() == 3)
+    })
+    .await;
+    assert_ne!(
+        target_of(&c),
+        target_of(&at_rest),
+        "the certificates moved the target revision"
+    );
+    for (i, rev) in before.iter().enumerate() {
+        let sts = sts_api.get(&format!("demo-{i}")).await.expect("sts");
+        assert_eq!(
+            &revision_of(&sts),
+            rev,
+            "demo-{i} not restarted outside a step"
+        );
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), NS)
+            .get(&format!("demo-{i}-config"))
+            .await
+            .expect("ConfigMap");
+        let (config, _) = rev
+            .as_deref()
+            .and_then(|r| r.split_once('-'))
+            .expect("<config>-<workload>");
+        assert!(
+            cm.annotations()[REVISION_ANNOTATION].starts_with(config),
+            "the config itself is unchanged"
+        );
+    }
+}
+
 /// A larger `jetstream.volumeClaimTemplate` calls for replacing every server, one step at a
 /// time behind the gate (closed here: no cluster DNS to observe the servers through), and
 /// never for rewriting a StatefulSet's claim template, which the apiserver would refuse: each
