@@ -168,10 +168,15 @@ async fn with_a_system_user_a_reissued_route_certificate_is_reloaded_with_no_res
         loaded.values().all(|v| *v == old),
         "every server first serves the certificate the Secret holds: {loaded:?} vs {old}"
     );
+    let aged = std::time::Instant::now();
     age_the_route_certificate(&host).await;
 
     let new = reissued(&host, &old).await;
     every_server_serves(&host, &demo, &new).await;
+    println!(
+        "figure: every server serves the reissued route certificate {} ms after the Secret aged (reload)",
+        aged.elapsed().as_millis()
+    );
     let after = observe(&host).await;
     for (b, a) in before.iter().zip(&after) {
         assert_eq!(
@@ -216,9 +221,14 @@ async fn without_a_system_user_a_reissued_route_certificate_restarts_each_server
     .await;
     let before = observe(&host).await;
     let old = recorded_not_after(&host).await;
+    let aged = std::time::Instant::now();
     age_the_route_certificate(&host).await;
     let new = reissued(&host, &old).await;
     every_server_serves(&host, &demo, &new).await;
+    println!(
+        "figure: every server serves the reissued route certificate {} ms after the Secret aged (gated restarts)",
+        aged.elapsed().as_millis()
+    );
     let after = observe(&host).await;
     for (b, a) in before.iter().zip(&after) {
         assert_eq!(
