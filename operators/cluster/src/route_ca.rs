@@ -234,11 +234,7 @@ impl IssuedCert {
     /// The Secret `<name>-routes-tls` every server mounts, recording the validity.
     pub fn secret(&self, owner: &Owner) -> Secret {
         let mut meta = owner.meta(routes_tls_secret(&owner.name), labels::cluster(&owner.name));
-        let fmt = |t: OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
-        meta.annotations = Some(BTreeMap::from([
-            (NOT_BEFORE_ANNOTATION.into(), fmt(self.not_before)),
-            (NOT_AFTER_ANNOTATION.into(), fmt(self.not_after)),
-        ]));
+        meta.annotations = Some(validity_annotations(self.not_before, self.not_after));
         Secret {
             metadata: meta,
             data: Some(BTreeMap::from([
@@ -259,6 +255,19 @@ impl IssuedCert {
             ..Default::default()
         }
     }
+}
+
+/// The annotations recording a route certificate's validity on its Secret (read back by
+/// [`recorded_validity`]).
+pub fn validity_annotations(
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+) -> BTreeMap<String, String> {
+    let fmt = |t: OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
+    BTreeMap::from([
+        (NOT_BEFORE_ANNOTATION.into(), fmt(not_before)),
+        (NOT_AFTER_ANNOTATION.into(), fmt(not_after)),
+    ])
 }
 
 /// The validity recorded on a route certificate's Secret; `None` when unrecorded, which the

@@ -909,8 +909,6 @@ async fn a_new_image_restarts_no_server_outside_a_step() {
 /// Kubernetes that would restart every pod at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_system_user_a_reissued_route_certificate_is_a_restart_step() {
-    use cluster_controller::route_ca::{NOT_AFTER_ANNOTATION, NOT_BEFORE_ANNOTATION};
-    use time::format_description::well_known::Rfc3339;
     const NS: &str = "nats";
     let (_rig, client, sts_api, servers) = quickstart_running(NS).await;
     let before: Vec<Option<String>> = servers.iter().map(revision_of).collect();
@@ -925,19 +923,7 @@ async fn without_a_system_user_a_reissued_route_certificate_is_a_restart_step() 
     })
     .await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| t.format(&Rfc3339).expect("a time");
-    secrets
-        .patch(
-            "demo-routes-tls",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                NOT_BEFORE_ANNOTATION: fmt(now - time::Duration::days(300)),
-                NOT_AFTER_ANNOTATION: fmt(now + time::Duration::days(65)),
-            }}})),
-        )
-        .await
-        .expect("validity aged");
+    age_route_certificate(&secrets).await;
     let c = wait_cluster(&client, NS, "demo", "three servers pending", |c| {
         c.status
             .as_ref()
@@ -970,6 +956,24 @@ async fn without_a_system_user_a_reissued_route_certificate_is_a_restart_step() 
             "the config itself is unchanged"
         );
     }
+}
+
+/// Records the route certificate of `demo` as two thirds through its year, so the controller
+/// reissues it now.
+async fn age_route_certificate(secrets: &Api<Secret>) {
+    let now = time::OffsetDateTime::now_utc();
+    let annotations = cluster_controller::route_ca::validity_annotations(
+        now - time::Duration::days(300),
+        now + time::Duration::days(65),
+    );
+    secrets
+        .patch(
+            "demo-routes-tls",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": annotations}})),
+        )
+        .await
+        .expect("validity aged");
 }
 
 /// A larger `jetstream.volumeClaimTemplate` calls for replacing every server, one step at a
@@ -1628,8 +1632,6 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_remains() {
-    use cluster_controller::route_ca::{NOT_AFTER_ANNOTATION, NOT_BEFORE_ANNOTATION};
-    use time::format_description::well_known::Rfc3339;
     const NS: &str = "routes";
     let rig = rig(&[NS]).await;
     let client = rig.client();
@@ -1651,19 +1653,7 @@ async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_re
     );
 
     // Two thirds of the year gone by: the controller reissues.
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| t.format(&Rfc3339).expect("a time");
-    secrets
-        .patch(
-            "demo-routes-tls",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {
-                NOT_BEFORE_ANNOTATION: fmt(now - time::Duration::days(300)),
-                NOT_AFTER_ANNOTATION: fmt(now + time::Duration::days(65)),
-            }}})),
-        )
-        .await
-        .expect("validity aged");
+    age_route_certificate(&secrets).await;
     let reissued = wait_for(
         "a reissued route certificate",
         || async { secrets.get("demo-routes-tls").await.expect("read") },

@@ -92,14 +92,11 @@ async fn age_the_route_certificate(host: &Host) {
     let secrets: Api<Secret> = Api::namespaced(host.client(), "nats");
     let name = route_ca::routes_tls_secret("demo");
     let now = time::OffsetDateTime::now_utc();
-    let fmt = |t: time::OffsetDateTime| {
-        t.format(&time::format_description::well_known::Rfc3339)
-            .expect("RFC 3339")
-    };
-    let patch = serde_json::json!({"metadata": {"annotations": {
-        route_ca::NOT_BEFORE_ANNOTATION: fmt(now - time::Duration::days(300)),
-        route_ca::NOT_AFTER_ANNOTATION: fmt(now + time::Duration::days(65)),
-    }}});
+    let annotations = route_ca::validity_annotations(
+        now - time::Duration::days(300),
+        now + time::Duration::days(65),
+    );
+    let patch = serde_json::json!({"metadata": {"annotations": annotations}});
     secrets
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
