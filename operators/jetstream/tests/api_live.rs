@@ -586,8 +586,10 @@ async fn story_03_manifests_reach_their_documented_states() {
 
     let ready =
         |o: &Value| is(o, "Ready", "True", "MatchesSpec") && is(o, "Synced", "True", "MatchesSpec");
-    let ledger = wait_for(&streams, "ledger", "ledger adopted", |o| {
-        ready(o) && is(o, "Adopted", "True", "FoundUnowned")
+    // The adopted config is written into spec after the status (controller/mod.rs), so the
+    // conditions alone can be seen a moment before the spec carries it.
+    let ledger = wait_for(&streams, "ledger", "ledger adopted, spec written", |o| {
+        ready(o) && is(o, "Adopted", "True", "FoundUnowned") && !o["spec"]["subjects"].is_null()
     })
     .await;
     assert_eq!(ledger["spec"]["subjects"], json!(["payments.ledger.>"]));
