@@ -184,27 +184,33 @@ async fn with_a_system_user_a_reissued_route_certificate_is_reloaded_with_no_res
         );
     }
     // The reloads are told as Events naming the servers (a reload confirmed only after its
-    // pass's wait is not told again, so not every server is certain to have one).
+    // pass's wait is not told again, so not every server is certain to have one). The controller
+    // publishes them after it confirms the reload, which can be a moment after the test saw it.
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(host.client(), "nats");
-    let notes: Vec<String> = events
-        .list(&Default::default())
-        .await
-        .expect("list Events")
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("CertificatesReloaded"))
-        .filter_map(|e| e.note)
-        .collect();
+    let names: Vec<String> = after.iter().map(|o| o.server_name.clone()).collect();
+    let notes = sim::wait::poll("a CertificatesReloaded Event", WAIT, || {
+        let events = events.clone();
+        async move {
+            let notes: Vec<String> = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| format!("listing Events: {e}"))?
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("CertificatesReloaded"))
+                .filter_map(|e| e.note)
+                .collect();
+            Ok((!notes.is_empty()).then_some(notes))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        !notes.is_empty()
-            && notes.iter().all(|n| {
-                after.iter().any(|o| {
-                    n == &format!(
-                        "reloaded {}: it serves the rotated certificates of routes",
-                        o.server_name
-                    )
-                })
-            }),
+        notes.iter().all(|n| {
+            names.iter().any(|s| {
+                n == &format!("reloaded {s}: it serves the rotated certificates of routes")
+            })
+        }),
         "CertificatesReloaded Events naming servers: {notes:?}"
     );
 }
