@@ -135,14 +135,14 @@ async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
 
     let body = sim::wait::poll("/metrics with demo's conditions", WAIT, || async move {
         let body = metrics(port).await?;
-        Ok((body.contains("name=\"demo\"") && body.contains("type=\"Ready\"")).then_some(body))
+        // The pass counter is bumped once the pass returns, just after its status is written.
+        Ok((body.contains("name=\"demo\"")
+            && body.contains("type=\"Ready\"")
+            && body.contains("nats_operator_reconcile_total{controller=\"NatsCluster\"}"))
+        .then_some(body))
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
-    assert!(
-        body.contains("nats_operator_reconcile_total{controller=\"NatsCluster\"}"),
-        "{body}"
-    );
     assert!(!body.contains("GatewayWithoutTLS"), "{body}");
 }

@@ -258,8 +258,14 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         .args(["-9", &p2.to_string()])
         .status()
         .expect("kill");
+    // Revived is logged just after the new pid is stored, so the log is what is awaited.
+    use cluster_controller::lifecycle::local::LocalEvent;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while lc.pid(&ns, &name, 2).is_none_or(|p| p == p2) {
+    while !lc
+        .events()
+        .iter()
+        .any(|e| e.server == "demo-2" && e.event == LocalEvent::Revived)
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the supervisor did not revive demo-2"
@@ -267,9 +273,12 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     supervisor.abort();
+    assert!(
+        lc.pid(&ns, &name, 2).is_some_and(|p| p != p2),
+        "demo-2 runs under a new pid"
+    );
 
     // The log holds every start, the lame duck and restart of demo-2, the delete and the revival.
-    use cluster_controller::lifecycle::local::LocalEvent;
     let log: Vec<(String, LocalEvent)> = lc
         .events()
         .into_iter()

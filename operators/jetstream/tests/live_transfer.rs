@@ -231,10 +231,13 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
         assert_eq!(t["to"], "c2", "{t}");
         assert_eq!(t["from"], "c1", "{t}");
         assert_eq!(t["started"], first["started"], "{t}");
-        // CONSUMER.LIST may miss the consumer while its group is moving (seen once under load):
-        // a record counts it or nothing, never another one.
+        // CONSUMER.LIST may miss the consumer while its group is moving (seen once under load),
+        // or fail, which keeps the previous record's count (none before the first): a record
+        // counts it, nothing, or has no count yet, never another one.
         assert!(
-            t["consumers"]["total"] == 1 || t["consumers"]["total"] == 0,
+            t["consumers"]["total"] == 1
+                || t["consumers"]["total"] == 0
+                || t["consumers"].is_null(),
             "the reader consumer moves too: {t}"
         );
     }

@@ -494,11 +494,7 @@ pub(crate) async fn drive<K>(
 {
     controller
         .run(reconcile, error_policy::<K>, ctx)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "controller event");
-            }
-        })
+        .for_each(|r| async move { controller_kit::trace::run_result(&K::kind(&()), &r) })
         .await;
 }
 

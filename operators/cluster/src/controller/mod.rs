@@ -369,7 +369,7 @@ async fn pass<L: ServerLifecycle>(
             None => observe::over_monitor(&ready_servers, asks).await,
         }
     };
-    let settled = status::settled(&expected, asks.jetstream, &observation);
+    let mut settled = status::settled(&expected, asks.jetstream, &observation);
     // Adding or removing auth holds, unless restart-all says to restart every server at once.
     let restart_all = cluster.annotations().contains_key(annotation::RESTART_ALL);
     let carried_auth_change =
@@ -430,7 +430,7 @@ async fn pass<L: ServerLifecycle>(
             });
         }
         (Ok(owner), None) => {
-            match apply_servers(
+            let done = apply_servers(
                 ctx,
                 cluster,
                 owner,
@@ -447,8 +447,8 @@ async fn pass<L: ServerLifecycle>(
                     restart_all,
                 },
             )
-            .await?
-            {
+            .await?;
+            match done {
                 Ok(done) => {
                     // The servers' revisions as applied (with any restart material).
                     target = Some(done.target);
@@ -458,6 +458,7 @@ async fn pass<L: ServerLifecycle>(
                     observed = done.observed;
                     applied = done.config;
                     removals = Some(done.removals);
+                    settled = status::settled_after_restarts(settled, &done.restarted);
                 }
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -595,6 +596,8 @@ struct AppliedServers {
     observed: Vec<ObservedServer>,
     /// The NATS cluster's revision as a whole.
     target: String,
+    /// Servers this pass restarted (a restart step, or every one under restart-all).
+    restarted: Vec<String>,
 }
 
 /// Writes the controller's own Secrets and the shared objects, creates absent servers and steps
@@ -802,6 +805,7 @@ async fn apply_servers<L: ServerLifecycle>(
     }
     let running = step::running(&before, &reported);
     let mut config = None;
+    let mut restarted = vec![];
     if let StepAction::Take(s) | StepAction::Forced(s) = &decision.action
         && s.kind == StepKind::Restart
         && let Some(d) = desired.iter().find(|d| d.ordinal == s.ordinal)
@@ -813,6 +817,9 @@ async fn apply_servers<L: ServerLifecycle>(
         let (how, result) = apply_step(ctx, cluster, d, old.as_deref(), seen).await;
         if let Err(e) = result {
             return Ok(Err(e));
+        }
+        if how.applied_by == Some(ConfigAppliedBy::Restart) {
+            restarted.push(d.plan.server_name.clone());
         }
         config = Some(how);
     }
@@ -830,6 +837,7 @@ async fn apply_servers<L: ServerLifecycle>(
             (how, Ok(())) => config = how,
             (_, Err(e)) => return Ok(Err(e)),
         }
+        restarted.extend(all.iter().map(|d| d.plan.server_name.clone()));
     }
     let mut removal_step = None;
     if let StepAction::Take(s) | StepAction::ContinueRemoval(s) = &decision.action
@@ -933,6 +941,7 @@ async fn apply_servers<L: ServerLifecycle>(
         rollout,
         observed,
         target,
+        restarted,
     }))
 }
 
@@ -1720,11 +1729,7 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
             move |o| secret_readers(&s5.state(), &connections.state(), &o),
         )
         .run(reconcile::<L>, error_policy::<L>, ctx)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "controller event");
-            }
-        });
+        .for_each(|r| async move { controller_kit::trace::run_result("NatsCluster", &r) });
     futures::join!(controller, connections_in_sync);
 }
 

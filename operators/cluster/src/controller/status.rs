@@ -113,6 +113,21 @@ fn leader_view<'a>(reports: &[(&'a str, &'a ClusterInfo)]) -> Option<&'a Cluster
         .map(|(_, c)| *c)
 }
 
+/// Settled as written by a pass that restarted `restarted`. The verdict was judged from what the
+/// servers said before the step; a server the pass has just restarted is not serving its groups
+/// until it rejoins, so the pass does not call the NATS cluster settled. The next pass judges
+/// again from what the servers then say.
+pub fn settled_after_restarts(judged: Verdict, restarted: &[String]) -> Verdict {
+    if !judged.status || restarted.is_empty() {
+        return judged;
+    }
+    Verdict::new(
+        false,
+        reason::SERVERS_SILENT,
+        format!("{} restarted by this pass, not yet back", names(restarted)),
+    )
+}
+
 /// Settled: the meta group and every stream and consumer group have a leader and every member
 /// current, as the answering servers report; every server answers.
 pub fn settled(expected: &[String], jetstream: bool, obs: &Observation) -> Verdict {
@@ -495,6 +510,38 @@ mod tests {
         StreamDetail,
     };
     use rstest::rstest;
+
+    #[rstest]
+    #[case::nothing_restarted(true, &[], (true, reason::ALL_GROUPS_CURRENT, "judged"))]
+    #[case::one_restarted(
+        true,
+        &["demo-0"],
+        (false, reason::SERVERS_SILENT, "demo-0 restarted by this pass, not yet back")
+    )]
+    #[case::restart_all(
+        true,
+        &["demo-0", "demo-1", "demo-2"],
+        (false, reason::SERVERS_SILENT, "demo-0, demo-1, demo-2 restarted by this pass, not yet back")
+    )]
+    #[case::already_unsettled_keeps_its_reason(
+        false,
+        &["demo-0"],
+        (false, reason::GROUPS_CATCHING_UP, "judged")
+    )]
+    fn a_pass_that_restarts_a_server_does_not_write_settled(
+        #[case] judged_settled: bool,
+        #[case] restarted: &[&str],
+        #[case] want: (bool, &str, &str),
+    ) {
+        let judged = if judged_settled {
+            Verdict::new(true, reason::ALL_GROUPS_CURRENT, "judged")
+        } else {
+            Verdict::new(false, reason::GROUPS_CATCHING_UP, "judged")
+        };
+        let restarted: Vec<String> = restarted.iter().map(|s| s.to_string()).collect();
+        let v = settled_after_restarts(judged, &restarted);
+        assert_eq!((v.status, v.reason, v.message.as_str()), want);
+    }
 
     #[test]
     fn rollout_gauges_follow_the_status_and_go_with_the_object() {

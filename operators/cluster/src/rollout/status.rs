@@ -140,15 +140,6 @@ pub fn leftovers_condition(server: &str, names: &[String]) -> Progress {
     )
 }
 
-/// Progressing=True, ReloadPending, while reloads requested of `servers` are not yet confirmed.
-pub fn reload_pending(revision: &str, servers: &[String]) -> Progress {
-    progress(
-        true,
-        reason::RELOAD_PENDING,
-        format!("reloading {} onto revision {revision}", servers.join(", ")),
-    )
-}
-
 /// Progressing=True, ReloadPending, while servers still serve certificates their Secrets no
 /// longer hold (`pending`: server and stale listeners), with the last reason a reload was not
 /// confirmed.
@@ -357,8 +348,6 @@ mod tests {
             l.message,
             "removing demo-3 left: PersistentVolumeClaim/data-demo-3-0"
         );
-        let r = reload_pending("r2", &["demo-0".into(), "demo-1".into()]);
-        assert_eq!((r.status, r.reason), (true, reason::RELOAD_PENDING));
         let c = certificates_pending(
             &[("demo-0".into(), vec!["routes".into(), "client".into()])],
             "not confirmed",
