@@ -8,6 +8,7 @@ pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod metrics;
+pub mod relist;
 pub mod start;
 pub mod status;
 pub mod trace;

@@ -1683,12 +1683,14 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     let (connections, writer) = kube::runtime::reflector::store::<NatsConnection>();
     let connections_in_sync = kube::runtime::reflector(
         writer,
-        watcher(
+        // Backed off, so a watch that keeps failing is not retried in a tight loop.
+        kube::runtime::WatchStreamExt::default_backoff(watcher(
             Api::<NatsConnection>::all(client.clone()),
             watcher::Config::default(),
-        ),
+        )),
     )
     .for_each(|_| async {});
+    let (redrive, again) = controller_kit::relist::redrive("NatsCluster");
     let controller = controller
         .owns(
             Api::<StatefulSet>::all(client.clone()),
@@ -1728,8 +1730,13 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
             watcher::Config::default(),
             move |o| secret_readers(&s5.state(), &connections.state(), &o),
         )
+        .reconcile_all_on(again)
         .run(reconcile::<L>, error_policy::<L>, ctx)
-        .for_each(|r| async move { controller_kit::trace::run_result("NatsCluster", &r) });
+        .for_each(|r| {
+            redrive.note(&r);
+            controller_kit::trace::run_result("NatsCluster", &r);
+            futures::future::ready(())
+        });
     futures::join!(controller, connections_in_sync);
 }
 

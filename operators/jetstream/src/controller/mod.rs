@@ -439,9 +439,16 @@ pub(crate) async fn drive<K>(
 ) where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    let kind = K::kind(&()).to_string();
+    let (redrive, again) = controller_kit::relist::redrive(&kind);
     controller
+        .reconcile_all_on(again)
         .run(reconcile, error_policy::<K>, ctx)
-        .for_each(|r| async move { controller_kit::trace::run_result(&K::kind(&()), &r) })
+        .for_each(|r| {
+            redrive.note(&r);
+            controller_kit::trace::run_result(&kind, &r);
+            futures::future::ready(())
+        })
         .await;
 }
 
