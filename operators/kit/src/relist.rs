@@ -76,24 +76,9 @@ impl Redrive {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::tests::{Item, obj};
     use futures::StreamExt;
-    use kube::runtime::reflector::ObjectRef;
     use kube::runtime::watcher;
-
-    type Item = Result<(), RunError<std::io::Error, watcher::Error>>;
-
-    fn obj() -> Box<ObjectRef<kube::core::DynamicObject>> {
-        Box::new(ObjectRef::new_with(
-            "s1",
-            kube::core::ApiResource {
-                group: "jetstream.nats.mikluko.io".into(),
-                version: "v1beta1".into(),
-                api_version: "jetstream.nats.mikluko.io/v1beta1".into(),
-                kind: "NatsStream".into(),
-                plural: "natsstreams".into(),
-            },
-        ))
-    }
 
     #[test]
     fn only_a_trigger_for_an_object_missing_from_the_store_is_dropped() {

@@ -48,14 +48,16 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kube::runtime::reflector::ObjectRef;
     use kube::runtime::watcher;
 
-    type Item = Result<(), RunError<std::io::Error, watcher::Error>>;
+    /// One item of `Controller::run`, as the tests of this crate build them.
+    pub(crate) type Item = Result<(), RunError<std::io::Error, watcher::Error>>;
 
-    fn obj() -> Box<ObjectRef<kube::core::DynamicObject>> {
+    /// The object a test item names.
+    pub(crate) fn obj() -> Box<ObjectRef<kube::core::DynamicObject>> {
         Box::new(ObjectRef::new_with(
             "s1",
             kube::core::ApiResource {
