@@ -88,9 +88,21 @@ async fn recorded_not_after(host: &Host) -> String {
 
 /// Makes the route certificate look two thirds through its year, so the controller reissues
 /// it under the same CA key now.
+///
+/// Validity is kept in whole seconds and `/varz` tells certificates apart only by NotAfter, so
+/// a reissue within the second of the first issue would carry the same NotAfter as the
+/// certificate it replaces: the aging waits until that second has passed.
 async fn age_the_route_certificate(host: &Host) {
     let secrets: Api<Secret> = Api::namespaced(host.client(), "nats");
     let name = route_ca::routes_tls_secret("demo");
+    let s = secrets.get(&name).await.expect("route certificate Secret");
+    let (issued, _) = route_ca::recorded_validity(&s).expect("recorded validity");
+    sim::wait::poll("a second past the first issue", WAIT, || async {
+        let past = time::OffsetDateTime::now_utc() >= issued + time::Duration::seconds(1);
+        Ok(past.then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let now = time::OffsetDateTime::now_utc();
     let annotations = route_ca::validity_annotations(
         now - time::Duration::days(300),

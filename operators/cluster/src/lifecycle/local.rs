@@ -38,6 +38,9 @@ pub const START_DEADLINE: Duration = Duration::from_secs(20);
 const POLL: Duration = Duration::from_millis(50);
 /// How often the supervisor looks for processes that exited on their own.
 pub const SUPERVISE_EVERY: Duration = Duration::from_millis(500);
+/// How long observing a server waits for a lock another holder has: longer than a config write
+/// or a look at the process takes on a loaded machine, far shorter than a restart.
+const BRIEF_HOLD: Duration = Duration::from_secs(1);
 const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The config file name inside a server's directory.
@@ -692,23 +695,26 @@ impl ServerLifecycle for LocalLifecycle {
         let mut out = Vec::with_capacity(servers.len());
         for (ordinal, entry) in servers {
             let monitor = layout.ports(ordinal).monitor;
-            // A server being restarted is observed as it stands, without waiting for the restart.
-            let (running, revision) = match entry.local.try_lock() {
-                Ok(mut guard) => {
-                    let local = &mut *guard;
-                    if let Err(e) = entry
-                        .revive(local, &layout.server_dir(ordinal), monitor)
-                        .await
-                    {
-                        tracing::warn!(error = %e, "a server that exited did not start again");
+            // A server being restarted is observed as it stands, without waiting for the restart;
+            // a lock held only for a moment (another observer, the supervisor, a config write)
+            // is waited for, or that moment would read as a server down.
+            let (running, revision) =
+                match tokio::time::timeout(BRIEF_HOLD, entry.local.lock()).await {
+                    Ok(mut guard) => {
+                        let local = &mut *guard;
+                        if let Err(e) = entry
+                            .revive(local, &layout.server_dir(ordinal), monitor)
+                            .await
+                        {
+                            tracing::warn!(error = %e, "a server that exited did not start again");
+                        }
+                        (
+                            local.running.is_some(),
+                            local.running.as_ref().map(|r| r.revision.clone()),
+                        )
                     }
-                    (
-                        local.running.is_some(),
-                        local.running.as_ref().map(|r| r.revision.clone()),
-                    )
-                }
-                Err(_) => (false, None),
-            };
+                    Err(_) => (false, None),
+                };
             let ready = running && http_status(monitor, "/healthz").await == Some(200);
             out.push(ObservedServer {
                 ordinal,
