@@ -152,6 +152,17 @@ pub mod event {
     pub const JWT_HELD: &str = "JWTHeld";
     /// A deleted or replaced user's connection was kicked.
     pub const USER_KICKED: &str = "UserKicked";
+    /// A deletion waits for NATS or for another object (the note says which, and how to release it).
+    pub const DELETION_HELD: &str = "DeletionHeld";
+    /// A held deletion was released by the force-delete annotation (the note says what was skipped).
+    pub const FORCE_DELETED: &str = "ForceDeleted";
+}
+
+/// Annotations the auth controller reads.
+pub mod annotation {
+    /// Releases a NatsUser or NatsAccount being deleted without waiting for NATS or its NatsOperator.
+    /// Read only while the object is being deleted, never cleared (like the cluster's).
+    pub const FORCE_DELETE: &str = "auth.nats.mikluko.io/force-delete";
 }
 
 /// Prometheus metric names of the auth controller (prefix `nats_operator_`).

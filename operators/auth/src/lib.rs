@@ -6,6 +6,8 @@
 
 pub mod account;
 pub mod controller;
+pub mod creds_secret;
+pub mod deletion_hold;
 pub mod deletions;
 pub mod distribution;
 pub mod exports;

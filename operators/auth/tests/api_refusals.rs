@@ -4,9 +4,13 @@
 
 mod apirig;
 
+use std::time::Duration;
+
 use apirig::{Rig, is, message, str_at, wait_for, wait_ready};
+use auth_controller::controller::{Settings, SystemConnection};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
 use nats_claims::{KeyKind, NKey};
 use serde_json::json;
@@ -208,4 +212,283 @@ async fn a_system_account_in_another_namespace_needs_a_grant() {
         "Signed",
     )
     .await;
+}
+
+/// A NatsUser naming a Secret it does not control (an account's identity Secret, an app's
+/// Secret) is refused with SecretConflict; neither Secret is written, and deleting the user
+/// deletes neither. A user naming a Secret that does not exist gets it, and takes it with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_never_writes_or_deletes_a_secret_it_does_not_control() {
+    let rig = Rig::start(&[NS]).await;
+    trust_roots(&rig).await;
+    let accounts = rig.api::<NatsAccount>(NS);
+    rig.apply(account("orders", None)).await;
+    let orders = wait_ready(&accounts, "orders", "True", "Signed").await;
+    let orders_pk = str_at(&orders, "/status/publicKey").to_string();
+    rig.apply(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "app-config", "namespace": NS},
+        "stringData": {"user.creds": "not creds", "other": "kept"},
+    }))
+    .await;
+    let snapshot = async |name: &str| {
+        let s = rig
+            .secret(NS, name)
+            .await
+            .unwrap_or_else(|| panic!("Secret {name} exists"));
+        (
+            s.metadata.resource_version.clone(),
+            s.data.clone(),
+            s.metadata.owner_references.clone(),
+        )
+    };
+    let identity_before = snapshot("orders-account-identity").await;
+    let app_before = snapshot("app-config").await;
+
+    let creds_user = |name: &str, secret: &str, key: Option<&str>| {
+        let mut r = json!({"name": secret});
+        if let Some(k) = key {
+            r["key"] = json!(k);
+        }
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "accountRef": {"kind": "NatsAccount", "name": "orders"},
+                "credentials": {"secretKeyRef": r},
+                "permissions": {"publish": {"allow": ["orders.>"]}},
+            },
+        })
+    };
+    rig.apply(creds_user(
+        "takes-identity",
+        "orders-account-identity",
+        Some("seed"),
+    ))
+    .await;
+    rig.apply(creds_user("takes-app", "app-config", None)).await;
+    rig.apply(creds_user("own", "own-creds", None)).await;
+    let users = rig.api::<NatsUser>(NS);
+    for (user, secret) in [
+        ("takes-identity", "orders-account-identity"),
+        ("takes-app", "app-config"),
+    ] {
+        let refused = wait_ready(&users, user, "False", "SecretConflict").await;
+        let m = message(&refused, "Ready");
+        assert!(m.contains(&format!("Secret {secret} ")), "{user}: {m}");
+        assert!(refused["status"].get("jwt").is_none(), "{user} not signed");
+    }
+    // The user whose Secret did not exist has it, controlled by the user.
+    let own = wait_ready(&users, "own", "True", "Signed").await;
+    let own_secret = rig
+        .secret(NS, "own-creds")
+        .await
+        .expect("own-creds created");
+    let controller = own_secret
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .find(|o| o.controller == Some(true))
+        .expect("own-creds has a controller");
+    assert_eq!(
+        (controller.kind.as_str(), controller.uid.as_str()),
+        ("NatsUser", str_at(&own, "/metadata/uid"))
+    );
+
+    // A pass over a changed spec (observedGeneration catches up only once a whole pass has
+    // decided) refuses again and writes nothing either.
+    for user in ["takes-identity", "takes-app"] {
+        users
+            .patch(
+                user,
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"spec": {"permissions": {"publish": {"allow": ["orders.a.>"]}}}}),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    for user in ["takes-identity", "takes-app"] {
+        wait_for(&users, user, "a refusal at the changed generation", |o| {
+            is(o, "Ready", "False", "SecretConflict")
+                && o["status"]["observedGeneration"] == o["metadata"]["generation"]
+                && o["metadata"]["generation"] != json!(1)
+        })
+        .await;
+    }
+    assert_eq!(snapshot("orders-account-identity").await, identity_before);
+    assert_eq!(snapshot("app-config").await, app_before);
+
+    // Deleting the refused users deletes neither Secret; deleting the owner deletes its own.
+    for user in ["takes-identity", "takes-app", "own"] {
+        users.delete(user, &DeleteParams::default()).await.unwrap();
+    }
+    for user in ["takes-identity", "takes-app", "own"] {
+        sim::wait::poll(&format!("{user} gone"), apirig::WAIT, || async {
+            match users.get_opt(user).await.map_err(|e| e.to_string())? {
+                None => Ok(Some(())),
+                Some(_) => Err("still there".to_string()),
+            }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(snapshot("orders-account-identity").await, identity_before);
+    assert_eq!(snapshot("app-config").await, app_before);
+    assert!(
+        rig.secret(NS, "own-creds").await.is_none(),
+        "own-creds deleted with its user"
+    );
+    // The account keeps its identity.
+    let after = wait_ready(&accounts, "orders", "True", "Signed").await;
+    assert_eq!(str_at(&after, "/status/publicKey"), orders_pk);
+}
+
+/// Waits until `name` of `K` is gone.
+async fn wait_gone<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    sim::wait::poll(&format!("{name} gone"), apirig::WAIT, || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            None => Ok(Some(())),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Waits for an Event of `reason` about `kind` `name`; returns its note.
+async fn wait_event(rig: &Rig, kind: &str, name: &str, reason: &str) -> String {
+    let events = rig.api::<Event>(NS);
+    sim::wait::poll(
+        &format!("a {reason} Event about {kind} {name}"),
+        apirig::WAIT,
+        || async {
+            let list = events
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let found = list.items.into_iter().find(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.regarding.as_ref().is_some_and(|r| {
+                        r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
+                    })
+            });
+            match found {
+                Some(e) => Ok(Some(e.note.unwrap_or_default())),
+                None => Err("none yet".to_string()),
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Sets the force-delete annotation on `name`.
+async fn force_delete<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            nats_api::auth::annotation::FORCE_DELETE: "",
+        }}})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("annotating {name}: {e}"));
+}
+
+/// A deletion held by NATS (a system connection to nothing reachable: the revocation is never
+/// distributed) or by another object (a NatsOperator refusing, so it never records an account's
+/// deletion) says why in Ready and on a DeletionHeld Event, naming force-delete; the annotation
+/// releases each finalizer with a ForceDeleted Event, reaching no server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_deletions_say_why_and_force_delete_releases_them() {
+    let mut rig = Rig::bare(&[NS]).await;
+    // A port nothing listens on: bound, then closed.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        l.local_addr().expect("its address").port()
+    };
+    rig.apply(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+        "metadata": {"name": "nowhere", "namespace": NS},
+        "spec": {"servers": [format!("nats://127.0.0.1:{port}")]},
+    }))
+    .await;
+    rig.start_controller(Settings {
+        resync: Duration::from_secs(2),
+        system_connection: Some(SystemConnection {
+            namespace: NS.into(),
+            name: "nowhere".into(),
+        }),
+    });
+    trust_roots(&rig).await;
+    let accounts = rig.api::<NatsAccount>(NS);
+    rig.apply(account("orders", None)).await;
+    wait_ready(&accounts, "orders", "True", "Signed").await;
+    let users = rig.api::<NatsUser>(NS);
+    rig.apply(user(
+        "app",
+        "orders",
+        &NKey::generate(KeyKind::User).public_key(),
+    ))
+    .await;
+    wait_ready(&users, "app", "True", "Signed").await;
+
+    // The user: its revocation can reach no server.
+    users.delete("app", &DeleteParams::default()).await.unwrap();
+    let held = wait_ready(&users, "app", "False", "Distributing").await;
+    let m = message(&held, "Ready");
+    assert!(m.contains("waiting for every server"), "{m}");
+    assert!(m.contains(nats_api::auth::annotation::FORCE_DELETE), "{m}");
+    let note = wait_event(&rig, "NatsUser", "app", "DeletionHeld").await;
+    assert_eq!(note, m, "the Event says what Ready says");
+    force_delete(&users, "app").await;
+    wait_gone(&users, "app").await;
+    let note = wait_event(&rig, "NatsUser", "app", "ForceDeleted").await;
+    assert!(note.contains("released without waiting"), "{note}");
+
+    // The account: its NatsOperator refuses (its identity seed lost), so never records it.
+    let ops = rig.api::<NatsOperator>(NS);
+    rig.api::<Secret>(NS)
+        .delete("demo-operator-identity", &DeleteParams::default())
+        .await
+        .unwrap();
+    ops.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {"test/nudge": "1"}}})),
+    )
+    .await
+    .unwrap();
+    wait_ready(&ops, "demo", "False", "SeedLost").await;
+    accounts
+        .delete("orders", &DeleteParams::default())
+        .await
+        .unwrap();
+    let held = wait_for(
+        &accounts,
+        "orders",
+        "orders held for its NatsOperator",
+        |o| {
+            is(o, "Ready", "False", "Distributing")
+                && message(o, "Ready").contains("NatsOperator demo to record the deletion")
+        },
+    )
+    .await;
+    let m = message(&held, "Ready");
+    assert!(m.contains(nats_api::auth::annotation::FORCE_DELETE), "{m}");
+    let note = wait_event(&rig, "NatsAccount", "orders", "DeletionHeld").await;
+    assert_eq!(note, m);
+    force_delete(&accounts, "orders").await;
+    wait_gone(&accounts, "orders").await;
+    let note = wait_event(&rig, "NatsAccount", "orders", "ForceDeleted").await;
+    assert!(note.contains("CLAIMS.DELETE"), "{note}");
 }

@@ -131,6 +131,15 @@ pub fn on_deletion(policy: DeletionPolicy, connection: ConnectionState, found: &
     }
 }
 
+/// Whether deleting the resource reaches the server at all: only deletionPolicy Delete over a
+/// usable connection does (to find whether this resource owns the object before deleting it).
+/// Retain releases without dialing, so a NatsConnection pointing at nothing reachable never holds
+/// a Retain deletion; a Delete deletion held by an unreachable server is released by setting
+/// deletionPolicy Retain on the resource being deleted.
+pub fn dials_on_deletion(policy: DeletionPolicy, connection: ConnectionState) -> bool {
+    policy == DeletionPolicy::Delete && connection == ConnectionState::Usable
+}
+
 /// Whether a Terminal resource is reconciled again: after an edit of its spec always; on a resync
 /// only under terminalPolicy Retry.
 pub fn recheck_terminal(policy: TerminalPolicy, spec_edited: bool) -> bool {
@@ -293,6 +302,20 @@ mod tests {
             .map(|s| s.deletion_policy),
         };
         assert_eq!(from_crd.expect("a minimal spec"), want);
+    }
+
+    #[rstest]
+    #[case::delete_over_a_usable_connection(DeletionPolicy::Delete, ConnectionState::Usable, true)]
+    #[case::retain_never_dials(DeletionPolicy::Retain, ConnectionState::Usable, false)]
+    #[case::retain_with_the_connection_gone(DeletionPolicy::Retain, ConnectionState::Gone, false)]
+    #[case::delete_with_the_connection_gone(DeletionPolicy::Delete, ConnectionState::Gone, false)]
+    #[case::delete_no_longer_granted(DeletionPolicy::Delete, ConnectionState::NotGranted, false)]
+    fn only_delete_over_a_usable_connection_dials_on_deletion(
+        #[case] policy: DeletionPolicy,
+        #[case] conn: ConnectionState,
+        #[case] want: bool,
+    ) {
+        assert_eq!(dials_on_deletion(policy, conn), want);
     }
 
     #[rstest]

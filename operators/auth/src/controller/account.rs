@@ -26,6 +26,7 @@ use super::{
     unix_now, write_status,
 };
 use crate::account::{AccountInput, account_claims, needs_resign};
+use crate::deletion_hold::{self, Held, Hold};
 use crate::exports::{self, Exporter};
 use crate::grants::{self, Referrer, Target};
 use crate::uniqueness::{Holder, check_unique};
@@ -662,23 +663,31 @@ async fn deleting(
             .as_ref()
             .is_some_and(|s| deletions::may_clear_jwt(&s.deleted_accounts, pk));
         if !recorded {
-            let generation = acct.meta().generation;
-            let cond = Cond::new(
-                condition::READY,
-                false,
-                reason::DISTRIBUTING,
-                format!(
-                    "deleting: waiting for NatsOperator {} to record the deletion of {pk}",
-                    op.name_any()
-                ),
+            let waiting_for = format!(
+                "NatsOperator {} to record the deletion of {pk}",
+                op.name_any()
             );
-            let status = NatsAccountStatus {
-                observed_generation: generation,
-                conditions: merge_conditions(&previous_conditions(acct), generation, &[cond], &[]),
-                ..prev.clone()
-            };
-            write_status(ctx, acct, &status).await?;
-            return Ok(Action::requeue(Duration::from_secs(1)));
+            let force = deletion_hold::force_delete(acct.annotations());
+            match deletion_hold::hold(Held::Account, &waiting_for, force) {
+                Hold::Wait(message) => {
+                    let generation = acct.meta().generation;
+                    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+                    let status = NatsAccountStatus {
+                        observed_generation: generation,
+                        conditions: merge_conditions(
+                            &previous_conditions(acct),
+                            generation,
+                            std::slice::from_ref(&cond),
+                            &[],
+                        ),
+                        ..prev.clone()
+                    };
+                    write_status(ctx, acct, &status).await?;
+                    super::deletion_held(ctx, acct, &cond).await;
+                    return Ok(Action::requeue(Duration::from_secs(1)));
+                }
+                Hold::Release(message) => super::force_deleted(ctx, acct, message).await,
+            }
         }
     }
     remove_finalizer(ctx, acct).await?;

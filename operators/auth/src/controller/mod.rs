@@ -255,6 +255,38 @@ where
     set_finalizers(ctx, obj, f).await
 }
 
+/// A DeletionHeld Warning Event for a held deletion whose Ready condition `cond` is new (the
+/// first pass that holds it, or a hold for another reason): not one per retry.
+pub(crate) async fn deletion_held<K>(ctx: &Context, obj: &K, cond: &Cond)
+where
+    K: Resource<DynamicType = ()> + Serialize,
+{
+    let already = previous_conditions(obj)
+        .iter()
+        .any(|c| c.type_ == cond.type_ && c.reason == cond.reason && c.message == cond.message);
+    if !already {
+        ctx.events
+            .publish(
+                obj,
+                true,
+                nats_api::auth::event::DELETION_HELD,
+                cond.message.clone(),
+            )
+            .await;
+    }
+}
+
+/// A ForceDeleted Warning Event: the finalizer is released without what it waited for.
+pub(crate) async fn force_deleted<K>(ctx: &Context, obj: &K, message: String)
+where
+    K: Resource<DynamicType = ()>,
+{
+    tracing::warn!(object = %describe(obj), "{message}");
+    ctx.events
+        .publish(obj, true, nats_api::auth::event::FORCE_DELETED, message)
+        .await;
+}
+
 /// An account's revocation record (§5.3): the previous record merged with the JWT it replaces,
 /// plus the key of every user of the account being deleted (from its deletion time) and every
 /// key a user replaced, each with the account's signing keys as issuers; pruned of entries none

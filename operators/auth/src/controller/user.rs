@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
@@ -24,6 +26,8 @@ use super::{
     previous_conditions, remove_finalizer, retry_later, secs_of, settled, sign_stable, unix_now,
     write_status,
 };
+use crate::creds_secret::{self, CredsConflict, CredsSecret};
+use crate::deletion_hold::{self, Held, Hold};
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
 use crate::user::{self as core, Issued};
@@ -75,16 +79,16 @@ pub(crate) async fn users_of(
 pub(crate) async fn user_issuers(ctx: &Context, users: &[NatsUser]) -> Result<Vec<String>, Error> {
     let mut out = Vec::new();
     for u in users {
-        let ns = u.namespace().unwrap_or_default();
         let jwt = match (
             u.status.as_ref().and_then(|s| s.jwt.clone()),
             &u.spec.credentials,
         ) {
             (Some(j), _) => Some(j),
-            (None, Some(c)) => Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-                .get_opt(&c.secret_key_ref.name)
-                .await
-                .map_err(kube_err(format!("Secret {ns}/{}", c.secret_key_ref.name)))?
+            // Only a Secret the user controls carries its JWT; another owner's is not read.
+            (None, Some(c)) => creds_secret_of(ctx, u, &c.secret_key_ref.name)
+                .await?
+                .ok()
+                .flatten()
                 .and_then(|s| s.data)
                 .and_then(|d| d.get(c.key()).map(|b| b.0.clone()))
                 .and_then(|b| Creds::parse(&String::from_utf8_lossy(&b)).ok())
@@ -346,14 +350,34 @@ async fn signed(
         )
     });
     let mut prev_jwt = prev.jwt.clone();
+    // The creds Secret as found, only where this user may write it.
+    let mut creds_found: Option<Secret> = None;
     let (user_pk, seed) = match (&u.spec.public_key, &creds_ref) {
         (Some(pk), _) => (pk.clone(), None),
         (None, Some((secret, key))) => {
-            let existing = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-                .get_opt(secret)
-                .await
-                .map_err(kube_err(format!("Secret {ns}/{secret}")))?
-                .and_then(|s| s.data)
+            let found = match creds_secret_of(ctx, u, secret).await? {
+                Ok(found) => found,
+                Err(conflict) => {
+                    return finish(
+                        prev,
+                        vec![
+                            Cond::new(
+                                condition::READY,
+                                false,
+                                reason::SECRET_CONFLICT,
+                                conflict.to_string(),
+                            ),
+                            resolved,
+                        ],
+                        false,
+                    )
+                    .await;
+                }
+            };
+            creds_found = found;
+            let existing = creds_found
+                .as_ref()
+                .and_then(|s| s.data.clone())
                 .and_then(|d| d.get(key).map(|b| b.0.clone()))
                 .and_then(|b| Creds::parse(&String::from_utf8_lossy(&b)).ok());
             match existing
@@ -492,7 +516,7 @@ async fn signed(
             let Some((secret, key)) = &creds_ref else {
                 return finish(prev, vec![resolved], false).await;
             };
-            write_creds(ctx, u, secret, key, text.into_bytes()).await?;
+            write_creds(ctx, u, secret, creds_found.as_ref(), key, text.into_bytes()).await?;
             (
                 None,
                 format!("user JWT signed by account {acc_name}; creds written to Secret {secret}"),
@@ -529,16 +553,45 @@ async fn signed(
     .await
 }
 
-/// The creds Secret, by server-side apply as `auth-controller`, owned by the user.
+/// The creds Secret `secret` when this user may write it (`None`: absent, to be created), or the
+/// conflict naming who holds it (§5.3, [`crate::creds_secret`]).
+async fn creds_secret_of(
+    ctx: &Context,
+    u: &NatsUser,
+    secret: &str,
+) -> Result<Result<Option<Secret>, CredsConflict>, Error> {
+    let ns = u.namespace().unwrap_or_default();
+    let found = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(secret)
+        .await
+        .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
+    let uid = u.uid().unwrap_or_default();
+    let owners = found
+        .as_ref()
+        .map(|s| s.metadata.owner_references.clone().unwrap_or_default());
+    Ok(
+        creds_secret::creds_secret(secret, owners.as_deref(), &uid).map(|decided| match decided {
+            CredsSecret::Absent => None,
+            CredsSecret::Controlled => found,
+        }),
+    )
+}
+
+/// Writes the creds to `secret`: created, controlled by the user, where `found` is `None`;
+/// otherwise server-side applied as `auth-controller` on the resourceVersion it was found at, so
+/// a Secret replaced since it was judged is not written (the apply conflicts; the next pass
+/// judges again).
 async fn write_creds(
     ctx: &Context,
     u: &NatsUser,
     secret: &str,
+    found: Option<&Secret>,
     key: &str,
     creds: Vec<u8>,
 ) -> Result<(), Error> {
     let ns = u.namespace().unwrap_or_default();
-    let body = Secret {
+    let api = Api::<Secret>::namespaced(ctx.client.clone(), &ns);
+    let mut body = Secret {
         metadata: ObjectMeta {
             name: Some(secret.to_string()),
             namespace: Some(ns.clone()),
@@ -549,19 +602,30 @@ async fn write_creds(
         data: Some(BTreeMap::from([(key.to_string(), ByteString(creds))])),
         ..Secret::default()
     };
+    let Some(found) = found else {
+        // Create, never apply: an apply would take over a Secret someone created meanwhile.
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
+        api.create(&params, &body)
+            .await
+            .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
+        return Ok(());
+    };
+    body.metadata.resource_version = found.metadata.resource_version.clone();
     let mut value = serde_json::to_value(&body).unwrap_or_default();
     if let Some(m) = value.as_object_mut() {
         m.insert("apiVersion".into(), "v1".into());
         m.insert("kind".into(), "Secret".into());
     }
-    Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-        .patch(
-            secret,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(value),
-        )
-        .await
-        .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
+    api.patch(
+        secret,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(value),
+    )
+    .await
+    .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
     Ok(())
 }
 
@@ -577,7 +641,6 @@ async fn deleting(
     if !has_finalizer(u) {
         return Ok(Action::await_change());
     }
-    let ns = u.namespace().unwrap_or_default();
     let prev = u.status.clone().unwrap_or_default();
     let at = u
         .meta()
@@ -599,25 +662,34 @@ async fn deleting(
                 .distribution
                 .as_ref()
                 .is_some_and(distribution::all_current);
+        let force = deletion_hold::force_delete(u.annotations());
         if !revoked || !user_keys::finalizer_may_proceed(current, &pending) {
-            let cond = Cond::new(
-                condition::READY,
-                false,
-                reason::DISTRIBUTING,
-                format!("deleting: waiting for every server to hold the account JWT revoking {pk}"),
-            );
-            let generation = u.meta().generation;
-            let status = NatsUserStatus {
-                observed_generation: generation,
-                conditions: merge_conditions(&previous_conditions(u), generation, &[cond], &[]),
-                ..prev.clone()
-            };
-            write_status(ctx, u, &status).await?;
-            return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+            let waiting_for = format!("every server to hold the account JWT revoking {pk}");
+            match deletion_hold::hold(Held::User, &waiting_for, force) {
+                Hold::Wait(message) => {
+                    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+                    let generation = u.meta().generation;
+                    let status = NatsUserStatus {
+                        observed_generation: generation,
+                        conditions: merge_conditions(
+                            &previous_conditions(u),
+                            generation,
+                            std::slice::from_ref(&cond),
+                            &[],
+                        ),
+                        ..prev.clone()
+                    };
+                    write_status(ctx, u, &status).await?;
+                    super::deletion_held(ctx, u, &cond).await;
+                    return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+                }
+                Hold::Release(message) => super::force_deleted(ctx, u, message).await,
+            }
         }
         // Ready reads False Kicking while connections remain; the finalizer waits for a CONNZ
-        // that finds none.
+        // that finds none (force-delete does not wait for it).
         if connected
+            && !force
             && let Some(account_pk) = &view.public_key
             && kick_connections(ctx, u, account_pk, pk).await?.is_some()
         {
@@ -625,18 +697,7 @@ async fn deleting(
         }
     }
     if let Some(c) = &u.spec.credentials {
-        match Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-            .delete(&c.secret_key_ref.name, &Default::default())
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => {
-                return Err(kube_err(format!("Secret {ns}/{}", c.secret_key_ref.name))(
-                    e,
-                ));
-            }
-        }
+        delete_creds(ctx, u, &c.secret_key_ref.name).await?;
     }
     remove_finalizer(ctx, u).await?;
     ctx.metrics.forget(
@@ -645,6 +706,31 @@ async fn deleting(
         &u.name_any(),
     );
     Ok(Action::await_change())
+}
+
+/// Deletes the creds Secret `secret` only where this user controls it, on the UID it was judged
+/// by; a Secret of another owner stays, byte for byte.
+async fn delete_creds(ctx: &Context, u: &NatsUser, secret: &str) -> Result<(), Error> {
+    let ns = u.namespace().unwrap_or_default();
+    let Ok(Some(found)) = creds_secret_of(ctx, u, secret).await? else {
+        return Ok(());
+    };
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: found.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+        .delete(secret, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Gone, or replaced by another Secret since it was read: not ours to delete.
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(kube_err(format!("Secret {ns}/{secret}"))(e)),
+    }
 }
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then

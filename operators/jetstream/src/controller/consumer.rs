@@ -17,7 +17,7 @@ use super::{
 };
 use crate::drift::{self, Decision};
 use crate::jsapi;
-use crate::lifecycle::{self, Action as Plan, Cleanup, ConnectionState};
+use crate::lifecycle::{self, Action as Plan, Cleanup};
 use crate::ownership::{self, Found};
 use crate::references::{self, ConsumerTarget};
 use crate::{consumer_config, server_state};
@@ -241,7 +241,7 @@ async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Er
         }
     };
     let state = connection_state(&ctx, obj, &conn).await?;
-    if state == ConnectionState::Usable {
+    if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
         let client = match reach(&ctx, obj, &conn, false).await? {
             Ok(c) => c,
             Err(o) => {

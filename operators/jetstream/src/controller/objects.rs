@@ -565,7 +565,8 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         object: describe(obj),
         message,
     };
-    let cleanup = if state == ConnectionState::Usable {
+    let policy = obj.policies().1;
+    let cleanup = if lifecycle::dials_on_deletion(policy, state) {
         let client = match reach(&ctx, obj, &conn, false).await? {
             Ok(c) => c,
             Err(o) => {
@@ -580,7 +581,7 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
             .map_err(|e: JsApiError| fail(format!("reading {what}: {e}")))?;
         let config = info.map(|i| i["config"].clone());
         let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
-        let c = lifecycle::on_deletion(obj.policies().1, state, &found);
+        let c = lifecycle::on_deletion(policy, state, &found);
         if c == Cleanup::DeleteOnServer {
             jsapi::delete_stream(&client, &stream)
                 .await
@@ -588,7 +589,8 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         }
         c
     } else {
-        Cleanup::Release
+        // Nothing on the server is touched: Retain, or a connection gone or no longer granted.
+        lifecycle::on_deletion(policy, state, &Found::Absent)
     };
     tracing::info!(?cleanup, "{what}: finalizer released");
     ctx.metrics.forget(&K::kind(&()), &ns, &obj.name_any());
