@@ -2,7 +2,8 @@
 //! nats-server 2.15 cluster, and the JetStream controllers running in-process against both.
 //! Story 01's NatsStream reaches Ready/Synced with the stream on the server; an out-of-band edit is
 //! corrected and reported DriftCorrected once; the adoption policies behave as stated against
-//! pre-existing streams; deletion with Retain leaves the stream and with Delete removes it; a
+//! pre-existing streams; deletion with Retain leaves the stream and with Delete removes it; Retain releases without
+//! dialing (a connection to nothing reachable), and a held Delete is released by setting Retain; a
 //! consumer by streamRef waits for its stream and then binds.
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the tests fail saying so.
@@ -738,6 +739,91 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         common::stream_config(&rig.nats, "teamwork").await.is_some(),
         "a resource no longer granted is released, its stream kept"
     );
+
+    // A connection pointing at nothing reachable: deletionPolicy Retain releases without dialing;
+    // a Delete held by it is released by setting Retain on the resource being deleted.
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port")
+        .port();
+    create(
+        &conns,
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1",
+            "kind": "NatsConnection",
+            "metadata": {"name": "nowhere", "namespace": NS},
+            "spec": {"servers": [format!("nats://127.0.0.1:{closed_port}")]},
+        }),
+    )
+    .await;
+    for (name, policy) in [("kept", "Retain"), ("held", "Delete")] {
+        let mut doc = stream_doc(
+            name,
+            json!({"subjects": [format!("{name}.>")], "storage": "Memory", "replicas": 1,
+                   "deletionPolicy": policy}),
+        );
+        doc["spec"]["connectionRef"] = json!({"name": "nowhere"});
+        create(&streams, doc).await;
+        wait_for(
+            &streams,
+            name,
+            &format!("{name} finalized, not Ready"),
+            |o| {
+                o["metadata"]["finalizers"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|f| f == nats_api::jetstream::FINALIZER))
+                    && condition(o, "Ready").is_some_and(|(s, _)| s == "False")
+            },
+        )
+        .await;
+    }
+    streams
+        .delete("kept", &DeleteParams::default())
+        .await
+        .expect("delete kept");
+    gone(&streams, "kept").await;
+    // NatsStream passes failed in the finalizer (a cleanup that cannot dial is one).
+    let finalizer_errors = || {
+        rig.metrics
+            .render()
+            .lines()
+            .find(|l| {
+                l.starts_with("nats_operator_reconcile_errors_total{")
+                    && l.contains(r#"controller="NatsStream""#)
+                    && l.contains(r#"error="finalizer""#)
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let before = finalizer_errors();
+    streams
+        .delete("held", &DeleteParams::default())
+        .await
+        .expect("delete held");
+    // Held: its cleanup has failed (it cannot dial) at least twice since.
+    sim::wait::poll("held's cleanup failing", WAIT, || async {
+        let now = finalizer_errors();
+        if now >= before + 2.0 {
+            Ok(Some(()))
+        } else {
+            Err(format!("{now} finalizer errors, {before} before"))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        streams.get_opt("held").await.expect("read held").is_some(),
+        "Delete holds"
+    );
+    streams
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"deletionPolicy": "Retain"}})),
+        )
+        .await
+        .expect("Retain set while deleting");
+    gone(&streams, "held").await;
 
     // The connection gone: the same.
     create(
