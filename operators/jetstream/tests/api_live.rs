@@ -2,9 +2,9 @@
 //! nats-server 2.15 cluster, and the JetStream controllers running in-process against both.
 //! Story 01's NatsStream reaches Ready/Synced with the stream on the server; an out-of-band edit is
 //! corrected and reported DriftCorrected once; the adoption policies behave as stated against
-//! pre-existing streams; deletion with Retain leaves the stream and with Delete removes it; Retain releases without
-//! dialing (a connection to nothing reachable), and a held Delete is released by setting Retain; a
-//! consumer by streamRef waits for its stream and then binds.
+//! pre-existing streams; deletion with Retain leaves the stream and with Delete removes it; Retain
+//! releases without dialing (a connection to nothing reachable), and a held Delete is released by
+//! setting Retain; a consumer by streamRef waits for its stream and then binds.
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the tests fail saying so.
 
