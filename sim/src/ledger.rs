@@ -71,8 +71,13 @@ pub struct Figures {
     pub published: u64,
     /// Distinct messages the stream acknowledged.
     pub acknowledged: u64,
-    /// Acknowledged messages that some consumer never received.
+    /// Acknowledged messages that some consumer never received, the consumers having drained.
     pub lost: u64,
+    /// Acknowledged messages some consumer had not received when the drain deadline passed: the
+    /// machine was too slow to tell them lost or late, so they are counted here, never as lost
+    /// (and the run fails, naming the deadline).
+    #[serde(default)]
+    pub undrained: u64,
     /// Messages stored more than once (two stream sequences for one Nats-Msg-Id).
     pub duplicated: u64,
     /// Messages a consumer received more than once (a second copy or a redelivery).

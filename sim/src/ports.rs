@@ -1,30 +1,54 @@
 //! Port allocation away from the OS ephemeral range (32768+ on Linux), so a port we pick is not
-//! handed to some unrelated outgoing connection. Collisions with other processes are still possible;
-//! topologies retry with fresh ports when a server reports its address in use.
+//! handed to some unrelated outgoing connection.
+//!
+//! Under cargo-nextest every test is a process of its own, several at once, so a per-process
+//! counter alone would let two tests walk the same ports. Nextest numbers the tests running at one
+//! moment (`NEXTEST_TEST_GLOBAL_SLOT`, unique among them); each slot gets a slice of the range of
+//! its own, and the counter walks only that slice. Without a slot (plain `cargo test`, the `sim`
+//! binary) the whole range is walked from an offset seeded per process. Collisions with unrelated
+//! processes are still possible; topologies retry with fresh ports when a server reports its
+//! address in use.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const LOW: u32 = 20_000;
 const SPAN: u32 = 12_000;
+/// The ports of one nextest slot; 12 slots fit the range (more wrap around and share).
+const SLICE: u32 = 1_000;
+/// The environment variable nextest numbers the running tests by.
+const SLOT_ENV: &str = "NEXTEST_TEST_GLOBAL_SLOT";
 
 static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
 
-fn seed() -> u32 {
+/// The part of the range this process walks: `(first, length)`.
+fn range(slot: Option<u32>) -> (u32, u32) {
+    match slot {
+        Some(s) => (LOW + (s % (SPAN / SLICE)) * SLICE, SLICE),
+        None => (LOW, SPAN),
+    }
+}
+
+fn slot() -> Option<u32> {
+    std::env::var(SLOT_ENV).ok()?.parse().ok()
+}
+
+fn seed(len: u32) -> u32 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     // Different processes (parallel test binaries) start at different offsets.
-    (std::process::id().wrapping_mul(7919) ^ nanos) % SPAN
+    (std::process::id().wrapping_mul(7919) ^ nanos) % len
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago and is not handed out twice by this process.
 pub fn free_port() -> u16 {
-    let _ = NEXT.compare_exchange(u32::MAX, seed(), Ordering::SeqCst, Ordering::SeqCst);
+    let (first, len) = range(slot());
+    let _ = NEXT.compare_exchange(u32::MAX, seed(len), Ordering::SeqCst, Ordering::SeqCst);
     loop {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let port = (LOW + n % SPAN) as u16;
+        let port = (first + n % len) as u16;
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
@@ -34,6 +58,7 @@ pub fn free_port() -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     #[test]
     fn ports_are_distinct_and_below_the_ephemeral_range() {
@@ -43,5 +68,26 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), ports.len());
         assert!(ports.iter().all(|p| (20_000..32_000).contains(p)));
+        // Under nextest the ports come from this test's slot's slice.
+        if let Some(s) = slot() {
+            let (first, len) = range(Some(s));
+            assert!(
+                ports
+                    .iter()
+                    .all(|p| (first..first + len).contains(&u32::from(*p)))
+            );
+        }
+    }
+
+    #[rstest]
+    #[case::no_slot(None, (20_000, 12_000))]
+    #[case::first_slot(Some(0), (20_000, 1_000))]
+    #[case::second_slot(Some(1), (21_000, 1_000))]
+    #[case::last_slot(Some(11), (31_000, 1_000))]
+    #[case::wraps_past_twelve(Some(12), (20_000, 1_000))]
+    fn each_slot_walks_a_slice_of_its_own(#[case] slot: Option<u32>, #[case] want: (u32, u32)) {
+        assert_eq!(range(slot), want);
+        let (first, len) = range(slot);
+        assert!(first + len <= 32_000, "below the ephemeral range");
     }
 }

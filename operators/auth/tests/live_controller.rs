@@ -136,10 +136,13 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
         "push-to-usable: NatsAccount + NatsUser applied -> creds Secret written -> JWT pushed -> round trip by orders-app: {} ms",
         latency.as_millis()
     );
-    assert!(
-        latency <= Duration::from_secs(2),
-        "orders usable only after {latency:?}"
-    );
+    // A timing: judged in the nightly tier (sim::timings), reported in the gate.
+    if sim::timings::judges_timings() {
+        assert!(
+            latency <= Duration::from_secs(2),
+            "orders usable only after {latency:?}"
+        );
+    }
 
     // Distribution: every server of the roster holds the account JWT.
     let orders = wait_for(

@@ -89,6 +89,9 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            // A person running one scenario has it judged on its timings too (SIM_TIMINGS=report
+            // says not to).
+            scenario::set_judge_timings(true);
             let dir = dir.unwrap_or_else(scenario::scenarios_dir);
             let reports = reports_dir.unwrap_or_else(|| {
                 let sim_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
