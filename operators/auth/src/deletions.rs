@@ -1,10 +1,11 @@
 //! §5.2/§7 Deleted accounts: an account deleted, or whose grant was withdrawn once it was signed,
 //! is recorded in its NatsOperator's status.deletedAccounts; its status.jwt is emptied once that
-//! list records it; CLAIMS.DELETE is sent again whenever a server or NATS cluster rejoins (seen in
-//! STATSZ), since the resolver's catch-up sync only adds; an entry goes once its JWT has expired,
+//! list records it; CLAIMS.DELETE is sent again to every server that has not confirmed it — one
+//! that was away, restarted or joined (seen in STATSZ by its id, new at every start) — since the
+//! resolver's catch-up sync only adds; an entry goes once its JWT has expired,
 //! after which no server can still serve it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -37,23 +38,45 @@ pub fn prune(deleted: &[DeletedAccount], now: i64) -> Vec<DeletedAccount> {
         .collect()
 }
 
-/// The servers in `roster` not in `previous` (STATSZ server names): where any rejoined and
-/// accounts are listed deleted, CLAIMS.DELETE goes out again.
-pub fn rejoined(previous: &[String], roster: &[String]) -> Vec<String> {
-    let before: BTreeSet<&String> = previous.iter().collect();
-    roster
-        .iter()
-        .filter(|s| !before.contains(s))
-        .cloned()
-        .collect()
-}
+/// Which deleted accounts each server has confirmed deleting, by the server's id. A nats-server
+/// takes a new id every time it starts, so a server that restarted, or returned with a resolver
+/// directory from before a deletion, is a server that has confirmed nothing: it is sent every
+/// deleted account again, however short its absence and whenever the controller looks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Confirmed(BTreeMap<String, BTreeSet<String>>);
 
-/// The accounts to delete again now.
-pub fn resend(deleted: &[DeletedAccount], previous: &[String], roster: &[String]) -> Vec<String> {
-    if rejoined(previous, roster).is_empty() {
-        return vec![];
+impl Confirmed {
+    /// The accounts of `deleted` some server of `roster` (STATSZ server ids) has not confirmed.
+    pub fn unconfirmed(&self, deleted: &[String], roster: &[String]) -> Vec<String> {
+        deleted
+            .iter()
+            .filter(|a| {
+                roster
+                    .iter()
+                    .any(|id| !self.0.get(id).is_some_and(|c| c.contains(*a)))
+            })
+            .cloned()
+            .collect()
     }
-    deleted.iter().map(|d| d.public_key.clone()).collect()
+
+    /// Records that the servers `ids` answered a CLAIMS.DELETE of `accounts`.
+    pub fn record(&mut self, ids: &[String], accounts: &[String]) {
+        for id in ids {
+            self.0
+                .entry(id.clone())
+                .or_default()
+                .extend(accounts.iter().cloned());
+        }
+    }
+
+    /// Forgets servers not in `roster` (a server seen again is asked again, which is harmless)
+    /// and accounts no longer listed deleted, so the memory stays the size of the roster.
+    pub fn retain(&mut self, roster: &[String], deleted: &[String]) {
+        self.0.retain(|id, _| roster.contains(id));
+        for accounts in self.0.values_mut() {
+            accounts.retain(|a| deleted.contains(a));
+        }
+    }
 }
 
 /// Why a delete request could not be signed.
@@ -149,17 +172,48 @@ mod tests {
     }
 
     // "the controller re-sends $SYS.REQ.CLAIMS.DELETE for deleted accounts whenever a server or
-    // NATS cluster rejoins (seen in STATSZ)"
+    // NATS cluster rejoins (seen in STATSZ)": a server is known by the id of its current life.
+    // Each `confirmed` entry is "server-id=account,account".
     #[rstest]
-    #[case::steady_roster(&["n1", "n2", "n3"], &["n1", "n2", "n3"], false)]
-    #[case::a_server_rejoins(&["n1", "n2"], &["n1", "n2", "n3"], true)]
-    #[case::a_server_leaves(&["n1", "n2", "n3"], &["n1", "n2"], false)]
-    #[case::a_nats_cluster_rejoins(&["a1", "a2"], &["a1", "a2", "b1", "b2"], true)]
-    fn delete_again_on_rejoin(#[case] before: &[&str], #[case] now: &[&str], #[case] again: bool) {
-        let mut d = vec![];
-        record(&mut d, "AGONE", 0);
-        let got = resend(&d, &names(before), &names(now));
-        assert_eq!(!got.is_empty(), again);
-        assert!(resend(&[], &names(before), &names(now)).is_empty());
+    #[case::all_confirmed(&["n1=A", "n2=A"], &["A"], &["n1", "n2"], &[])]
+    #[case::a_new_deletion(&["n1=A", "n2=A"], &["A", "B"], &["n1", "n2"], &["B"])]
+    #[case::a_server_restarted_new_id(&["n1=A,B", "n2=A,B"], &["A", "B"], &["n1", "n2b"], &["A", "B"])]
+    #[case::a_server_returns(&["n1=A"], &["A"], &["n1", "n2"], &["A"])]
+    #[case::a_server_leaves(&["n1=A", "n2=A"], &["A"], &["n1"], &[])]
+    #[case::a_nats_cluster_joins(&["a1=A", "a2=A"], &["A"], &["a1", "a2", "b1"], &["A"])]
+    #[case::one_server_missed_one(&["n1=A,B", "n2=A"], &["A", "B"], &["n1", "n2"], &["B"])]
+    #[case::nothing_deleted(&[], &[], &["n1"], &[])]
+    fn every_server_of_the_roster_confirms_every_deletion(
+        #[case] confirmed: &[&str],
+        #[case] deleted: &[&str],
+        #[case] roster: &[&str],
+        #[case] want: &[&str],
+    ) {
+        let mut c = Confirmed::default();
+        for entry in confirmed {
+            let (id, accounts) = entry.split_once('=').expect("id=accounts");
+            let accounts: Vec<&str> = accounts.split(',').collect();
+            c.record(&names(&[id]), &names(&accounts));
+        }
+        assert_eq!(c.unconfirmed(&names(deleted), &names(roster)), names(want));
+        // Once they answer, nothing is left to send.
+        c.record(&names(roster), &names(deleted));
+        assert!(c.unconfirmed(&names(deleted), &names(roster)).is_empty());
+    }
+
+    #[test]
+    fn the_memory_keeps_only_the_roster_and_the_listed_deletions() {
+        let mut c = Confirmed::default();
+        c.record(&names(&["n1", "n2"]), &names(&["A", "B"]));
+        c.retain(&names(&["n1"]), &names(&["A"]));
+        assert_eq!(c.unconfirmed(&names(&["A"]), &names(&["n1"])), names(&[]));
+        assert_eq!(
+            c.unconfirmed(&names(&["B"]), &names(&["n1"])),
+            names(&["B"])
+        );
+        assert_eq!(
+            c.unconfirmed(&names(&["A"]), &names(&["n2"])),
+            names(&["A"])
+        );
     }
 }

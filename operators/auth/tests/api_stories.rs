@@ -233,7 +233,29 @@ async fn story_02_auth_plane_reconciles_to_ready_with_its_secrets_and_signed_jwt
 
     // A second pass signs nothing new: the JWTs stay as they are.
     let before = str_at(&orders, "/status/jwt").to_string();
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await; // two resyncs of 2 s
+    // Passes after this moment: two for every NatsAccount there is (each resyncs every 2 s).
+    let accounts = rig
+        .api::<NatsAccount>(SYS)
+        .list(&Default::default())
+        .await
+        .expect("NatsAccount list")
+        .items
+        .len() as u64;
+    let passes = rig.metrics.reconciles("NatsAccount");
+    sim::wait::poll(
+        "two more passes of every NatsAccount",
+        apirig::WAIT,
+        || async {
+            let now = rig.metrics.reconciles("NatsAccount");
+            if now >= passes + 2 * accounts {
+                Ok(Some(()))
+            } else {
+                Err(format!("{} passes since", now - passes))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let again = wait_ready(&rig.api::<NatsAccount>(SYS), "orders", "True", "Signed").await;
     assert_eq!(
         str_at(&again, "/status/jwt"),

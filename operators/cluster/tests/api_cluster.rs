@@ -1710,8 +1710,14 @@ async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_nev
     assert!(held.metadata.deletion_timestamp.is_some());
     let (_, _, message) = condition(&held, "Deleting").expect("Deleting");
     assert!(message.contains("force-delete"), "{message}");
-    // Held, not gone: a few more passes change nothing.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Held, not gone: two more passes (demo is the only NatsCluster) change nothing.
+    let passes = rig.metrics.reconciles("NatsCluster");
+    wait_for(
+        "two more passes of demo",
+        || async { rig.metrics.reconciles("NatsCluster") },
+        |n| *n >= passes + 2,
+    )
+    .await;
     assert!(api.get_opt("demo").await.expect("read").is_some(), "held");
 
     api.patch(

@@ -103,6 +103,12 @@ impl Metrics {
         h.count += 1;
     }
 
+    /// How many passes of `controller` have ended (the reconcile counter), so a caller can wait
+    /// for passes that happened after a moment instead of sleeping.
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.lock().reconciles.get(controller).copied().unwrap_or(0)
+    }
+
     /// Counts one failed reconcile of `controller` with `error` (the error's metric label).
     pub fn failed(&self, controller: &str, error: &str) {
         let mut m = self.lock();
@@ -296,8 +302,10 @@ mod tests {
     #[case::synced(CONDITION.to_string() + "{kind=\"NatsStream\",namespace=\"nats\",name=\"orders\",type=\"Synced\",reason=\"DriftCorrected\"} 0")]
     fn render_holds_each_series(#[case] line: String) {
         let m = Metrics::default();
+        assert_eq!(m.reconciles("NatsStream"), 0);
         m.reconciled("NatsStream", Duration::from_millis(20));
         m.reconciled("NatsStream", Duration::from_millis(700));
+        assert_eq!(m.reconciles("NatsStream"), 2);
         m.failed("NatsStream", "nats");
         m.set_conditions(
             "NatsStream",

@@ -10,6 +10,7 @@
 //! nothing here formats an [`NKey`] or a creds file into a log, an Event, a status or an error.
 
 mod account;
+mod claims_delete;
 mod keys;
 mod nats;
 mod operator;
@@ -17,7 +18,7 @@ mod system_account;
 mod trust;
 mod user;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -83,10 +84,12 @@ pub struct Context {
     system: tokio::sync::Mutex<Option<nats::Dialed>>,
     /// The last STATSZ roster size, so the next ping stops as soon as that many answered.
     roster: std::sync::atomic::AtomicUsize,
-    /// The server names of the last STATSZ roster the deletes were checked against.
-    roster_names: std::sync::Mutex<Vec<String>>,
-    /// The account keys this process has deleted from the servers.
-    deletes_sent: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Per NatsOperator (namespace/name), which deleted accounts each server (by its id) has
+    /// confirmed deleting.
+    confirmed: std::sync::Mutex<BTreeMap<String, crate::deletions::Confirmed>>,
+    /// Per NatsOperator (namespace/name), its deleted accounts and the key that signs their
+    /// CLAIMS.DELETE, as its last pass left them: what the rejoin watch sends between passes.
+    deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
 }
@@ -546,6 +549,7 @@ pub async fn run(ctx: Arc<Context>) {
         user::controller(ctx.clone()),
         trust::operator_trust_controller(ctx.clone()),
         trust::account_trust_controller(ctx.clone()),
+        claims_delete::rejoin_watch(ctx.clone()),
     );
 }
 
@@ -559,8 +563,8 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         settings,
         system: tokio::sync::Mutex::new(None),
         roster: std::sync::atomic::AtomicUsize::new(0),
-        roster_names: std::sync::Mutex::default(),
-        deletes_sent: std::sync::Mutex::default(),
+        confirmed: std::sync::Mutex::default(),
+        deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
     })
 }

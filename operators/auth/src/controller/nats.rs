@@ -43,7 +43,7 @@ pub(crate) struct Dialed {
 }
 
 /// How long a ping collects answers beyond the roster it expects.
-const PING: Duration = Duration::from_millis(1500);
+pub(super) const PING: Duration = Duration::from_millis(1500);
 
 /// The system connection, dialed (again when the NatsConnection or its Secrets changed).
 /// `Ok(None)`: no `--system-connection`. `Err`: why it cannot be dialed, for a condition.
@@ -112,7 +112,7 @@ pub(crate) enum Spread {
     Unreachable(String),
 }
 
-fn collect(ctx: &Context) -> Collect {
+pub(super) fn collect(ctx: &Context) -> Collect {
     match ctx.roster.load(Ordering::Relaxed) {
         0 => Collect::until(PING),
         n => Collect::expecting(n, PING),
@@ -294,60 +294,6 @@ where
             super::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
         ),
     }
-}
-
-/// Sends CLAIMS.DELETE for the accounts in `deleted` this process has not deleted yet, and for
-/// all of them again when a server joined the STATSZ roster since the last look (the resolver's
-/// catch-up sync only adds). Signed by the NATS operator signing key `signer`. Returns the keys
-/// sent; a failure is retried on the next pass.
-pub(crate) async fn send_deletes(
-    ctx: &Context,
-    deleted: &[nats_api::auth::DeletedAccount],
-    signer: &nats_claims::NKey,
-) -> Result<Vec<String>, String> {
-    let Some(wire) = system_wire(ctx).await? else {
-        return Ok(vec![]);
-    };
-    let statsz = wire
-        .ping_statsz(&ServerFilter::all(), collect(ctx))
-        .await
-        .map_err(|e| format!("STATSZ: {e}"))?;
-    let names: Vec<String> = statsz
-        .replies
-        .iter()
-        .map(|r| r.server.name.clone())
-        .collect();
-    ctx.roster.store(names.len(), Ordering::Relaxed);
-    let previous = std::mem::replace(
-        &mut *ctx.roster_names.lock().unwrap_or_else(|p| p.into_inner()),
-        names.clone(),
-    );
-    let mut keys = crate::deletions::resend(deleted, &previous, &names);
-    {
-        let sent = ctx.deletes_sent.lock().unwrap_or_else(|p| p.into_inner());
-        for d in deleted {
-            if !sent.contains(&d.public_key) && !keys.contains(&d.public_key) {
-                keys.push(d.public_key.clone());
-            }
-        }
-    }
-    if keys.is_empty() {
-        return Ok(vec![]);
-    }
-    let request =
-        crate::deletions::delete_request(signer, &keys, unix_now()).map_err(|e| e.to_string())?;
-    let answers = wire
-        .claims_delete(&request, Collect::expecting(names.len(), PING))
-        .await
-        .map_err(|e| format!("CLAIMS.DELETE: {e}"))?;
-    if let Some(f) = answers.failures.first() {
-        return Err(format!("CLAIMS.DELETE refused: {f}"));
-    }
-    ctx.deletes_sent
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .extend(keys.iter().cloned());
-    Ok(keys)
 }
 
 #[cfg(test)]

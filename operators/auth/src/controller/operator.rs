@@ -383,17 +383,18 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
             deletions::record(&mut deleted, pk, expires);
         }
     }
-    // Deleted from the servers: newly listed ones now, all again when a server rejoins.
+    // Deleted from the servers: sent to every server that has not confirmed them (the rejoin
+    // watch goes on between passes; an empty list stops it).
     let mut wait = ctx.settings.resync;
-    if !deleted.is_empty() {
-        match super::nats::send_deletes(&ctx, &deleted, &active.key).await {
-            Ok(sent) if !sent.is_empty() => {
-                tracing::info!(accounts = ?sent, "CLAIMS.DELETE sent");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "CLAIMS.DELETE not sent; retrying"),
+    let operator_key = format!("{ns}/{name}");
+    match super::claims_delete::send_deletes(&ctx, &operator_key, &deleted, &active.key).await {
+        Ok(sent) if !sent.is_empty() => {
+            tracing::info!(accounts = ?sent, "CLAIMS.DELETE sent");
         }
-        // Rejoins are seen in STATSZ: look again well before the resync.
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "CLAIMS.DELETE not sent; retrying"),
+    }
+    if !deleted.is_empty() {
         wait = wait.min(super::WAIT_RETRY * 6);
     }
     status.deleted_accounts = deleted;

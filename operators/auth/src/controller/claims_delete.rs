@@ -1,0 +1,150 @@
+//! Deleted accounts leave every server (§5.2, §7): CLAIMS.DELETE, signed by the NATS operator, to
+//! every server that has not confirmed it. A server is known by its id, which nats-server draws
+//! anew at every start, so one that was away during a deletion, restarted, or joined later has
+//! confirmed nothing and is sent every deleted account ([`crate::deletions::Confirmed`]); its
+//! resolver directory may still hold them, and the resolver's catch-up sync only adds.
+//!
+//! The NatsOperator's pass sends what its roster has not confirmed; between passes the rejoin
+//! watch looks at the roster every couple of seconds, so a server returning is sent the deletions
+//! within seconds of answering STATSZ, whatever the pass interval.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use nats_api::auth::DeletedAccount;
+use nats_claims::NKey;
+use nats_wire::{Collect, ServerFilter};
+
+use super::nats::{PING, collect, system_wire};
+use super::{Context, unix_now};
+
+/// How often the rejoin watch looks at the roster while accounts are listed deleted (each look
+/// also collects STATSZ answers for up to [`PING`]).
+const REJOIN_WATCH: Duration = Duration::from_secs(1);
+
+/// One NatsOperator's deleted accounts and the key that signs their CLAIMS.DELETE.
+#[derive(Clone)]
+pub(crate) struct Deletions {
+    pub accounts: Vec<String>,
+    pub signer: NKey,
+}
+
+/// Sends CLAIMS.DELETE for `deleted` of NatsOperator `operator` (namespace/name) to every server
+/// that has not confirmed it, and leaves them to the rejoin watch until the next pass. Returns
+/// the account keys sent; a failure is retried by the watch and the next pass.
+pub(crate) async fn send_deletes(
+    ctx: &Context,
+    operator: &str,
+    deleted: &[DeletedAccount],
+    signer: &NKey,
+) -> Result<Vec<String>, String> {
+    let accounts: Vec<String> = deleted.iter().map(|d| d.public_key.clone()).collect();
+    {
+        let mut watched = ctx.deletions.lock().unwrap_or_else(|p| p.into_inner());
+        if accounts.is_empty() {
+            watched.remove(operator);
+        } else {
+            watched.insert(
+                operator.to_string(),
+                Deletions {
+                    accounts: accounts.clone(),
+                    signer: signer.clone(),
+                },
+            );
+        }
+    }
+    if accounts.is_empty() {
+        ctx.confirmed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(operator);
+        return Ok(vec![]);
+    }
+    send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx)).await
+}
+
+/// STATSZ for the roster's ids, then CLAIMS.DELETE of whatever some of them have not confirmed;
+/// the servers that answer are recorded as having confirmed it.
+async fn send_unconfirmed(
+    ctx: &Context,
+    operator: &str,
+    accounts: &[String],
+    signer: &NKey,
+    statsz_collect: Collect,
+) -> Result<Vec<String>, String> {
+    let Some(wire) = system_wire(ctx).await? else {
+        return Ok(vec![]);
+    };
+    let statsz = wire
+        .ping_statsz(&ServerFilter::all(), statsz_collect)
+        .await
+        .map_err(|e| format!("STATSZ: {e}"))?;
+    let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
+    ctx.roster.store(ids.len(), Ordering::Relaxed);
+    let keys = {
+        let mut confirmed = ctx.confirmed.lock().unwrap_or_else(|p| p.into_inner());
+        let c = confirmed.entry(operator.to_string()).or_default();
+        c.retain(&ids, accounts);
+        c.unconfirmed(accounts, &ids)
+    };
+    if keys.is_empty() {
+        return Ok(vec![]);
+    }
+    let request =
+        crate::deletions::delete_request(signer, &keys, unix_now()).map_err(|e| e.to_string())?;
+    let answers = wire
+        .claims_delete(&request, Collect::expecting(ids.len(), PING))
+        .await
+        .map_err(|e| format!("CLAIMS.DELETE: {e}"))?;
+    let answered: Vec<String> = answers
+        .replies
+        .iter()
+        .map(|r| r.server.id.clone())
+        .collect();
+    ctx.confirmed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(operator.to_string())
+        .or_default()
+        .record(&answered, &keys);
+    if let Some(f) = answers.failures.first() {
+        return Err(format!("CLAIMS.DELETE refused: {f}"));
+    }
+    Ok(keys)
+}
+
+/// Between the NatsOperators' passes: every [`REJOIN_WATCH`] while some operator lists deleted
+/// accounts, the roster is asked (for a full [`PING`], so a server just back is heard) and any
+/// server that has not confirmed a deletion is sent it. Runs for the life of the process.
+pub(crate) async fn rejoin_watch(ctx: Arc<Context>) {
+    let mut tick = tokio::time::interval(REJOIN_WATCH);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let watched: Vec<(String, Deletions)> = ctx
+            .deletions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (operator, d) in watched {
+            match send_unconfirmed(
+                &ctx,
+                &operator,
+                &d.accounts,
+                &d.signer,
+                Collect::until(PING),
+            )
+            .await
+            {
+                Ok(sent) if !sent.is_empty() => {
+                    tracing::info!(operator, accounts = ?sent, "CLAIMS.DELETE sent to a server that had not confirmed it");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(operator, error = %e, "rejoin watch"),
+            }
+        }
+    }
+}
