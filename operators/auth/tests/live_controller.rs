@@ -16,6 +16,7 @@ use auth_controller::controller::{Settings, SystemConnection};
 use auth_controller::presets;
 use common::{Judge, VERSION, connect};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser, UserPreset};
 use nats_api::nats::NatsOperatorTrust;
 use serde_json::json;
@@ -1076,4 +1077,119 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
         }
     }
+}
+
+/// A user whose key is replaced — its creds Secret deleted, so the controller writes it afresh
+/// under a new key — has the old key revoked from that moment: status.replacedKeys holds it until
+/// the account JWT revokes it, the servers take that JWT and close the old key's connection, the
+/// old creds are refused, and the new ones work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_user_key_is_revoked_and_its_connection_closed() {
+    let (rig, topo) = plane(&[]).await;
+    let accounts = rig.api::<NatsAccount>(SYS);
+    let users = rig.api::<NatsUser>(SYS);
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+        "metadata": {"name": "keys", "namespace": SYS},
+        "spec": {"operatorRef": {"name": "demo"}},
+    }))
+    .await;
+    rig.apply(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+        "metadata": {"name": "rotating", "namespace": SYS},
+        "spec": {
+            "accountRef": {"kind": "NatsAccount", "name": "keys"},
+            "credentials": {"secretKeyRef": {"name": "rotating-creds"}},
+            "permissions": {
+                "publish": {"allow": ["keys.>"]},
+                "subscribe": {"allow": ["keys.>", "_INBOX.>"]},
+            },
+        },
+    }))
+    .await;
+    wait_for(&accounts, "keys", "keys 3 of 3", |o| {
+        is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
+    let user = wait_ready(&users, "rotating", "True", "Signed").await;
+    let old_pk = str_at(&user, "/status/publicKey").to_string();
+    let old_creds = creds_text(&rig, SYS, "rotating-creds").await.unwrap();
+    sim::wait::poll("the old creds usable", WAIT, || async {
+        round_trip(&topo, &old_creds, "keys.ping").await.map(Some)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (old_client, mut old_events) = connect(&topo, &old_creds, None).await;
+    let old_client = old_client.expect("the old key connects");
+
+    // The Secret lost: written afresh under a new key.
+    rig.api::<Secret>(SYS)
+        .delete("rotating-creds", &Default::default())
+        .await
+        .unwrap();
+    let replaced_at = Instant::now();
+    let renewed = wait_for(&users, "rotating", "rotating under a new key", |o| {
+        is(o, "Ready", "True", "Signed")
+            && o["status"]["publicKey"]
+                .as_str()
+                .is_some_and(|k| k != old_pk)
+    })
+    .await;
+    let new_pk = str_at(&renewed, "/status/publicKey").to_string();
+    // The account JWT revokes the old key and every server holds it; replacedKeys then empties.
+    let keys = wait_for(
+        &accounts,
+        "keys",
+        "keys revoking the old key, 3 of 3",
+        |o| {
+            let revokes = o["status"]["jwt"]
+                .as_str()
+                .and_then(|j| nats_claims::decode_unverified::<nats_claims::Account>(j).ok())
+                .is_some_and(|c| c.nats.revocations.get(&old_pk).is_some());
+            revokes && is(o, "Distributed", "True", "AllServersCurrent")
+        },
+    )
+    .await;
+    let claims =
+        nats_claims::decode_unverified::<nats_claims::Account>(str_at(&keys, "/status/jwt"))
+            .expect("the account JWT");
+    assert!(
+        claims.nats.revocations.get(&new_pk).is_none(),
+        "the new key is not revoked"
+    );
+    wait_for(&users, "rotating", "replacedKeys emptied", |o| {
+        o["status"]
+            .get("replacedKeys")
+            .and_then(|r| r.as_array())
+            .is_none_or(|r| r.is_empty())
+    })
+    .await;
+
+    // The server closed the old key's connection; the old creds are refused, the new ones work.
+    let closed = tokio::time::timeout(WAIT, async {
+        while let Some(e) = old_events.recv().await {
+            if matches!(e, async_nats::Event::Disconnected) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(
+        matches!(closed, Ok(true)),
+        "the old key's connection is still {:?}",
+        old_client.connection_state()
+    );
+    println!(
+        "creds Secret lost -> new key signed -> old key revoked on 3 of 3 -> its connection closed: {} ms",
+        replaced_at.elapsed().as_millis()
+    );
+    let (refused, _) = connect(&topo, &old_creds, None).await;
+    assert!(refused.is_err(), "the replaced key still connects");
+    let new_creds = creds_text(&rig, SYS, "rotating-creds").await.unwrap();
+    sim::wait::poll("the new creds usable", WAIT, || async {
+        round_trip(&topo, &new_creds, "keys.ping").await.map(Some)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 }
