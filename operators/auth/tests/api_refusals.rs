@@ -6,11 +6,10 @@ mod apirig;
 
 use std::time::Duration;
 
-use apirig::{Rig, is, message, str_at, wait_for, wait_ready};
+use apirig::{Rig, is, message, str_at, wait_event, wait_for, wait_gone, wait_ready};
 use auth_controller::controller::{Settings, SystemConnection};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
 use nats_claims::{KeyKind, NKey};
 use serde_json::json;
@@ -326,14 +325,7 @@ async fn a_user_never_writes_or_deletes_a_secret_it_does_not_control() {
         users.delete(user, &DeleteParams::default()).await.unwrap();
     }
     for user in ["takes-identity", "takes-app", "own"] {
-        sim::wait::poll(&format!("{user} gone"), apirig::WAIT, || async {
-            match users.get_opt(user).await.map_err(|e| e.to_string())? {
-                None => Ok(Some(())),
-                Some(_) => Err("still there".to_string()),
-            }
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        wait_gone(&users, user).await;
     }
     assert_eq!(snapshot("orders-account-identity").await, identity_before);
     assert_eq!(snapshot("app-config").await, app_before);
@@ -344,48 +336,6 @@ async fn a_user_never_writes_or_deletes_a_secret_it_does_not_control() {
     // The account keeps its identity.
     let after = wait_ready(&accounts, "orders", "True", "Signed").await;
     assert_eq!(str_at(&after, "/status/publicKey"), orders_pk);
-}
-
-/// Waits until `name` of `K` is gone.
-async fn wait_gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    sim::wait::poll(&format!("{name} gone"), apirig::WAIT, || async {
-        match api.get_opt(name).await.map_err(|e| e.to_string())? {
-            None => Ok(Some(())),
-            Some(_) => Err("still there".to_string()),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// Waits for an Event of `reason` about `kind` `name`; returns its note.
-async fn wait_event(rig: &Rig, kind: &str, name: &str, reason: &str) -> String {
-    let events = rig.api::<Event>(NS);
-    sim::wait::poll(
-        &format!("a {reason} Event about {kind} {name}"),
-        apirig::WAIT,
-        || async {
-            let list = events
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let found = list.items.into_iter().find(|e| {
-                e.reason.as_deref() == Some(reason)
-                    && e.regarding.as_ref().is_some_and(|r| {
-                        r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
-                    })
-            });
-            match found {
-                Some(e) => Ok(Some(e.note.unwrap_or_default())),
-                None => Err("none yet".to_string()),
-            }
-        },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Sets the force-delete annotation on `name`.
@@ -448,11 +398,11 @@ async fn held_deletions_say_why_and_force_delete_releases_them() {
     let m = message(&held, "Ready");
     assert!(m.contains("waiting for every server"), "{m}");
     assert!(m.contains(nats_api::auth::annotation::FORCE_DELETE), "{m}");
-    let note = wait_event(&rig, "NatsUser", "app", "DeletionHeld").await;
+    let note = wait_event(&rig, NS, "NatsUser", "app", "DeletionHeld").await;
     assert_eq!(note, m, "the Event says what Ready says");
     force_delete(&users, "app").await;
     wait_gone(&users, "app").await;
-    let note = wait_event(&rig, "NatsUser", "app", "ForceDeleted").await;
+    let note = wait_event(&rig, NS, "NatsUser", "app", "ForceDeleted").await;
     assert!(note.contains("released without waiting"), "{note}");
 
     // The account: its NatsOperator refuses (its identity seed lost), so never records it.
@@ -485,10 +435,10 @@ async fn held_deletions_say_why_and_force_delete_releases_them() {
     .await;
     let m = message(&held, "Ready");
     assert!(m.contains(nats_api::auth::annotation::FORCE_DELETE), "{m}");
-    let note = wait_event(&rig, "NatsAccount", "orders", "DeletionHeld").await;
+    let note = wait_event(&rig, NS, "NatsAccount", "orders", "DeletionHeld").await;
     assert_eq!(note, m);
     force_delete(&accounts, "orders").await;
     wait_gone(&accounts, "orders").await;
-    let note = wait_event(&rig, "NatsAccount", "orders", "ForceDeleted").await;
+    let note = wait_event(&rig, NS, "NatsAccount", "orders", "ForceDeleted").await;
     assert!(note.contains("CLAIMS.DELETE"), "{note}");
 }

@@ -230,3 +230,45 @@ pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
         .and_then(|s| s.as_str())
         .unwrap_or_default()
 }
+
+/// Waits until `name` of `K` is gone.
+pub async fn wait_gone<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    sim::wait::poll(&format!("{name} gone"), WAIT, || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            None => Ok(Some(())),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Waits for an Event of `reason` about `kind` `ns`/`name`; returns its note.
+pub async fn wait_event(rig: &Rig, ns: &str, kind: &str, name: &str, reason: &str) -> String {
+    let events = rig.api::<k8s_openapi::api::events::v1::Event>(ns);
+    sim::wait::poll(
+        &format!("a {reason} Event about {kind} {name}"),
+        WAIT,
+        || async {
+            let list = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let found = list.items.into_iter().find(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.regarding.as_ref().is_some_and(|r| {
+                        r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name)
+                    })
+            });
+            match found {
+                Some(e) => Ok(Some(e.note.unwrap_or_default())),
+                None => Err("none yet".to_string()),
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
