@@ -40,27 +40,28 @@ pub(crate) async fn send_deletes(
     signer: &NKey,
 ) -> Result<Vec<String>, String> {
     let accounts: Vec<String> = deleted.iter().map(|d| d.public_key.clone()).collect();
-    {
-        let mut watched = ctx.deletions.lock().unwrap_or_else(|p| p.into_inner());
-        if accounts.is_empty() {
-            watched.remove(operator);
-        } else {
-            watched.insert(
-                operator.to_string(),
-                Deletions {
-                    accounts: accounts.clone(),
-                    signer: signer.clone(),
-                },
-            );
-        }
-    }
     if accounts.is_empty() {
+        // Nothing listed: the watch stops for this operator and its memory goes.
+        ctx.deletions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(operator);
         ctx.confirmed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(operator);
         return Ok(vec![]);
     }
+    ctx.deletions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(
+            operator.to_string(),
+            Deletions {
+                accounts: accounts.clone(),
+                signer: signer.clone(),
+            },
+        );
     send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx)).await
 }
 
