@@ -5,7 +5,7 @@
 //! resolver's catch-up sync only adds; an entry goes once its JWT has expired,
 //! after which no server can still serve it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -38,34 +38,70 @@ pub fn prune(deleted: &[DeletedAccount], now: i64) -> Vec<DeletedAccount> {
         .collect()
 }
 
-/// Which deleted accounts each server has confirmed deleting, by the server's id. A nats-server
-/// takes a new id every time it starts, so a server that restarted, or returned with a resolver
-/// directory from before a deletion, is a server that has confirmed nothing: it is sent every
-/// deleted account again, however short its absence and whenever the controller looks.
+/// How many times this process has pushed each account's JWT (CLAIMS.UPDATE). A push that a
+/// server takes after it confirmed deleting the account puts the account back on that server, and
+/// an account pass that began before its deletion may still push once the deletion is sent (the
+/// account's and its NatsOperator's passes run side by side): a confirmation counts only for the
+/// push count it was sent under.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Confirmed(BTreeMap<String, BTreeSet<String>>);
+pub struct Pushes(BTreeMap<String, u64>);
+
+impl Pushes {
+    /// Records that `account`'s JWT was pushed (called once the push's answers are in).
+    pub fn pushed(&mut self, account: &str) {
+        *self.0.entry(account.to_string()).or_default() += 1;
+    }
+
+    /// The push count of each of `accounts`, as a CLAIMS.DELETE of them is sent.
+    pub fn counts(&self, accounts: &[String]) -> Vec<(String, u64)> {
+        accounts
+            .iter()
+            .map(|a| (a.clone(), self.count(a)))
+            .collect()
+    }
+
+    fn count(&self, account: &str) -> u64 {
+        self.0.get(account).copied().unwrap_or(0)
+    }
+}
+
+/// Which deleted accounts each server has confirmed deleting, by the server's id, and under which
+/// push count ([`Pushes`]). A nats-server takes a new id every time it starts, so a server that
+/// restarted, or returned with a resolver directory from before a deletion, is a server that has
+/// confirmed nothing: it is sent every deleted account again, however short its absence and
+/// whenever the controller looks. A push of the account since the confirmation voids it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Confirmed(BTreeMap<String, BTreeMap<String, u64>>);
 
 impl Confirmed {
-    /// The accounts of `deleted` some server of `roster` (STATSZ server ids) has not confirmed.
-    pub fn unconfirmed(&self, deleted: &[String], roster: &[String]) -> Vec<String> {
+    /// The accounts of `deleted` some server of `roster` (STATSZ server ids) has not confirmed
+    /// since the account's last push.
+    pub fn unconfirmed(
+        &self,
+        deleted: &[String],
+        roster: &[String],
+        pushes: &Pushes,
+    ) -> Vec<String> {
         deleted
             .iter()
             .filter(|a| {
+                let now = pushes.count(a);
                 roster
                     .iter()
-                    .any(|id| !self.0.get(id).is_some_and(|c| c.contains(*a)))
+                    .any(|id| self.0.get(id).and_then(|c| c.get(*a)) != Some(&now))
             })
             .cloned()
             .collect()
     }
 
-    /// Records that the servers `ids` answered a CLAIMS.DELETE of `accounts`.
-    pub fn record(&mut self, ids: &[String], accounts: &[String]) {
+    /// Records that the servers `ids` answered a CLAIMS.DELETE of `sent` (each account with the
+    /// push count it was sent under, [`Pushes::counts`]).
+    pub fn record(&mut self, ids: &[String], sent: &[(String, u64)]) {
         for id in ids {
             self.0
                 .entry(id.clone())
                 .or_default()
-                .extend(accounts.iter().cloned());
+                .extend(sent.iter().cloned());
         }
     }
 
@@ -74,7 +110,7 @@ impl Confirmed {
     pub fn retain(&mut self, roster: &[String], deleted: &[String]) {
         self.0.retain(|id, _| roster.contains(id));
         for accounts in self.0.values_mut() {
-            accounts.retain(|a| deleted.contains(a));
+            accounts.retain(|a, _| deleted.contains(a));
         }
     }
 }
@@ -190,29 +226,72 @@ mod tests {
         #[case] want: &[&str],
     ) {
         let mut c = Confirmed::default();
+        let pushes = Pushes::default();
         for entry in confirmed {
             let (id, accounts) = entry.split_once('=').expect("id=accounts");
             let accounts: Vec<&str> = accounts.split(',').collect();
-            c.record(&names(&[id]), &names(&accounts));
+            c.record(&names(&[id]), &pushes.counts(&names(&accounts)));
         }
-        assert_eq!(c.unconfirmed(&names(deleted), &names(roster)), names(want));
+        assert_eq!(
+            c.unconfirmed(&names(deleted), &names(roster), &pushes),
+            names(want)
+        );
         // Once they answer, nothing is left to send.
-        c.record(&names(roster), &names(deleted));
-        assert!(c.unconfirmed(&names(deleted), &names(roster)).is_empty());
+        c.record(&names(roster), &pushes.counts(&names(deleted)));
+        assert!(
+            c.unconfirmed(&names(deleted), &names(roster), &pushes)
+                .is_empty()
+        );
+    }
+
+    // Seen in CI: an account pass that began before the deletion pushed the JWT after both
+    // servers had confirmed the CLAIMS.DELETE, and they served the deleted account for good.
+    // Each row: pushes before the delete is sent, pushes while it is out, pushes after it is
+    // recorded; whether the account is still to be sent to the servers that answered.
+    #[rstest]
+    #[case::no_push(0, 0, 0, false)]
+    #[case::pushed_before_the_delete(1, 0, 0, false)]
+    #[case::pushed_while_the_delete_is_out(0, 1, 0, true)]
+    #[case::pushed_after_it_was_confirmed(0, 0, 1, true)]
+    #[case::pushed_before_and_after(2, 0, 1, true)]
+    fn a_push_since_the_confirmation_voids_it(
+        #[case] before: usize,
+        #[case] during: usize,
+        #[case] after: usize,
+        #[case] resend: bool,
+    ) {
+        let (deleted, roster) = (names(&["A"]), names(&["n1", "n2"]));
+        let mut pushes = Pushes::default();
+        let mut c = Confirmed::default();
+        (0..before).for_each(|_| pushes.pushed("A"));
+        let sent = pushes.counts(&c.unconfirmed(&deleted, &roster, &pushes));
+        assert_eq!(sent, vec![("A".to_string(), before as u64)]);
+        (0..during).for_each(|_| pushes.pushed("A"));
+        c.record(&roster, &sent);
+        (0..after).for_each(|_| pushes.pushed("A"));
+        let want = if resend { deleted.clone() } else { vec![] };
+        assert_eq!(c.unconfirmed(&deleted, &roster, &pushes), want);
+        // Another account's push voids nothing.
+        pushes.pushed("B");
+        assert_eq!(c.unconfirmed(&deleted, &roster, &pushes), want);
     }
 
     #[test]
     fn the_memory_keeps_only_the_roster_and_the_listed_deletions() {
         let mut c = Confirmed::default();
-        c.record(&names(&["n1", "n2"]), &names(&["A", "B"]));
+        let p = Pushes::default();
+        c.record(&names(&["n1", "n2"]), &p.counts(&names(&["A", "B"])));
         c.retain(&names(&["n1"]), &names(&["A"]));
-        assert_eq!(c.unconfirmed(&names(&["A"]), &names(&["n1"])), names(&[]));
         assert_eq!(
-            c.unconfirmed(&names(&["B"]), &names(&["n1"])),
+            c.unconfirmed(&names(&["A"]), &names(&["n1"]), &p),
+            names(&[])
+        );
+        assert_eq!(
+            c.unconfirmed(&names(&["B"]), &names(&["n1"]), &p),
             names(&["B"])
         );
         assert_eq!(
-            c.unconfirmed(&names(&["A"]), &names(&["n2"])),
+            c.unconfirmed(&names(&["A"]), &names(&["n2"]), &p),
             names(&["A"])
         );
     }

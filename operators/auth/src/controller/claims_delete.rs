@@ -4,8 +4,14 @@
 //! confirmed nothing and is sent every deleted account ([`crate::deletions::Confirmed`]); its
 //! resolver directory may still hold them, and the resolver's catch-up sync only adds.
 //!
-//! The NatsOperator's pass sends what its roster has not confirmed; between passes the rejoin
-//! watch looks at the roster every couple of seconds, so a server returning is sent the deletions
+//! A confirmation is void once the account's JWT is pushed again ([`crate::deletions::Pushes`]):
+//! an account pass that began before the deletion may push after the servers confirmed it.
+//!
+//! The NatsOperator's pass sends every listed deletion to every server, confirmed or not: a
+//! server that returns holding a deleted account may hand it to a peer through the resolver's
+//! own sync (CLAIMS.PACK, which only adds) before our CLAIMS.DELETE reaches it, and no
+//! confirmation can tell. Between passes the rejoin watch looks at the roster every second or
+//! two and sends what some server has not confirmed, so a server returning is sent the deletions
 //! within seconds of answering STATSZ, whatever the pass interval.
 
 use std::sync::Arc;
@@ -30,9 +36,9 @@ pub(crate) struct Deletions {
     pub signer: NKey,
 }
 
-/// Sends CLAIMS.DELETE for `deleted` of NatsOperator `operator` (namespace/name) to every server
-/// that has not confirmed it, and leaves them to the rejoin watch until the next pass. Returns
-/// the account keys sent; a failure is retried by the watch and the next pass.
+/// Sends CLAIMS.DELETE for `deleted` of NatsOperator `operator` (namespace/name) to every server,
+/// whatever they confirmed before, and leaves them to the rejoin watch until the next pass.
+/// Returns the account keys sent; a failure is retried by the watch and the next pass.
 pub(crate) async fn send_deletes(
     ctx: &Context,
     operator: &str,
@@ -62,6 +68,11 @@ pub(crate) async fn send_deletes(
                 signer: signer.clone(),
             },
         );
+    // The pass's sweep: nothing counts as confirmed.
+    ctx.confirmed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(operator);
     send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx)).await
 }
 
@@ -83,15 +94,17 @@ async fn send_unconfirmed(
         .map_err(|e| format!("STATSZ: {e}"))?;
     let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
     ctx.roster.store(ids.len(), Ordering::Relaxed);
-    let keys = {
+    let sent = {
+        let pushes = ctx.pushes.lock().unwrap_or_else(|p| p.into_inner());
         let mut confirmed = ctx.confirmed.lock().unwrap_or_else(|p| p.into_inner());
         let c = confirmed.entry(operator.to_string()).or_default();
         c.retain(&ids, accounts);
-        c.unconfirmed(accounts, &ids)
+        pushes.counts(&c.unconfirmed(accounts, &ids, &pushes))
     };
-    if keys.is_empty() {
+    if sent.is_empty() {
         return Ok(vec![]);
     }
+    let keys: Vec<String> = sent.iter().map(|(k, _)| k.clone()).collect();
     let request =
         crate::deletions::delete_request(signer, &keys, unix_now()).map_err(|e| e.to_string())?;
     let answers = wire
@@ -108,7 +121,7 @@ async fn send_unconfirmed(
         .unwrap_or_else(|p| p.into_inner())
         .entry(operator.to_string())
         .or_default()
-        .record(&answered, &keys);
+        .record(&answered, &sent);
     if let Some(f) = answers.failures.first() {
         return Err(format!("CLAIMS.DELETE refused: {f}"));
     }

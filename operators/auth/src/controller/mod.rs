@@ -87,6 +87,8 @@ pub struct Context {
     /// Per NatsOperator (namespace/name), which deleted accounts each server (by its id) has
     /// confirmed deleting.
     confirmed: std::sync::Mutex<BTreeMap<String, crate::deletions::Confirmed>>,
+    /// How often each account's JWT was pushed, which voids the confirmations before it.
+    pushes: std::sync::Mutex<crate::deletions::Pushes>,
     /// Per NatsOperator (namespace/name), its deleted accounts and the key that signs their
     /// CLAIMS.DELETE, as its last pass left them: what the rejoin watch sends between passes.
     deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
@@ -564,6 +566,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         system: tokio::sync::Mutex::new(None),
         roster: std::sync::atomic::AtomicUsize::new(0),
         confirmed: std::sync::Mutex::default(),
+        pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
     })

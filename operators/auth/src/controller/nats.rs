@@ -165,10 +165,15 @@ pub(crate) async fn spread(
         }
         return Spread::Held(h);
     }
-    if let Err(e) = wire
+    let pushed = wire
         .claims_update(jwt, Collect::expecting(roster, PING))
-        .await
-    {
+        .await;
+    // Counted whether or not every answer came: a server may have taken it.
+    ctx.pushes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .pushed(account);
+    if let Err(e) = pushed {
         return Spread::Unreachable(format!("CLAIMS.UPDATE: {e}"));
     }
     let answers = match lookup().await {
