@@ -517,6 +517,18 @@ impl Host {
         condition: &str,
         timeout: Duration,
     ) -> Result<serde_json::Value, HostError> {
+        self.wait_condition_saying(object, condition, None, timeout)
+            .await
+    }
+
+    /// [`Host::wait_condition`], and the condition's message contains `message` when given.
+    pub async fn wait_condition_saying(
+        &self,
+        object: &ObjectRef,
+        condition: &str,
+        message: Option<&str>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, HostError> {
         let (type_, want, want_reason) = parse_condition(condition);
         let deadline = tokio::time::Instant::now() + timeout;
         let (ar, caps) = self.resource_of_kind(&object.kind).await?;
@@ -533,10 +545,11 @@ impl Host {
                         _ => true,
                     };
                     match condition_of(&v, &type_) {
-                        Some((s, r, _))
+                        Some((s, r, m))
                             if s == want
                                 && current
-                                && want_reason.as_ref().is_none_or(|w| *w == r) =>
+                                && want_reason.as_ref().is_none_or(|w| *w == r)
+                                && message.is_none_or(|w| m.contains(w)) =>
                         {
                             return Ok(v);
                         }

@@ -269,6 +269,9 @@ pub enum Action {
     WaitCondition {
         object: String,
         condition: String,
+        /// Text the condition's message must contain, if any.
+        #[serde(default)]
+        message: Option<String>,
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
@@ -333,8 +336,14 @@ impl Action {
             Action::ApplyManifest { path } => format!("apply manifest {path}"),
             Action::Annotate { object, annotation } => format!("annotate {object} {annotation}"),
             Action::WaitCondition {
-                object, condition, ..
-            } => format!("wait for {object} condition {condition}"),
+                object,
+                condition,
+                message,
+                ..
+            } => match message {
+                Some(m) => format!("wait for {object} condition {condition} saying {m:?}"),
+                None => format!("wait for {object} condition {condition}"),
+            },
             Action::RestartController { controller } => format!("restart controller {controller}"),
             Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
             Action::WaitServerRestarted { server, .. } => {
@@ -1489,11 +1498,12 @@ async fn run_step(
         Action::WaitCondition {
             object,
             condition,
+            message,
             timeout,
         } => {
             let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
             ctx.host()?
-                .wait_condition(&r, condition, *timeout)
+                .wait_condition_saying(&r, condition, message.as_deref(), *timeout)
                 .await
                 .map_err(|e| e.to_string())?;
             return Ok(Some(r.to_string()));
