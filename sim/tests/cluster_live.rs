@@ -227,7 +227,31 @@ async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
 async fn a_leaf_nats_cluster_connects_to_its_hub() {
     let host = host(&["cluster"]).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let text = r#"apiVersion: cluster.nats.mikluko.io/v1beta1
+    // A leafnode listener needs an auth plane (a CEL rule of the CRD): the hub runs under trust
+    // roots the sim signs, and the edge's remote authenticates as the workload account's user.
+    let trust = sim::trust::generate().unwrap_or_else(|e| panic!("{e}"));
+    let creds = serde_json::to_string(&trust.workload_creds).expect("a quoted scalar");
+    let text = r#"apiVersion: nats.mikluko.io/v1beta1
+kind: NatsOperatorTrust
+metadata: { name: sim, namespace: nats }
+spec:
+  operatorJWT: ${trust.operator_jwt}
+  systemAccountJWT: ${trust.system_account_jwt}
+---
+apiVersion: nats.mikluko.io/v1beta1
+kind: NatsAccountTrust
+metadata: { name: app, namespace: nats }
+spec:
+  publicKey: ${trust.account}
+  jwt: ${trust.account_jwt}
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: hub-leaf-creds, namespace: nats }
+stringData:
+  user.creds: ${leaf_creds}
+---
+apiVersion: cluster.nats.mikluko.io/v1beta1
 kind: NatsCluster
 metadata: { name: hub, namespace: nats }
 spec:
@@ -235,6 +259,9 @@ spec:
   replicas: 2
   resources: { limits: { memory: 512Mi } }
   jetstream: {}
+  auth:
+    trustRef: { name: sim }
+    accountTrustRefs: [{ name: app }]
   leafnodes: {}
 ---
 apiVersion: nats.mikluko.io/v1beta1
@@ -242,6 +269,8 @@ kind: NatsConnection
 metadata: { name: hub-leaf, namespace: nats }
 spec:
   servers: ["${hub.leafnodes}"]
+  credentials:
+    secretKeyRef: { name: hub-leaf-creds }
 ---
 apiVersion: cluster.nats.mikluko.io/v1beta1
 kind: NatsCluster
@@ -254,7 +283,15 @@ spec:
   leafRemotes:
     - connectionRef: { name: hub-leaf }
 "#;
-    apply_reserved(&host, dir.path(), "leaf.yaml", text).await;
+    let mut vars = trust.vars.clone();
+    vars.insert("leaf_creds".into(), creds);
+    apply_reserved(
+        &host,
+        dir.path(),
+        "leaf.yaml",
+        &sim::host::substitute(text, &vars),
+    )
+    .await;
     let v = wait_condition_or_dump(&host, "NatsCluster/edge", "LeafnodesConnected").await;
     println!("edge: {}", conditions(&v));
     let hub = read_cluster(&host, "nats", "hub").await.expect("hub");

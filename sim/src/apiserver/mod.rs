@@ -14,6 +14,7 @@
 //! `scripts/install-apiserver.sh`; see [`binaries`].
 
 mod binaries;
+mod cel_judge;
 mod pki;
 mod process;
 #[cfg(test)]
@@ -34,6 +35,7 @@ pub use binaries::{
     ApiextensionsUnavailable, Binaries, ENV_APIEXTENSIONS_APISERVER, ENV_CACHE, ENV_ETCD,
     ENV_KUBE_APISERVER, apiextensions_binary, binaries, cache_root,
 };
+pub use cel_judge::CelJudgeError;
 pub use pki::Pki;
 use process::{Proc, free_ports};
 
@@ -124,6 +126,12 @@ pub enum ApiServerError {
     },
     #[error("failed to create namespace {name}: {source}")]
     Namespace { name: String, source: kube::Error },
+    #[error(transparent)]
+    CelJudge(#[from] CelJudgeError),
+    #[error("the apiserver refused the CEL judge's webhook configuration: {0}")]
+    CelJudgeRefused(kube::Error),
+    #[error("the CEL judge not in force within {waited:?} (last: {last})")]
+    CelJudgeNotInForce { waited: Duration, last: String },
 }
 
 /// A running etcd + API server pair. Dropping it kills both.
@@ -133,6 +141,8 @@ pub struct ApiServer {
     kubeconfig: PathBuf,
     url: String,
     pki: Pki,
+    /// kube-apiserver 1.20's stand-in for the CRDs' CEL rules, once CRDs are installed judged.
+    judge: tokio::sync::Mutex<Option<cel_judge::CelJudge>>,
     // Field order is drop order: the server goes before its etcd, and both before the directory.
     server: Proc,
     etcd: Proc,
@@ -218,6 +228,7 @@ impl ApiServer {
                         kubeconfig,
                         url,
                         pki,
+                        judge: tokio::sync::Mutex::new(None),
                         server,
                         etcd,
                         dir: Some(dir),
@@ -373,7 +384,23 @@ impl ApiServer {
     }
 
     /// Creates every CRD, then waits until each is Established (its custom resources are served).
+    /// On kube-apiserver 1.20 their CEL rules are then judged at every create and update of a
+    /// custom resource, as a cluster of today judges them ([`cel_judge`]).
     pub async fn install_crds(
+        &self,
+        crds: &[CustomResourceDefinition],
+    ) -> Result<(), ApiServerError> {
+        self.install_crds_unjudged(crds).await?;
+        if self.flavor == Flavor::Kube120 {
+            self.judge_cel(crds).await?;
+        }
+        Ok(())
+    }
+
+    /// [`ApiServer::install_crds`] without the CEL judge on kube-apiserver 1.20: for a test that
+    /// writes what the CEL rules refuse, as a server before CEL (Kubernetes < 1.25) stores it, to
+    /// see what a controller makes of it.
+    pub async fn install_crds_unjudged(
         &self,
         crds: &[CustomResourceDefinition],
     ) -> Result<(), ApiServerError> {
@@ -423,6 +450,112 @@ impl ApiServer {
             }
         }
         Ok(())
+    }
+
+    /// Starts the CEL judge (once), has it judge `crds`, registers it for their groups and waits
+    /// until the apiserver calls it (a dry-run probe it always refuses).
+    async fn judge_cel(&self, crds: &[CustomResourceDefinition]) -> Result<(), ApiServerError> {
+        use base64::Engine as _;
+        use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{Patch, PatchParams};
+
+        let mut slot = self.judge.lock().await;
+        if slot.is_none() {
+            let read = |path: &Path| {
+                std::fs::read_to_string(path).map_err(io("read the serving certificate", path))
+            };
+            let (cert, key) = (read(&self.pki.server_cert)?, read(&self.pki.server_key)?);
+            *slot = Some(cel_judge::CelJudge::start(&cert, &key).await?);
+        }
+        let Some(judge) = slot.as_ref() else {
+            return Ok(());
+        };
+        judge.judge(crds);
+        let ca = std::fs::read(&self.pki.ca_cert).map_err(io("read the CA", &self.pki.ca_cert))?;
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+        let webhook = |name: &str, rules: serde_json::Value, selector: serde_json::Value| {
+            serde_json::json!({
+                "name": name,
+                "clientConfig": {"url": judge.url(), "caBundle": ca},
+                "rules": rules,
+                "objectSelector": selector,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 30,
+            })
+        };
+        let config = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "sim-cel-judge"},
+            "webhooks": [
+                webhook(
+                    "cel.judge.sim.nats.mikluko.io",
+                    serde_json::json!([{
+                        "apiGroups": judge.groups(),
+                        "apiVersions": ["*"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["*"],
+                    }]),
+                    serde_json::json!({}),
+                ),
+                webhook(
+                    "probe.judge.sim.nats.mikluko.io",
+                    serde_json::json!([{
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["configmaps"],
+                    }]),
+                    serde_json::json!({"matchLabels": {cel_judge::PROBE_LABEL: "true"}}),
+                ),
+            ],
+        });
+        Api::<ValidatingWebhookConfiguration>::all(self.client.clone())
+            .patch(
+                "sim-cel-judge",
+                &PatchParams::apply("sim").force(),
+                &Patch::Apply(&config),
+            )
+            .await
+            .map_err(ApiServerError::CelJudgeRefused)?;
+        // The apiserver reads webhook configurations through an informer: probe until it calls.
+        let probe: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "generateName": "cel-judge-probe-",
+                "labels": {cel_judge::PROBE_LABEL: "true"},
+            },
+        }))
+        .unwrap_or_default();
+        let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), "default");
+        let deadline = Instant::now() + ESTABLISH_DEADLINE;
+        loop {
+            let last = match configmaps
+                .create(
+                    &PostParams {
+                        dry_run: true,
+                        ..PostParams::default()
+                    },
+                    &probe,
+                )
+                .await
+            {
+                Err(kube::Error::Api(s)) if s.message.contains(cel_judge::PROBE_REFUSAL) => {
+                    return Ok(());
+                }
+                Ok(_) => "the probe was admitted".to_string(),
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(ApiServerError::CelJudgeNotInForce {
+                    waited: ESTABLISH_DEADLINE,
+                    last,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// Creates a namespace (kube-apiserver only); an existing one is fine.

@@ -187,3 +187,114 @@ async fn apiextensions_1_36_serves_crds_where_it_is_built() {
     drop(server);
     assert!(!alive(etcd) && !alive(apiserver));
 }
+
+/// On kube-apiserver 1.20 the CRDs' CEL rules are judged at apply, by every way of writing: a
+/// NatsCluster with a leaf node listener and no auth is refused at create, an update breaking a
+/// rule is refused, status writes are not judged, and an update of an object that already broke
+/// a rule (stored before the judge was in force) is let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_1_20_judges_the_crds_cel_rules_at_apply() {
+    use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+    let server = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let crds = nats_api::crds::all();
+    server
+        .install_crds(&crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    server
+        .create_namespace("nats")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let crd = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "NatsCluster")
+        .expect("the NatsCluster CRD");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd));
+    let cluster = |name: &str, spec: serde_json::Value| -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+            "kind": "NatsCluster",
+            "metadata": {"name": name, "namespace": "nats"},
+            "spec": spec,
+        }))
+        .expect("an object")
+    };
+    let ok = serde_json::json!({"version": "2.15.1", "replicas": 3});
+    let leaf = serde_json::json!({"version": "2.15.1", "replicas": 3, "leafnodes": {}});
+
+    let refused = api
+        .create(&PostParams::default(), &cluster("leaf", leaf.clone()))
+        .await
+        .expect_err("a leaf listener without auth is refused");
+    assert!(
+        refused.to_string().contains("CEL rules"),
+        "refused by the judge: {refused}"
+    );
+
+    api.create(&PostParams::default(), &cluster("demo", ok))
+        .await
+        .expect("a valid NatsCluster is stored");
+    let broken = api
+        .patch(
+            "demo",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&cluster("demo", leaf.clone())),
+        )
+        .await
+        .expect_err("an update breaking a rule is refused");
+    assert!(broken.to_string().contains("CEL rules"), "{broken}");
+    let status = api
+        .patch_status(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"status": {"observedGeneration": 1}})),
+        )
+        .await;
+    assert!(status.is_ok(), "status is not judged: {status:?}");
+
+    // Stored by a server with no judge (as one before CEL would), then updated: ratcheting.
+    let bare = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    bare.install_crds_unjudged(&crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    bare.create_namespace("nats")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bare_api: Api<DynamicObject> =
+        Api::namespaced_with(bare.client(), "nats", &super::crd_api_resource(crd));
+    bare_api
+        .create(&PostParams::default(), &cluster("leaf", leaf.clone()))
+        .await
+        .expect("no judge: stored");
+    bare.install_crds(&crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut relabelled = cluster("leaf", leaf);
+    relabelled.metadata.labels = Some([("team".to_string(), "a".to_string())].into());
+    bare_api
+        .patch(
+            "leaf",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&relabelled),
+        )
+        .await
+        .expect("what the stored object already failed does not refuse its update");
+    assert!(
+        bare_api
+            .create(
+                &PostParams::default(),
+                &cluster(
+                    "leaf-2",
+                    serde_json::json!({"version": "2.15.1", "replicas": 3, "leafnodes": {}})
+                )
+            )
+            .await
+            .is_err(),
+        "judged from then on"
+    );
+}
