@@ -9,25 +9,19 @@ use std::time::Duration;
 
 use e2e::stories::{self, Document, Object, StatusExample, Story};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
-use kube::{Client, ResourceExt};
 use serde_json::Value;
 use sim::apiserver::ApiServer;
-use tokio::time::Instant;
+use sim::testkit::{api_error, apiserver_with_crds};
 
 const GONE_DEADLINE: Duration = Duration::from_secs(30);
 
 async fn kube_1_20_with_crds() -> (ApiServer, Vec<CustomResourceDefinition>, Discovery) {
-    let server = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let server = apiserver_with_crds(&[]).await;
     let crds = nats_api::crds::all();
-    server
-        .install_crds(&crds)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     let discovery = Discovery::new(server.client())
         .run()
         .await
@@ -53,15 +47,6 @@ fn api_for(
             object.namespace.as_deref().unwrap_or("default"),
             resource,
         ),
-    }
-}
-
-fn api_error(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) => {
-            format!("{} {}: {}", status.code, status.reason, status.message)
-        }
-        other => other.to_string(),
     }
 }
 
@@ -245,7 +230,7 @@ async fn round_trip(
     let api = api_for(server.client(), &resource, &caps, &example.object);
     let name = &example.object.name;
     // Stories reuse names (several `demo` clusters): start from a clean slate.
-    delete_and_wait(&api, name).await?;
+    sim::testkit::delete_and_wait(&api, name, GONE_DEADLINE).await?;
 
     let object: DynamicObject = serde_json::from_value(doc.object.value.clone())
         .map_err(|e| format!("manifest {doc}: {e}"))?;
@@ -274,30 +259,8 @@ async fn round_trip(
         }
     }
     .await;
-    delete_and_wait(&api, name).await?;
+    sim::testkit::delete_and_wait(&api, name, GONE_DEADLINE).await?;
     outcome
-}
-
-async fn delete_and_wait(api: &Api<DynamicObject>, name: &str) -> Result<(), String> {
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-        Err(e) => return Err(format!("delete {name}: {}", api_error(&e))),
-    }
-    let deadline = Instant::now() + GONE_DEADLINE;
-    loop {
-        match api.get_opt(name).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(left)) if Instant::now() >= deadline => {
-                return Err(format!(
-                    "{name} still present after {GONE_DEADLINE:?} (finalizers {:?})",
-                    left.finalizers()
-                ));
-            }
-            Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(100)).await,
-            Err(e) => return Err(format!("get {name}: {}", api_error(&e))),
-        }
-    }
 }
 
 /// The object without apiVersion, kind and metadata (the server fills metadata in).

@@ -9,11 +9,10 @@
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::{Client, ResourceExt};
 use nats_api::cel_cases::{self, Case, Expect};
 use sim::apiserver::{ApiServer, ApiextensionsUnavailable, apiextensions_binary, crd_api_resource};
-use tokio::time::Instant;
 
 const GONE_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -95,7 +94,7 @@ async fn check(
     };
     let name = new.name_any();
     // Rows reuse names: every row starts from nothing.
-    delete_and_wait(&api, &name).await?;
+    sim::testkit::delete_and_wait(&api, &name, GONE_DEADLINE).await?;
 
     let verdict = match case.old {
         None => api.create(&PostParams::default(), &new).await.map(drop),
@@ -117,7 +116,7 @@ async fn check(
                 .map(drop)
         }
     };
-    delete_and_wait(&api, &name).await?;
+    sim::testkit::delete_and_wait(&api, &name, GONE_DEADLINE).await?;
 
     match (&case.expect, verdict) {
         (Expect::Accepted, Ok(())) => Ok(()),
@@ -147,27 +146,6 @@ fn message(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => status.message.clone(),
         other => other.to_string(),
-    }
-}
-
-async fn delete_and_wait(api: &Api<DynamicObject>, name: &str) -> Result<(), String> {
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-        Err(e) => return Err(format!("delete {name}: {}", message(&e))),
-    }
-    let deadline = Instant::now() + GONE_DEADLINE;
-    loop {
-        match api.get_opt(name).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(_)) if Instant::now() >= deadline => {
-                return Err(format!(
-                    "{name} still present {GONE_DEADLINE:?} after delete"
-                ));
-            }
-            Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
-            Err(e) => return Err(format!("get {name}: {}", message(&e))),
-        }
     }
 }
 

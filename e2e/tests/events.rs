@@ -7,17 +7,11 @@ use controller_kit::events::Events;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
-use sim::apiserver::{ApiServer, Flavor};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeats_grow_a_series_and_every_distinct_note_is_kept() {
-    let server = ApiServer::start(Flavor::Kube120)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    server
-        .create_namespace("nats")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    // No CRDs: Events are about core objects.
+    let server = sim::testkit::apiserver_with(&[], &["nats"]).await;
     let client = server.client();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "nats");
     let mut cm = ConfigMap::default();

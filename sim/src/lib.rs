@@ -14,6 +14,7 @@ pub mod ports;
 pub mod proxy;
 pub mod scenario;
 pub mod server;
+pub mod testkit;
 pub mod timings;
 pub mod topology;
 pub mod traffic;

@@ -3,18 +3,15 @@
 //! in-process on the local server lifecycle, and their status tells the truth.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::lifecycle::ServerLifecycle;
 use sim::controlled::{read_cluster, wait_servers};
 use sim::host::{Host, ObjectRef};
+use sim::testkit::{wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(120);
-
-fn story(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
-}
 
 async fn http_json(url: String) -> Option<serde_json::Value> {
     let client = reqwest::Client::builder()
@@ -42,7 +39,7 @@ async fn the_quickstart_becomes_three_jetstream_servers_and_settles() {
     let host = host(&["cluster"]).await;
     let applied = host
         .apply_manifest(
-            &story("docs/stories/01-quickstart/01-natscluster.yaml"),
+            &workspace_path("docs/stories/01-quickstart/01-natscluster.yaml"),
             &BTreeMap::new(),
         )
         .await
@@ -52,13 +49,7 @@ async fn the_quickstart_becomes_three_jetstream_servers_and_settles() {
         vec!["Namespace/default/nats", "NatsCluster/nats/demo"]
     );
     let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
-    let settled = match host.wait_condition(&demo, "Settled", WAIT).await {
-        Ok(v) => v,
-        Err(e) => {
-            let now = host.get(&demo).await.unwrap_or_default();
-            panic!("{e}\nconditions: {}", conditions(&now));
-        }
-    };
+    let settled = wait_condition(&host, &demo, "Settled", WAIT).await;
     wait_servers(&host, "nats", "demo", WAIT)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -110,26 +101,18 @@ async fn apply_reserved(host: &Host, dir: &Path, file: &str, text: &str) -> Vec<
 }
 
 async fn wait_condition_or_dump(host: &Host, object: &str, condition: &str) -> serde_json::Value {
-    let r = ObjectRef::parse(object).expect("ref");
-    match host.wait_condition(&r, condition, WAIT).await {
-        Ok(v) => v,
-        Err(e) => {
-            let now = host.get(&r).await.unwrap_or_default();
-            panic!("{e}\nconditions: {}", conditions(&now));
-        }
-    }
+    wait_condition(
+        host,
+        &ObjectRef::parse(object).expect("ref"),
+        condition,
+        WAIT,
+    )
+    .await
 }
 
 /// A Secret holding a certificate for 127.0.0.1 under `ca`, as a gateway listener reads it.
 fn tls_secret(name: &str, ca: &cluster_controller::route_ca::RouteCa) -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let cert = ca
-        .issue(
-            &["localhost".into()],
-            &["127.0.0.1".parse().expect("ip")],
-            now,
-        )
-        .expect("certificate");
+    let cert = sim::testkit::localhost_cert(ca);
     let q = |s: &str| serde_json::to_string(s).expect("json");
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{ name: {name}, namespace: nats }}\nstringData:\n  tls.crt: {}\n  tls.key: {}\n  ca.crt: {}\n",
@@ -437,9 +420,12 @@ async fn the_auth_plane_story_boots_under_the_auth_controllers_trust() {
     let host = host(&["auth", "cluster", "jetstream"]).await;
     let none = BTreeMap::new();
     for m in ["01-trust-roots.yaml", "02-system-users.yaml"] {
-        host.apply_manifest(&story(&format!("docs/stories/02-auth-plane/{m}")), &none)
-            .await
-            .unwrap_or_else(|e| panic!("{m}: {e}"));
+        host.apply_manifest(
+            &workspace_path(format!("docs/stories/02-auth-plane/{m}")),
+            &none,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{m}: {e}"));
     }
     let trust = wait_condition_or_dump(&host, "NatsOperatorTrust/nats-system/demo", "Ready").await;
     let operator_jwt = trust["status"]["operatorJWT"]
@@ -460,7 +446,7 @@ async fn the_auth_plane_story_boots_under_the_auth_controllers_trust() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     host.apply_manifest(
-        &story("docs/stories/02-auth-plane/03-natscluster.yaml"),
+        &workspace_path("docs/stories/02-auth-plane/03-natscluster.yaml"),
         &none,
     )
     .await

@@ -5,37 +5,25 @@
 
 mod apirig;
 
-use apirig::{Rig, WAIT, is, wait_for, wait_ready};
+use apirig::{Rig, wait_ready};
 use nats_api::auth::{NatsOperator, NatsSystemAccount};
-
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use sim::testkit::{WAIT, is, spawn_binary, wait_for, wait_metrics};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_signs_and_serves_metrics() {
     let rig = Rig::bare(&["nats-system"]).await;
     let port = sim::ports::free_port();
-    let _child = Child(
-        std::process::Command::new(env!("CARGO_BIN_EXE_auth-controller"))
-            .env("KUBECONFIG", rig.api.kubeconfig())
-            .args([
-                "--resync",
-                "10s",
-                "--metrics-addr",
-                &format!("127.0.0.1:{port}"),
-                "--system-connection",
-                "nats-system/auth",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the binary starts"),
+    let _child = spawn_binary(
+        env!("CARGO_BIN_EXE_auth-controller"),
+        rig.api.kubeconfig(),
+        &[
+            "--resync",
+            "10s",
+            "--metrics-addr",
+            &format!("127.0.0.1:{port}"),
+            "--system-connection",
+            "nats-system/auth",
+        ],
     );
     rig.apply_story("02-auth-plane", "01-trust-roots.yaml", &[])
         .await;
@@ -54,24 +42,10 @@ async fn the_binary_signs_and_serves_metrics() {
         |o| is(o, "Ready", "True", "Signed") && is(o, "Distributed", "False", "Unreachable"),
     )
     .await;
-    let text = sim::wait::poll("/metrics answers", WAIT, || async move {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(|e| e.to_string())?;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut body = String::new();
-        s.read_to_string(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(body
-            .contains("name=\"demo\",type=\"Ready\",reason=\"Signed\"} 1")
-            .then_some(body))
+    let text = wait_metrics(port, "/metrics answers", WAIT, |body| {
+        body.contains("name=\"demo\",type=\"Ready\",reason=\"Signed\"} 1")
     })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
 }
 

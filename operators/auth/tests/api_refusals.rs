@@ -6,13 +6,14 @@ mod apirig;
 
 use std::time::Duration;
 
-use apirig::{Rig, is, message, str_at, wait_event, wait_for, wait_gone, wait_ready};
+use apirig::{Rig, str_at, wait_event, wait_ready};
 use auth_controller::controller::{Settings, SystemConnection};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
 use nats_claims::{KeyKind, NKey};
 use serde_json::json;
+use sim::testkit::{is, message, wait_for, wait_gone};
 
 const NS: &str = "nats-system";
 

@@ -7,11 +7,12 @@ mod apirig;
 
 use std::time::Duration;
 
-use apirig::{Rig, message, str_at, wait_for, wait_ready};
+use apirig::{Rig, str_at, wait_ready};
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount};
 use nats_api::nats::NatsAccountTrust;
 use nats_claims::{Account, KeyKind, NKey, OperatorClaims, decode};
 use serde_json::json;
+use sim::testkit::{message, wait_for};
 
 const NS: &str = "nats-system";
 
@@ -272,8 +273,8 @@ async fn rotating_an_account_signing_key_resigns_its_users_before_the_retiring_k
     .unwrap_or_else(|e| panic!("{e}"));
     let accounts = rig.api::<NatsAccount>(NS);
     let both = wait_for(&accounts, "rot", "no retiring key in use", |o| {
-        apirig::is(o, "Ready", "True", "Signed")
-            && apirig::condition(o, "RetiringKeysInUse").is_none()
+        sim::testkit::is(o, "Ready", "True", "Signed")
+            && sim::testkit::condition(o, "RetiringKeysInUse").is_none()
             && decode::<Account>(str_at(o, "/status/jwt")).is_ok_and(|a| {
                 a.nats.signing_keys.contains(&s1.public_key())
                     && a.nats.signing_keys.contains(&s2.public_key())

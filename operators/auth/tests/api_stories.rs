@@ -6,7 +6,7 @@
 
 mod apirig;
 
-use apirig::{Rig, is, message, str_at, wait_for, wait_ready};
+use apirig::{Rig, str_at, wait_ready};
 use auth_controller::presets;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::DeleteParams;
@@ -16,6 +16,7 @@ use nats_api::auth::{
 use nats_api::nats::{NatsOperatorTrust, NatsReferenceGrant};
 use nats_claims::{Account, Creds, KeyKind, NKey, Operator, User, decode};
 use serde_json::Value;
+use sim::testkit::{is, message, wait_for};
 
 const SYS: &str = "nats-system";
 
@@ -244,7 +245,7 @@ async fn story_02_auth_plane_reconciles_to_ready_with_its_secrets_and_signed_jwt
     let passes = rig.metrics.reconciles("NatsAccount");
     sim::wait::poll(
         "two more passes of every NatsAccount",
-        apirig::WAIT,
+        sim::testkit::WAIT,
         || async {
             let now = rig.metrics.reconciles("NatsAccount");
             if now >= passes + 2 * accounts {
@@ -380,10 +381,11 @@ async fn story_04_team_account_is_refused_until_granted_and_revoked_when_the_gra
     ready_user(&rig, "team-payments", "payments-app").await;
 
     // A user in another namespace: refused without the account's grant, signed with it.
-    let reader_doc = apirig::story_docs("04-team-self-service", "03-analytics.yaml")
-        .into_iter()
-        .find(|d| d["kind"] == "NatsUser")
-        .unwrap();
+    let reader_doc =
+        sim::testkit::story_docs("docs/stories/04-team-self-service/03-analytics.yaml")
+            .into_iter()
+            .find(|d| d["kind"] == "NatsUser")
+            .unwrap();
     rig.apply(reader_doc).await;
     wait_ready(
         &rig.api::<NatsUser>("team-analytics"),
@@ -454,7 +456,7 @@ async fn story_05_private_export_gets_an_activation_and_imports_resolve_from_exp
         .await;
     // The partner's activation for the import by public key, as the partner would hand it over.
     let partner = NKey::generate(KeyKind::Account);
-    let core_doc = apirig::story_docs("05-account-wiring", "03-core.yaml");
+    let core_doc = sim::testkit::story_docs("docs/stories/05-account-wiring/03-core.yaml");
     rig.apply_story("05-account-wiring", "03-core.yaml", &[])
         .await;
     let accounts_core = rig.api::<NatsAccount>("team-core");

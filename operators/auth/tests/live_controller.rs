@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use apirig::{Rig, WAIT, is, message, str_at, wait_for, wait_ready};
+use apirig::{Rig, str_at, wait_ready};
 use auth_controller::controller::{Settings, SystemConnection};
 use auth_controller::presets;
 use common::{Judge, VERSION, connect};
@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::Secret;
 use nats_api::auth::{NatsAccount, NatsOperator, NatsSystemAccount, NatsUser, UserPreset};
 use nats_api::nats::NatsOperatorTrust;
 use serde_json::json;
+use sim::testkit::{WAIT, is, message, wait_for};
 use sim::{Auth, OperatorMode, Topology, TopologySpec};
 
 const SYS: &str = "nats-system";
@@ -319,7 +320,7 @@ async fn an_account_applied_as_a_resource_is_usable_within_2s_and_each_preset_is
             match e {
                 kube::api::WatchEvent::Modified(u) => {
                     let u = serde_json::to_value(&u).unwrap();
-                    if let Some(c) = apirig::condition(&u, "Ready") {
+                    if let Some(c) = sim::testkit::condition(&u, "Ready") {
                         readies.push((c.0, c.1, message(&u, "Ready")));
                     }
                 }
@@ -432,7 +433,7 @@ async fn an_importer_reaches_a_private_service_export_through_its_activation() {
     rig.apply_story("05-account-wiring", "02-monitoring.yaml", &[])
         .await;
     // Story 05's core account without the partner import (no partner account exists here).
-    let mut core = apirig::story_docs("05-account-wiring", "03-core.yaml")
+    let mut core = sim::testkit::story_docs("docs/stories/05-account-wiring/03-core.yaml")
         .into_iter()
         .find(|d| d["kind"] == "NatsAccount")
         .unwrap();
@@ -783,7 +784,7 @@ async fn a_change_is_never_pushed_older_than_a_jwt_the_servers_hold() {
     .unwrap();
 
     // A spec change: the controller signs past the newer JWT, never under it.
-    let mut doc = apirig::story_docs("02-auth-plane", "04-orders.yaml")
+    let mut doc = sim::testkit::story_docs("docs/stories/02-auth-plane/04-orders.yaml")
         .into_iter()
         .find(|d| d["kind"] == "NatsAccount")
         .unwrap();
@@ -842,7 +843,7 @@ async fn a_system_account_adopted_over_a_richer_jwt_is_refused_until_accepted() 
     }))
     .await;
     let mut sys_doc = json!(null);
-    for mut doc in apirig::story_docs("02-auth-plane", "01-trust-roots.yaml") {
+    for mut doc in sim::testkit::story_docs("docs/stories/02-auth-plane/01-trust-roots.yaml") {
         if doc["kind"] == "NatsSystemAccount" {
             doc["spec"]["keys"] = json!({"identity": {"secretKeyRef": {"name": "system-keys"}}});
             sys_doc = doc.clone();

@@ -3,7 +3,6 @@
 //! the servers' Pods themselves and write their Ready condition, and the status follows.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::controller::{self, Settings};
@@ -20,26 +19,17 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, reason};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::apiserver::ApiServer;
+use sim::host::condition_of;
+use sim::testkit::{AbortOnDrop, WAIT, apiserver_with, story_docs, wait_until, workspace_path};
 
-const WAIT: Duration = Duration::from_secs(60);
 const CONTROLLER_NS: &str = "nats-system";
-
-/// The controller running in-process; aborted when the test ends, pass or fail.
-struct Running(tokio::task::JoinHandle<()>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 struct Rig {
     // Field order is drop order: the controller stops before the apiserver.
-    _controller: Running,
+    _controller: AbortOnDrop,
     api: ApiServer,
     /// The registry the controller exports to.
     metrics: Metrics,
@@ -79,19 +69,10 @@ async fn rig(namespaces: &[&str]) -> Rig {
         )
         .with_test_writer()
         .try_init();
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     let mut crds = nats_api::crds::all();
     crds.push(certificate_crd());
-    api.install_crds(&crds)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    for ns in namespaces.iter().chain(&[CONTROLLER_NS]) {
-        api.create_namespace(ns)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
+    let namespaces: Vec<&str> = namespaces.iter().copied().chain([CONTROLLER_NS]).collect();
+    let api = apiserver_with(&crds, &namespaces).await;
     let client = api.client();
     let lifecycle = KubernetesLifecycle::new(
         client.clone(),
@@ -111,32 +92,21 @@ async fn rig(namespaces: &[&str]) -> Rig {
         metrics.clone(),
     );
     Rig {
-        _controller: Running(tokio::spawn(controller::run(ctx))),
+        _controller: AbortOnDrop::spawn(controller::run(ctx)),
         api,
         metrics,
     }
 }
 
-/// Every document of a story manifest, as JSON.
-fn story_docs(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(serde_yaml::Value::deserialize)
-        .map_while(Result::ok)
-        .filter(|v| !v.is_null())
-        .map(|v| serde_json::to_value(v).expect("json"))
-        .collect()
-}
-
 fn stories() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/stories")
+    workspace_path("docs/stories")
 }
 
 fn quickstart() -> Value {
-    story_docs(&stories().join("01-quickstart/01-natscluster.yaml"))
-        .into_iter()
-        .find(|d| d["kind"] == "NatsCluster")
-        .expect("the quickstart NatsCluster")
+    sim::testkit::story_object(
+        "docs/stories/01-quickstart/01-natscluster.yaml",
+        "NatsCluster",
+    )
 }
 
 async fn create_cluster(client: &kube::Client, ns: &str, mut doc: Value) -> NatsCluster {
@@ -148,13 +118,13 @@ async fn create_cluster(client: &kube::Client, ns: &str, mut doc: Value) -> Nats
         .unwrap_or_else(|e| panic!("NatsCluster {} refused: {e}", c.name_any()))
 }
 
+/// `c` as JSON, for the condition readers.
+fn json_of(c: &NatsCluster) -> Value {
+    serde_json::to_value(c).expect("a NatsCluster as JSON")
+}
+
 fn condition(c: &NatsCluster, type_: &str) -> Option<(String, String, String)> {
-    c.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|k| k.type_ == type_)
-        .map(|k| (k.status.clone(), k.reason.clone(), k.message.clone()))
+    condition_of(&json_of(c), type_)
 }
 
 /// Polls the NatsCluster until `check` holds; fails showing its last status.
@@ -166,44 +136,16 @@ async fn wait_cluster(
     check: impl Fn(&NatsCluster) -> bool,
 ) -> NatsCluster {
     let api: Api<NatsCluster> = Api::namespaced(client.clone(), ns);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let c = api.get(name).await.expect("NatsCluster readable");
-        if check(&c) {
-            return c;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!(
-                "{ns}/{name}: {what} within {WAIT:?}; status: {}",
-                serde_json::to_string_pretty(&c.status).unwrap_or_default()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let typed = |v: &Value| serde_json::from_value(v.clone()).expect("a NatsCluster");
+    let v = sim::testkit::wait_for(&api, name, &format!("{ns}/{name}: {what}"), |v| {
+        check(&typed(v))
+    })
+    .await;
+    typed(&v)
 }
 
 fn is(c: &NatsCluster, type_: &str, status: &str, reason: &str) -> bool {
-    condition(c, type_).is_some_and(|(s, r, _)| s == status && r == reason)
-}
-
-/// Polls until `check` holds for the value `get` returns.
-async fn wait_for<T, F, Fut>(what: &str, get: F, check: impl Fn(&T) -> bool) -> T
-where
-    T: std::fmt::Debug,
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let v = get().await;
-        if check(&v) {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("{what} within {WAIT:?}; last: {v:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    sim::testkit::is(&json_of(c), type_, status, reason)
 }
 
 async fn names_of<K>(client: &kube::Client, ns: &str, selector: &str) -> BTreeSet<String>
@@ -406,8 +348,9 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     let selector = "app.kubernetes.io/instance=demo";
 
     // Exactly the objects of §4.1, and the controller's own route CA and certificate.
-    let sts_names = wait_for(
+    let sts_names = wait_until(
         "three StatefulSets",
+        WAIT,
         || names_of::<StatefulSet>(&client, NS, selector),
         |n| n.len() == 3,
     )
@@ -712,8 +655,9 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         )
         .await
         .expect("force-step");
-    wait_for(
+    wait_until(
         "demo-2 forced first",
+        WAIT,
         || async { revision_of(&sts_api.get("demo-2").await.expect("sts")) },
         |r| *r != before[2],
     )
@@ -756,8 +700,9 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     assert!(stepping > 0, "a rollout pending: {rollout:?}");
     let series =
         r#"nats_operator_rollout_pending_servers{namespace="NS",name="demo"}"#.replace("NS", NS);
-    wait_for(
+    wait_until(
         "the pending gauge exported",
+        WAIT,
         || async { rig.metrics.render() },
         |text| {
             text.lines().any(|l| {
@@ -775,8 +720,9 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
     pods.delete("demo-2-0", &Default::default())
         .await
         .expect("old pod deleted");
-    wait_for(
+    wait_until(
         "demo-2-0 gone",
+        WAIT,
         || async { pods.get_opt("demo-2-0").await.expect("read") },
         |p| p.is_none(),
     )
@@ -809,8 +755,9 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         )
         .await
         .expect("force-step");
-    wait_for(
+    wait_until(
         "demo-1 restarted second",
+        WAIT,
         || async { revision_of(&sts_api.get("demo-1").await.expect("sts")) },
         |r| *r != before[1],
     )
@@ -885,8 +832,9 @@ async fn a_new_image_restarts_no_server_outside_a_step() {
         )
         .await
         .expect("force-step");
-    let stepped = wait_for(
+    let stepped = wait_until(
         "demo-2 stepped onto the new image",
+        WAIT,
         || async { sts_api.get("demo-2").await.expect("sts") },
         |sts| image_of(sts).is_some_and(|i| i.ends_with(&digest)),
     )
@@ -1032,8 +980,9 @@ async fn quickstart_running(ns: &str) -> (Rig, kube::Client, Api<StatefulSet>, V
     let client = rig.client();
     create_cluster(&client, ns, quickstart()).await;
     let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
-    wait_for(
+    wait_until(
         "three StatefulSets",
+        WAIT,
         || names_of::<StatefulSet>(&client, ns, "app.kubernetes.io/instance=demo"),
         |n| n.len() == 3,
     )
@@ -1294,8 +1243,9 @@ async fn refusals_gateway_without_tls_gateway_certificate_trust_and_ungranted_le
     let (_, _, message) = condition(&c, "LeafnodesConnected").expect("LeafnodesConnected");
     assert!(message.contains("closed/other"), "{message}");
     assert!(!message.contains("hubs/hub"), "{message}");
-    let leaf = wait_for(
+    let leaf = wait_until(
         "the leaf remotes Secret",
+        WAIT,
         || async { secrets.get_opt("edge-leaf-remotes").await.expect("read") },
         |s| s.is_some(),
     )
@@ -1311,8 +1261,9 @@ async fn refusals_gateway_without_tls_gateway_certificate_trust_and_ungranted_le
         leaf.data.unwrap_or_default()["remote-0.creds"].0,
         b"creds of hub".to_vec()
     );
-    let conf = wait_for(
+    let conf = wait_until(
         "edge-0's config",
+        WAIT,
         || async {
             Api::<ConfigMap>::namespaced(client.clone(), NS)
                 .get_opt("edge-0-config")
@@ -1349,8 +1300,9 @@ async fn refusals_gateway_without_tls_gateway_certificate_trust_and_ungranted_le
         )
         .await
         .expect("ca.crt added");
-    wait_for(
+    wait_until(
         "gw-noca's StatefulSet once the Secret holds ca.crt",
+        WAIT,
         || names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=gw-noca"),
         |n| n.contains("gw-noca-0"),
     )
@@ -1436,7 +1388,7 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
             .iter()
             .filter(|p| *p != f)
             .chain(std::iter::once(f))
-            .flat_map(|p| story_docs(p))
+            .flat_map(story_docs)
             .filter(|d| SUPPORTING.contains(&d["kind"].as_str().unwrap_or_default()))
             .collect();
         let key = |d: &Value| {
@@ -1483,19 +1435,6 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            let api_version = doc["apiVersion"].as_str().unwrap_or_default().to_string();
-            let (group, version) = match api_version.split_once('/') {
-                Some((g, v)) => (g.to_string(), v.to_string()),
-                None => (String::new(), api_version.clone()),
-            };
-            let ar = kube::api::ApiResource {
-                group,
-                version,
-                api_version,
-                kind: kind.clone(),
-                plural: format!("{}s", kind.to_lowercase()),
-            };
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
             if kind == "NatsCluster" {
                 // cert-manager's part: the gateway certificate's Secret, with its CA. Issued
                 // before the NatsCluster exists, so no first pass is held for it and a held
@@ -1518,14 +1457,9 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
                     }
                 }
             }
-            let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("an object");
-            api.patch(
-                &name,
-                &PatchParams::apply("story-test").force(),
-                &Patch::Apply(&obj),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{f:?} {kind} {ns}/{name}: {e}"));
+            sim::testkit::apply(&client, &doc)
+                .await
+                .unwrap_or_else(|e| panic!("{f:?} {ns}: {e}"));
             if kind == "NatsCluster" {
                 clusters.push((f.clone(), ns, name));
             }
@@ -1566,8 +1500,9 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
             .into_iter()
             .map(|(k, n)| format!("{k}/{n}"))
             .collect();
-        let have = wait_for(
+        let have = wait_until(
             &format!("{f:?} {name}: every rendered object"),
+            WAIT,
             || async {
                 let mut have = BTreeSet::new();
                 for n in names_of::<ConfigMap>(&client, ns, &sel).await {
@@ -1642,8 +1577,9 @@ async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_re
     create_cluster(&client, NS, quickstart()).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     let key = |s: &Secret, k: &str| s.data.as_ref().and_then(|d| d.get(k)).map(|b| b.0.clone());
-    let first = wait_for(
+    let first = wait_until(
         "demo-routes-tls",
+        WAIT,
         || async { secrets.get_opt("demo-routes-tls").await.expect("read") },
         |s| s.is_some(),
     )
@@ -1658,8 +1594,9 @@ async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_re
 
     // Two thirds of the year gone by: the controller reissues.
     age_route_certificate(&secrets).await;
-    let reissued = wait_for(
+    let reissued = wait_until(
         "a reissued route certificate",
+        WAIT,
         || async { secrets.get("demo-routes-tls").await.expect("read") },
         |s| key(s, "tls.crt") != key(&first, "tls.crt"),
     )
@@ -1712,8 +1649,9 @@ async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_nev
     assert!(message.contains("force-delete"), "{message}");
     // Held, not gone: two more passes (demo is the only NatsCluster) change nothing.
     let passes = rig.metrics.reconciles("NatsCluster");
-    wait_for(
+    wait_until(
         "two more passes of demo",
+        WAIT,
         || async { rig.metrics.reconciles("NatsCluster") },
         |n| *n >= passes + 2,
     )
@@ -1729,8 +1667,9 @@ async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_nev
     )
     .await
     .expect("force-delete");
-    wait_for(
+    wait_until(
         "demo deleted after force-delete",
+        WAIT,
         || async {
             api.get_opt("demo")
                 .await
@@ -1760,8 +1699,9 @@ async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_nev
     api.delete("plain", &Default::default())
         .await
         .expect("delete requested");
-    wait_for(
+    wait_until(
         "plain deleted at once",
+        WAIT,
         || async {
             api.get_opt("plain")
                 .await

@@ -17,7 +17,6 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use nats_api::cluster::NatsCluster;
 use serde_json::json;
-use sim::apiserver::ApiServer;
 
 const NS: &str = "nats";
 
@@ -59,15 +58,7 @@ fn pvc(name: &str, labels: BTreeMap<String, String>) -> PersistentVolumeClaim {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_controls() {
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.install_crds(&nats_api::crds::all())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let api = sim::testkit::apiserver_with_crds(&[NS]).await;
     let client = api.client();
     let lifecycle = KubernetesLifecycle::new(client.clone(), SiteSettings::default());
     let c: NatsCluster = serde_json::from_value(json!({

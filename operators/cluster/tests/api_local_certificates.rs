@@ -7,7 +7,6 @@
 //! (`/varz` `cluster.tls_cert_not_after`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
@@ -16,28 +15,20 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
+use sim::testkit::{wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(180);
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
 
 /// Boots `manifest` (with `vars`) and waits for Settled.
 async fn settled(manifest: &str, vars: &BTreeMap<String, String>) -> (Host, ObjectRef) {
     let host = Host::start(&["nats"], &["cluster"])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    host.apply_manifest(&repo(manifest), vars)
+    host.apply_manifest(&workspace_path(manifest), vars)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
-    if let Err(e) = host.wait_condition(&demo, "Settled", WAIT).await {
-        let now = host.get(&demo).await.unwrap_or_default();
-        panic!("{e}\nstatus: {}", now["status"]);
-    }
+    wait_condition(&host, &demo, "Settled", WAIT).await;
     (host, demo)
 }
 

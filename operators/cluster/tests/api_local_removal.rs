@@ -11,6 +11,7 @@ use cluster_controller::lifecycle::ServerLifecycle;
 use cluster_controller::lifecycle::local::LocalEvent;
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
+use sim::testkit::wait_object;
 
 const WAIT: Duration = Duration::from_secs(180);
 const REPLACE: &str = "cluster.nats.mikluko.io/replace-server";
@@ -32,31 +33,6 @@ async fn apply(host: &Host, text: &str) {
     host.apply_text(Path::new("inline"), text)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-}
-
-async fn wait(
-    host: &Host,
-    demo: &ObjectRef,
-    what: &str,
-    check: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let now = host.get(demo).await.unwrap_or_else(|e| panic!("{e}"));
-        if check(&now) {
-            return now;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} within {WAIT:?}; now: {}",
-            serde_json::to_string_pretty(&now).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn progressing(v: &serde_json::Value) -> Option<(String, String, String)> {
-    condition_of(v, "Progressing")
 }
 
 async fn present(host: &Host, name: &str) -> Vec<String> {
@@ -88,8 +64,8 @@ async fn without_jetstream_scale_down_deletes_and_replace_server_recreates_under
         assert!(tokio::time::Instant::now() < deadline, "demo-2 removed");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let done = wait(&host, &demo, "UpToDate on 2 servers", |v| {
-        progressing(v).is_some_and(|(s, r, _)| s == "False" && r == "UpToDate")
+    let done = wait_object(&host, &demo, "UpToDate on 2 servers", WAIT, |v| {
+        condition_of(v, "Progressing").is_some_and(|(s, r, _)| s == "False" && r == "UpToDate")
             && v["status"]["readyReplicas"] == 2
     })
     .await;
@@ -123,8 +99,8 @@ async fn without_jetstream_scale_down_deletes_and_replace_server_recreates_under
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let done = wait(&host, &demo, "demo-1 replaced", |v| {
-        progressing(v).is_some_and(|(s, r, _)| s == "False" && r == "UpToDate")
+    let done = wait_object(&host, &demo, "demo-1 replaced", WAIT, |v| {
+        condition_of(v, "Progressing").is_some_and(|(s, r, _)| s == "False" && r == "UpToDate")
             && v["status"]["readyReplicas"] == 2
             && v["status"]["removals"].as_array().is_none_or(Vec::is_empty)
     })
@@ -151,11 +127,12 @@ async fn with_jetstream_and_no_system_credentials_replacement_and_scale_down_are
     host.annotate(&demo, &format!("{REPLACE}=demo-1"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let blocked = wait(&host, &demo, "ReplacementBlocked", |v| {
-        progressing(v).is_some_and(|(s, r, _)| s == "False" && r == "ReplacementBlocked")
+    let blocked = wait_object(&host, &demo, "ReplacementBlocked", WAIT, |v| {
+        condition_of(v, "Progressing")
+            .is_some_and(|(s, r, _)| s == "False" && r == "ReplacementBlocked")
     })
     .await;
-    let (_, _, message) = progressing(&blocked).expect("Progressing");
+    let (_, _, message) = condition_of(&blocked, "Progressing").expect("Progressing");
     assert!(message.contains("systemCredentials"), "{message}");
     assert!(
         blocked["metadata"]["annotations"][REPLACE].is_null(),
@@ -171,8 +148,8 @@ async fn with_jetstream_and_no_system_credentials_replacement_and_scale_down_are
     apply(&host, &quickstart(2, true)).await;
     // demo-2's removal comes first unless demo-2 leads the meta group: the leader's server goes
     // last, after the replacement of demo-1, which stays blocked.
-    let blocked = wait(&host, &demo, "ScaleDownBlocked", |v| {
-        progressing(v).is_some_and(|(s, r, _)| {
+    let blocked = wait_object(&host, &demo, "ScaleDownBlocked", WAIT, |v| {
+        condition_of(v, "Progressing").is_some_and(|(s, r, _)| {
             s == "False"
                 && (r == "ScaleDownBlocked"
                     || (r == "ReplacementBlocked"
@@ -180,7 +157,7 @@ async fn with_jetstream_and_no_system_credentials_replacement_and_scale_down_are
         })
     })
     .await;
-    let (_, reason, message) = progressing(&blocked).expect("Progressing");
+    let (_, reason, message) = condition_of(&blocked, "Progressing").expect("Progressing");
     if reason == "ScaleDownBlocked" {
         assert!(message.contains("demo-2"), "{message}");
     }

@@ -4,30 +4,15 @@
 //! is up again, and the NATS cluster settles on the new revision.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef};
+use sim::testkit::{message, wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(180);
-
-fn story(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/stories")
-        .join(path)
-}
-
-async fn settled(host: &Host, demo: &ObjectRef) -> serde_json::Value {
-    match host.wait_condition(demo, "Settled", WAIT).await {
-        Ok(v) => v,
-        Err(e) => {
-            let now = host.get(demo).await.unwrap_or_default();
-            panic!("{e}\nstatus: {}", now["status"]);
-        }
-    }
-}
 
 /// The quickstart NatsCluster on the local lifecycle, settled: the host, its reference and
 /// the settled object.
@@ -36,13 +21,13 @@ async fn quickstart_settled() -> (Host, ObjectRef, serde_json::Value) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     host.apply_manifest(
-        &story("01-quickstart/01-natscluster.yaml"),
+        &workspace_path("docs/stories/01-quickstart/01-natscluster.yaml"),
         &BTreeMap::new(),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
-    let at_rest = settled(&host, &demo).await;
+    let at_rest = wait_condition(&host, &demo, "Settled", WAIT).await;
     (host, demo, at_rest)
 }
 
@@ -67,7 +52,7 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
     assert!(old.iter().all(Option::is_some), "{before:?}");
 
     host.apply_manifest(
-        &story("01-quickstart/02-natscluster-demo-8gi.yaml"),
+        &workspace_path("docs/stories/01-quickstart/02-natscluster-demo-8gi.yaml"),
         &BTreeMap::new(),
     )
     .await
@@ -159,8 +144,10 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
     let before = host.lifecycle().observe(&cluster).await.expect("observe");
 
     let trust = sim::trust::generate().unwrap_or_else(|e| panic!("{e}"));
-    let quickstart =
-        std::fs::read_to_string(story("01-quickstart/01-natscluster.yaml")).expect("quickstart");
+    let quickstart = std::fs::read_to_string(workspace_path(
+        "docs/stories/01-quickstart/01-natscluster.yaml",
+    ))
+    .expect("quickstart");
     let with_auth = format!(
         "apiVersion: nats.mikluko.io/v1beta1\nkind: NatsOperatorTrust\nmetadata: {{ name: sim, namespace: nats }}\nspec:\n  operatorJWT: ${{trust.operator_jwt}}\n  systemAccountJWT: ${{trust.system_account_jwt}}\n---\n{quickstart}  auth:\n    trustRef: {{ name: sim }}\n"
     );
@@ -174,7 +161,7 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
         .wait_condition(&demo, "Progressing=True/AuthChangeBlocked", WAIT)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let message = condition_message(&held, "Progressing");
+    let message = message(&held, "Progressing");
     assert!(message.contains("adding spec.auth"), "{message}");
     let after = host.lifecycle().observe(&cluster).await.expect("observe");
     for (b, a) in before.iter().zip(&after) {
@@ -254,15 +241,6 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
             o.server_name
         );
     }
-}
-
-fn condition_message(v: &serde_json::Value, kind: &str) -> String {
-    v["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == kind))
-        .and_then(|c| c["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The meta leader every server of `cluster` names in its `/jsz`, polled until they agree.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
+use sim::testkit::wait_object;
 
 const WAIT: Duration = Duration::from_secs(180);
 const REPLACE: &str = "cluster.nats.mikluko.io/replace-server";
@@ -77,34 +78,8 @@ async fn apply(host: &Host, dir: &Path, text: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-async fn wait(
-    host: &Host,
-    obj: &ObjectRef,
-    what: &str,
-    within: Duration,
-    check: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        let now = host.get(obj).await.unwrap_or_else(|e| panic!("{e}"));
-        if check(&now) {
-            return now;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} within {within:?}; now: {}",
-            serde_json::to_string_pretty(&now["status"]).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn progressing(v: &serde_json::Value) -> (String, String, String) {
-    condition_of(v, "Progressing").unwrap_or_default()
-}
-
 fn up_to_date(v: &serde_json::Value) -> bool {
-    let (s, r, _) = progressing(v);
+    let (s, r, _) = condition_of(v, "Progressing").unwrap_or_default();
     s == "False"
         && r == "UpToDate"
         && condition_of(v, "Settled").is_some_and(|(s, _, _)| s == "True")
@@ -118,7 +93,7 @@ async fn boot(memory_store: &str) -> (Host, tempfile::TempDir, Trusted, ObjectRe
     let trusted = Trusted::new();
     apply(&host, dir.path(), &trusted.manifest(memory_store)).await;
     let obj = ObjectRef::parse("NatsCluster/nats/trusted").expect("ref");
-    wait(&host, &obj, "settled and up to date", WAIT, up_to_date).await;
+    wait_object(&host, &obj, "settled and up to date", WAIT, up_to_date).await;
     (host, dir, trusted, obj)
 }
 
@@ -134,7 +109,7 @@ async fn a_raised_memory_store_reloads_every_server_with_no_restart() {
     let (host, dir, trusted, obj) = boot("384Mi").await;
     let before = observe(&host).await;
     apply(&host, dir.path(), &trusted.manifest("768Mi")).await;
-    let done = wait(&host, &obj, "reloaded", WAIT, |v| {
+    let done = wait_object(&host, &obj, "reloaded", WAIT, |v| {
         v["status"]["config"]["appliedBy"] == "Reload"
             && up_to_date(v)
             && v["status"]["rollout"]["updated"].as_array().map(Vec::len) == Some(3)
@@ -171,13 +146,13 @@ async fn replace_server_holds_the_gate_while_the_recreated_server_is_ready_but_u
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
-    let held = wait(
+    let held = wait_object(
         &host,
         &obj,
         "trusted-1 rejoining, ready, the gate holding on it",
         WAIT,
         |v| {
-            let (s, r, m) = progressing(v);
+            let (s, r, m) = condition_of(v, "Progressing").unwrap_or_default();
             let rejoining = v["status"]["removals"].as_array().is_some_and(|r| {
                 r.iter()
                     .any(|e| e["name"] == "trusted-1" && e["phase"] == "Rejoining")
@@ -194,7 +169,7 @@ async fn replace_server_holds_the_gate_while_the_recreated_server_is_ready_but_u
     println!(
         "held {:?} after the annotation, with all three ready: {}",
         started.elapsed(),
-        progressing(&held).2
+        condition_of(&held, "Progressing").unwrap_or_default().2
     );
     assert!(
         held["metadata"]["annotations"][REPLACE].is_null(),
@@ -219,7 +194,7 @@ async fn replace_server_holds_the_gate_until_the_meta_leader_lists_the_server_ag
     host.annotate(&obj, &format!("{REPLACE}=trusted-1"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let rejoining = wait(&host, &obj, "trusted-1 rejoining", WAIT, |v| {
+    let rejoining = wait_object(&host, &obj, "trusted-1 rejoining", WAIT, |v| {
         v["status"]["removals"]
             .as_array()
             .is_some_and(|r| r.iter().any(|e| e["phase"] == "Rejoining"))
@@ -230,14 +205,17 @@ async fn replace_server_holds_the_gate_until_the_meta_leader_lists_the_server_ag
         "cleared once read"
     );
     let recreated = Instant::now();
-    let held = wait(&host, &obj, "the gate holding on the rejoin", WAIT, |v| {
-        let (s, r, m) = progressing(v);
+    let held = wait_object(&host, &obj, "the gate holding on the rejoin", WAIT, |v| {
+        let (s, r, m) = condition_of(v, "Progressing").unwrap_or_default();
         s == "True" && r == "ReplacingServer" && m.contains("trusted-1")
     })
     .await;
-    println!("held: {}", progressing(&held).2);
+    println!(
+        "held: {}",
+        condition_of(&held, "Progressing").unwrap_or_default().2
+    );
     // The tombstone lapses after ~5 minutes; then the meta leader lists it and the removal ends.
-    let done = wait(
+    let done = wait_object(
         &host,
         &obj,
         "replacement done",

@@ -13,18 +13,12 @@ use cluster_controller::plan::{ClusterInputs, plan_servers};
 use cluster_controller::render::render;
 use cluster_controller::route_ca::RouteCa;
 use nats_api::cluster::NatsCluster;
-use serde::Deserialize;
 
 fn quickstart() -> NatsCluster {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/stories/01-quickstart/01-natscluster.yaml");
-    let text = std::fs::read_to_string(&path).expect("quickstart manifest");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(serde_yaml::Value::deserialize)
-        .map_while(Result::ok)
-        .find(|v| v.get("kind").and_then(|k| k.as_str()) == Some("NatsCluster"))
-        .map(|v| serde_yaml::from_value(v).expect("a NatsCluster"))
-        .expect("the manifest holds a NatsCluster")
+    sim::testkit::story_object(
+        "docs/stories/01-quickstart/01-natscluster.yaml",
+        "NatsCluster",
+    )
 }
 
 fn lifecycle(root: &Path) -> LocalLifecycle {
@@ -50,14 +44,7 @@ fn desired(lc: &LocalLifecycle, cluster: &NatsCluster, ca: &RouteCa) -> Vec<Desi
         layout.as_ref(),
     )
     .expect("plans");
-    let now = time::OffsetDateTime::now_utc();
-    let cert = ca
-        .issue(
-            &["localhost".into()],
-            &["127.0.0.1".parse().expect("ip")],
-            now,
-        )
-        .expect("route certificate");
+    let cert = sim::testkit::localhost_cert(ca);
     plans
         .into_iter()
         .enumerate()

@@ -2,8 +2,6 @@
 //! written (no field refused or pruned away), owned by the NatsCluster; and an existing object of
 //! a rendered name that the NatsCluster does not control is named by the ReconcileFailed refusal.
 
-use std::path::Path;
-
 use cluster_controller::objects::Owner;
 use cluster_controller::objects::cluster::{Site, render_objects};
 use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
@@ -14,22 +12,15 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, reason};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use sim::apiserver::ApiServer;
 
 const NS: &str = "nats";
 
 fn quickstart() -> NatsCluster {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/stories/01-quickstart/01-natscluster.yaml");
-    let text = std::fs::read_to_string(path).expect("quickstart manifest");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(serde_yaml::Value::deserialize)
-        .map_while(Result::ok)
-        .find(|v| v.get("kind").and_then(|k| k.as_str()) == Some("NatsCluster"))
-        .map(|v| serde_yaml::from_value(v).expect("a NatsCluster"))
-        .expect("the manifest holds a NatsCluster")
+    sim::testkit::story_object(
+        "docs/stories/01-quickstart/01-natscluster.yaml",
+        "NatsCluster",
+    )
 }
 
 /// Creates `obj` and checks that what the apiserver stored keeps every field we wrote.
@@ -80,15 +71,7 @@ fn kept(sent: &serde_json::Value, got: &serde_json::Value, at: String, missing: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_story_natscluster_renders_objects_the_apiserver_accepts_and_foreign_ones_are_named() {
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.install_crds(&nats_api::crds::all())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let api = sim::testkit::apiserver_with_crds(&[NS]).await;
     let client = api.client();
 
     let manifest = quickstart();

@@ -2,7 +2,7 @@
 //! LocalLayout and rendered, boots three real servers that form a JetStream cluster over route
 //! TLS issued by the controller's own route CA.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use cluster_controller::local_layout::LocalLayout;
@@ -15,18 +15,11 @@ use sim::ports::free_port;
 use sim::server::Server;
 
 fn quickstart() -> NatsCluster {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/stories/01-quickstart/01-natscluster.yaml");
-    let text = std::fs::read_to_string(&path).expect("quickstart manifest");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(serde_yaml::Value::deserialize)
-        .map_while(Result::ok)
-        .find(|v| v.get("kind").and_then(|k| k.as_str()) == Some("NatsCluster"))
-        .map(|v| serde_yaml::from_value(v).expect("a NatsCluster"))
-        .expect("the manifest holds a NatsCluster")
+    sim::testkit::story_object(
+        "docs/stories/01-quickstart/01-natscluster.yaml",
+        "NatsCluster",
+    )
 }
-
-use serde::Deserialize;
 
 fn ports() -> Ports {
     Ports {

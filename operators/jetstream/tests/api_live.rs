@@ -21,23 +21,17 @@ use nats_api::jetstream::{NatsConsumer, NatsStream};
 use nats_api::nats::NatsConnection;
 use serde_json::{Value, json};
 use sim::apiserver::ApiServer;
+use sim::testkit::{
+    AbortOnDrop, ApiObject, KillOnDrop, WAIT, apiserver_with_crds, condition, is, spawn_binary,
+    story_objects, wait_for, wait_gone, wait_metrics,
+};
 use sim::topology::Topology;
 
-const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
-
-/// The controllers running in-process; aborted when the test ends, pass or fail.
-struct Controllers(tokio::task::JoinHandle<()>);
-
-impl Drop for Controllers {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 struct Rig {
     // Field order is drop order: controllers stop before the servers they talk to.
-    _controllers: Controllers,
+    _controllers: AbortOnDrop,
     api: ApiServer,
     topo: Topology,
     nats: async_nats::Client,
@@ -51,19 +45,11 @@ async fn rig() -> Rig {
 /// The rig; with `judged` false the CRDs' CEL rules are not judged at apply (as on a cluster
 /// before Kubernetes 1.25), for a test of the controller's own answer to what CEL refuses.
 async fn rig_judged(judged: bool) -> Rig {
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let crds = nats_api::crds::all();
-    if judged {
-        api.install_crds(&crds).await
+    let api = if judged {
+        apiserver_with_crds(&[NS]).await
     } else {
-        api.install_crds_unjudged(&crds).await
-    }
-    .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        sim::testkit::apiserver_with_crds_unjudged(&[NS]).await
+    };
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT)
         .await
@@ -77,19 +63,8 @@ async fn rig_judged(judged: bool) -> Rig {
         },
         metrics.clone(),
     );
-    let controllers = Controllers(tokio::spawn(controller::run(ctx)));
-    // No credentials: the sim's servers put an unauthenticated client in the APP account.
-    let conn: NatsConnection = serde_json::from_value(json!({
-        "apiVersion": "nats.mikluko.io/v1beta1",
-        "kind": "NatsConnection",
-        "metadata": {"name": "demo", "namespace": NS},
-        "spec": {"servers": topo.client_urls()},
-    }))
-    .expect("a NatsConnection");
-    Api::<NatsConnection>::namespaced(api.client(), NS)
-        .create(&PostParams::default(), &conn)
-        .await
-        .expect("NatsConnection created");
+    let controllers = AbortOnDrop::spawn(controller::run(ctx));
+    common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     Rig {
         _controllers: controllers,
         api,
@@ -99,89 +74,11 @@ async fn rig_judged(judged: bool) -> Rig {
     }
 }
 
-/// The documents of a story manifest of `kind`, as JSON.
-fn story_docs(path: &str, kind: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
-        .map(|v| serde_json::to_value(v).expect("JSON"))
-        .filter(|v| v["kind"] == kind)
-        .collect()
-}
-
-use serde::Deserialize;
-
-fn condition(obj: &Value, type_: &str) -> Option<(String, String)> {
-    obj.pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or_default().to_string(),
-                c["reason"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-}
-
-/// Polls the resource until `check` accepts it.
-async fn wait_for<K>(api: &Api<K>, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
-    let check = &check;
-    sim::wait::poll(what, WAIT, || async move {
-        let obj = api.get_opt(name).await.map_err(|e| e.to_string())?;
-        let Some(obj) = obj else {
-            return Err(format!("{name} does not exist"));
-        };
-        let v = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
-        if check(&v) {
-            Ok(Some(v))
-        } else {
-            Err(format!("status: {}", v["status"]))
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
-    condition(obj, type_) == Some((status.into(), reason.into()))
-}
-
-async fn create<K>(api: &Api<K>, doc: Value) -> K
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
+async fn create<K: ApiObject>(api: &Api<K>, doc: Value) -> K {
     let obj: K = serde_json::from_value(doc).expect("a manifest of the kind");
     api.create(&PostParams::default(), &obj)
         .await
         .unwrap_or_else(|e| panic!("creating: {e}"))
-}
-
-async fn gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    sim::wait::poll(&format!("{name} deleted"), WAIT, || async move {
-        match api.get_opt(name).await {
-            Ok(None) => Ok(Some(())),
-            Ok(Some(_)) => Err("still there (finalizer)".to_string()),
-            Err(e) => Err(e.to_string()),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn stream_doc(name: &str, spec: Value) -> Value {
@@ -206,7 +103,7 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
     .await;
 
     // Story 01's NatsStream, as the manifest writes it.
-    let doc = story_docs("docs/stories/01-quickstart/03-stream.yaml", "NatsStream")
+    let doc = story_objects::<Value>("docs/stories/01-quickstart/03-stream.yaml", "NatsStream")
         .pop()
         .expect("story 01 has a NatsStream");
     create(&streams, doc).await;
@@ -311,7 +208,7 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
         .delete("orders", &DeleteParams::default())
         .await
         .expect("delete orders");
-    gone(&streams, "orders").await;
+    wait_gone(&streams, "orders").await;
     assert!(
         jsapi::stream_info(&rig.nats, "orders")
             .await
@@ -343,7 +240,7 @@ async fn story_01_stream_reaches_ready_is_corrected_once_and_deletion_policies_h
         .delete("scratch", &DeleteParams::default())
         .await
         .expect("delete scratch");
-    gone(&streams, "scratch").await;
+    wait_gone(&streams, "scratch").await;
     assert!(
         jsapi::stream_info(&rig.nats, "scratch")
             .await
@@ -511,7 +408,7 @@ async fn adoption_policies_against_pre_existing_streams_and_a_consumer_by_stream
         .delete("projector", &DeleteParams::default())
         .await
         .expect("delete consumer");
-    gone(&consumers, "projector").await;
+    wait_gone(&consumers, "projector").await;
     assert!(
         jsapi::consumer_info(&rig.nats, "work", "projector")
             .await
@@ -552,7 +449,7 @@ async fn story_03_manifests_reach_their_documented_states() {
     let client = rig.api.client();
     let dir = "docs/stories/03-unmanaged-nats";
 
-    let mut conn = story_docs(&format!("{dir}/01-connection.yaml"), "NatsConnection")
+    let mut conn = story_objects::<Value>(format!("{dir}/01-connection.yaml"), "NatsConnection")
         .pop()
         .expect("story 03 has a NatsConnection");
     conn["spec"] = json!({"servers": rig.topo.client_urls()});
@@ -575,23 +472,23 @@ async fn story_03_manifests_reach_their_documented_states() {
     }
 
     let streams: Api<NatsStream> = Api::namespaced(client.clone(), PAYMENTS);
-    for doc in story_docs(&format!("{dir}/02-streams.yaml"), "NatsStream") {
+    for doc in story_objects::<Value>(format!("{dir}/02-streams.yaml"), "NatsStream") {
         create(&streams, doc).await;
     }
     let kvs: Api<nats_api::jetstream::NatsKeyValue> = Api::namespaced(client.clone(), PAYMENTS);
-    for doc in story_docs(&format!("{dir}/03-buckets.yaml"), "NatsKeyValue") {
+    for doc in story_objects::<Value>(format!("{dir}/03-buckets.yaml"), "NatsKeyValue") {
         create(&kvs, doc).await;
     }
     let objects: Api<nats_api::jetstream::NatsObjectStore> =
         Api::namespaced(client.clone(), PAYMENTS);
-    for mut doc in story_docs(&format!("{dir}/03-buckets.yaml"), "NatsObjectStore") {
+    for mut doc in story_objects::<Value>(format!("{dir}/03-buckets.yaml"), "NatsObjectStore") {
         // The story reserves 10 GiB on each of 3 servers; the sim's servers share one small disk,
         // whose free space caps what nats-server will reserve ("insufficient storage").
         doc["spec"]["maxBytes"] = json!(64 << 20);
         create(&objects, doc).await;
     }
     let consumers: Api<NatsConsumer> = Api::namespaced(client.clone(), PAYMENTS);
-    for doc in story_docs(&format!("{dir}/04-consumers.yaml"), "NatsConsumer") {
+    for doc in story_objects::<Value>(format!("{dir}/04-consumers.yaml"), "NatsConsumer") {
         create(&consumers, doc).await;
     }
 
@@ -744,7 +641,7 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         .delete("teamwork", &DeleteParams::default())
         .await
         .expect("delete teamwork");
-    gone(&team_streams, "teamwork").await;
+    wait_gone(&team_streams, "teamwork").await;
     assert!(
         common::stream_config(&rig.nats, "teamwork").await.is_some(),
         "a resource no longer granted is released, its stream kept"
@@ -791,7 +688,7 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         .delete("kept", &DeleteParams::default())
         .await
         .expect("delete kept");
-    gone(&streams, "kept").await;
+    wait_gone(&streams, "kept").await;
     // NatsStream passes failed in the finalizer (a cleanup that cannot dial is one).
     let finalizer_errors = || {
         rig.metrics
@@ -833,7 +730,7 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         )
         .await
         .expect("Retain set while deleting");
-    gone(&streams, "held").await;
+    wait_gone(&streams, "held").await;
 
     // The connection gone: the same.
     create(
@@ -856,7 +753,7 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         .delete("temp", &DeleteParams::default())
         .await
         .expect("delete temp");
-    gone(&streams, "temp").await;
+    wait_gone(&streams, "temp").await;
     assert!(
         common::stream_config(&rig.nats, "temp").await.is_some(),
         "a resource whose connection is gone is released, its stream kept"
@@ -867,40 +764,21 @@ async fn references_grants_and_release_without_the_deletion_policy() {
 /// --metrics-addr; it reconciles a stream and serves /metrics. Killed on drop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_reconciles_and_serves_metrics() {
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.install_crds(&nats_api::crds::all())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let api = apiserver_with_crds(&[NS]).await;
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT)
         .await
         .expect("the cluster elects a meta leader");
     let port = sim::ports::free_port();
-    struct Child(std::process::Child);
-    impl Drop for Child {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _child = Child(
-        std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
-            .env("KUBECONFIG", api.kubeconfig())
-            .args([
-                "--resync",
-                "10s",
-                "--metrics-addr",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the binary starts"),
+    let _child = spawn_binary(
+        env!("CARGO_BIN_EXE_jetstream-controller"),
+        api.kubeconfig(),
+        &[
+            "--resync",
+            "10s",
+            "--metrics-addr",
+            &format!("127.0.0.1:{port}"),
+        ],
     );
     let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
     create(
@@ -926,24 +804,10 @@ async fn the_binary_reconciles_and_serves_metrics() {
         is(o, "Ready", "True", "MatchesSpec")
     })
     .await;
-    let text = sim::wait::poll("/metrics answers", WAIT, || async move {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(|e| e.to_string())?;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut body = String::new();
-        s.read_to_string(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(body
-            .contains("name=\"bin\",type=\"Ready\",reason=\"MatchesSpec\"} 1")
-            .then_some(body))
+    let text = wait_metrics(port, "/metrics answers", WAIT, |body| {
+        body.contains("name=\"bin\",type=\"Ready\",reason=\"MatchesSpec\"} 1")
     })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .await;
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
 }
 
@@ -1022,15 +886,7 @@ async fn consumer_immutable_change_recreates_only_when_allowed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     const COUNT: usize = 1000;
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.install_crds(&nats_api::crds::all())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let api = apiserver_with_crds(&[NS]).await;
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT)
         .await
@@ -1039,14 +895,7 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     let log_dir = tempfile::tempdir().expect("a temp dir");
     let log_path = log_dir.path().join("jetstream-controller.log");
     let log_file = std::fs::File::create(&log_path).expect("the log file");
-    struct Child(std::process::Child);
-    impl Drop for Child {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let child = Child(
+    let child = KillOnDrop(
         std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
             .env("KUBECONFIG", api.kubeconfig())
             .env("RUST_LOG", "info")
@@ -1221,7 +1070,7 @@ async fn buckets_refuse_plain_streams_and_object_store_drift_is_corrected() {
         .delete("files", &DeleteParams::default())
         .await
         .expect("delete files");
-    gone(&stores, "files").await;
+    wait_gone(&stores, "files").await;
     assert!(
         common::stream_config(&rig.nats, "OBJ_files")
             .await

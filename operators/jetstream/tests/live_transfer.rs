@@ -6,6 +6,8 @@
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the test fails saying so.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
@@ -14,10 +16,9 @@ use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use nats_api::jetstream::NatsStream;
-use nats_api::nats::NatsConnection;
 use serde_json::{Value, json};
-use sim::apiserver::ApiServer;
 use sim::ledger::Ledger;
+use sim::testkit::{AbortOnDrop, apiserver_with_crds};
 use sim::traffic::{self, ConsumerKind, ConsumerSpec, PublisherSpec};
 use sim::{GatewayMode, Topology, TopologySpec};
 
@@ -25,15 +26,6 @@ const WAIT: Duration = Duration::from_secs(60);
 const MOVE_WAIT: Duration = Duration::from_secs(180);
 const NS: &str = "nats";
 const STREAM: &str = "MOVING";
-
-/// The controllers running in-process; aborted when the test ends, pass or fail.
-struct Controllers(tokio::task::JoinHandle<()>);
-
-impl Drop for Controllers {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 fn in_cluster(server: &str, cluster: &str) -> bool {
     server.starts_with(&format!("{cluster}-"))
@@ -56,15 +48,7 @@ fn placed_in(status: &Value, cluster: &str, replicas: usize) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_message() {
-    let api = ApiServer::kube_1_20()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.install_crds(&nats_api::crds::all())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    api.create_namespace(NS)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let api = apiserver_with_crds(&[NS]).await;
     let topo = Topology::start(TopologySpec::supercluster(2, 3, GatewayMode::Explicit))
         .await
         .expect("a 2×3 supercluster boots");
@@ -81,19 +65,9 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
         },
         Metrics::default(),
     );
-    let _controllers = Controllers(tokio::spawn(controller::run(ctx)));
+    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
 
-    let conn: NatsConnection = serde_json::from_value(json!({
-        "apiVersion": "nats.mikluko.io/v1beta1",
-        "kind": "NatsConnection",
-        "metadata": {"name": "demo", "namespace": NS},
-        "spec": {"servers": topo.client_urls()},
-    }))
-    .expect("a NatsConnection");
-    Api::<NatsConnection>::namespaced(api.client(), NS)
-        .create(&PostParams::default(), &conn)
-        .await
-        .expect("NatsConnection created");
+    common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
 
     let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);
     let stream: NatsStream = serde_json::from_value(json!({

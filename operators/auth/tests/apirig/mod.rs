@@ -8,25 +8,15 @@ use std::time::Duration;
 use auth_controller::controller::{self, Settings};
 use controller_kit::metrics::Metrics;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use serde::Deserialize as _;
+use kube::api::Api;
 use serde_json::Value;
 use sim::apiserver::ApiServer;
-
-pub const WAIT: Duration = Duration::from_secs(60);
-
-/// The controller running in-process; aborted when the test ends, pass or fail.
-pub struct Controllers(tokio::task::JoinHandle<()>);
-
-impl Drop for Controllers {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+use sim::testkit::AbortOnDrop;
+use sim::testkit::{ApiObject, WAIT, is, wait_for};
 
 pub struct Rig {
     // Field order is drop order: the controller stops before the apiserver.
-    pub controllers: Option<Controllers>,
+    pub controllers: Option<AbortOnDrop>,
     pub api: ApiServer,
     /// The running controller's metrics registry.
     pub metrics: Metrics,
@@ -35,17 +25,7 @@ pub struct Rig {
 impl Rig {
     /// An apiserver with the CRDs and `namespaces`, and no controller yet.
     pub async fn bare(namespaces: &[&str]) -> Rig {
-        let api = ApiServer::kube_1_20()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        api.install_crds(&nats_api::crds::all())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        for ns in namespaces {
-            api.create_namespace(ns)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
+        let api = sim::testkit::apiserver_with_crds(namespaces).await;
         Rig {
             controllers: None,
             api,
@@ -57,7 +37,7 @@ impl Rig {
     pub fn start_controller(&mut self, settings: Settings) {
         self.metrics = Metrics::default();
         let ctx = controller::context(self.api.client(), settings, self.metrics.clone());
-        self.controllers = Some(Controllers(tokio::spawn(controller::run(ctx))));
+        self.controllers = Some(AbortOnDrop::spawn(controller::run(ctx)));
     }
 
     /// An apiserver with the controller running without a system connection.
@@ -83,7 +63,7 @@ impl Rig {
 
     /// Applies every document of docs/stories/`story`/`file` except the kinds in `skip`.
     pub async fn apply_story(&self, story: &str, file: &str, skip: &[&str]) {
-        for doc in story_docs(story, file) {
+        for doc in sim::testkit::story_docs(format!("docs/stories/{story}/{file}")) {
             let kind = doc["kind"].as_str().unwrap_or_default().to_string();
             if skip.contains(&kind.as_str()) {
                 continue;
@@ -94,39 +74,9 @@ impl Rig {
 
     /// Server-side applies one object as a user would.
     pub async fn apply(&self, doc: Value) {
-        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
-        let (group, version) = match doc["apiVersion"]
-            .as_str()
-            .unwrap_or_default()
-            .split_once('/')
-        {
-            Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (
-                String::new(),
-                doc["apiVersion"].as_str().unwrap_or_default().to_string(),
-            ),
-        };
-        let gvk = GroupVersionKind::gvk(&group, &version, &kind);
-        let (ar, caps) = kube::discovery::pinned_kind(&self.client(), &gvk)
+        sim::testkit::apply(&self.client(), &doc)
             .await
-            .unwrap_or_else(|e| panic!("discovering {kind}: {e}"));
-        let name = doc["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let api: Api<DynamicObject> = match doc["metadata"]["namespace"].as_str() {
-            Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
-                Api::namespaced_with(self.client(), ns, &ar)
-            }
-            _ => Api::all_with(self.client(), &ar),
-        };
-        api.patch(
-            &name,
-            &PatchParams::apply("story-test").force(),
-            &Patch::Apply(&doc),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     pub async fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
@@ -137,87 +87,13 @@ impl Rig {
     }
 }
 
-/// The documents of docs/stories/`story`/`file`, as JSON.
-pub fn story_docs(story: &str, file: &str) -> Vec<Value> {
-    let path = format!(
-        "{}/../../docs/stories/{story}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).expect("YAML"))
-        .map(|v| serde_json::to_value(v).expect("JSON"))
-        .filter(|v| v.is_object())
-        .collect()
-}
-
-/// (status, reason) of condition `type_`.
-pub fn condition(obj: &Value, type_: &str) -> Option<(String, String)> {
-    obj.pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or_default().to_string(),
-                c["reason"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-}
-
-pub fn message(obj: &Value, type_: &str) -> String {
-    obj.pointer("/status/conditions")
-        .and_then(|c| c.as_array())
-        .and_then(|c| c.iter().find(|c| c["type"] == type_))
-        .and_then(|c| c["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-pub fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
-    condition(obj, type_) == Some((status.into(), reason.into()))
-}
-
-/// Polls `ns`/`name` of `K` until `check` accepts it; returns it as JSON.
-pub async fn wait_for<K>(
+/// Waits for Ready with `reason` and `status`.
+pub async fn wait_ready<K: ApiObject>(
     api: &Api<K>,
     name: &str,
-    what: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Value
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
-    let check = &check;
-    sim::wait::poll(what, WAIT, || async move {
-        let obj = api.get_opt(name).await.map_err(|e| e.to_string())?;
-        let Some(obj) = obj else {
-            return Err(format!("{name} does not exist"));
-        };
-        let v = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
-        if check(&v) {
-            Ok(Some(v))
-        } else {
-            Err(format!("status: {}", v["status"]))
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Waits for Ready with `reason` and `status`.
-pub async fn wait_ready<K>(api: &Api<K>, name: &str, status: &str, reason: &str) -> Value
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
+    status: &str,
+    reason: &str,
+) -> Value {
     wait_for(api, name, &format!("{name} Ready {status} {reason}"), |o| {
         is(o, "Ready", status, reason)
     })
@@ -229,21 +105,6 @@ pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
         .and_then(|s| s.as_str())
         .unwrap_or_default()
-}
-
-/// Waits until `name` of `K` is gone.
-pub async fn wait_gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    sim::wait::poll(&format!("{name} gone"), WAIT, || async {
-        match api.get_opt(name).await.map_err(|e| e.to_string())? {
-            None => Ok(Some(())),
-            Some(_) => Err("still there".to_string()),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Waits for an Event of `reason` about `kind` `ns`/`name`; returns its note.

@@ -34,19 +34,8 @@ pub fn story_manifest<T: serde::de::DeserializeOwned>(
     file: &str,
     kind: &str,
 ) -> Vec<T> {
-    let path = format!(
-        "{}/../../docs/stories/{story}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| serde_json::to_value(serde_yaml::Value::deserialize(doc).unwrap()).unwrap())
-        .filter(|v| v["kind"] == kind)
-        .map(|v| serde_json::from_value(v).unwrap())
-        .collect()
+    sim::testkit::story_objects(format!("docs/stories/{story}/{file}"), kind)
 }
-
-use serde::Deserialize as _;
 
 fn now() -> i64 {
     std::time::SystemTime::now()

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use jetstream_controller::jsapi::{self, JsApiError};
-use serde_json::{Map, Value};
+use nats_api::nats::NatsConnection;
+use serde_json::{Map, Value, json};
 use sim::topology::{Topology, TopologySpec};
 
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -17,6 +18,22 @@ pub async fn cluster() -> Topology {
     Topology::start(TopologySpec::cluster(3))
         .await
         .expect("a 3-server cluster boots")
+}
+
+/// Creates NatsConnection `demo` in `ns` to `servers`, with no credentials: the sim's servers
+/// put an unauthenticated client in the APP account.
+pub async fn create_demo_connection(client: kube::Client, ns: &str, servers: Vec<String>) {
+    let conn: NatsConnection = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1",
+        "kind": "NatsConnection",
+        "metadata": {"name": "demo", "namespace": ns},
+        "spec": {"servers": servers},
+    }))
+    .expect("a NatsConnection");
+    kube::Api::<NatsConnection>::namespaced(client, ns)
+        .create(&kube::api::PostParams::default(), &conn)
+        .await
+        .expect("NatsConnection created");
 }
 
 /// A raw `$JS.API` request; `Err` is the server's refusal or a transport failure.
