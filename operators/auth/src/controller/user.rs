@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{
-    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions,
-};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
@@ -516,7 +514,12 @@ async fn signed(
             let Some((secret, key)) = &creds_ref else {
                 return finish(prev, vec![resolved], false).await;
             };
-            write_creds(ctx, u, secret, creds_found.as_ref(), key, text.into_bytes()).await?;
+            if write_creds(ctx, u, secret, creds_found.as_ref(), key, text.into_bytes()).await?
+                == Written::Changed
+            {
+                // Deleted or rewritten since it was read: judged again from what is there now.
+                return Ok(Action::requeue(std::time::Duration::from_millis(200)));
+            }
             (
                 None,
                 format!("user JWT signed by account {acc_name}; creds written to Secret {secret}"),
@@ -577,10 +580,21 @@ async fn creds_secret_of(
     )
 }
 
+/// What became of a creds write.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// The Secret holds the creds.
+    Done,
+    /// The Secret was deleted or changed since it was read, and was left as it is now.
+    Changed,
+}
+
 /// Writes the creds to `secret`: created, controlled by the user, where `found` is `None`;
-/// otherwise server-side applied as `auth-controller` on the resourceVersion it was found at, so
-/// a Secret replaced since it was judged is not written (the apply conflicts; the next pass
-/// judges again).
+/// otherwise `found` with the creds under `key` replaces it on the resourceVersion it was found
+/// at, so a Secret deleted or rewritten since it was judged is not written (a replace answers
+/// 404 or 409, where a server-side apply would have created a deleted Secret again with the
+/// key of before — seen in a loaded gate run: a creds Secret deleted while a pass was in flight
+/// came back under the old key, and the user was never given a new one).
 async fn write_creds(
     ctx: &Context,
     u: &NatsUser,
@@ -588,45 +602,44 @@ async fn write_creds(
     found: Option<&Secret>,
     key: &str,
     creds: Vec<u8>,
-) -> Result<(), Error> {
+) -> Result<Written, Error> {
     let ns = u.namespace().unwrap_or_default();
     let api = Api::<Secret>::namespaced(ctx.client.clone(), &ns);
-    let mut body = Secret {
-        metadata: ObjectMeta {
-            name: Some(secret.to_string()),
-            namespace: Some(ns.clone()),
-            owner_references: u.controller_owner_ref(&()).map(|o| vec![o]),
-            ..ObjectMeta::default()
-        },
-        type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(key.to_string(), ByteString(creds))])),
-        ..Secret::default()
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PostParams::default()
     };
-    let Some(found) = found else {
-        // Create, never apply: an apply would take over a Secret someone created meanwhile.
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PostParams::default()
-        };
-        api.create(&params, &body)
-            .await
-            .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
-        return Ok(());
+    let written = match found {
+        None => {
+            // Create, never apply: an apply would take over a Secret someone created meanwhile.
+            let body = Secret {
+                metadata: ObjectMeta {
+                    name: Some(secret.to_string()),
+                    namespace: Some(ns.clone()),
+                    owner_references: u.controller_owner_ref(&()).map(|o| vec![o]),
+                    ..ObjectMeta::default()
+                },
+                type_: Some("Opaque".into()),
+                data: Some(BTreeMap::from([(key.to_string(), ByteString(creds))])),
+                ..Secret::default()
+            };
+            api.create(&params, &body).await.map(|_| ())
+        }
+        Some(found) => {
+            let mut body = found.clone();
+            // The server keeps the field owners of before (a request carrying them would reset them).
+            body.metadata.managed_fields = None;
+            body.data
+                .get_or_insert_with(BTreeMap::new)
+                .insert(key.to_string(), ByteString(creds));
+            api.replace(secret, &params, &body).await.map(|_| ())
+        }
     };
-    body.metadata.resource_version = found.metadata.resource_version.clone();
-    let mut value = serde_json::to_value(&body).unwrap_or_default();
-    if let Some(m) = value.as_object_mut() {
-        m.insert("apiVersion".into(), "v1".into());
-        m.insert("kind".into(), "Secret".into());
+    match written {
+        Ok(()) => Ok(Written::Done),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Written::Changed),
+        Err(e) => Err(kube_err(format!("Secret {ns}/{secret}"))(e)),
     }
-    api.patch(
-        secret,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(value),
-    )
-    .await
-    .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
-    Ok(())
 }
 
 /// A deleted user: its key is revoked in the account JWT (the account's reconcile adds it from
