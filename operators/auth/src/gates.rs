@@ -17,6 +17,15 @@ pub fn may_push_system_account(
     !controller_kit::conditions::is_true(operator_conditions, condition::REVOCATIONS_UNRECOVERED)
 }
 
+/// Whether an adopted account (keys brought from elsewhere, never pushed from here) must wait
+/// with its push: only once the servers were asked which JWT they hold can the adoption rule
+/// compare it, and a push in a pass that could not ask would overwrite a richer JWT unjudged
+/// (seen in a gate run: the lookup failed, the push of the same pass got through). Without a
+/// system connection nothing is pushed anyway.
+pub fn push_waits_for_lookup(adopted_unpushed: bool, asked: bool, connection: bool) -> bool {
+    adopted_unpushed && connection && !asked
+}
+
 /// The retiring signing keys that still signed something live (RetiringKeysInUse): a retiring
 /// key is removed only after everything it signed was re-signed with another.
 pub fn retiring_in_use<'a>(
@@ -57,6 +66,23 @@ pub fn adoption(dropped_fields: &[String], policy: DroppedClaims) -> Result<(), 
 
 #[cfg(test)]
 mod tests {
+    #[rstest::rstest]
+    #[case::adopted_not_asked(true, false, true, true)]
+    #[case::adopted_asked(true, true, true, false)]
+    #[case::adopted_no_connection(true, false, false, false)]
+    #[case::pushed_before(false, false, true, false)]
+    fn an_adopted_account_is_pushed_only_after_the_servers_were_asked(
+        #[case] adopted_unpushed: bool,
+        #[case] asked: bool,
+        #[case] connection: bool,
+        #[case] waits: bool,
+    ) {
+        assert_eq!(
+            super::push_waits_for_lookup(adopted_unpushed, asked, connection),
+            waits
+        );
+    }
+
     use super::*;
     use controller_kit::conditions::{Desired, now, upsert};
     use rstest::rstest;

@@ -586,17 +586,33 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
             ),
         );
     }
-    let (d, cond) = super::nats::distribute(
-        &ctx,
-        &*acct,
-        &op_jwt,
-        &pk,
-        &jwt,
-        prev.distribution
-            .as_ref()
-            .filter(|_| prev.jwt.as_deref() == Some(jwt.as_str())),
-    )
-    .await;
+    let (d, cond) = if crate::gates::push_waits_for_lookup(
+        adopted_elsewhere,
+        holding.is_some(),
+        ctx.settings.system_connection.is_some(),
+    ) {
+        (
+            prev.distribution.clone(),
+            Cond::new(
+                condition::DISTRIBUTED,
+                false,
+                reason::UNREACHABLE,
+                "the servers could not be asked which JWT they hold for this adopted account; nothing is pushed before they are".into(),
+            ),
+        )
+    } else {
+        super::nats::distribute(
+            &ctx,
+            &*acct,
+            &op_jwt,
+            &pk,
+            &jwt,
+            prev.distribution
+                .as_ref()
+                .filter(|_| prev.jwt.as_deref() == Some(jwt.as_str())),
+        )
+        .await
+    };
     let current = d.as_ref().is_some_and(distribution::all_current);
     status.distribution = d;
     if cond.reason == reason::UNTRUSTED_SIGNER {

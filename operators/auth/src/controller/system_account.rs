@@ -259,8 +259,21 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         ),
         resolved,
     ];
+    let waits = crate::gates::push_waits_for_lookup(
+        adopted && prev.distribution.is_none(),
+        holding.is_some(),
+        ctx.settings.system_connection.is_some(),
+    );
+    if waits {
+        conds.push(Cond::new(
+            condition::DISTRIBUTED,
+            false,
+            reason::UNREACHABLE,
+            "the servers could not be asked which JWT they hold for this adopted system account; nothing is pushed before they are".into(),
+        ));
+    }
     // Not pushed while the NatsOperator reads RevocationsUnrecovered True (§5.2).
-    if crate::gates::may_push_system_account(&op_status.conditions) {
+    if !waits && crate::gates::may_push_system_account(&op_status.conditions) {
         let (d, cond) = super::nats::distribute(
             &ctx,
             &*sys,
