@@ -340,10 +340,18 @@ impl Server {
         Ok(())
     }
 
-    /// SIGSTOP: the process freezes (its sockets stay open, it answers nothing).
+    /// SIGSTOP: the process freezes (its sockets stay open, it answers nothing). Returns once
+    /// every thread of it reads stopped in /proc (up to a second): `kill` returns before the
+    /// threads stop, and a request in that moment was answered (seen in a gate run).
     pub fn pause(&mut self) -> Result<(), ServerError> {
         self.signal(Signal::SIGSTOP)?;
         self.paused = true;
+        if let Some(pid) = self.pid() {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while !all_threads_stopped(pid) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
         Ok(())
     }
 
@@ -396,4 +404,19 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
+}
+
+/// Whether every thread of process `pid` is stopped (state `T` in /proc/PID/task/TID/stat).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the command name's closing parenthesis.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+                .is_some_and(|state| state == 'T' || state == 't')
+        })
+    })
 }
