@@ -121,31 +121,7 @@ impl CelJudge {
     /// Judges the custom resources of `crds` from now on (every served version).
     pub(super) fn judge(&self, crds: &[CustomResourceDefinition]) {
         let mut kinds = self.kinds.write().unwrap_or_else(|p| p.into_inner());
-        for crd in crds {
-            for version in &crd.spec.versions {
-                let Some(schema) = version
-                    .schema
-                    .as_ref()
-                    .and_then(|s| s.open_api_v3_schema.as_ref())
-                    .and_then(|s| serde_json::to_value(s).ok())
-                else {
-                    continue;
-                };
-                let root = RootContext {
-                    api_version: format!("{}/{}", crd.spec.group, version.name),
-                    api_group: crd.spec.group.clone(),
-                    kind: crd.spec.names.kind.clone(),
-                };
-                kinds.insert(
-                    (
-                        crd.spec.group.clone(),
-                        version.name.clone(),
-                        crd.spec.names.kind.clone(),
-                    ),
-                    Kind::new(&schema, root),
-                );
-            }
-        }
+        kinds.extend(kinds_of(crds));
     }
 
     /// The groups of the kinds judged.
@@ -160,6 +136,37 @@ impl CelJudge {
     pub(super) fn url(&self) -> String {
         format!("https://{}/validate", self.addr)
     }
+}
+
+/// The kinds `crds` declare, every version with a schema.
+fn kinds_of(crds: &[CustomResourceDefinition]) -> Kinds {
+    let mut kinds = Kinds::new();
+    for crd in crds {
+        for version in &crd.spec.versions {
+            let Some(schema) = version
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| serde_json::to_value(s).ok())
+            else {
+                continue;
+            };
+            let root = RootContext {
+                api_version: format!("{}/{}", crd.spec.group, version.name),
+                api_group: crd.spec.group.clone(),
+                kind: crd.spec.names.kind.clone(),
+            };
+            kinds.insert(
+                (
+                    crd.spec.group.clone(),
+                    version.name.clone(),
+                    crd.spec.names.kind.clone(),
+                ),
+                Kind::new(&schema, root),
+            );
+        }
+    }
+    kinds
 }
 
 async fn answer(
@@ -264,34 +271,7 @@ mod tests {
     use super::*;
 
     fn kinds() -> Kinds {
-        let crds = nats_api::crds::all();
-        let mut kinds = Kinds::new();
-        for crd in &crds {
-            let v = &crd.spec.versions[0];
-            let schema = serde_json::to_value(
-                v.schema
-                    .as_ref()
-                    .and_then(|s| s.open_api_v3_schema.as_ref())
-                    .expect("schema"),
-            )
-            .expect("json");
-            kinds.insert(
-                (
-                    crd.spec.group.clone(),
-                    v.name.clone(),
-                    crd.spec.names.kind.clone(),
-                ),
-                Kind::new(
-                    &schema,
-                    RootContext {
-                        api_version: format!("{}/{}", crd.spec.group, v.name),
-                        api_group: crd.spec.group.clone(),
-                        kind: crd.spec.names.kind.clone(),
-                    },
-                ),
-            );
-        }
-        kinds
+        kinds_of(&nats_api::crds::all())
     }
 
     fn request(op: &str, object: Value, old: Option<Value>) -> Value {
