@@ -13,13 +13,29 @@ pub fn distribution(roster: usize, lookups: &[LookupAnswer], jwt: &str) -> Distr
     Distribution {
         servers,
         current: u32::try_from(current.min(roster)).unwrap_or(u32::MAX),
-        last_push_time: None,
+        ..Default::default()
     }
 }
 
-/// "N of M servers hold this JWT".
+/// "N of M servers hold this JWT", naming the roster's silent servers.
 pub fn describe(d: &Distribution) -> String {
-    format!("{} of {} servers hold this JWT", d.current, d.servers)
+    let mut s = format!("{} of {} servers hold this JWT", d.current, d.servers);
+    if let Some(p) = silent_phrase(d) {
+        s.push_str("; ");
+        s.push_str(&p);
+    }
+    s
+}
+
+/// "c1-2 does not answer" for the silent servers of `d`'s roster.
+pub fn silent_phrase(d: &Distribution) -> Option<String> {
+    let silent: Vec<&str> = d
+        .roster
+        .iter()
+        .filter(|r| r.silent_since.is_some())
+        .map(|r| r.name.as_str())
+        .collect();
+    crate::roster::silent_phrase(&silent)
 }
 
 /// Every server current: what a deleted user's finalizer waits on.
@@ -40,16 +56,23 @@ pub enum Recovery {
     Hold { missing: usize },
 }
 
-/// Decides from the roster size, how many answered the lookup, and whether the account's
-/// status.distribution records it distributed (any server current).
-pub fn recovery(roster: usize, answered: usize, recorded: Option<&Distribution>) -> Recovery {
+/// Decides from the roster size (with memory: silent recorded servers count), how many answered
+/// the lookup, and whether the account was distributed: its status.distribution records some
+/// server current, or, with the status lost, some answering server holds a JWT of it (`held`).
+pub fn recovery(
+    roster: usize,
+    answered: usize,
+    recorded: Option<&Distribution>,
+    held: bool,
+) -> Recovery {
     let missing = roster.saturating_sub(answered);
     if missing == 0 {
         return Recovery::Sign;
     }
-    match recorded {
-        Some(d) if d.current > 0 => Recovery::Hold { missing },
-        _ => Recovery::SignUnrecovered { missing },
+    if held || recorded.is_some_and(|d| d.current > 0) {
+        Recovery::Hold { missing }
+    } else {
+        Recovery::SignUnrecovered { missing }
     }
 }
 
@@ -84,7 +107,7 @@ mod tests {
         Distribution {
             servers: 3,
             current,
-            last_push_time: None,
+            ..Default::default()
         }
     }
 
@@ -92,16 +115,42 @@ mod tests {
     // status.distribution records it distributed is not signed ... RecoveringRevocations; any
     // other, a new account among them, is signed with the condition RevocationsUnrecovered True"
     #[rstest]
-    #[case::all_answered(3, 3, Some(recorded(3)), Recovery::Sign)]
-    #[case::distributed_account_with_a_silent_server(3, 2, Some(recorded(3)), Recovery::Hold { missing: 1 })]
-    #[case::new_account_with_a_silent_server(3, 2, None, Recovery::SignUnrecovered { missing: 1 })]
-    #[case::never_distributed_account(3, 1, Some(recorded(0)), Recovery::SignUnrecovered { missing: 2 })]
+    #[case::all_answered(3, 3, Some(recorded(3)), false, Recovery::Sign)]
+    #[case::all_answered_status_lost(3, 3, None, true, Recovery::Sign)]
+    #[case::distributed_account_with_a_silent_server(3, 2, Some(recorded(3)), true, Recovery::Hold { missing: 1 })]
+    #[case::status_lost_but_the_servers_hold_it(3, 2, None, true, Recovery::Hold { missing: 1 })]
+    #[case::new_account_with_a_silent_server(3, 2, None, false, Recovery::SignUnrecovered { missing: 1 })]
+    #[case::never_distributed_account(3, 1, Some(recorded(0)), false, Recovery::SignUnrecovered { missing: 2 })]
     fn recovering_revocations(
         #[case] roster: usize,
         #[case] answered: usize,
         #[case] rec: Option<Distribution>,
+        #[case] held: bool,
         #[case] want: Recovery,
     ) {
-        assert_eq!(recovery(roster, answered, rec.as_ref()), want);
+        assert_eq!(recovery(roster, answered, rec.as_ref(), held), want);
+    }
+
+    #[test]
+    fn describe_names_the_silent_servers() {
+        let mut d = recorded(2);
+        d.roster = vec![
+            nats_api::auth::RosterServer {
+                name: "c1-0".into(),
+                id: "A".into(),
+                silent_since: None,
+            },
+            nats_api::auth::RosterServer {
+                name: "c1-2".into(),
+                id: "C".into(),
+                silent_since: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::from_second(1).unwrap(),
+                )),
+            },
+        ];
+        assert_eq!(
+            describe(&d),
+            "2 of 3 servers hold this JWT; c1-2 does not answer"
+        );
     }
 }

@@ -19,6 +19,7 @@ pub mod operator;
 pub mod presets;
 pub mod push;
 pub mod revocations;
+pub mod roster;
 pub mod trust;
 pub mod uniqueness;
 pub mod units;

@@ -1,9 +1,10 @@
 //! Live: revocations recovered from the servers and the decision while a roster server does not
-//! answer (§5.3), on a real 3-server operator-mode cluster. With one server paused (SIGSTOP), the
-//! lookups answer 2 of the 3 STATSZ roster servers: an account recorded distributed is held
-//! (RecoveringRevocations) and a new one is signed with RevocationsUnrecovered; once the server
-//! answers again the account is signed. A lost status record comes back from the JWT the
-//! servers hold.
+//! answer (§5.3), on a real 3-server operator-mode cluster. With one server paused (SIGSTOP), only
+//! 2 servers answer STATSZ and the lookups: the roster with memory still counts the paused one,
+//! named silent, so an account recorded distributed is held (RecoveringRevocations), as is one
+//! whose status was lost but which the answering servers hold, and a new one is signed with
+//! RevocationsUnrecovered; once the server answers again the account is signed. A lost status
+//! record comes back from the JWT the servers hold.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use auth_controller::distribution::{self, Recovery};
 use auth_controller::revocations;
+use auth_controller::roster::{self, Answer, FORGET_SILENT_AFTER, Roster};
 use common::*;
 use nats_api::auth::GeneratedKind;
 use nats_claims::AccountClaims;
@@ -47,13 +49,31 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
     .unwrap();
     plane.push(&jwt).await;
 
-    let roster = plane
-        .wire
-        .ping_statsz(&ServerFilter::all(), Collect::expecting(3, DEADLINE))
-        .await
-        .unwrap()
-        .server_names();
-    assert_eq!(roster.len(), 3);
+    // The roster as a pass observes it: STATSZ answers merged with what was recorded before.
+    let observe = async |recorded: &Roster, wait: Duration| -> Roster {
+        let statsz = plane
+            .wire
+            .ping_statsz(&ServerFilter::all(), Collect::expecting(3, wait))
+            .await
+            .unwrap();
+        let answered: Vec<Answer> = statsz
+            .replies
+            .iter()
+            .map(|r| Answer {
+                name: r.server.name.clone(),
+                id: r.server.id.clone(),
+            })
+            .collect();
+        roster::remember(
+            &recorded.servers,
+            &answered,
+            now_secs(),
+            FORGET_SILENT_AFTER,
+        )
+    };
+    let all = observe(&Roster::default(), DEADLINE).await;
+    assert_eq!(all.answering(), 3);
+    let roster: Vec<String> = all.servers.iter().map(|m| m.name.clone()).collect();
     let recorded = sim::wait::poll("3 of 3", DEADLINE, || async {
         let l = plane
             .wire
@@ -94,10 +114,21 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
     })
     .await
     .unwrap();
+    let paused = observe(&all, Duration::from_secs(2)).await;
     assert_eq!(
-        distribution::recovery(roster.len(), answered, Some(&recorded)),
+        (paused.len(), paused.answering(), paused.silent()),
+        (3, 2, vec![silent.as_str()]),
+        "the roster with memory counts the paused server, named silent"
+    );
+    assert_eq!(
+        distribution::recovery(paused.len(), answered, Some(&recorded), true),
         Recovery::Hold { missing: 1 },
         "a distributed account must wait for the silent server (RecoveringRevocations)"
+    );
+    assert_eq!(
+        distribution::recovery(paused.len(), answered, None, true),
+        Recovery::Hold { missing: 1 },
+        "with the status lost, the JWT the answering servers hold says it was distributed"
     );
     let fresh = Acct::new(GeneratedKind::Account, "fresh");
     let answered_fresh = plane
@@ -107,7 +138,7 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
         .unwrap()
         .len();
     assert_eq!(
-        distribution::recovery(roster.len(), answered_fresh, None),
+        distribution::recovery(paused.len(), answered_fresh, None, false),
         Recovery::SignUnrecovered { missing: 1 },
         "a new account is signed with RevocationsUnrecovered"
     );
@@ -125,8 +156,10 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
     })
     .await
     .unwrap();
+    let back = observe(&paused, DEADLINE).await;
+    assert!(back.silent().is_empty(), "{:?}", back.servers);
     assert_eq!(
-        distribution::recovery(roster.len(), answered, Some(&recorded)),
+        distribution::recovery(back.len(), answered, Some(&recorded), true),
         Recovery::Sign
     );
 }

@@ -221,6 +221,27 @@ pub struct Distribution {
     /// When the JWT was last pushed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_push_time: Option<Time>,
+    /// The roster with memory: every server that answered STATSZ when this was counted, and
+    /// every server recorded before that has not answered since (`silentSince` set), so a
+    /// server that stops answering is counted as down rather than dropped from the roster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    pub roster: Vec<RosterServer>,
+}
+
+/// One server of a distribution's roster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterServer {
+    /// The server's name (`server_name`), which a restart keeps.
+    pub name: String,
+    /// Its server id when it last answered; nats-server takes a new one at every start, so a new
+    /// id means it restarted.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    /// Since when it has not answered STATSZ; unset while it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silent_since: Option<Time>,
 }
 
 /// A user key an account JWT revokes.

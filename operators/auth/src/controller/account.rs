@@ -409,34 +409,41 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     // What the servers hold (§5.3): revocations taken back from their JWTs, never signing older
     // than one of them, and no signing while a roster server is silent for an account recorded
     // distributed (it may hold a newer JWT).
-    let holding = super::nats::holding(&ctx, &pk).await;
+    let holding = super::nats::holding(&ctx, &pk, prev.distribution.as_ref()).await;
     let mut unrecovered: Option<Cond> = None;
     if let Some(h) = &holding {
-        match distribution::recovery(h.roster, h.answered, prev.distribution.as_ref()) {
+        let answered = h.answered_phrase();
+        match distribution::recovery(
+            h.roster.len(),
+            h.answered,
+            prev.distribution.as_ref(),
+            !h.jwts.is_empty(),
+        ) {
             distribution::Recovery::Sign => {
                 unrecovered = Some(Cond::new(
                     condition::REVOCATIONS_UNRECOVERED,
                     false,
                     reason::ALL_SERVERS_CURRENT,
-                    format!("{} of {} servers answered", h.answered, h.roster),
+                    answered,
                 ));
             }
-            distribution::Recovery::SignUnrecovered { missing } => {
+            distribution::Recovery::SignUnrecovered { .. } => {
                 unrecovered = Some(Cond::new(
                     condition::REVOCATIONS_UNRECOVERED,
                     true,
                     reason::RECOVERING_REVOCATIONS,
-                    format!(
-                        "{missing} of {} servers did not answer; signed without their revocations, asking again",
-                        h.roster
-                    ),
+                    format!("{answered}; signed without their revocations, asking again"),
                 ));
             }
-            distribution::Recovery::Hold { missing } => {
+            distribution::Recovery::Hold { .. } => {
                 let m = format!(
-                    "{missing} of {} servers did not answer and may hold a newer JWT; not signed until they do",
-                    h.roster
+                    "{answered}: a silent server may hold a newer JWT; not signed until every server answers"
                 );
+                // Kept as recorded, the roster's silence included, so the next pass (maybe
+                // of a new process) still counts the silent server.
+                if let Some(d) = status.distribution.as_mut() {
+                    d.roster = h.roster.to_status(super::time_of);
+                }
                 return finish(
                     status,
                     vec![Cond::new(

@@ -15,7 +15,6 @@
 //! within seconds of answering STATSZ, whatever the pass interval.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use nats_api::auth::DeletedAccount;
@@ -93,7 +92,7 @@ async fn send_unconfirmed(
         .await
         .map_err(|e| format!("STATSZ: {e}"))?;
     let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
-    ctx.roster.store(ids.len(), Ordering::Relaxed);
+    super::nats::observe_roster(ctx, &statsz, None);
     let sent = {
         let pushes = ctx.pushes.lock().unwrap_or_else(|p| p.into_inner());
         let mut confirmed = ctx.confirmed.lock().unwrap_or_else(|p| p.into_inner());

@@ -82,8 +82,9 @@ pub struct Context {
     pub settings: Settings,
     /// The dialed system connection, re-dialed when what it is dialed from changes.
     system: tokio::sync::Mutex<Option<nats::Dialed>>,
-    /// The last STATSZ roster size, so the next ping stops as soon as that many answered.
-    roster: std::sync::atomic::AtomicUsize,
+    /// The roster with memory as the last ping left it: the next ping waits for that many, and a
+    /// recorded server that stops answering is counted as down (see [`crate::roster`]).
+    roster: std::sync::Mutex<crate::roster::Roster>,
     /// Per NatsOperator (namespace/name), which deleted accounts each server (by its id) has
     /// confirmed deleting.
     confirmed: std::sync::Mutex<BTreeMap<String, crate::deletions::Confirmed>>,
@@ -97,6 +98,14 @@ pub struct Context {
 }
 
 impl Context {
+    /// The roster with memory as the last ping left it.
+    pub(crate) fn roster(&self) -> crate::roster::Roster {
+        self.roster
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     pub(crate) fn iat_floor(&self, account: &str) -> i64 {
         self.iat_floor
             .lock()
@@ -564,7 +573,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         backoff: Backoff::default(),
         settings,
         system: tokio::sync::Mutex::new(None),
-        roster: std::sync::atomic::AtomicUsize::new(0),
+        roster: std::sync::Mutex::new(crate::roster::Roster::default()),
         confirmed: std::sync::Mutex::default(),
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),

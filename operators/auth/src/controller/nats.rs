@@ -3,7 +3,6 @@
 //! the operator JWT does not list), and status.distribution from the STATSZ roster and each
 //! server's CLAIMS.LOOKUP.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -11,12 +10,13 @@ use kube::api::Api;
 use nats_api::auth::Distribution;
 use nats_api::nats::NatsConnection;
 use nats_claims::{Account, Operator, decode_unverified};
-use nats_wire::ServerFilter;
-use nats_wire::{Collect, ConnectionConfig, Wire};
+use nats_wire::monitor::Statsz;
+use nats_wire::{Collect, ConnectionConfig, PingReplies, ServerFilter, Wire};
 
 use super::{Context, time_of, unix_now};
 use crate::distribution;
 use crate::push::{self, Held};
+use crate::roster::{self, Roster};
 
 /// The NatsConnection JWTs are pushed over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,11 +112,59 @@ pub(crate) enum Spread {
     Unreachable(String),
 }
 
+/// A ping's collection: until as many servers answered as the roster holds, silent ones
+/// included, or [`PING`].
 pub(super) fn collect(ctx: &Context) -> Collect {
-    match ctx.roster.load(Ordering::Relaxed) {
+    match ctx.roster().len() {
         0 => Collect::until(PING),
         n => Collect::expecting(n, PING),
     }
+}
+
+/// The roster with memory of this pass: the STATSZ answers, the servers this process has
+/// recorded, and those `recorded` in an object's status.distribution; kept for the next pass.
+pub(super) fn observe_roster(
+    ctx: &Context,
+    statsz: &PingReplies<Statsz>,
+    recorded: Option<&Distribution>,
+) -> Roster {
+    let answered: Vec<roster::Answer> = statsz
+        .replies
+        .iter()
+        .map(|r| roster::Answer {
+            name: r.server.name.clone(),
+            id: r.server.id.clone(),
+        })
+        .collect();
+    let mut remembered = ctx.roster().servers;
+    if let Some(d) = recorded {
+        remembered.extend(Roster::from_status(&d.roster).servers);
+    }
+    let now = unix_now();
+    let next = roster::remember(&remembered, &answered, now, roster::FORGET_SILENT_AFTER);
+    let mut memory = ctx.roster.lock().unwrap_or_else(|p| p.into_inner());
+    for name in next.silent() {
+        if !memory.silent().contains(&name) {
+            tracing::warn!(
+                server = name,
+                "a recorded server does not answer STATSZ: counted as down"
+            );
+        }
+    }
+    for m in &memory.servers {
+        if !next.servers.iter().any(|n| n.name == m.name) {
+            tracing::warn!(server = %m.name, "a server silent past the roster's memory is forgotten");
+        }
+    }
+    *memory = next.clone();
+    next
+}
+
+/// `distribution` of `roster`: its size, the lookups holding `jwt`, and the roster recorded.
+fn counted(roster: &Roster, answers: &[nats_wire::sys::LookupAnswer], jwt: &str) -> Distribution {
+    let mut d = distribution::distribution(roster.len(), answers, jwt);
+    d.roster = roster.to_status(time_of);
+    d
 }
 
 /// Counts who holds `jwt` for `account` and pushes it where a server lacks it, unless a server
@@ -130,22 +178,22 @@ pub(crate) async fn spread(
     last_push: Option<&Distribution>,
 ) -> Spread {
     let roster = match wire.ping_statsz(&ServerFilter::all(), collect(ctx)).await {
-        Ok(r) => r.replies.len(),
+        Ok(r) => observe_roster(ctx, &r, last_push),
         Err(e) => return Spread::Unreachable(format!("STATSZ: {e}")),
     };
-    ctx.roster.store(roster, Ordering::Relaxed);
-    if roster == 0 {
+    if roster.answering() == 0 {
         return Spread::Unreachable("no server answered STATSZ".into());
     }
+    let roster_len = roster.len();
     let lookup = async || {
-        wire.claims_lookup(account, Collect::expecting(roster, PING))
+        wire.claims_lookup(account, Collect::expecting(roster_len, PING))
             .await
     };
     let answers = match lookup().await {
         Ok(a) => a,
         Err(e) => return Spread::Unreachable(format!("CLAIMS.LOOKUP: {e}")),
     };
-    let mut d = distribution::distribution(roster, &answers, jwt);
+    let mut d = counted(&roster, &answers, jwt);
     d.last_push_time = last_push.and_then(|p| p.last_push_time.clone());
     if distribution::all_current(&d) {
         return Spread::Counted { d, pushed: false };
@@ -166,7 +214,7 @@ pub(crate) async fn spread(
         return Spread::Held(h);
     }
     let pushed = wire
-        .claims_update(jwt, Collect::expecting(roster, PING))
+        .claims_update(jwt, Collect::expecting(roster_len, PING))
         .await;
     // Counted whether or not every answer came: a server may have taken it.
     ctx.pushes
@@ -180,42 +228,62 @@ pub(crate) async fn spread(
         Ok(a) => a,
         Err(e) => return Spread::Unreachable(format!("CLAIMS.LOOKUP: {e}")),
     };
-    let mut d = distribution::distribution(roster, &answers, jwt);
+    let mut d = counted(&roster, &answers, jwt);
     d.last_push_time = Some(time_of(unix_now()));
     Spread::Counted { d, pushed: true }
 }
 
 /// What the servers hold for an account before it is signed.
 pub(crate) struct Holding {
-    /// The STATSZ roster size.
-    pub roster: usize,
+    /// The roster with memory: the servers that answered STATSZ and the recorded silent ones.
+    pub roster: Roster,
     /// How many servers answered CLAIMS.LOOKUP.
     pub answered: usize,
     /// The JWTs they hold.
     pub jwts: Vec<String>,
 }
 
-/// Asks every server which JWT it holds for `account`; `None` without a system connection or
-/// when the servers cannot be asked (then nothing is pushed either).
-pub(crate) async fn holding(ctx: &Context, account: &str) -> Option<Holding> {
+impl Holding {
+    /// "2 of 3 servers answered; c1-2 does not answer".
+    pub fn answered_phrase(&self) -> String {
+        let mut s = format!(
+            "{} of {} servers answered",
+            self.answered,
+            self.roster.len()
+        );
+        if let Some(p) = roster::silent_phrase(&self.roster.silent()) {
+            s.push_str("; ");
+            s.push_str(&p);
+        }
+        s
+    }
+}
+
+/// Asks every server which JWT it holds for `account` (the roster remembering the servers
+/// `recorded` names); `None` without a system connection or when the servers cannot be asked
+/// (then nothing is pushed either).
+pub(crate) async fn holding(
+    ctx: &Context,
+    account: &str,
+    recorded: Option<&Distribution>,
+) -> Option<Holding> {
     let wire = system_wire(ctx).await.ok()??;
-    let roster = wire
+    let statsz = wire
         .ping_statsz(&ServerFilter::all(), collect(ctx))
         .await
-        .ok()?
-        .replies
-        .len();
-    ctx.roster.store(roster, Ordering::Relaxed);
-    if roster == 0 {
+        .ok()?;
+    let roster = observe_roster(ctx, &statsz, recorded);
+    if roster.answering() == 0 {
         return None;
     }
     let answers = wire
-        .claims_lookup(account, Collect::expecting(roster, PING))
+        .claims_lookup(account, Collect::expecting(roster.len(), PING))
         .await
         .ok()?;
     Some(Holding {
+        // A lookup answer carries no server identity: counted, never past the roster.
+        answered: answers.len().min(roster.len()),
         roster,
-        answered: answers.len(),
         jwts: answers
             .iter()
             .filter_map(|a| a.jwt().map(str::to_string))

@@ -287,7 +287,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
     let sys_pk = sys_keys.public_key.clone();
     let mut recovery_cond = None;
     let mut hold_sys = false;
-    if let Some(h) = super::nats::holding(&ctx, &sys_pk).await {
+    if let Some(h) = super::nats::holding(&ctx, &sys_pk, sys_status.distribution.as_ref()).await {
         for j in h
             .jwts
             .iter()
@@ -297,29 +297,28 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
                 ctx.raise_iat_floor(&sys_pk, c.issued_at + 1);
             }
         }
+        let answered = h.answered_phrase();
         recovery_cond = Some(
             match crate::distribution::recovery(
-                h.roster,
+                h.roster.len(),
                 h.answered,
                 sys_status.distribution.as_ref(),
+                !h.jwts.is_empty(),
             ) {
                 crate::distribution::Recovery::Sign => Cond::new(
                     condition::REVOCATIONS_UNRECOVERED,
                     false,
                     reason::ALL_SERVERS_CURRENT,
-                    format!("{} of {} servers answered", h.answered, h.roster),
+                    answered,
                 ),
-                crate::distribution::Recovery::SignUnrecovered { missing }
-                | crate::distribution::Recovery::Hold { missing } => {
+                crate::distribution::Recovery::SignUnrecovered { .. }
+                | crate::distribution::Recovery::Hold { .. } => {
                     hold_sys = true;
                     Cond::new(
                         condition::REVOCATIONS_UNRECOVERED,
                         true,
                         reason::RECOVERING_REVOCATIONS,
-                        format!(
-                            "{missing} of {} servers did not answer for the system account",
-                            h.roster
-                        ),
+                        format!("{answered}, for the system account"),
                     )
                 }
             },

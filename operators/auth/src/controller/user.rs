@@ -677,7 +677,10 @@ async fn deleting(
                 .is_some_and(distribution::all_current);
         let force = deletion_hold::force_delete(u.annotations());
         if !revoked || !user_keys::finalizer_may_proceed(current, &pending) {
-            let waiting_for = format!("every server to hold the account JWT revoking {pk}");
+            let mut waiting_for = format!("every server to hold the account JWT revoking {pk}");
+            if let Some(d) = &view.distribution {
+                waiting_for.push_str(&format!(" ({})", distribution::describe(d)));
+            }
             match deletion_hold::hold(Held::User, &waiting_for, force) {
                 Hold::Wait(message) => {
                     let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);

@@ -1,0 +1,243 @@
+//! The roster with memory (§5.3). Who the servers are is not only who answers STATSZ now: a
+//! server that stops answering (paused, partitioned, down) must count as down, or an account is
+//! signed from an incomplete revocation list and a deleted user's finalizer releases before the
+//! silent server took the revocation. So the roster is every server that answered, plus every
+//! server recorded before (in a distribution's status, or by this process) that has not answered
+//! since: those are marked silent from the first pass that missed them.
+//!
+//! A recorded server silent for longer than [`FORGET_SILENT_AFTER`] is forgotten, since a server
+//! scaled away never answers again and would otherwise hold every distributed account for good.
+//! What that gives up is bounded: a forgotten server that comes back is heard again, and what it
+//! holds (a newer JWT, more revocations) is taken back from its CLAIMS.LOOKUP answer before the
+//! account is signed again.
+
+use std::time::Duration;
+
+use nats_api::auth::RosterServer;
+
+/// How long a recorded server may stay silent before the roster forgets it.
+pub const FORGET_SILENT_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// A server that answered STATSZ: its name and its id of this start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub name: String,
+    pub id: String,
+}
+
+/// The roster of one pass: sorted by name, silent servers marked with the unix second they were
+/// first missed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Roster {
+    pub servers: Vec<Member>,
+}
+
+/// One server of a [`Roster`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub id: String,
+    /// Unix seconds since it has not answered; `None` while it answers.
+    pub silent_since: Option<i64>,
+}
+
+impl Roster {
+    /// Every server counted: those answering and those silent.
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// How many answered STATSZ.
+    pub fn answering(&self) -> usize {
+        self.servers
+            .iter()
+            .filter(|m| m.silent_since.is_none())
+            .count()
+    }
+
+    /// The names of the servers that did not answer.
+    pub fn silent(&self) -> Vec<&str> {
+        self.servers
+            .iter()
+            .filter(|m| m.silent_since.is_some())
+            .map(|m| m.name.as_str())
+            .collect()
+    }
+
+    /// As status.distribution.roster records it.
+    pub fn to_status(
+        &self,
+        time_of: impl Fn(i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Vec<RosterServer> {
+        self.servers
+            .iter()
+            .map(|m| RosterServer {
+                name: m.name.clone(),
+                id: m.id.clone(),
+                silent_since: m.silent_since.map(&time_of),
+            })
+            .collect()
+    }
+
+    /// Read back from status.distribution.roster.
+    pub fn from_status(recorded: &[RosterServer]) -> Roster {
+        Roster {
+            servers: recorded
+                .iter()
+                .map(|r| Member {
+                    name: r.name.clone(),
+                    id: r.id.clone(),
+                    silent_since: r.silent_since.as_ref().map(|t| t.0.as_second()),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The phrase a hold names the silent servers with: "c1-2 does not answer".
+pub fn silent_phrase(silent: &[&str]) -> Option<String> {
+    match silent {
+        [] => None,
+        [one] => Some(format!("{one} does not answer")),
+        many => Some(format!("{} do not answer", many.join(", "))),
+    }
+}
+
+/// This pass's roster: every server of `answered` (its id as it answered, not silent), and every
+/// server of `recorded` that did not answer, silent since it was first missed (`now` if this is
+/// the first pass to miss it), unless that was longer than `forget_after` ago. `recorded` may
+/// hold the same server more than once (several records merged); the newest silence wins, so a
+/// server that answered in one record since it was missed in another is not silent for longer.
+pub fn remember(
+    recorded: &[Member],
+    answered: &[Answer],
+    now: i64,
+    forget_after: Duration,
+) -> Roster {
+    let forget = i64::try_from(forget_after.as_secs()).unwrap_or(i64::MAX);
+    let mut servers: Vec<Member> = answered
+        .iter()
+        .map(|a| Member {
+            name: a.name.clone(),
+            id: a.id.clone(),
+            silent_since: None,
+        })
+        .collect();
+    for r in recorded {
+        if servers
+            .iter()
+            .any(|m| m.name == r.name && m.silent_since.is_none())
+        {
+            continue;
+        }
+        let since = r.silent_since.unwrap_or(now);
+        if now.saturating_sub(since) > forget {
+            continue;
+        }
+        match servers.iter_mut().find(|m| m.name == r.name) {
+            Some(m) => {
+                if m.silent_since.is_some_and(|s| since > s) {
+                    m.silent_since = Some(since);
+                    m.id = r.id.clone();
+                }
+            }
+            None => servers.push(Member {
+                name: r.name.clone(),
+                id: r.id.clone(),
+                silent_since: Some(since),
+            }),
+        }
+    }
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    servers.dedup_by(|a, b| a.name == b.name);
+    Roster { servers }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const NOW: i64 = 10_000;
+    const FORGET: Duration = Duration::from_secs(900);
+
+    fn up(name: &str, id: &str) -> Member {
+        Member {
+            name: name.into(),
+            id: id.into(),
+            silent_since: None,
+        }
+    }
+
+    fn silent(name: &str, id: &str, since: i64) -> Member {
+        Member {
+            name: name.into(),
+            id: id.into(),
+            silent_since: Some(since),
+        }
+    }
+
+    fn answer(name: &str, id: &str) -> Answer {
+        Answer {
+            name: name.into(),
+            id: id.into(),
+        }
+    }
+
+    #[rstest]
+    #[case::all_answer(vec![up("c1-0", "A"), up("c1-1", "B")], vec![answer("c1-0", "A"), answer("c1-1", "B")], vec![up("c1-0", "A"), up("c1-1", "B")])]
+    #[case::nothing_recorded(vec![], vec![answer("c1-1", "B"), answer("c1-0", "A")], vec![up("c1-0", "A"), up("c1-1", "B")])]
+    #[case::a_recorded_server_falls_silent_now(vec![up("c1-0", "A"), up("c1-2", "C")], vec![answer("c1-0", "A")], vec![up("c1-0", "A"), silent("c1-2", "C", NOW)])]
+    #[case::silent_since_is_kept(vec![silent("c1-2", "C", NOW - 60)], vec![answer("c1-0", "A")], vec![up("c1-0", "A"), silent("c1-2", "C", NOW - 60)])]
+    #[case::forgotten_past_the_window(vec![silent("c1-2", "C", NOW - 901)], vec![answer("c1-0", "A")], vec![up("c1-0", "A")])]
+    #[case::kept_at_the_window(vec![silent("c1-2", "C", NOW - 900)], vec![answer("c1-0", "A")], vec![up("c1-0", "A"), silent("c1-2", "C", NOW - 900)])]
+    #[case::back_under_a_new_id(vec![silent("c1-2", "C", NOW - 60)], vec![answer("c1-2", "C2")], vec![up("c1-2", "C2")])]
+    #[case::newest_silence_of_two_records(vec![silent("c1-2", "C", NOW - 600), silent("c1-2", "C", NOW - 30)], vec![], vec![silent("c1-2", "C", NOW - 30)])]
+    #[case::answered_in_one_record_missed_now(vec![up("c1-2", "C"), silent("c1-2", "C", NOW - 600)], vec![], vec![silent("c1-2", "C", NOW)])]
+    fn roster_with_memory(
+        #[case] recorded: Vec<Member>,
+        #[case] answered: Vec<Answer>,
+        #[case] want: Vec<Member>,
+    ) {
+        assert_eq!(remember(&recorded, &answered, NOW, FORGET).servers, want);
+    }
+
+    #[test]
+    fn counts_and_names() {
+        let r = Roster {
+            servers: vec![
+                up("c1-0", "A"),
+                silent("c1-1", "B", 1),
+                silent("c1-2", "C", 2),
+            ],
+        };
+        assert_eq!((r.len(), r.answering()), (3, 1));
+        assert_eq!(r.silent(), ["c1-1", "c1-2"]);
+        assert_eq!(
+            silent_phrase(&r.silent()).as_deref(),
+            Some("c1-1, c1-2 do not answer")
+        );
+        assert_eq!(
+            silent_phrase(&["c1-2"]).as_deref(),
+            Some("c1-2 does not answer")
+        );
+        assert_eq!(silent_phrase(&[]), None);
+    }
+
+    #[test]
+    fn status_round_trip() {
+        let r = Roster {
+            servers: vec![up("c1-0", "A"), silent("c1-2", "C", 1_700_000_000)],
+        };
+        let status = r.to_status(|s| {
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::from_second(s).unwrap(),
+            )
+        });
+        assert_eq!(Roster::from_status(&status), r);
+    }
+}
