@@ -1,6 +1,13 @@
-//! §5.2 status.distribution — "N of M servers hold this JWT" from the STATSZ roster and each
-//! server's CLAIMS.LOOKUP (the server offers no aggregate) — and §5.3's decision while a roster
-//! server does not answer: RecoveringRevocations or RevocationsUnrecovered.
+//! §5.2 status.distribution — "N of M servers hold this JWT" from the STATSZ roster (with memory,
+//! [`crate::roster`]) and each server's CLAIMS.LOOKUP (the server offers no aggregate) — and §5.3's
+//! decision while a roster server does not answer: RecoveringRevocations or RevocationsUnrecovered.
+//!
+//! The hold guards against signing from an incomplete revocation list, which only a lost or stale
+//! record can be: the record is written before the JWT it signs, so while status.jwt is there and
+//! no answering server holds a newer JWT, the record is the newest list, and a deleted user's
+//! revocation is signed and pushed to the servers that answer (the finalizer then waits for the
+//! silent one). With the status lost, or a newer JWT held than status.jwt (a restored backup), a
+//! silent server may hold the only copy of a revocation: nothing is signed until it answers.
 
 use nats_api::auth::Distribution;
 use nats_wire::sys::LookupAnswer;
@@ -43,36 +50,72 @@ pub fn all_current(d: &Distribution) -> bool {
     d.servers > 0 && d.current == d.servers
 }
 
+/// What an account's status record is worth while a roster server does not answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// status.jwt is there and no answering server holds a newer JWT: the record is complete
+    /// (every revocation is recorded before the JWT carrying it is signed), so what a silent
+    /// server holds is at most what it records.
+    Kept,
+    /// status.jwt is there but an answering server holds a newer JWT: the status was restored
+    /// from a backup, or something else signs; a silent server may hold newer still.
+    Stale,
+    /// No status.jwt: the status was lost, or the account is new. `distributed`: its
+    /// status.distribution records a server current, or an answering server holds a JWT of it.
+    Lost { distributed: bool },
+}
+
+/// The iat of an account JWT, unverified (what a server holds is compared, not trusted).
+pub fn issued_at(jwt: Option<&str>) -> Option<i64> {
+    nats_claims::decode_unverified::<nats_claims::Account>(jwt?)
+        .ok()
+        .map(|c| c.issued_at)
+}
+
+/// Judges the record from the iat of status.jwt, the iats of the JWTs the answering servers
+/// hold, and status.distribution.
+pub fn record(
+    status_iat: Option<i64>,
+    held_iats: &[i64],
+    recorded: Option<&Distribution>,
+) -> Record {
+    match status_iat {
+        Some(ours) if held_iats.iter().any(|h| *h > ours) => Record::Stale,
+        Some(_) => Record::Kept,
+        None => Record::Lost {
+            distributed: !held_iats.is_empty() || recorded.is_some_and(|d| d.current > 0),
+        },
+    }
+}
+
 /// Whether and how to sign an account while some roster servers may not have answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Recovery {
     /// Every roster server answered: sign from the record and what they hold.
     Sign,
-    /// Some did not, and the account was never recorded distributed: sign, with the condition
+    /// Some did not, and the record is kept: sign from it (a deletion's revocation is pushed to
+    /// those that answer; a silent server takes it when it answers again).
+    SignFromRecord { missing: usize },
+    /// Some did not, and the account was never distributed: sign, with the condition
     /// RevocationsUnrecovered True, and ask again once they answer.
     SignUnrecovered { missing: usize },
-    /// Some did not, and status.distribution records the account distributed: a missing server
-    /// may hold a newer JWT; do not sign (Ready False, reason RecoveringRevocations).
+    /// Some did not, and the account was distributed with its record lost or stale: a missing
+    /// server may hold a newer JWT; do not sign (Ready False, reason RecoveringRevocations).
     Hold { missing: usize },
 }
 
 /// Decides from the roster size (with memory: silent recorded servers count), how many answered
-/// the lookup, and whether the account was distributed: its status.distribution records some
-/// server current, or, with the status lost, some answering server holds a JWT of it (`held`).
-pub fn recovery(
-    roster: usize,
-    answered: usize,
-    recorded: Option<&Distribution>,
-    held: bool,
-) -> Recovery {
+/// the lookup, and what the status record is worth (§5.3: an account distributed is not signed
+/// while a server that may hold a newer JWT is silent; a new one is signed unrecovered).
+pub fn recovery(roster: usize, answered: usize, record: Record) -> Recovery {
     let missing = roster.saturating_sub(answered);
     if missing == 0 {
         return Recovery::Sign;
     }
-    if held || recorded.is_some_and(|d| d.current > 0) {
-        Recovery::Hold { missing }
-    } else {
-        Recovery::SignUnrecovered { missing }
+    match record {
+        Record::Kept => Recovery::SignFromRecord { missing },
+        Record::Stale | Record::Lost { distributed: true } => Recovery::Hold { missing },
+        Record::Lost { distributed: false } => Recovery::SignUnrecovered { missing },
     }
 }
 
@@ -115,20 +158,36 @@ mod tests {
     // status.distribution records it distributed is not signed ... RecoveringRevocations; any
     // other, a new account among them, is signed with the condition RevocationsUnrecovered True"
     #[rstest]
-    #[case::all_answered(3, 3, Some(recorded(3)), false, Recovery::Sign)]
-    #[case::all_answered_status_lost(3, 3, None, true, Recovery::Sign)]
-    #[case::distributed_account_with_a_silent_server(3, 2, Some(recorded(3)), true, Recovery::Hold { missing: 1 })]
-    #[case::status_lost_but_the_servers_hold_it(3, 2, None, true, Recovery::Hold { missing: 1 })]
-    #[case::new_account_with_a_silent_server(3, 2, None, false, Recovery::SignUnrecovered { missing: 1 })]
-    #[case::never_distributed_account(3, 1, Some(recorded(0)), false, Recovery::SignUnrecovered { missing: 2 })]
+    #[case::all_answered(3, 3, Record::Kept, Recovery::Sign)]
+    #[case::all_answered_status_lost(3, 3, Record::Lost { distributed: true }, Recovery::Sign)]
+    #[case::record_kept_with_a_silent_server(3, 2, Record::Kept, Recovery::SignFromRecord { missing: 1 })]
+    #[case::record_stale_with_a_silent_server(3, 2, Record::Stale, Recovery::Hold { missing: 1 })]
+    #[case::status_lost_but_distributed(3, 2, Record::Lost { distributed: true }, Recovery::Hold { missing: 1 })]
+    #[case::new_account_with_a_silent_server(3, 2, Record::Lost { distributed: false }, Recovery::SignUnrecovered { missing: 1 })]
     fn recovering_revocations(
         #[case] roster: usize,
         #[case] answered: usize,
-        #[case] rec: Option<Distribution>,
-        #[case] held: bool,
+        #[case] rec: Record,
         #[case] want: Recovery,
     ) {
-        assert_eq!(recovery(roster, answered, rec.as_ref(), held), want);
+        assert_eq!(recovery(roster, answered, rec), want);
+    }
+
+    #[rstest]
+    #[case::kept(Some(100), vec![100, 90], None, Record::Kept)]
+    #[case::kept_nothing_held(Some(100), vec![], None, Record::Kept)]
+    #[case::stale_a_server_holds_newer(Some(100), vec![100, 120], None, Record::Stale)]
+    #[case::lost_held_by_a_server(None, vec![100], None, Record::Lost { distributed: true })]
+    #[case::lost_recorded_current(None, vec![], Some(recorded(3)), Record::Lost { distributed: true })]
+    #[case::lost_never_current(None, vec![], Some(recorded(0)), Record::Lost { distributed: false })]
+    #[case::new(None, vec![], None, Record::Lost { distributed: false })]
+    fn the_record_judged(
+        #[case] ours: Option<i64>,
+        #[case] held: Vec<i64>,
+        #[case] rec: Option<Distribution>,
+        #[case] want: Record,
+    ) {
+        assert_eq!(record(ours, &held, rec.as_ref()), want);
     }
 
     #[test]

@@ -120,15 +120,39 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
         (3, 2, vec![silent.as_str()]),
         "the roster with memory counts the paused server, named silent"
     );
+    // What the answering servers hold, as the controller judges its status record by.
+    let held_iats: Vec<i64> = plane
+        .wire
+        .claims_lookup(&pk, short)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|a| distribution::issued_at(a.jwt()))
+        .collect();
     assert_eq!(
-        distribution::recovery(paused.len(), answered, Some(&recorded), true),
-        Recovery::Hold { missing: 1 },
-        "a distributed account must wait for the silent server (RecoveringRevocations)"
+        held_iats,
+        vec![iat, iat],
+        "the two answering servers hold the JWT"
+    );
+    let judged = |ours: Option<i64>| {
+        let rec = distribution::record(ours, &held_iats, Some(&recorded));
+        distribution::recovery(paused.len(), answered, rec)
+    };
+    assert_eq!(
+        judged(Some(iat)),
+        Recovery::SignFromRecord { missing: 1 },
+        "with the record kept, a deleted user's revocation is signed and pushed to those answering"
     );
     assert_eq!(
-        distribution::recovery(paused.len(), answered, None, true),
+        judged(None),
         Recovery::Hold { missing: 1 },
-        "with the status lost, the JWT the answering servers hold says it was distributed"
+        "with the status lost, the JWT the answering servers hold says it was distributed: \
+         the silent server may hold a newer one (RecoveringRevocations)"
+    );
+    assert_eq!(
+        judged(Some(iat - 1)),
+        Recovery::Hold { missing: 1 },
+        "a record older than what the servers hold (a restored backup) waits too"
     );
     let fresh = Acct::new(GeneratedKind::Account, "fresh");
     let answered_fresh = plane
@@ -138,7 +162,11 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
         .unwrap()
         .len();
     assert_eq!(
-        distribution::recovery(paused.len(), answered_fresh, None, false),
+        distribution::recovery(
+            paused.len(),
+            answered_fresh,
+            distribution::record(None, &[], None)
+        ),
         Recovery::SignUnrecovered { missing: 1 },
         "a new account is signed with RevocationsUnrecovered"
     );
@@ -159,7 +187,11 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
     let back = observe(&paused, DEADLINE).await;
     assert!(back.silent().is_empty(), "{:?}", back.servers);
     assert_eq!(
-        distribution::recovery(back.len(), answered, Some(&recorded), true),
+        distribution::recovery(
+            back.len(),
+            answered,
+            distribution::record(None, &held_iats, None)
+        ),
         Recovery::Sign
     );
 }

@@ -413,18 +413,31 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     let mut unrecovered: Option<Cond> = None;
     if let Some(h) = &holding {
         let answered = h.answered_phrase();
-        match distribution::recovery(
-            h.roster.len(),
-            h.answered,
+        let rec = distribution::record(
+            crate::distribution::issued_at(prev.jwt.as_deref()),
+            &h.jwts
+                .iter()
+                .filter_map(|j| crate::distribution::issued_at(Some(j)))
+                .collect::<Vec<_>>(),
             prev.distribution.as_ref(),
-            !h.jwts.is_empty(),
-        ) {
+        );
+        match distribution::recovery(h.roster.len(), h.answered, rec) {
             distribution::Recovery::Sign => {
                 unrecovered = Some(Cond::new(
                     condition::REVOCATIONS_UNRECOVERED,
                     false,
                     reason::ALL_SERVERS_CURRENT,
                     answered,
+                ));
+            }
+            distribution::Recovery::SignFromRecord { .. } => {
+                unrecovered = Some(Cond::new(
+                    condition::REVOCATIONS_UNRECOVERED,
+                    false,
+                    reason::ALL_SERVERS_CURRENT,
+                    format!(
+                        "{answered}; signed from the status record, which holds every revocation"
+                    ),
                 ));
             }
             distribution::Recovery::SignUnrecovered { .. } => {

@@ -302,10 +302,17 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
             match crate::distribution::recovery(
                 h.roster.len(),
                 h.answered,
-                sys_status.distribution.as_ref(),
-                !h.jwts.is_empty(),
+                crate::distribution::record(
+                    crate::distribution::issued_at(prev_sys_jwt.as_deref()),
+                    &h.jwts
+                        .iter()
+                        .filter_map(|j| crate::distribution::issued_at(Some(j)))
+                        .collect::<Vec<_>>(),
+                    sys_status.distribution.as_ref(),
+                ),
             ) {
-                crate::distribution::Recovery::Sign => Cond::new(
+                crate::distribution::Recovery::Sign
+                | crate::distribution::Recovery::SignFromRecord { .. } => Cond::new(
                     condition::REVOCATIONS_UNRECOVERED,
                     false,
                     reason::ALL_SERVERS_CURRENT,
