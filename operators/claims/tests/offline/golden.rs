@@ -39,7 +39,7 @@ struct Keys {
 impl Keys {
     fn load() -> Self {
         let file: KeyFile =
-            serde_json::from_str(include_str!("fixtures/keys.json")).expect("keys.json");
+            serde_json::from_str(include_str!("../fixtures/keys.json")).expect("keys.json");
         for (name, k) in &file.keys {
             assert_eq!(
                 NKey::from_seed(k.seed.as_bytes()).unwrap().public_key(),
@@ -561,7 +561,7 @@ const FIXTURE: &str = "tests/fixtures/golden.json";
 
 #[test]
 fn recorded_golden_run_decodes_equal_both_ways() {
-    let golden: Golden = serde_json::from_str(include_str!("fixtures/golden.json")).unwrap();
+    let golden: Golden = serde_json::from_str(include_str!("../fixtures/golden.json")).unwrap();
     assert_eq!(check(&golden), 14);
 }
 

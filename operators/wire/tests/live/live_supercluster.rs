@@ -4,7 +4,7 @@
 //! the meta leader wherever it is), CANCEL_MOVE rolls a pending move back, and `$JS.<domain>.API`
 //! reaches the leaf's own JetStream.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! stepdowns move leaders, evacuation moves a stream off a server, and SERVER.REMOVE removes a
 //! peer from the meta group.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the tests fail saying so.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

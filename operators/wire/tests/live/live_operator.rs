@@ -5,7 +5,7 @@
 //! account and user public key plus KICK, and CLAIMS.DELETE removing the account again; and in an
 //! operator-mode supercluster, CLAIMS.UPDATE crossing the gateways to every server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

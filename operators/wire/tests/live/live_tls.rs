@@ -1,7 +1,7 @@
 //! Live test of dialing a client listener under TLS: the CA from a NatsConnection's `tls.ca` is
 //! what makes the connection verify, a foreign CA does not, and requests then run over it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

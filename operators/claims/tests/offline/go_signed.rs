@@ -6,7 +6,7 @@ use nats_claims::jwt::{claims_hash, payload_json};
 use nats_claims::{AnyClaims, ClaimBody, Claims, RawToken, decode_any};
 
 fn tokens() -> Vec<String> {
-    include_str!("fixtures/go-signed.txt")
+    include_str!("../fixtures/go-signed.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(str::to_string)

@@ -3,7 +3,7 @@
 //! drift; an out-of-band edit made with the nats API drifts in exactly that field and reapplying
 //! spec corrects it; a pre-existing object adopted into spec re-maps to the same server config.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

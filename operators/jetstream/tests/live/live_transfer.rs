@@ -6,7 +6,7 @@
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the test fails saying so.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,10 @@
+//! The JetStream controller against real nats-servers, through a real kube-apiserver where a test
+//! needs one.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod api_live;
+mod live_configs;
+mod live_connection;
+mod live_transfer;
