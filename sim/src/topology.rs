@@ -931,6 +931,28 @@ impl Topology {
     pub fn scratch(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+
+    /// Rewrites every server's config file to trust `mode` (a re-signed NATS operator JWT, its
+    /// system account, the preloads). The trusted operators are restart-only (reload.go:1619):
+    /// a running server keeps the old trust until it is restarted, which the caller does.
+    pub fn set_operator(&mut self, mode: OperatorMode) -> Result<(), TopologyError> {
+        if !matches!(self.spec.auth, Auth::Operator(_)) {
+            return Err(TopologyError::Invalid(
+                "set_operator on a topology not in operator mode".into(),
+            ));
+        }
+        self.spec.auth = Auth::Operator(mode);
+        let auth_text = render_auth(&self.spec.auth);
+        for s in &mut self.servers {
+            s.config.extra = format!(
+                "{}{auth_text}{}",
+                render_resolver(s.dir()),
+                self.spec.extra_config
+            );
+            s.write_config()?;
+        }
+        Ok(())
+    }
 }
 
 fn render_auth(auth: &Auth) -> String {

@@ -8,6 +8,8 @@
 
 mod apirig;
 mod common;
+#[path = "live_controller/operator_rotation.rs"]
+mod operator_rotation;
 
 use std::time::{Duration, Instant};
 
