@@ -3,7 +3,7 @@
 //! and serves /metrics with their conditions. A malformed --system-connection exits 2. Killed on
 //! drop.
 
-mod apirig;
+use crate::apirig;
 
 use apirig::{Rig, wait_ready};
 use nats_api::auth::{NatsOperator, NatsSystemAccount};

@@ -3,7 +3,7 @@
 //! re-signing at half the TTL, the jetstream-stepdown export preset adding the prefixed imports
 //! to the system account JWT, and a deleted account recorded in deletedAccounts.
 
-mod apirig;
+use crate::apirig;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! user's live connections and KICK drops them; the revoked creds no longer connect, while
 //! another user of the account still does.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! no creds. An account JWT signed by a key the NATS operator JWT does not list is held by the push
 //! guard: the servers would store it in place of the account's JWT, yet admit none of its users.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

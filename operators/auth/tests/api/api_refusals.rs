@@ -2,7 +2,7 @@
 //! kube-apiserver 1.20 — SecretConflict, SeedLost, PublicKeyInUse (account, the system account's
 //! key, user), NoSystemConnection — and never a seed in status.
 
-mod apirig;
+use crate::apirig;
 
 use std::time::Duration;
 

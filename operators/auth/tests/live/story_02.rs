@@ -5,7 +5,7 @@
 //! STATSZ and lookups; and the servers keep an older JWT pushed over a newer one, which the push
 //! guard refuses to do.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

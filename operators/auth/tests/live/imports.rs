@@ -5,7 +5,7 @@
 //! service, and an account the export does not list, importing without a token, is refused by the
 //! server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

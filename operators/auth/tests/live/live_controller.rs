@@ -6,9 +6,8 @@
 //! with the creds the controller wrote, is refused by the server outside its list; an importer
 //! reaches a private service export through the activation the controller signed.
 
-mod apirig;
-mod common;
-#[path = "live_controller/operator_rotation.rs"]
+use crate::apirig;
+use crate::common;
 mod operator_rotation;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! JWT the NATS operator signed for the system account's key replaces the system account's own on
 //! nats-server 2.15 and cuts off its users; the uniqueness check refuses to sign it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

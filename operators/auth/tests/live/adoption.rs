@@ -4,7 +4,7 @@
 //! carried and the spec cannot say (a subject mapping) is refused with AdoptionDropsClaims until
 //! spec.adoption.droppedClaims is Accept.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,7 @@
 //! the server handles a connection's messages in order, so the sentinel's error arriving with no
 //! error for the probe before it means the probe was accepted.
 
-mod common;
+use crate::common;
 
 use auth_controller::presets;
 use common::*;

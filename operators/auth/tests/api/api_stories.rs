@@ -4,7 +4,7 @@
 //!
 //! Needs `scripts/install-apiserver.sh` to have run; without the binaries the tests fail saying so.
 
-mod apirig;
+use crate::apirig;
 
 use apirig::{Rig, str_at, wait_ready};
 use auth_controller::presets;

@@ -4,7 +4,7 @@
 //! account's stepdown domain — moves the leader of an R3 stream in the orders account, which the
 //! system account cannot do directly.
 
-mod common;
+use crate::common;
 
 use async_nats::jetstream;
 use auth_controller::presets::stepdown_domain;

@@ -6,7 +6,7 @@
 //! RevocationsUnrecovered; once the server answers again the account is signed. A lost status
 //! record comes back from the JWT the servers hold.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
