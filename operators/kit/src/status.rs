@@ -32,6 +32,34 @@ where
     .await
 }
 
+/// Applies `status` as [`apply`] does, only while the object is still at `resource_version` (the
+/// one the status was judged from): a pass that read the object before someone else rewrote its
+/// status (a lost status, a restore) must not write back what it read. A 409 says it changed.
+pub async fn apply_at<K, S>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: &str,
+    field_manager: &str,
+    status: &S,
+) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
+    let body = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": { "resourceVersion": resource_version },
+        "status": status,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&body),
+    )
+    .await
+}
+
 /// Applies a partial `spec` (Adopt and late-initialization write the server's config into spec).
 pub async fn apply_spec<K, S>(
     api: &Api<K>,

@@ -23,7 +23,7 @@ use super::operator::operator_of;
 use super::{
     Cond, Context, Error, add_finalizer, describe, has_finalizer, jwt_hash, kube_err,
     merge_conditions, previous_conditions, remove_finalizer, retry_later, settled, sign_stable,
-    unix_now, write_status,
+    unix_now, write_status, write_status_at,
 };
 use crate::account::{AccountInput, account_claims, needs_resign};
 use crate::deletion_hold::{self, Held, Hold};
@@ -95,7 +95,10 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
             ),
             ..status
         };
-        write_status(&ctx, &*acct, &status).await?;
+        if !write_status_at(&ctx, &*acct, &status).await? {
+            // Changed since it was read (its status removed, or a finalizer this pass added).
+            return Ok(Action::requeue(Duration::from_millis(200)));
+        }
         match wait {
             Some(w) => {
                 settled(&ctx, &*acct);
@@ -409,7 +412,28 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     // What the servers hold (§5.3): revocations taken back from their JWTs, never signing older
     // than one of them, and no signing while a roster server is silent for an account recorded
     // distributed (it may hold a newer JWT).
-    let holding = super::nats::holding(&ctx, &pk, prev.distribution.as_ref()).await;
+    let holding = match super::nats::holding(&ctx, &pk, prev.distribution.as_ref()).await {
+        Ok(h) => h,
+        // Servers were heard before, none can be asked now, and the record is lost: any of them
+        // may hold the only copy of a revocation.
+        Err(e) if prev.jwt.is_none() && !ctx.roster().is_empty() => {
+            let m = format!(
+                "the servers could not be asked which JWT they hold ({e}); with the status record lost, not signed until they answer"
+            );
+            return finish(
+                status,
+                vec![Cond::new(
+                    condition::READY,
+                    false,
+                    reason::RECOVERING_REVOCATIONS,
+                    m,
+                )],
+                None,
+            )
+            .await;
+        }
+        Err(_) => None,
+    };
     let mut unrecovered: Option<Cond> = None;
     if let Some(h) = &holding {
         let answered = h.answered_phrase();

@@ -82,6 +82,10 @@ pub struct Context {
     pub settings: Settings,
     /// The dialed system connection, re-dialed when what it is dialed from changes.
     system: tokio::sync::Mutex<Option<nats::Dialed>>,
+    /// Set when a ping over the system connection heard no server at all: the server it is
+    /// connected to is hung or cut off (the client would notice only after its pings time out),
+    /// so the next pass dials again, which picks a server that answers.
+    redial: std::sync::atomic::AtomicBool,
     /// The roster with memory as the last ping left it: the next ping waits for that many, and a
     /// recorded server that stops answering is counted as down (see [`crate::roster`]).
     roster: std::sync::Mutex<crate::roster::Roster>,
@@ -413,14 +417,53 @@ where
     controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, status)
         .await
         .map_err(kube_err(describe(obj)))?;
+    conditions_gauge(ctx, obj, status);
+    Ok(())
+}
+
+/// The condition gauge of `obj`, from the status just written.
+fn conditions_gauge<K: Resource<DynamicType = ()>, S: Serialize>(
+    ctx: &Context,
+    obj: &K,
+    status: &S,
+) {
     let conds: Vec<Condition> = serde_json::to_value(status)
         .ok()
         .and_then(|v| v.get("conditions").cloned())
         .and_then(|c| serde_json::from_value(c).ok())
         .unwrap_or_default();
-    ctx.metrics
-        .set_conditions(&K::kind(&()), &ns, &obj.name_any(), &conds);
-    Ok(())
+    ctx.metrics.set_conditions(
+        &K::kind(&()),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+        &conds,
+    );
+}
+
+/// Writes `status` as [`write_status`] does, only while `obj` is at the resourceVersion it was
+/// read at; `Ok(false)` when it changed since (the caller looks again). For the status that is a
+/// record (an account's revocations): a pass must never write back a status someone removed.
+pub(crate) async fn write_status_at<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<bool, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+    S: Serialize,
+{
+    let Some(rv) = obj.meta().resource_version.as_deref() else {
+        return write_status(ctx, obj, status).await.map(|()| true);
+    };
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    match controller_kit::status::apply_at(&api, &obj.name_any(), rv, FIELD_MANAGER, status).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(false),
+        Err(e) => return Err(kube_err(describe(obj))(e)),
+    }
+    conditions_gauge(ctx, obj, status);
+    Ok(true)
 }
 
 /// The wait before looking again at an object that was refused or waits on another: doubles
@@ -574,6 +617,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         settings,
         system: tokio::sync::Mutex::new(None),
         roster: std::sync::Mutex::new(crate::roster::Roster::default()),
+        redial: std::sync::atomic::AtomicBool::new(false),
         confirmed: std::sync::Mutex::default(),
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),

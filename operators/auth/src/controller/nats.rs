@@ -86,8 +86,10 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
         config = config.with_ca_pem(pem);
     }
     let mut slot = ctx.system.lock().await;
+    let redial = ctx.redial.swap(false, std::sync::atomic::Ordering::Relaxed);
     if let Some(d) = slot.as_ref()
         && d.material == material
+        && !redial
     {
         return Ok(Some(d.wire.clone()));
     }
@@ -128,6 +130,10 @@ pub(super) fn observe_roster(
     statsz: &PingReplies<Statsz>,
     recorded: Option<&Distribution>,
 ) -> Roster {
+    if statsz.replies.is_empty() {
+        tracing::warn!("no server answered STATSZ over the system connection: dialing again");
+        ctx.redial.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let answered: Vec<roster::Answer> = statsz
         .replies
         .iter()
@@ -260,27 +266,29 @@ impl Holding {
 }
 
 /// Asks every server which JWT it holds for `account` (the roster remembering the servers
-/// `recorded` names); `None` without a system connection or when the servers cannot be asked
-/// (then nothing is pushed either).
+/// `recorded` names). `Ok(None)` without a system connection; `Err` when the servers cannot be
+/// asked (then nothing is pushed either), saying why.
 pub(crate) async fn holding(
     ctx: &Context,
     account: &str,
     recorded: Option<&Distribution>,
-) -> Option<Holding> {
-    let wire = system_wire(ctx).await.ok()??;
+) -> Result<Option<Holding>, String> {
+    let Some(wire) = system_wire(ctx).await? else {
+        return Ok(None);
+    };
     let statsz = wire
         .ping_statsz(&ServerFilter::all(), collect(ctx))
         .await
-        .ok()?;
+        .map_err(|e| format!("STATSZ: {e}"))?;
     let roster = observe_roster(ctx, &statsz, recorded);
     if roster.answering() == 0 {
-        return None;
+        return Err("no server answered STATSZ".into());
     }
     let answers = wire
         .claims_lookup(account, Collect::expecting(roster.len(), PING))
         .await
-        .ok()?;
-    Some(Holding {
+        .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))?;
+    Ok(Some(Holding {
         // A lookup answer carries no server identity: counted, never past the roster.
         answered: answers.len().min(roster.len()),
         roster,
@@ -288,7 +296,7 @@ pub(crate) async fn holding(
             .iter()
             .filter_map(|a| a.jwt().map(str::to_string))
             .collect(),
-    })
+    }))
 }
 
 /// Spreads `jwt` and says so: status.distribution (None keeps none), the Distributed

@@ -287,7 +287,11 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
     let sys_pk = sys_keys.public_key.clone();
     let mut recovery_cond = None;
     let mut hold_sys = false;
-    if let Some(h) = super::nats::holding(&ctx, &sys_pk, sys_status.distribution.as_ref()).await {
+    if let Some(h) = super::nats::holding(&ctx, &sys_pk, sys_status.distribution.as_ref())
+        .await
+        .ok()
+        .flatten()
+    {
         for j in h
             .jwts
             .iter()

@@ -199,7 +199,10 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         super::unix_now(),
     );
     // Revocations lost with the status come back from the JWTs the servers hold.
-    let holding = super::nats::holding(&ctx, &keys.public_key, prev.distribution.as_ref()).await;
+    let holding = super::nats::holding(&ctx, &keys.public_key, prev.distribution.as_ref())
+        .await
+        .ok()
+        .flatten();
     if let Some(h) = &holding {
         for j in &h.jwts {
             if let Ok(c) = nats_claims::decode::<nats_claims::Account>(j) {
