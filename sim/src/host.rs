@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use cluster_controller::lifecycle::local::LocalLifecycle;
 use futures::future::BoxFuture;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use kube::{Api, Client};
@@ -76,11 +76,42 @@ pub enum HostError {
     },
     #[error("no controller named {0} (known: auth, cluster, jetstream)")]
     UnknownController(String),
+    #[error("{action} {object}: {source}")]
+    Object {
+        action: &'static str,
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// Starts one controller's task from nothing: what a restart runs again.
 pub type ControllerFactory =
     Arc<dyn Fn(Client, LocalLifecycle) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The auth controller pushing every JWT over the NatsConnection `namespace/name` (its
+/// `--system-connection`), resyncing every 2 s so a server that returns is brought up to date
+/// within a scenario's steps.
+pub fn auth_controller_with_system_connection(namespace: &str, name: &str) -> ControllerFactory {
+    let connection = auth_controller::controller::SystemConnection {
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    Arc::new(move |client, _| {
+        let connection = connection.clone();
+        Box::pin(async move {
+            let ctx = auth_controller::controller::context(
+                client,
+                auth_controller::controller::Settings {
+                    resync: Duration::from_secs(2),
+                    system_connection: Some(connection),
+                },
+                controller_kit::metrics::Metrics::default(),
+            );
+            auth_controller::controller::run(ctx).await;
+        })
+    })
+}
 
 /// The controllers the host knows how to run.
 pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
@@ -482,6 +513,89 @@ impl Host {
             object: object.to_string(),
             source: kube::Error::SerdeError(e),
         })
+    }
+
+    /// The API of an object's kind, in its namespace.
+    async fn api_of(&self, object: &ObjectRef) -> Result<Api<DynamicObject>, HostError> {
+        let (ar, caps) = self.resource_of_kind(&object.kind).await?;
+        Ok(self.dynamic(&ar, &caps, &object.namespace))
+    }
+
+    /// Deletes an object; returns once the apiserver accepted the delete (finalizers may still
+    /// hold the object).
+    pub async fn delete(&self, object: &ObjectRef) -> Result<(), HostError> {
+        self.api_of(object)
+            .await?
+            .delete(&object.name, &DeleteParams::default())
+            .await
+            .map_err(|source| HostError::Object {
+                action: "deleting",
+                object: object.to_string(),
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// Whether the object exists (a deleted object held by a finalizer still does).
+    pub async fn exists(&self, object: &ObjectRef) -> Result<bool, HostError> {
+        let got = self
+            .api_of(object)
+            .await?
+            .get_opt(&object.name)
+            .await
+            .map_err(|source| HostError::Object {
+                action: "reading",
+                object: object.to_string(),
+                source,
+            })?;
+        Ok(got.is_some())
+    }
+
+    /// Replaces the object's status with `{}` through the status subresource, as a status lost
+    /// (a backup restored without it, an apiserver migration) would leave it. A write racing a
+    /// controller's is tried again on the fresh object.
+    pub async fn wipe_status(&self, object: &ObjectRef) -> Result<(), HostError> {
+        let api = self.api_of(object).await?;
+        let failed = |source| HostError::Object {
+            action: "wiping the status of",
+            object: object.to_string(),
+            source,
+        };
+        let mut attempts = 0;
+        loop {
+            let mut got = api.get(&object.name).await.map_err(failed)?;
+            got.data["status"] = serde_json::json!({});
+            match api
+                .replace_status(&object.name, &PostParams::default(), &got)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 && attempts < 5 => attempts += 1,
+                Err(e) => return Err(failed(e)),
+            }
+        }
+    }
+
+    /// The text under `key` of Secret `namespace/name`, if the Secret and the key exist.
+    pub async fn secret_text(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<String>, HostError> {
+        use k8s_openapi::api::core::v1::Secret;
+        let got = Api::<Secret>::namespaced(self.client(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|source| HostError::Object {
+                action: "reading",
+                object: format!("Secret/{namespace}/{name}"),
+                source,
+            })?;
+        Ok(got.and_then(|s| s.data).and_then(|d| {
+            d.get(key)
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        }))
     }
 
     /// Sets (`key=value`) or removes (`key-`) an annotation, as `kubectl annotate` does.

@@ -119,3 +119,25 @@ fn replaced_restarting_nothing(r: &Report) {
 async fn scenario_replace_server() {
     replaced_restarting_nothing(&run("replace-server").await);
 }
+
+/// Issue #17's revocation recovery, two clusters of three under trust the auth controller signs:
+/// a user deleted while c1-2 is paused is held naming c1-2, kicked and released once it returns;
+/// a wiped account status recovers its revocations from the servers and the revoked creds are
+/// refused by all six; an account deleted while c1-2 is paused is gone from it after its return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_revocation_recovery() {
+    let r = run("revocation-recovery").await;
+    assert!(r.passed, "{}", r.summary());
+    assert!(r.steps.iter().all(|s| s.ok), "{:?}", r.steps);
+    // Timings: reported (the summary above), judged only where SIM_TIMINGS=judge.
+    for f in [
+        "kick_after_delete_ms",
+        "recovery_ms",
+        "account_gone_after_return_ms",
+    ] {
+        assert!(r.step_figures.contains_key(f), "{f}: {}", r.summary());
+    }
+    let alice = &r.clients[0];
+    assert!(alice.published > 0, "{}", r.summary());
+    assert!(alice.closed_at_ms.is_some(), "{}", r.summary());
+}

@@ -1,0 +1,676 @@
+//! Scenarios as data: a YAML file under `scenarios/` naming a topology, a workload, timed steps and
+//! expectations; a runner that prints a progress line per step; a report (human summary + JSON).
+//!
+//! This module holds the format and its checks; [`run`] runs a scenario, `steps` carries out the
+//! steps on servers and links, `auth_steps` the steps on objects and clients of an auth plane
+//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes.
+
+mod auth_plane;
+mod auth_steps;
+mod clients;
+mod report;
+mod run;
+mod steps;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendError;
+use crate::ledger::Figures;
+use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
+use crate::traffic::{ConsumerSpec, PublisherSpec};
+
+pub use clients::{ClientDecl, ClientReport};
+pub use report::{
+    DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
+    StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
+    set_judge_timings, step_figures, undrained_unless,
+};
+pub use run::{Progress, run};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("reading scenario file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("scenario file {path} is not valid: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("scenario {name}: {message}")]
+    Invalid { name: String, message: String },
+    #[error("no scenario named {name} in {dir}")]
+    NotFound { name: String, dir: PathBuf },
+    #[error("scenario {name}: {source}")]
+    Backend {
+        name: String,
+        #[source]
+        source: BackendError,
+    },
+    #[error("scenario {name}: starting the host (kube-apiserver and controllers): {message}")]
+    Host { name: String, message: String },
+    #[error("scenario {name}: setting up the workload: {message}")]
+    Workload { name: String, message: String },
+    #[error("writing the report to {path}: {source}")]
+    Report {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub topology: TopologyDecl,
+    /// JetStream traffic; optional (a scenario with only `clients` has none).
+    #[serde(default)]
+    pub workload: Workload,
+    /// Core-NATS clients connected with creds the auth controller wrote (see [`ClientDecl`]).
+    #[serde(default)]
+    pub clients: Vec<ClientDecl>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// The controllers the host runs when a step or the topology needs them (default: every
+    /// controller the host knows, see `host::controllers`).
+    #[serde(default)]
+    pub controllers: Option<Vec<String>>,
+    /// Namespaces the host creates before anything is applied (default: `nats`).
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Figure name → rule (`"== 0"`, `"<= 1"`, `">= 1"`; a bare number means `==`).
+    #[serde(default)]
+    pub expect: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyDecl {
+    #[serde(default = "one")]
+    pub clusters: usize,
+    /// Servers per cluster of a sim topology; 0 with `nats_clusters`.
+    #[serde(default)]
+    pub servers: usize,
+    /// Manifests (paths from the workspace root) holding NatsClusters: the topology is then
+    /// what the cluster controller starts from them on the local server lifecycle. Inside a
+    /// manifest `${<name>.gateway}`, `${<name>.leafnodes}`, `${<name>.client}` and
+    /// `${<name>.clients}` name the ports of any NatsCluster of the scenario.
+    #[serde(default)]
+    pub nats_clusters: Vec<String>,
+    /// `generated`: the sim signs trust roots for NatsClusters under an operator (see
+    /// [`crate::trust`]); the manifests name them as `${trust.*}` and the traffic connects as
+    /// the workload account's user. `auth`: the auth controller signs them from `auth_plane`
+    /// and the sim servers boot under them.
+    #[serde(default)]
+    pub trust: Option<TrustDecl>,
+    /// With `trust: auth`: manifests (paths from the workspace root) of the auth plane — a
+    /// NatsOperator, its NatsSystemAccount and NatsOperatorTrust, a NatsUser of preset
+    /// `auth-controller`, and whatever accounts and users the scenario needs.
+    #[serde(default)]
+    pub auth_plane: Vec<String>,
+    #[serde(default)]
+    pub gateways: Option<GatewayDecl>,
+    #[serde(default)]
+    pub leafs: Vec<LeafSpecDecl>,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Where the trust roots of a NatsCluster topology come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustDecl {
+    /// Signed by the sim for this run.
+    Generated,
+    /// Signed by the auth controller from the `auth_plane` manifests; the auth controller runs
+    /// with a system connection to the sim servers and pushes every JWT to them.
+    Auth,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayDecl {
+    Explicit,
+    Gossip,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpecDecl {
+    pub name: String,
+    pub domain: String,
+    pub hub: String,
+}
+
+impl TopologyDecl {
+    pub fn to_spec(&self) -> TopologySpec {
+        let mut spec = TopologySpec::cluster(self.servers);
+        spec.clusters = (1..=self.clusters)
+            .map(|i| ClusterSpec {
+                name: format!("c{i}"),
+                servers: self.servers,
+                tags: Vec::new(),
+            })
+            .collect();
+        spec.gateways = self.gateways.map(|g| match g {
+            GatewayDecl::Explicit => GatewayMode::Explicit,
+            GatewayDecl::Gossip => GatewayMode::Gossip,
+        });
+        spec.leafs = self
+            .leafs
+            .iter()
+            .map(|l| LeafSpec {
+                name: l.name.clone(),
+                domain: l.domain.clone(),
+                hub: l.hub.clone(),
+            })
+            .collect();
+        spec.cuttable_links = spec.gateways.is_some() || !spec.leafs.is_empty();
+        if let Some(v) = &self.version {
+            spec.version = v.clone();
+        }
+        spec
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    #[serde(default)]
+    pub streams: Vec<StreamDecl>,
+    pub publisher: Option<PublisherDecl>,
+    #[serde(default)]
+    pub consumers: Vec<ConsumerSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamDecl {
+    pub name: String,
+    pub subjects: Vec<String>,
+    #[serde(default = "one")]
+    pub replicas: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublisherDecl {
+    /// The stream whose leader the ledger watches.
+    pub stream: String,
+    #[serde(flatten)]
+    pub spec: PublisherSpec,
+}
+
+impl Workload {
+    /// Whether there is JetStream traffic at all (streams, a publisher or consumers).
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty() && self.publisher.is_none() && self.consumers.is_empty()
+    }
+}
+
+/// A timed step: `at` is measured from the start of the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    #[serde(with = "crate::duration")]
+    pub at: Duration,
+    /// A name a later step's `figure.since` measures from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// A figure this step records (see [`StepFigure`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure: Option<StepFigure>,
+    #[serde(flatten)]
+    pub action: Action,
+}
+
+/// A timing a step records into the report's figures: the milliseconds from the completion of
+/// step `since` (its `id`) to the completion of this step — or, for a step that observes when
+/// something happened (`wait_disconnected`: when the server closed the connection), to that
+/// moment. A timing: reported always, judged only where timings are ([`judges_timings`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepFigure {
+    pub name: String,
+    pub since: String,
+}
+
+/// What a step does. Servers are named (`c1-0`) or chosen: `stream-leader:<stream>`,
+/// `stream-follower:<stream>`, `meta-leader`, `last-faulted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    Kill9 {
+        server: String,
+    },
+    Sigterm {
+        server: String,
+    },
+    LameDuck {
+        server: String,
+    },
+    Pause {
+        server: String,
+    },
+    Resume {
+        server: String,
+    },
+    Restart {
+        server: String,
+    },
+    WipeStore {
+        server: String,
+    },
+    /// Appends raw config text to the server's config and reloads it.
+    Reload {
+        server: String,
+        append: String,
+    },
+    CutGateway {
+        a: String,
+        b: String,
+    },
+    RestoreGateway {
+        a: String,
+        b: String,
+    },
+    CutLeaf {
+        leaf: String,
+    },
+    RestoreLeaf {
+        leaf: String,
+    },
+    WaitMetaLeader {
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    WaitStreamLeader {
+        stream: String,
+        /// A server selector the new leader must differ from (e.g. `last-faulted` after a lame duck,
+        /// which still answers for a few milliseconds as leader).
+        #[serde(default)]
+        other_than: Option<String>,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    WaitHealthz {
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    // Steps that need the controllers (they plug in here when the controller issues land).
+    ApplyManifest {
+        path: String,
+    },
+    Annotate {
+        object: String,
+        annotation: String,
+    },
+    WaitCondition {
+        object: String,
+        condition: String,
+        /// Text the condition's message must contain, if any.
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    RestartController {
+        controller: String,
+    },
+    /// Applies a manifest holding NatsClusters and waits until the cluster controller has
+    /// every server of each running and healthy on the local lifecycle.
+    ApplyNatsCluster {
+        path: String,
+        #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
+    /// Waits until the cluster controller has restarted server `server` (lame duck, then
+    /// started under a new revision) since the scenario began: a step that follows a rollout.
+    WaitServerRestarted {
+        server: String,
+        #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
+    // Steps on objects and on the clients of an auth plane (`auth_steps`).
+    /// Deletes an object; done once the apiserver accepted the delete (finalizers may hold it).
+    Delete {
+        object: String,
+    },
+    /// Waits until the object no longer exists: its finalizers released.
+    WaitGone {
+        object: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// Replaces the object's status with `{}` through the status subresource: a lost status.
+    WipeStatus {
+        object: String,
+    },
+    /// Waits until the server closed the connection of client `client`.
+    WaitDisconnected {
+        client: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// A fresh connection with client `client`'s creds to every server of every cluster, one by
+    /// one, is refused with an authorization error; fails naming every server that admits it.
+    ExpectRefused {
+        client: String,
+    },
+    /// The JWT in the NatsAccount's `status.jwt` revokes the user of client `client` (the key
+    /// and issue time of the creds read when the workload started).
+    ExpectJwtRevokes {
+        object: String,
+        client: String,
+    },
+    /// Waits until server `server` no longer holds the JWT of NatsAccount `object` in its
+    /// resolver directory (the account's key as recorded when the workload started).
+    WaitAccountAbsent {
+        object: String,
+        server: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+}
+
+fn default_cluster_wait() -> Duration {
+    Duration::from_secs(180)
+}
+
+fn default_wait() -> Duration {
+    Duration::from_secs(30)
+}
+
+impl Action {
+    /// Whether the step needs the host (kube-apiserver and controllers).
+    pub fn needs_controllers(&self) -> bool {
+        matches!(
+            self,
+            Action::ApplyManifest { .. }
+                | Action::Annotate { .. }
+                | Action::WaitCondition { .. }
+                | Action::RestartController { .. }
+                | Action::ApplyNatsCluster { .. }
+                | Action::WaitServerRestarted { .. }
+                | Action::Delete { .. }
+                | Action::WaitGone { .. }
+                | Action::WipeStatus { .. }
+                | Action::ExpectJwtRevokes { .. }
+                | Action::WaitAccountAbsent { .. }
+        )
+    }
+
+    /// The client a step names, if any.
+    pub fn client(&self) -> Option<&str> {
+        match self {
+            Action::WaitDisconnected { client, .. }
+            | Action::ExpectRefused { client }
+            | Action::ExpectJwtRevokes { client, .. } => Some(client),
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Kill9 { server } => format!("kill -9 {server}"),
+            Action::Sigterm { server } => format!("SIGTERM {server}"),
+            Action::LameDuck { server } => format!("lame duck {server}"),
+            Action::Pause { server } => format!("SIGSTOP {server}"),
+            Action::Resume { server } => format!("SIGCONT {server}"),
+            Action::Restart { server } => format!("restart {server} on its store"),
+            Action::WipeStore { server } => format!("wipe the store of {server}"),
+            Action::Reload { server, .. } => format!("edit config of {server} and reload"),
+            Action::CutGateway { a, b } => format!("cut gateway {a} <-> {b}"),
+            Action::RestoreGateway { a, b } => format!("restore gateway {a} <-> {b}"),
+            Action::CutLeaf { leaf } => format!("cut leaf link of {leaf}"),
+            Action::RestoreLeaf { leaf } => format!("restore leaf link of {leaf}"),
+            Action::WaitMetaLeader { .. } => "wait for a meta leader with all peers".into(),
+            Action::WaitStreamLeader { stream, .. } => format!("wait for a leader of {stream}"),
+            Action::WaitHealthz { .. } => "wait for healthz on every server".into(),
+            Action::ApplyManifest { path } => format!("apply manifest {path}"),
+            Action::Annotate { object, annotation } => format!("annotate {object} {annotation}"),
+            Action::WaitCondition {
+                object,
+                condition,
+                message,
+                ..
+            } => match message {
+                Some(m) => format!("wait for {object} condition {condition} saying {m:?}"),
+                None => format!("wait for {object} condition {condition}"),
+            },
+            Action::RestartController { controller } => format!("restart controller {controller}"),
+            Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
+            Action::WaitServerRestarted { server, .. } => {
+                format!("wait until the controller restarted {server}")
+            }
+            Action::Delete { object } => format!("delete {object}"),
+            Action::WaitGone { object, .. } => format!("wait until {object} is gone"),
+            Action::WipeStatus { object } => format!("wipe the status of {object}"),
+            Action::WaitDisconnected { client, .. } => {
+                format!("wait until the server closed client {client}'s connection")
+            }
+            Action::ExpectRefused { client } => {
+                format!("expect client {client}'s creds refused by every server")
+            }
+            Action::ExpectJwtRevokes { object, client } => {
+                format!("expect the JWT of {object} to revoke client {client}'s user")
+            }
+            Action::WaitAccountAbsent { object, server, .. } => {
+                format!("wait until {server} no longer holds the JWT of {object}")
+            }
+        }
+    }
+}
+
+impl Scenario {
+    pub fn from_yaml(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let s: Scenario = serde_yaml::from_str(text).map_err(|source| ScenarioError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Scenario::from_yaml(path, &text)
+    }
+
+    fn invalid(&self, message: String) -> ScenarioError {
+        ScenarioError::Invalid {
+            name: self.name.clone(),
+            message,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.validate_steps()?;
+        let step_figures = self.step_figure_names();
+        for (k, v) in &self.expect {
+            if figure(&Figures::default(), k).is_none()
+                && !ROLLOUT_FIGURES.contains(&k.as_str())
+                && !step_figures.contains(k.as_str())
+            {
+                return Err(self.invalid(format!("expectation on unknown figure {k:?}")));
+            }
+            Rule::parse(v).map_err(|e| self.invalid(format!("expectation {k}: {e}")))?;
+        }
+        self.validate_topology()?;
+        if let Some(c) = &self.controllers {
+            let known = crate::host::controllers();
+            if let Some(bad) = c.iter().find(|c| !known.contains_key(c.as_str())) {
+                return Err(self.invalid(format!("no controller named {bad:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The names of the figures the steps record.
+    pub fn step_figure_names(&self) -> BTreeSet<&str> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.figure.as_ref().map(|f| f.name.as_str()))
+            .collect()
+    }
+
+    /// Steps in time order; ids unique; a figure measured since an earlier step's id, under a
+    /// name of its own; every client a step names declared.
+    fn validate_steps(&self) -> Result<(), ScenarioError> {
+        let mut last = Duration::ZERO;
+        let mut ids: BTreeSet<&str> = BTreeSet::new();
+        let mut figures: BTreeSet<&str> = BTreeSet::new();
+        for s in &self.steps {
+            let what = s.action.describe();
+            if s.at < last {
+                return Err(self.invalid(format!(
+                    "steps must be in time order ({what} comes after a later step)"
+                )));
+            }
+            last = s.at;
+            if let Some(f) = &s.figure {
+                if !ids.contains(f.since.as_str()) {
+                    return Err(self.invalid(format!(
+                        "figure {} of step {what:?} is measured since {:?}, which no earlier step is",
+                        f.name, f.since
+                    )));
+                }
+                let taken = figure(&Figures::default(), &f.name).is_some()
+                    || ROLLOUT_FIGURES.contains(&f.name.as_str());
+                if taken || !figures.insert(&f.name) {
+                    return Err(self.invalid(format!("figure name {:?} is taken", f.name)));
+                }
+            }
+            if let Some(id) = &s.id
+                && !ids.insert(id)
+            {
+                return Err(self.invalid(format!("step id {id:?} is used twice")));
+            }
+            if let Some(c) = s.action.client()
+                && !self.clients.iter().any(|d| d.name == c)
+            {
+                return Err(self.invalid(format!("step {what:?} names no declared client")));
+            }
+        }
+        let mut names = BTreeSet::new();
+        if let Some(c) = self.clients.iter().find(|c| !names.insert(&c.name)) {
+            return Err(self.invalid(format!("client {:?} is declared twice", c.name)));
+        }
+        Ok(())
+    }
+
+    /// Either a sim topology or NatsClusters; a trust mode that fits the kind.
+    fn validate_topology(&self) -> Result<(), ScenarioError> {
+        let t = &self.topology;
+        let sim_topology = t.servers > 0 && t.clusters > 0;
+        let nats_clusters = !t.nats_clusters.is_empty();
+        if sim_topology == nats_clusters {
+            return Err(self.invalid(
+                "the topology needs either servers (a sim topology) or nats_clusters (manifests), not both"
+                    .into(),
+            ));
+        }
+        match t.trust {
+            Some(TrustDecl::Generated) if !nats_clusters => Err(self.invalid(
+                "topology.trust: generated signs trust roots for nats_clusters manifests; a sim topology has its own"
+                    .into(),
+            )),
+            Some(TrustDecl::Auth) if !sim_topology || t.auth_plane.is_empty() => Err(self.invalid(
+                "topology.trust: auth boots a sim topology (servers) under the auth_plane manifests, which it needs"
+                    .into(),
+            )),
+            Some(TrustDecl::Auth) if !self.workload.is_empty() => Err(self.invalid(
+                "under trust: auth the JetStream workload has no user to connect as; use clients"
+                    .into(),
+            )),
+            _ if t.trust != Some(TrustDecl::Auth) && !t.auth_plane.is_empty() => Err(self.invalid(
+                "topology.auth_plane is read with trust: auth only".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the run needs the host: a controller step, NatsClusters as the topology, an
+    /// auth plane, or clients (their creds are Secrets).
+    pub fn needs_host(&self) -> bool {
+        !self.topology.nats_clusters.is_empty()
+            || self.topology.trust == Some(TrustDecl::Auth)
+            || !self.clients.is_empty()
+            || self.steps.iter().any(|s| s.action.needs_controllers())
+    }
+}
+
+/// The directory a scenario's manifest paths are relative to: the workspace root.
+pub fn workspace_root() -> PathBuf {
+    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sim_dir.parent().unwrap_or(sim_dir).to_path_buf()
+}
+
+fn manifest_path(path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        workspace_root().join(p)
+    }
+}
+
+/// The scenarios directory: `$SIM_SCENARIOS`, else `scenarios/` of the workspace.
+pub fn scenarios_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SIM_SCENARIOS") {
+        return PathBuf::from(d);
+    }
+    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sim_dir.parent().unwrap_or(sim_dir).join("scenarios")
+}
+
+/// Every scenario file in `dir`, sorted by name.
+pub fn list(dir: &Path) -> Result<Vec<(String, Scenario)>, ScenarioError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| ScenarioError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            let s = Scenario::load(&p)?;
+            out.push((s.name.clone(), s));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Finds the scenario `name` in `dir` (file `<name>.yaml`).
+pub fn find(dir: &Path, name: &str) -> Result<Scenario, ScenarioError> {
+    for ext in ["yaml", "yml"] {
+        let p = dir.join(format!("{name}.{ext}"));
+        if p.exists() {
+            return Scenario::load(&p);
+        }
+    }
+    Err(ScenarioError::NotFound {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+    })
+}

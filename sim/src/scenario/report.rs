@@ -1,0 +1,517 @@
+//! Judging and writing a run: the figures, the expectations on them, the report (JSON and a
+//! human summary).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::clients::ClientReport;
+use super::{Scenario, ScenarioError, Step};
+use crate::ledger::{Event, Figures, Ledger};
+
+/// A comparison from the `expect` map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Eq(u64),
+    Le(u64),
+    Lt(u64),
+    Ge(u64),
+    Gt(u64),
+}
+
+impl Rule {
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let t = text.trim();
+        let (ctor, rest): (fn(u64) -> Rule, &str) = if let Some(r) = t.strip_prefix("<=") {
+            (Rule::Le, r)
+        } else if let Some(r) = t.strip_prefix(">=") {
+            (Rule::Ge, r)
+        } else if let Some(r) = t.strip_prefix("==") {
+            (Rule::Eq, r)
+        } else if let Some(r) = t.strip_prefix('<') {
+            (Rule::Lt, r)
+        } else if let Some(r) = t.strip_prefix('>') {
+            (Rule::Gt, r)
+        } else {
+            (Rule::Eq, t)
+        };
+        rest.trim()
+            .parse()
+            .map(ctor)
+            .map_err(|_| format!("rule {text:?} is not `[<=|>=|==|<|>] <number>`"))
+    }
+
+    pub fn holds(self, v: u64) -> bool {
+        match self {
+            Rule::Eq(n) => v == n,
+            Rule::Le(n) => v <= n,
+            Rule::Lt(n) => v < n,
+            Rule::Ge(n) => v >= n,
+            Rule::Gt(n) => v > n,
+        }
+    }
+}
+
+/// Figures from the cluster controller's rollout rather than the traffic ledger:
+/// `rollout_restarts_max` / `rollout_restarts_min` (per server the controller ran, how many times
+/// it restarted it under a new revision), `meta_leader_restarted_last` (1 when the last server
+/// restarted was the meta leader at the start, else 0).
+pub const ROLLOUT_FIGURES: &[&str] = &[
+    "rollout_restarts_max",
+    "rollout_restarts_min",
+    "meta_leader_restarted_last",
+];
+
+/// The value of a rollout figure from a finished report.
+pub fn rollout_figure(r: &Report, name: &str) -> Option<u64> {
+    let per_server = || {
+        r.server_restarts.keys().map(|server| {
+            r.server_restart_order
+                .iter()
+                .filter(|s| *s == server)
+                .count() as u64
+        })
+    };
+    Some(match name {
+        "rollout_restarts_max" => per_server().max().unwrap_or(0),
+        "rollout_restarts_min" => per_server().min().unwrap_or(0),
+        "meta_leader_restarted_last" => u64::from(
+            r.meta_leader_at_start.is_some()
+                && r.server_restart_order.last() == r.meta_leader_at_start.as_ref(),
+        ),
+        _ => return None,
+    })
+}
+
+/// The value of a named figure.
+pub fn figure(f: &Figures, name: &str) -> Option<u64> {
+    Some(match name {
+        "published" => f.published,
+        "acknowledged" => f.acknowledged,
+        "lost" => f.lost,
+        "undrained" => f.undrained,
+        "duplicated" => f.duplicated,
+        "delivered_twice" => f.delivered_twice,
+        "redeliveries" => f.redeliveries,
+        "ack_timeouts" => f.ack_timeouts,
+        "publish_errors" => f.publish_errors,
+        "unacknowledged" => f.unacknowledged,
+        "max_ack_gap_ms" => f.max_ack_gap_ms,
+        "leadership_changes" => f.leadership_changes,
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    pub index: usize,
+    pub at_ms: u64,
+    pub action: String,
+    /// The server a selector resolved to, if any.
+    pub target: Option<String>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub took_ms: u64,
+    /// The step's `id`, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// When what the step waited for happened, where the step can tell (`wait_disconnected`:
+    /// when the server closed the connection), in ms since the run began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at_ms: Option<u64>,
+}
+
+impl StepOutcome {
+    /// When the step was done, in ms since the run began.
+    pub fn done_at_ms(&self) -> u64 {
+        self.at_ms + self.took_ms
+    }
+}
+
+/// The figures the steps record: per step with a `figure`, the ms from the completion of step
+/// `since` to this step's observed moment (else its completion). A step that failed, whose
+/// `since` step failed, or that observed a moment before `since` was done records nothing.
+pub fn step_figures(steps: &[Step], outcomes: &[StepOutcome]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (step, o) in steps.iter().zip(outcomes) {
+        let Some(f) = &step.figure else { continue };
+        let since = outcomes
+            .iter()
+            .find(|s| s.ok && s.id.as_deref() == Some(f.since.as_str()));
+        if let (true, Some(since)) = (o.ok, since) {
+            let to = o.observed_at_ms.unwrap_or_else(|| o.done_at_ms());
+            // What happened before the step it is measured from has no time since it.
+            if let Some(ms) = to.checked_sub(since.done_at_ms()) {
+                out.insert(f.name.clone(), ms);
+            }
+        }
+    }
+    out
+}
+
+/// Judges the expectations on the steps' figures: timings, judged only where timings are
+/// ([`judges_timings`]); a figure not recorded (its step failed) is a failure where judged.
+pub fn judge_step_figures(scenario: &Scenario, report: &mut Report, judge_timings: bool) {
+    let names = scenario.step_figure_names();
+    for (k, rule_text) in &scenario.expect {
+        let Ok(rule) = Rule::parse(rule_text) else {
+            continue;
+        };
+        if !names.contains(k.as_str()) {
+            continue;
+        }
+        let Some(actual) = report.step_figures.get(k).copied() else {
+            if judge_timings {
+                report.failures.push(format!(
+                    "expectation {k} {rule_text}: the figure was not recorded"
+                ));
+            }
+            continue;
+        };
+        let ok = rule.holds(actual);
+        if !ok && judge_timings {
+            report
+                .failures
+                .push(format!("expectation {k} {rule_text} not met: {actual}"));
+        }
+        report.expectations.push(ExpectationOutcome {
+            figure: k.clone(),
+            rule: rule_text.clone(),
+            actual,
+            ok,
+            judged: judge_timings,
+        });
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationOutcome {
+    pub figure: String,
+    pub rule: String,
+    pub actual: u64,
+    pub ok: bool,
+    /// Whether the run was judged by it: an expectation on a timing figure is only reported
+    /// unless timings are judged ([`judges_timings`]).
+    #[serde(default = "judged_by_default")]
+    pub judged: bool,
+}
+
+fn judged_by_default() -> bool {
+    true
+}
+
+/// Figures that measure time on this machine (publish acks missing their deadline, the longest
+/// gap between acks): a loaded machine moves them without the software doing anything wrong.
+pub const TIMING_FIGURES: &[&str] = &["ack_timeouts", "max_ack_gap_ms"];
+
+/// How long the consumers get to receive every acknowledged message once the publisher stops.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
+
+pub use crate::timings::{judges_timings, set_judge_timings};
+
+/// The figures of a run whose consumers did not drain before the deadline: what they had not
+/// received is undrained, not lost (nobody can tell which it was).
+pub fn undrained_unless(drained: bool, mut f: Figures) -> Figures {
+    if !drained {
+        f.undrained = f.lost;
+        f.lost = 0;
+        f.lost_by_consumer.clear();
+    }
+    f
+}
+
+/// Per-second traffic counts for the timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    pub second: u64,
+    pub published: u64,
+    pub acked: u64,
+    pub delivered: u64,
+    pub ack_timeouts: u64,
+    pub publish_errors: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub scenario: String,
+    pub description: String,
+    pub backend: String,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub passed: bool,
+    /// Why the run failed, when it did (failed steps, unmet expectations, setup errors).
+    pub failures: Vec<String>,
+    pub figures: Figures,
+    pub expectations: Vec<ExpectationOutcome>,
+    pub steps: Vec<StepOutcome>,
+    /// Notable events in time order (steps, leader changes, ack timeouts, publish errors).
+    pub timeline: Vec<Event>,
+    pub per_second: Vec<Second>,
+    /// Per server the cluster controller ran: how often it was restarted (lame duck and start
+    /// again, or started again after it died).
+    #[serde(default)]
+    pub server_restarts: BTreeMap<String, u32>,
+    /// Per controller the host ran: how often a step restarted it.
+    #[serde(default)]
+    pub controller_restarts: BTreeMap<String, u32>,
+    /// The servers the cluster controller restarted (lame duck, then started under the new
+    /// revision), in the order it restarted them.
+    #[serde(default)]
+    pub server_restart_order: Vec<String>,
+    /// The JetStream meta leader once the topology was ready.
+    #[serde(default)]
+    pub meta_leader_at_start: Option<String>,
+    /// Every rollout step the cluster controller took, in order: the figures issue #6 quotes.
+    #[serde(default)]
+    pub rollout_steps: Vec<RolloutStep>,
+    /// The figures the steps recorded (`figure:` on a step), in ms: timings.
+    #[serde(default)]
+    pub step_figures: BTreeMap<String, u64>,
+    /// Every client of `clients:`: what it published and when the server closed it.
+    #[serde(default)]
+    pub clients: Vec<ClientReport>,
+}
+
+/// One server restarted by the cluster controller: when lame duck began, when the server was
+/// up under the new revision, and how long the gate held before this step (since the previous
+/// step's server was up; none for the first step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutStep {
+    pub server: String,
+    pub lame_duck_at_ms: u64,
+    pub restarted_at_ms: u64,
+    /// Lame duck to up again: the time per step.
+    pub step_ms: u64,
+    pub gate_ms: Option<u64>,
+}
+
+/// The rollout steps from the lifecycle's log, as (at_ms, server, event) in time order.
+pub fn rollout_steps(
+    log: &[(
+        u64,
+        String,
+        cluster_controller::lifecycle::local::LocalEvent,
+    )],
+) -> Vec<RolloutStep> {
+    use cluster_controller::lifecycle::local::LocalEvent;
+    let mut out: Vec<RolloutStep> = Vec::new();
+    let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
+    for (at, server, event) in log {
+        match event {
+            LocalEvent::LameDuck => {
+                pending.insert(server, *at);
+            }
+            LocalEvent::Restarted => {
+                if let Some(ld) = pending.remove(server.as_str()) {
+                    let gate_ms = out.last().map(|p| ld.saturating_sub(p.restarted_at_ms));
+                    out.push(RolloutStep {
+                        server: server.clone(),
+                        lame_duck_at_ms: ld,
+                        restarted_at_ms: *at,
+                        step_ms: at.saturating_sub(ld),
+                        gate_ms,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+impl Report {
+    /// The human summary.
+    pub fn summary(&self) -> String {
+        let f = &self.figures;
+        let mut s = format!(
+            "scenario {} ({} backend): {}\n",
+            self.scenario,
+            self.backend,
+            if self.passed { "PASSED" } else { "FAILED" }
+        );
+        // A run of clients only has no JetStream traffic to count.
+        if f.published > 0 || self.clients.is_empty() {
+            s.push_str(&format!(
+                "  published {}  acknowledged {}  lost {}  duplicated {}  delivered twice {}  redeliveries {}\n",
+                f.published, f.acknowledged, f.lost, f.duplicated, f.delivered_twice, f.redeliveries
+            ));
+            s.push_str(&format!(
+                "  publish-ack timeouts {}  publish errors {}  unacknowledged {}  max ack gap {} ms  leadership changes {}\n",
+                f.ack_timeouts, f.publish_errors, f.unacknowledged, f.max_ack_gap_ms, f.leadership_changes
+            ));
+        }
+        if f.undrained > 0 {
+            s.push_str(&format!(
+                "  undrained {} (acknowledged, not yet delivered when the drain deadline passed)\n",
+                f.undrained
+            ));
+        }
+        if !self.step_figures.is_empty() {
+            let list: Vec<String> = self
+                .step_figures
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            s.push_str(&format!("  figures from steps (ms): {}\n", list.join(", ")));
+        }
+        for c in &self.clients {
+            s.push_str(&format!("  {}\n", c.summary()));
+        }
+        for e in &self.expectations {
+            s.push_str(&format!(
+                "  expect {} {}: {} ({})\n",
+                e.figure,
+                e.rule,
+                e.actual,
+                match (e.ok, e.judged) {
+                    (true, _) => "ok",
+                    (false, true) => "NOT MET",
+                    (false, false) => "not met; a timing, reported but not judged in this run",
+                }
+            ));
+        }
+        if !self.server_restart_order.is_empty() {
+            s.push_str(&format!(
+                "  restart order: {} (meta leader at start: {})\n",
+                self.server_restart_order.join(" -> "),
+                self.meta_leader_at_start.as_deref().unwrap_or("-")
+            ));
+        }
+        for st in &self.rollout_steps {
+            s.push_str(&format!(
+                "  rollout step {}: lame duck at {:.1} s, up after {} ms{}\n",
+                st.server,
+                st.lame_duck_at_ms as f64 / 1000.0,
+                st.step_ms,
+                st.gate_ms
+                    .map(|g| format!(", gate held {g} ms before it"))
+                    .unwrap_or_default()
+            ));
+        }
+        if !self.server_restarts.is_empty() {
+            let list: Vec<String> = self
+                .server_restarts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            s.push_str(&format!("  server restarts: {}\n", list.join(", ")));
+        }
+        for fl in &self.failures {
+            s.push_str(&format!("  failure: {fl}\n"));
+        }
+        s.push_str(&format!(
+            "  took {:.1} s\n",
+            self.duration_ms as f64 / 1000.0
+        ));
+        s
+    }
+
+    /// Writes `<dir>/<scenario>-<timestamp>/report.json` and `summary.txt`; returns the folder.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, ScenarioError> {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let out = dir.join(format!("{}-{stamp}", self.scenario));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ScenarioError::Report { path, source }
+        };
+        std::fs::create_dir_all(&out).map_err(io(&out))?;
+        let json =
+            serde_json::to_string_pretty(self).map_err(|e| io(&out)(std::io::Error::other(e)))?;
+        std::fs::write(out.join("report.json"), json).map_err(io(&out.join("report.json")))?;
+        std::fs::write(out.join("summary.txt"), self.summary())
+            .map_err(io(&out.join("summary.txt")))?;
+        Ok(out)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish(
+    scenario: &Scenario,
+    backend: &str,
+    started_at: String,
+    clock: std::time::Instant,
+    ledger: &Ledger,
+    (consumers, drained): (&[String], bool),
+    mut failures: Vec<String>,
+    steps: Vec<StepOutcome>,
+) -> Report {
+    let events = ledger.events();
+    let figures = undrained_unless(drained, crate::ledger::figures(&events, consumers));
+    let judge_timings = judges_timings();
+    let mut expectations = Vec::new();
+    for (k, rule_text) in &scenario.expect {
+        // validate() guarantees both parse.
+        let (Some(actual), Ok(rule)) = (figure(&figures, k), Rule::parse(rule_text)) else {
+            continue;
+        };
+        let ok = rule.holds(actual);
+        let judged = judge_timings || !TIMING_FIGURES.contains(&k.as_str());
+        if !ok && judged {
+            failures.push(format!("expectation {k} {rule_text} not met: {actual}"));
+        }
+        expectations.push(ExpectationOutcome {
+            figure: k.clone(),
+            rule: rule_text.clone(),
+            actual,
+            ok,
+            judged,
+        });
+    }
+    let mut per_second: Vec<Second> = Vec::new();
+    let mut timeline = Vec::new();
+    for e in &events {
+        let sec = e.at_ms() / 1000;
+        while per_second.len() as u64 <= sec {
+            let n = per_second.len() as u64;
+            per_second.push(Second {
+                second: n,
+                ..Default::default()
+            });
+        }
+        let b = &mut per_second[sec as usize];
+        match e {
+            Event::Publish { attempt: 1, .. } => b.published += 1,
+            Event::Publish { .. } => {}
+            Event::Ack { .. } => b.acked += 1,
+            Event::Delivery { .. } => b.delivered += 1,
+            Event::AckTimeout { .. } => {
+                b.ack_timeouts += 1;
+                timeline.push(e.clone());
+            }
+            Event::PublishError { .. } => {
+                b.publish_errors += 1;
+                // The per-second counts carry the volume; the timeline keeps the first few.
+                if b.publish_errors <= 3 {
+                    timeline.push(e.clone());
+                }
+            }
+            Event::GaveUp { .. } | Event::Leader { .. } | Event::Step { .. } => {
+                timeline.push(e.clone())
+            }
+        }
+    }
+    timeline.sort_by_key(Event::at_ms);
+    Report {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        backend: backend.to_string(),
+        started_at,
+        duration_ms: clock.elapsed().as_millis() as u64,
+        passed: failures.is_empty(),
+        failures,
+        figures,
+        expectations,
+        steps,
+        timeline,
+        per_second,
+        server_restarts: BTreeMap::new(),
+        controller_restarts: BTreeMap::new(),
+        server_restart_order: Vec::new(),
+        meta_leader_at_start: None,
+        rollout_steps: Vec::new(),
+        step_figures: BTreeMap::new(),
+        clients: Vec::new(),
+    }
+}

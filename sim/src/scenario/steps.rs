@@ -1,0 +1,367 @@
+//! Carrying out one step: faults on servers, links, waits, and the controller steps on the
+//! host; the steps on objects and clients of an auth plane are in `auth_steps`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::clients::ClientRun;
+use super::{Action, manifest_path};
+use crate::backend::{Deployment, Fault};
+use crate::controlled;
+use crate::host::{Host, ObjectRef};
+use crate::topology::Topology;
+
+/// The running topology: a sim topology on this machine (the steps on an auth plane read its
+/// servers' directories), or any other deployment.
+pub(super) enum Deployed {
+    Local(Box<Topology>),
+    Other(Box<dyn Deployment>),
+}
+
+impl Deployed {
+    pub(super) fn dep(&self) -> &dyn Deployment {
+        match self {
+            Deployed::Local(t) => t.as_ref(),
+            Deployed::Other(d) => d.as_ref(),
+        }
+    }
+
+    pub(super) fn dep_mut(&mut self) -> &mut dyn Deployment {
+        match self {
+            Deployed::Local(t) => t.as_mut(),
+            Deployed::Other(d) => d.as_mut(),
+        }
+    }
+
+    pub(super) fn topology(&self) -> Option<&Topology> {
+        match self {
+            Deployed::Local(t) => Some(t),
+            Deployed::Other(_) => None,
+        }
+    }
+
+    /// Every hub server with its client URL, in the deployment's order.
+    pub(super) fn client_urls_by_server(&self) -> Vec<(String, String)> {
+        match self {
+            Deployed::Local(t) => t
+                .servers()
+                .iter()
+                .filter(|s| t.spec.leafs.iter().all(|l| l.name != s.cluster))
+                .map(|s| (s.name().to_string(), s.client_url()))
+                .collect(),
+            Deployed::Other(d) => d.server_names().into_iter().zip(d.client_urls()).collect(),
+        }
+    }
+}
+
+/// What the steps share: the host, the manifests' variables, the NatsClusters applied, the
+/// clients and the account keys recorded when the workload started.
+#[derive(Default)]
+pub(super) struct StepContext {
+    pub(super) host: Option<Arc<Host>>,
+    pub(super) vars: BTreeMap<String, String>,
+    /// (namespace, name) of every NatsCluster the scenario applied.
+    pub(super) clusters: Vec<(String, String)>,
+    /// The clients of `clients:`, by name, once the workload started.
+    pub(super) clients: BTreeMap<String, ClientRun>,
+    /// `Kind/namespace/name` of every NatsAccount of the auth plane → its public key.
+    pub(super) account_keys: BTreeMap<String, String>,
+    /// Per account key, the sim servers whose resolver directory held its JWT then.
+    pub(super) resolver_held: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl StepContext {
+    pub(super) fn host(&self) -> Result<&Arc<Host>, String> {
+        self.host
+            .as_ref()
+            .ok_or_else(|| "the host is not running".to_string())
+    }
+
+    /// Reserves the ports of the manifest's NatsClusters and records them and their variables.
+    pub(super) fn reserve(&mut self, path: &Path) -> Result<Vec<(String, String)>, String> {
+        let host = self.host()?.clone();
+        let found = controlled::reserve(&host, path).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for (cluster, vars) in found {
+            self.vars.extend(vars);
+            if !self.clusters.contains(&cluster) {
+                self.clusters.push(cluster.clone());
+            }
+            out.push(cluster);
+        }
+        Ok(out)
+    }
+
+    /// Per server of every NatsCluster applied, its restarts; per controller, its restarts.
+    pub(super) async fn restarts(&self) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
+        use cluster_controller::lifecycle::ServerLifecycle;
+        let mut servers = BTreeMap::new();
+        let mut controllers = BTreeMap::new();
+        let Some(host) = &self.host else {
+            return (servers, controllers);
+        };
+        for (ns, name) in &self.clusters {
+            let Ok(cluster) = controlled::read_cluster(host, ns, name).await else {
+                continue;
+            };
+            if let Ok(observed) = host.lifecycle().observe(&cluster).await {
+                for o in observed {
+                    servers.insert(o.server_name, o.restarts);
+                }
+            }
+        }
+        for c in host.controller_names() {
+            controllers.insert(c.clone(), host.controller_restarts(&c).unwrap_or(0));
+        }
+        (servers, controllers)
+    }
+}
+
+/// Resolves a server selector against the deployment.
+pub(super) async fn resolve(
+    dep: &dyn Deployment,
+    selector: &str,
+    last_faulted: &Option<String>,
+) -> Result<String, String> {
+    if selector == "last-faulted" {
+        return last_faulted
+            .clone()
+            .ok_or_else(|| "no server was faulted yet".to_string());
+    }
+    if selector == "meta-leader" {
+        return dep
+            .meta_leader(Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string());
+    }
+    if let Some(stream) = selector.strip_prefix("stream-leader:") {
+        return dep
+            .stream_leader(stream, Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string());
+    }
+    if let Some(stream) = selector.strip_prefix("stream-follower:") {
+        let leader = dep
+            .stream_leader(stream, Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
+        return dep
+            .server_names()
+            .into_iter()
+            .find(|n| *n != leader)
+            .ok_or_else(|| format!("stream {stream} has no follower"));
+    }
+    if dep.server_names().iter().any(|n| n == selector) {
+        return Ok(selector.to_string());
+    }
+    Err(format!("no server matches {selector:?}"))
+}
+
+/// What a step did: the server or object it acted on, and when what it waited for happened
+/// (ms since the run began), where it can tell.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Done {
+    pub(super) target: Option<String>,
+    pub(super) observed_at_ms: Option<u64>,
+}
+
+/// Carries out one step.
+pub(super) async fn run_step(
+    deployed: &mut Deployed,
+    action: &Action,
+    last_faulted: &mut Option<String>,
+    ctx: &mut StepContext,
+) -> Result<Done, String> {
+    match action {
+        Action::Delete { .. }
+        | Action::WaitGone { .. }
+        | Action::WipeStatus { .. }
+        | Action::WaitDisconnected { .. }
+        | Action::ExpectRefused { .. }
+        | Action::ExpectJwtRevokes { .. }
+        | Action::WaitAccountAbsent { .. } => {
+            super::auth_steps::run(deployed, action, last_faulted, ctx).await
+        }
+        _ => run_server_step(deployed.dep_mut(), action, last_faulted, ctx)
+            .await
+            .map(|target| Done {
+                target,
+                observed_at_ms: None,
+            }),
+    }
+}
+
+/// The steps on servers, links and the host's controllers.
+async fn run_server_step(
+    dep: &mut dyn Deployment,
+    action: &Action,
+    last_faulted: &mut Option<String>,
+    ctx: &mut StepContext,
+) -> Result<Option<String>, String> {
+    let (selector, f) = match action {
+        Action::Kill9 { server } => (server, Fault::Kill9),
+        Action::Sigterm { server } => (server, Fault::Sigterm),
+        Action::LameDuck { server } => (server, Fault::LameDuck),
+        Action::Pause { server } => (server, Fault::Pause),
+        Action::Resume { server } => (server, Fault::Resume),
+        Action::Restart { server } => (server, Fault::Restart),
+        Action::WipeStore { server } => (server, Fault::WipeStore),
+        Action::Reload { server, append } => {
+            let s = resolve(dep, server, last_faulted).await?;
+            dep.reload_with(&s, append)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(s));
+        }
+        Action::CutGateway { a, b } => {
+            dep.gateway_link(a, b, true)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::RestoreGateway { a, b } => {
+            dep.gateway_link(a, b, false)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::CutLeaf { leaf } => {
+            dep.leaf_link(leaf, true).await.map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::RestoreLeaf { leaf } => {
+            dep.leaf_link(leaf, false)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::WaitMetaLeader { timeout } => {
+            return dep
+                .meta_leader(*timeout)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string());
+        }
+        Action::WaitStreamLeader {
+            stream,
+            other_than,
+            timeout,
+        } => {
+            let avoid = match other_than {
+                Some(sel) => Some(resolve(dep, sel, last_faulted).await?),
+                None => None,
+            };
+            let deadline = tokio::time::Instant::now() + *timeout;
+            loop {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let leader = dep
+                    .stream_leader(stream, left)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if avoid.as_deref() != Some(leader.as_str()) {
+                    return Ok(Some(leader));
+                }
+                if left.is_zero() {
+                    return Err(format!("{stream} is still led by {leader}"));
+                }
+                tokio::time::sleep(crate::wait::POLL_INTERVAL).await;
+            }
+        }
+        Action::WaitHealthz { timeout } => {
+            dep.wait_healthz(*timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(None);
+        }
+        Action::ApplyManifest { path } => {
+            let applied = ctx
+                .host()?
+                .apply_manifest(&manifest_path(path), &ctx.vars)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(applied.join(", ")));
+        }
+        Action::ApplyNatsCluster { path, timeout } => {
+            let p = manifest_path(path);
+            let clusters = ctx.reserve(&p)?;
+            if clusters.is_empty() {
+                return Err(format!("{} holds no NatsCluster", p.display()));
+            }
+            let host = ctx.host()?.clone();
+            host.apply_manifest(&p, &ctx.vars)
+                .await
+                .map_err(|e| e.to_string())?;
+            for (ns, n) in &clusters {
+                controlled::wait_servers(&host, ns, n, *timeout).await?;
+            }
+            let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+            return Ok(Some(names.join(", ")));
+        }
+        Action::WaitServerRestarted { server, timeout } => {
+            use cluster_controller::lifecycle::local::LocalEvent;
+            let host = ctx.host()?.clone();
+            crate::wait::poll(
+                &format!("the controller restarting {server}"),
+                *timeout,
+                || async {
+                    let done = host
+                        .lifecycle()
+                        .events()
+                        .iter()
+                        .any(|e| e.server == *server && e.event == LocalEvent::Restarted);
+                    if done {
+                        Ok(Some(()))
+                    } else {
+                        Err(format!("{server} not restarted yet"))
+                    }
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            return Ok(Some(server.clone()));
+        }
+        Action::Annotate { object, annotation } => {
+            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
+            ctx.host()?
+                .annotate(&r, annotation)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(r.to_string()));
+        }
+        Action::WaitCondition {
+            object,
+            condition,
+            message,
+            timeout,
+        } => {
+            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
+            ctx.host()?
+                .wait_condition_saying(&r, condition, message.as_deref(), *timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(r.to_string()));
+        }
+        Action::RestartController { controller } => {
+            ctx.host()?
+                .restart_controller(controller)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(controller.clone()));
+        }
+        Action::Delete { .. }
+        | Action::WaitGone { .. }
+        | Action::WipeStatus { .. }
+        | Action::WaitDisconnected { .. }
+        | Action::ExpectRefused { .. }
+        | Action::ExpectJwtRevokes { .. }
+        | Action::WaitAccountAbsent { .. } => {
+            return Err(format!("{} is not a step on servers", action.describe()));
+        }
+    };
+    let s = resolve(dep, selector, last_faulted).await?;
+    dep.fault(&s, f).await.map_err(|e| e.to_string())?;
+    *last_faulted = Some(s.clone());
+    Ok(Some(s))
+}
