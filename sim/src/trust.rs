@@ -8,6 +8,9 @@
 //! `${trust.account}` and `${trust.account_jwt}` — enough for a literal NatsOperatorTrust, a
 //! literal NatsAccountTrust the servers preload (no auth controller needed to push it) and
 //! the Secret of `auth.systemCredentials`.
+//!
+//! [`Roots`] is the part every operator-mode test starts from (an operator, its system account,
+//! accounts signed by it, users' creds), so no test signs its own by hand.
 
 use std::collections::BTreeMap;
 
@@ -33,21 +36,72 @@ impl std::fmt::Debug for GeneratedTrust {
     }
 }
 
+/// An operator and its system account, signed fresh: the trust roots an operator-mode topology
+/// boots with.
+pub struct Roots {
+    pub operator: NKey,
+    pub system: NKey,
+    pub operator_jwt: String,
+    pub system_jwt: String,
+}
+
+impl std::fmt::Debug for Roots {
+    // The keys are seeds: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Roots")
+            .field("operator", &self.operator.public_key())
+            .field("system", &self.system.public_key())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Roots {
+    /// An operator named `name` with a system account `SYS`.
+    pub fn sign(name: &str) -> Result<Roots, nats_claims::Error> {
+        let operator = NKey::generate(KeyKind::Operator);
+        let system = NKey::generate(KeyKind::Account);
+        let operator_jwt = OperatorClaims::new(operator.public_key())
+            .name(name)
+            .system_account(system.public_key())
+            .encode(&operator)?;
+        let system_jwt = AccountClaims::new(system.public_key())
+            .name("SYS")
+            .encode(&operator)?;
+        Ok(Roots {
+            operator,
+            system,
+            operator_jwt,
+            system_jwt,
+        })
+    }
+
+    /// A fresh account named `name` signed by the operator: its key and JWT.
+    pub fn account(&self, name: &str) -> Result<(NKey, String), nats_claims::Error> {
+        let key = NKey::generate(KeyKind::Account);
+        let jwt = AccountClaims::new(key.public_key())
+            .name(name)
+            .encode(&self.operator)?;
+        Ok((key, jwt))
+    }
+
+    /// The operator mode servers boot with: the system account preloaded, and `accounts`
+    /// (public key, JWT) besides.
+    pub fn operator_mode(&self, accounts: &[(String, String)]) -> crate::OperatorMode {
+        let mut preload = vec![(self.system.public_key(), self.system_jwt.clone())];
+        preload.extend_from_slice(accounts);
+        crate::OperatorMode {
+            operator_jwt: self.operator_jwt.clone(),
+            system_account: self.system.public_key(),
+            preload,
+        }
+    }
+}
+
 /// Signs a fresh operator, system account, system user, workload account and workload user.
 pub fn generate() -> Result<GeneratedTrust, String> {
     let fail = |what: &str, e: nats_claims::Error| format!("signing the {what}: {e}");
-    let operator = NKey::generate(KeyKind::Operator);
-    let system = NKey::generate(KeyKind::Account);
+    let roots = Roots::sign("sim").map_err(|e| fail("trust roots", e))?;
     let account = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("sim")
-        .system_account(system.public_key())
-        .encode(&operator)
-        .map_err(|e| fail("operator JWT", e))?;
-    let system_jwt = AccountClaims::new(system.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .map_err(|e| fail("system account JWT", e))?;
     let account_jwt = AccountClaims::new(account.public_key())
         .name("APP")
         .jetstream(JetStreamLimits {
@@ -57,16 +111,16 @@ pub fn generate() -> Result<GeneratedTrust, String> {
             consumer: NO_LIMIT,
             ..Default::default()
         })
-        .encode(&operator)
+        .encode(&roots.operator)
         .map_err(|e| fail("workload account JWT", e))?;
     let system_creds =
-        user_creds(&system, "cluster-controller").map_err(|e| fail("system user", e))?;
+        user_creds(&roots.system, "cluster-controller").map_err(|e| fail("system user", e))?;
     let workload_creds = user_creds(&account, "app").map_err(|e| fail("workload user", e))?;
     let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let vars = [
-        ("trust.operator_jwt", q(&operator_jwt)),
-        ("trust.system_account", q(&system.public_key())),
-        ("trust.system_account_jwt", q(&system_jwt)),
+        ("trust.operator_jwt", q(&roots.operator_jwt)),
+        ("trust.system_account", q(&roots.system.public_key())),
+        ("trust.system_account_jwt", q(&roots.system_jwt)),
         ("trust.system_creds", q(&system_creds)),
         ("trust.account", q(&account.public_key())),
         ("trust.account_jwt", q(&account_jwt)),
@@ -80,8 +134,8 @@ pub fn generate() -> Result<GeneratedTrust, String> {
     })
 }
 
-/// A user of `account` named `name`, as a creds file.
-fn user_creds(account: &NKey, name: &str) -> Result<String, nats_claims::Error> {
+/// A fresh user of `account` named `name`, as a creds file.
+pub fn user_creds(account: &NKey, name: &str) -> Result<String, nats_claims::Error> {
     let user = NKey::generate(KeyKind::User);
     let jwt = UserClaims::new(user.public_key())
         .name(name)

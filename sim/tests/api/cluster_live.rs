@@ -294,28 +294,9 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nats_cluster_under_an_operator_trust_boots_with_the_system_account() {
-    use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
-
-    let operator = NKey::generate(KeyKind::Operator);
-    let sys = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("live")
-        .system_account(sys.public_key())
-        .encode(&operator)
-        .expect("operator JWT");
-    let sys_jwt = AccountClaims::new(sys.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .expect("system account JWT");
-    let user = NKey::generate(KeyKind::User);
-    let user_jwt = UserClaims::new(user.public_key())
-        .name("cluster-controller")
-        .encode(&sys)
-        .expect("user JWT");
-    let creds = Creds::render_key(&user_jwt, &user)
-        .expect("creds")
-        .expose()
-        .to_string();
+    let roots = sim::trust::Roots::sign("live").expect("trust roots");
+    let (operator_jwt, sys_jwt, sys) = (&roots.operator_jwt, &roots.system_jwt, &roots.system);
+    let creds = sim::trust::user_creds(sys, "cluster-controller").expect("creds");
     let q = |s: &str| serde_json::to_string(s).expect("json");
 
     let host = host(&["cluster"]).await;
@@ -347,8 +328,8 @@ spec:
     systemCredentials:
       secretKeyRef: {{ name: controller-creds }}
 "#,
-        op = q(&operator_jwt),
-        sys = q(&sys_jwt),
+        op = q(operator_jwt),
+        sys = q(sys_jwt),
         creds = q(&creds),
     );
     apply_reserved(&host, dir.path(), "trusted.yaml", &text).await;

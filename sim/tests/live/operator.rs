@@ -5,40 +5,20 @@
 use std::time::Duration;
 
 use async_nats::{ConnectOptions, jetstream};
-use nats_claims::{
-    AccountClaims, Creds, JetStreamLimits, KeyKind, NKey, OperatorClaims, UserClaims,
-};
-use sim::{Auth, OperatorMode, Topology, TopologySpec};
+use nats_claims::{AccountClaims, JetStreamLimits, KeyKind, NKey};
+use sim::{Auth, Topology, TopologySpec};
 
 const T: Duration = Duration::from_secs(30);
 
 fn user_creds(account: &NKey) -> String {
-    let user = NKey::generate(KeyKind::User);
-    let jwt = UserClaims::new(user.public_key())
-        .name("u")
-        .encode(account)
-        .unwrap();
-    Creds::render_key(&jwt, &user).unwrap().expose().to_string()
+    sim::trust::user_creds(account, "u").unwrap()
 }
 
 #[tokio::test]
 async fn operator_mode_cluster_accepts_a_pushed_account() {
-    let operator = NKey::generate(KeyKind::Operator);
-    let sys = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("sim")
-        .system_account(sys.public_key())
-        .encode(&operator)
-        .unwrap();
-    let sys_jwt = AccountClaims::new(sys.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .unwrap();
-    let spec = TopologySpec::cluster(3).with_auth(Auth::Operator(OperatorMode {
-        operator_jwt,
-        system_account: sys.public_key(),
-        preload: vec![(sys.public_key(), sys_jwt)],
-    }));
+    let roots = sim::trust::Roots::sign("sim").unwrap();
+    let (operator, sys) = (&roots.operator, &roots.system);
+    let spec = TopologySpec::cluster(3).with_auth(Auth::Operator(roots.operator_mode(&[])));
     let topo = Topology::start(spec).await.unwrap();
     let cfg = std::fs::read_to_string(topo.servers()[0].config_path()).unwrap();
     assert!(
@@ -46,7 +26,7 @@ async fn operator_mode_cluster_accepts_a_pushed_account() {
         "{cfg}"
     );
 
-    let sys_client = ConnectOptions::with_credentials(&user_creds(&sys))
+    let sys_client = ConnectOptions::with_credentials(&user_creds(sys))
         .unwrap()
         .connect(topo.server_addrs())
         .await
@@ -71,7 +51,7 @@ async fn operator_mode_cluster_accepts_a_pushed_account() {
             consumer: -1,
             ..Default::default()
         })
-        .encode(&operator)
+        .encode(operator)
         .unwrap();
     let answer = sys_client
         .request("$SYS.REQ.CLAIMS.UPDATE", app_jwt.clone().into())

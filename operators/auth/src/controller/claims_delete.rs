@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use nats_api::auth::DeletedAccount;
 use nats_claims::NKey;
-use nats_wire::{Collect, ServerFilter};
+use nats_wire::Collect;
 
 use super::nats::{PING, collect, system_wire};
 use super::{Context, unix_now};
@@ -87,10 +87,7 @@ async fn send_unconfirmed(
     let Some(wire) = system_wire(ctx).await? else {
         return Ok(vec![]);
     };
-    let statsz = wire
-        .ping_statsz(&ServerFilter::all(), statsz_collect)
-        .await
-        .map_err(|e| format!("STATSZ: {e}"))?;
+    let statsz = super::nats::ping_statsz(ctx, &wire, statsz_collect).await?;
     let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
     super::nats::observe_roster(ctx, &statsz, None);
     let sent = {

@@ -123,6 +123,23 @@ pub(super) fn collect(ctx: &Context) -> Collect {
     }
 }
 
+/// STATSZ of every server over `wire`. One that hears no server at all (a timeout: even the
+/// flush got no answer) says the server this connection is on is hung or cut off, which the
+/// client itself notices only once its pings time out, minutes later: the next pass dials again,
+/// which picks a server that answers.
+pub(super) async fn ping_statsz(
+    ctx: &Context,
+    wire: &Wire,
+    collect: Collect,
+) -> Result<PingReplies<Statsz>, String> {
+    let heard = wire.ping_statsz(&ServerFilter::all(), collect).await;
+    if heard.as_ref().map_or(true, |r| r.replies.is_empty()) {
+        tracing::warn!("no server answered STATSZ over the system connection: dialing again");
+        ctx.redial.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    heard.map_err(|e| format!("STATSZ: {e}"))
+}
+
 /// The roster with memory of this pass: the STATSZ answers, the servers this process has
 /// recorded, and those `recorded` in an object's status.distribution; kept for the next pass.
 pub(super) fn observe_roster(
@@ -130,10 +147,6 @@ pub(super) fn observe_roster(
     statsz: &PingReplies<Statsz>,
     recorded: Option<&Distribution>,
 ) -> Roster {
-    if statsz.replies.is_empty() {
-        tracing::warn!("no server answered STATSZ over the system connection: dialing again");
-        ctx.redial.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
     let answered: Vec<roster::Answer> = statsz
         .replies
         .iter()
@@ -183,9 +196,9 @@ pub(crate) async fn spread(
     jwt: &str,
     last_push: Option<&Distribution>,
 ) -> Spread {
-    let roster = match wire.ping_statsz(&ServerFilter::all(), collect(ctx)).await {
+    let roster = match ping_statsz(ctx, wire, collect(ctx)).await {
         Ok(r) => observe_roster(ctx, &r, last_push),
-        Err(e) => return Spread::Unreachable(format!("STATSZ: {e}")),
+        Err(e) => return Spread::Unreachable(e),
     };
     if roster.answering() == 0 {
         return Spread::Unreachable("no server answered STATSZ".into());
@@ -276,10 +289,7 @@ pub(crate) async fn holding(
     let Some(wire) = system_wire(ctx).await? else {
         return Ok(None);
     };
-    let statsz = wire
-        .ping_statsz(&ServerFilter::all(), collect(ctx))
-        .await
-        .map_err(|e| format!("STATSZ: {e}"))?;
+    let statsz = ping_statsz(ctx, &wire, collect(ctx)).await?;
     let roster = observe_roster(ctx, &statsz, recorded);
     if roster.answering() == 0 {
         return Err("no server answered STATSZ".into());

@@ -8,7 +8,6 @@ use cluster_controller::render::{
     GatewayPlan, GatewayRemote, JetStreamPlan, LeafListenPlan, LeafRemotePlan, Listen,
     ResolverPlan, ServerPlan, TlsFiles, TrustPlan, render,
 };
-use nats_claims::{AccountClaims, KeyKind, NKey, OperatorClaims};
 use proptest::prelude::*;
 
 /// The pinned version the renderer targets.
@@ -47,22 +46,10 @@ fn fixtures() -> Fixtures {
     let key_file = write("tls.key", key.serialize_pem());
     let ca_file = write("ca.crt", cert.pem());
 
-    let operator = NKey::generate(KeyKind::Operator);
-    let sys = NKey::generate(KeyKind::Account);
-    let acc = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("op")
-        .system_account(sys.public_key())
-        .encode(&operator)
-        .expect("operator jwt");
-    let system_jwt = AccountClaims::new(sys.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .expect("system jwt");
-    let account_jwt = AccountClaims::new(acc.public_key())
-        .name("APP")
-        .encode(&operator)
-        .expect("account jwt");
+    let roots = sim::trust::Roots::sign("op").expect("trust roots");
+    let (acc, account_jwt) = roots.account("APP").expect("account jwt");
+    let sys = &roots.system;
+    let (operator_jwt, system_jwt) = (roots.operator_jwt.clone(), roots.system_jwt.clone());
     Fixtures {
         tls: TlsFiles {
             cert_file: Some(cert_file),

@@ -7,46 +7,23 @@ use std::time::Duration;
 
 use jetstream_controller::connection::{Ready, Secrets, dial_config, ready_after_dial};
 use nats_api::nats::NatsConnectionSpec;
-use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
+use nats_claims::{KeyKind, NKey};
 use serde_json::json;
-use sim::topology::{Auth, OperatorMode, Topology, TopologySpec};
+use sim::topology::{Auth, Topology, TopologySpec};
+use sim::trust::Roots;
 
 /// A user of `account` (signed by the account's identity key).
 fn user_creds(account: &NKey) -> String {
-    let user = NKey::generate(KeyKind::User);
-    let jwt = UserClaims::new(user.public_key())
-        .name("controller")
-        .encode(account)
-        .expect("user JWT");
-    Creds::render_key(&jwt, &user)
-        .expect("creds")
-        .expose()
-        .to_string()
+    sim::trust::user_creds(account, "controller").expect("user creds")
 }
 
 /// One operator-mode server trusting an operator with a system account and an APP account.
 async fn plane() -> (Topology, NKey) {
-    let operator = NKey::generate(KeyKind::Operator);
-    let sys = NKey::generate(KeyKind::Account);
-    let app = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("plane")
-        .system_account(sys.public_key())
-        .encode(&operator)
-        .expect("operator JWT");
-    let sys_jwt = AccountClaims::new(sys.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .expect("SYS JWT");
-    let app_jwt = AccountClaims::new(app.public_key())
-        .name("APP")
-        .encode(&operator)
-        .expect("APP JWT");
-    let spec = TopologySpec::cluster(1).with_auth(Auth::Operator(OperatorMode {
-        operator_jwt,
-        system_account: sys.public_key(),
-        preload: vec![(sys.public_key(), sys_jwt), (app.public_key(), app_jwt)],
-    }));
+    let roots = Roots::sign("plane").expect("trust roots");
+    let (app, app_jwt) = roots.account("APP").expect("APP JWT");
+    let spec = TopologySpec::cluster(1).with_auth(Auth::Operator(
+        roots.operator_mode(&[(app.public_key(), app_jwt)]),
+    ));
     let topo = Topology::start(spec)
         .await
         .expect("operator-mode server starts");

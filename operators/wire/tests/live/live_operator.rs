@@ -11,41 +11,17 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use common::{WAIT, roster};
-use nats_claims::{
-    AccountClaims, Creds, JetStreamLimits, KeyKind, NKey, OperatorClaims, Permission, UserClaims,
-};
+use nats_claims::{AccountClaims, Creds, JetStreamLimits, KeyKind, NKey, Permission, UserClaims};
 use nats_wire::monitor::ConnzOptions;
 use nats_wire::sys::LookupAnswer;
 use nats_wire::{Collect, ConnectionConfig, ServerFilter, WireError, dial};
-use sim::topology::{Auth, OperatorMode, Topology, TopologySpec};
+use sim::topology::{Auth, Topology, TopologySpec};
+use sim::trust::Roots;
 
 const N: usize = 3;
 
-struct Trust {
-    operator: NKey,
-    system_account: NKey,
-    sys_jwt: String,
-    operator_jwt: String,
-}
-
-fn trust() -> Trust {
-    let operator = NKey::generate(KeyKind::Operator);
-    let system_account = NKey::generate(KeyKind::Account);
-    let operator_jwt = OperatorClaims::new(operator.public_key())
-        .name("wire-test")
-        .system_account(system_account.public_key())
-        .encode(&operator)
-        .unwrap();
-    let sys_jwt = AccountClaims::new(system_account.public_key())
-        .name("SYS")
-        .encode(&operator)
-        .unwrap();
-    Trust {
-        operator,
-        system_account,
-        sys_jwt,
-        operator_jwt,
-    }
+fn trust() -> Roots {
+    Roots::sign("wire-test").unwrap()
 }
 
 fn creds_for(account: &NKey, user: UserClaims, key: &NKey) -> String {
@@ -79,11 +55,7 @@ fn delete_request(operator: &NKey, accounts: &[String]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_mode_claims_update_lookup_delete_and_kick() {
     let t = trust();
-    let spec = TopologySpec::cluster(N).with_auth(Auth::Operator(OperatorMode {
-        operator_jwt: t.operator_jwt.clone(),
-        system_account: t.system_account.public_key(),
-        preload: vec![(t.system_account.public_key(), t.sys_jwt.clone())],
-    }));
+    let spec = TopologySpec::cluster(N).with_auth(Auth::Operator(t.operator_mode(&[])));
     let topo = Topology::start(spec)
         .await
         .expect("an operator-mode cluster boots");
@@ -92,7 +64,7 @@ async fn operator_mode_claims_update_lookup_delete_and_kick() {
     // The system user, dialed from creds with the auth controller preset's inbox prefix.
     let sys_user = NKey::generate(KeyKind::User);
     let sys_creds = creds_for(
-        &t.system_account,
+        &t.system,
         UserClaims::new(sys_user.public_key()).name("sys"),
         &sys_user,
     );
@@ -112,7 +84,7 @@ async fn operator_mode_claims_update_lookup_delete_and_kick() {
         .name("confined")
         .publish(Permission::allow(["$SYS.REQ.>"]))
         .subscribe(Permission::allow(["_INBOX.auth-controller.>"]));
-    let confined_creds = creds_for(&t.system_account, confined_claims, &confined);
+    let confined_creds = creds_for(&t.system, confined_claims, &confined);
     let with_prefix = dial(
         &ConnectionConfig::new(urls.clone())
             .with_creds(confined_creds.clone())
@@ -256,10 +228,7 @@ async fn operator_mode_claims_update_lookup_delete_and_kick() {
 
     // The system account cannot be deleted.
     let refused = sys
-        .claims_delete(
-            &delete_request(&t.operator, &[t.system_account.public_key()]),
-            all,
-        )
+        .claims_delete(&delete_request(&t.operator, &[t.system.public_key()]), all)
         .await
         .unwrap();
     assert_eq!(refused.failures.len(), N);
@@ -268,27 +237,21 @@ async fn operator_mode_claims_update_lookup_delete_and_kick() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_update_crosses_gateways_to_every_server_of_the_supercluster() {
     let t = trust();
-    let spec = TopologySpec::supercluster(2, 2, sim::topology::GatewayMode::Explicit).with_auth(
-        Auth::Operator(OperatorMode {
-            operator_jwt: t.operator_jwt.clone(),
-            system_account: t.system_account.public_key(),
-            preload: vec![(t.system_account.public_key(), t.sys_jwt.clone())],
-        }),
-    );
+    let spec = TopologySpec::supercluster(2, 2, sim::topology::GatewayMode::Explicit)
+        .with_auth(Auth::Operator(t.operator_mode(&[])));
     let topo = Topology::start(spec)
         .await
         .expect("an operator-mode supercluster boots");
     // Dialed to one server of c1 only: the other cluster is reached through the gateways.
     let sys_user = NKey::generate(KeyKind::User);
-    let sys = dial(
-        &ConnectionConfig::new(topo.cluster_urls("c1").into_iter().take(1)).with_creds(creds_for(
-            &t.system_account,
-            UserClaims::new(sys_user.public_key()),
-            &sys_user,
-        )),
-    )
-    .await
-    .unwrap();
+    let sys =
+        dial(
+            &ConnectionConfig::new(topo.cluster_urls("c1").into_iter().take(1)).with_creds(
+                creds_for(&t.system, UserClaims::new(sys_user.public_key()), &sys_user),
+            ),
+        )
+        .await
+        .unwrap();
     let ids = roster(&sys, 4).await;
     assert_eq!(
         ids.keys().cloned().collect::<Vec<_>>(),
