@@ -19,17 +19,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
-    let body = json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": status,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(field_manager).force(),
-        &Patch::Apply(&body),
-    )
-    .await
+    apply_status(api, name, None, field_manager, status).await
 }
 
 /// Applies `status` as [`apply`] does, only while the object is still at `resource_version` (the
@@ -46,12 +36,29 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
-    let body = json!({
+    apply_status(api, name, Some(resource_version), field_manager, status).await
+}
+
+/// The status apply of [`apply`] and [`apply_at`]: with a resourceVersion, a precondition.
+async fn apply_status<K, S>(
+    api: &Api<K>,
+    name: &str,
+    resource_version: Option<&str>,
+    field_manager: &str,
+    status: &S,
+) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
+    let mut body = json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
-        "metadata": { "resourceVersion": resource_version },
         "status": status,
     });
+    if let Some(rv) = resource_version {
+        body["metadata"] = json!({ "resourceVersion": rv });
+    }
     api.patch_status(
         name,
         &PatchParams::apply(field_manager).force(),
