@@ -1,9 +1,75 @@
-//! Conditions (metav1.Condition): an upsert that keeps lastTransitionTime while the status is
-//! unchanged, so a condition's age says how long it has held.
+//! Conditions (metav1.Condition): [`Decided`], a condition as a pass decides it, and [`merge`],
+//! which writes a pass's decisions over the previous conditions: observedGeneration set once for
+//! all of them, lastTransitionTime kept while a condition's status is unchanged (so its age says
+//! how long it has held), and the types a pass no longer reports removed.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
+/// One condition as a pass decides it: type, status, reason, message. The times and the
+/// observedGeneration are filled in by [`merge`] (or [`Decided::upsert`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// The condition type (Ready, Synced, …).
+    pub type_: &'static str,
+    /// True or False.
+    pub status: bool,
+    /// The reason (CamelCase).
+    pub reason: &'static str,
+    /// A human-readable message.
+    pub message: String,
+}
+
+impl Decided {
+    /// A condition of `type_` with `status`, `reason` and `message`.
+    pub fn new(
+        type_: &'static str,
+        status: bool,
+        reason: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            type_,
+            status,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    /// Sets this condition in `conditions`, as [`upsert`] does.
+    pub fn upsert(&self, conditions: &mut Vec<Condition>, generation: Option<i64>, now: &Time) {
+        set(
+            conditions,
+            (self.type_, self.status, self.reason, &self.message),
+            generation,
+            now,
+        );
+    }
+}
+
+/// The `previous` conditions with every condition of `set` upserted (observedGeneration
+/// `generation`), and every type of `remove` that `set` does not hold removed.
+pub fn merge(
+    previous: &[Condition],
+    generation: Option<i64>,
+    set: &[Decided],
+    remove: &[&str],
+    now: &Time,
+) -> Vec<Condition> {
+    let mut out = previous.to_vec();
+    for c in set {
+        c.upsert(&mut out, generation, now);
+    }
+    for r in remove {
+        if !set.iter().any(|c| c.type_ == *r) {
+            self::remove(&mut out, r);
+        }
+    }
+    out
+}
+
 /// One condition as a reconcile decides it; the time is filled in by [`upsert`].
+///
+/// Superseded by [`Decided`] (with [`merge`]); removed once every controller uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Desired<'a> {
     /// The condition type (Ready, Synced, …).
@@ -41,20 +107,40 @@ pub fn upsert(
     observed_generation: Option<i64>,
     now: &Time,
 ) {
-    let status = status_text(desired.status);
-    let transition = match conditions.iter().find(|c| c.type_ == desired.type_) {
+    set(
+        conditions,
+        (
+            desired.type_,
+            desired.status,
+            desired.reason,
+            &desired.message,
+        ),
+        observed_generation,
+        now,
+    );
+}
+
+/// The upsert of [`upsert`] and [`Decided::upsert`]: (type, status, reason, message).
+fn set(
+    conditions: &mut Vec<Condition>,
+    (type_, status, reason, message): (&str, bool, &str, &str),
+    observed_generation: Option<i64>,
+    now: &Time,
+) {
+    let status = status_text(status);
+    let transition = match conditions.iter().find(|c| c.type_ == type_) {
         Some(c) if c.status == status => c.last_transition_time.clone(),
         _ => now.clone(),
     };
     let new = Condition {
-        type_: desired.type_.to_string(),
+        type_: type_.to_string(),
         status: status.to_string(),
-        reason: desired.reason.to_string(),
-        message: desired.message.clone(),
+        reason: reason.to_string(),
+        message: message.to_string(),
         observed_generation,
         last_transition_time: transition,
     };
-    match conditions.iter_mut().find(|c| c.type_ == desired.type_) {
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
         Some(c) => *c = new,
         None => conditions.push(new),
     }
@@ -157,5 +243,52 @@ mod tests {
         remove(&mut conditions, "Ready");
         assert!(find(&conditions, "Ready").is_none());
         assert!(find(&conditions, "Synced").is_some());
+    }
+
+    #[test]
+    fn merge_sets_the_decided_once_and_removes_only_what_it_does_not_set() {
+        let mut prev = existing("False", "KeysPending");
+        Decided::new("Distributed", false, "NoSystemConnection", "m").upsert(
+            &mut prev,
+            Some(1),
+            &at(100),
+        );
+        let out = merge(
+            &prev,
+            Some(2),
+            &[Decided::new("Ready", true, "Signed", "signed")],
+            &["Distributed", "Ready"],
+            &at(200),
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (
+                out[0].type_.as_str(),
+                out[0].status.as_str(),
+                out[0].reason.as_str(),
+                out[0].observed_generation,
+                &out[0].last_transition_time
+            ),
+            ("Ready", "True", "Signed", Some(2), &at(200))
+        );
+    }
+
+    #[test]
+    fn decided_and_desired_upsert_alike() {
+        let mut by_decided = existing("True", "Connected");
+        let mut by_desired = by_decided.clone();
+        Decided::new("Ready", true, "Connected", "after").upsert(
+            &mut by_decided,
+            Some(3),
+            &at(300),
+        );
+        upsert(
+            &mut by_desired,
+            &Desired::new("Ready", true, "Connected", "after"),
+            Some(3),
+            &at(300),
+        );
+        assert_eq!(by_decided, by_desired);
+        assert_eq!(by_decided[0].last_transition_time, at(100));
     }
 }

@@ -1,13 +1,21 @@
-//! Controller plumbing shared by the three controllers: conditions, status written by server-side
-//! apply, the finalizer split, NatsReferenceGrant admission, events, metrics, the reconcile span
-//! and the error backoff.
+//! Controller plumbing shared by the three controllers, and the skeleton every controller is
+//! built on: the run loop ([`reconcile`]: span, count, due skip, relist redrive, error policy
+//! with the per-object [`backoff`]), the shared Context parts ([`context`]), the finalizer path
+//! ([`finalizer`]), decided conditions ([`conditions`]), refusals ([`blocked`]) and the error
+//! convention ([`error`]). Besides: status written by server-side apply, NatsReferenceGrant
+//! admission, events, metrics, the reconcile span and the binaries' start.
 
 pub mod backoff;
+pub mod blocked;
 pub mod conditions;
+pub mod context;
+pub mod due;
+pub mod error;
 pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod metrics;
+pub mod reconcile;
 pub mod relist;
 pub mod start;
 pub mod status;

@@ -1,0 +1,162 @@
+//! The run loop every controller shares, written once: a Controller's stream driven with the
+//! relist redrive ([`crate::relist`]) and each run result logged ([`crate::trace`]); each pass
+//! skipped while its object is not yet due ([`crate::due`]), read fresh when the controller asks,
+//! run inside its span, counted and timed; a failure counted under its metric label and retried
+//! after the object's backoff ([`error_policy`]).
+//!
+//! A controller builds its `Controller` (its watches), then hands it to [`run`] with its Context
+//! and its reconcile: `run(controller, ctx, Read::Cached, reconcile).await`.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::NamespaceResourceScope;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::core::Resource;
+use kube::runtime::controller::{Action, Controller};
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+
+use crate::context::HasShared;
+use crate::error::{KubeError, ReconcileError};
+
+/// "Kind namespace/name" of an object, for errors and logs.
+pub fn describe<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    format!(
+        "{} {}/{}",
+        K::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
+
+/// Which copy of the object a pass works from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// The watch cache's: enough when a pass never writes back what it read.
+    Cached,
+    /// Read again from the API first: the cache may not hold the last pass's status write yet,
+    /// and a pass over that stale status would undo or repeat what the last one recorded. An
+    /// object gone meanwhile ends the pass.
+    Fresh,
+}
+
+/// error_policy: counts the failure under its metric label and retries after a backoff that
+/// doubles per consecutive failure of the object ([`crate::backoff`]).
+pub fn error_policy<K, E, C>(obj: Arc<K>, err: &E, ctx: Arc<C>) -> Action
+where
+    K: Resource<DynamicType = ()>,
+    E: ReconcileError,
+    C: HasShared,
+{
+    let shared = ctx.shared();
+    let key = describe(&*obj);
+    shared.metrics.failed(&K::kind(&()), err.metric_label());
+    let wait = shared.backoff.failed(&key);
+    tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
+    Action::requeue(wait)
+}
+
+/// One pass of `reconcile` over `obj`: skipped while not yet due, read as `read` says, run in
+/// its span, counted; a success resets the object's backoff, a failure forgets when it was due.
+pub async fn pass<K, C, E, F, Fut>(
+    obj: Arc<K>,
+    ctx: Arc<C>,
+    read: Read,
+    reconcile: F,
+) -> Result<Action, E>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+    C: HasShared,
+    E: From<KubeError>,
+    F: FnOnce(Arc<K>, Arc<C>) -> Fut,
+    Fut: Future<Output = Result<Action, E>>,
+{
+    let shared = ctx.shared();
+    // The watch event of the pass's own status write: wait for the time already scheduled.
+    if let Some(left) = shared.due.not_yet(&*obj) {
+        return Ok(Action::requeue(left));
+    }
+    let obj = match read {
+        Read::Cached => obj,
+        Read::Fresh => {
+            let api: Api<K> =
+                Api::namespaced(shared.client.clone(), &obj.namespace().unwrap_or_default());
+            match api
+                .get_opt(&obj.name_any())
+                .await
+                .map_err(KubeError::of(&*obj))?
+            {
+                Some(fresh) => Arc::new(fresh),
+                None => return Ok(Action::await_change()),
+            }
+        }
+    };
+    let kind = K::kind(&()).to_string();
+    let key = describe(&*obj);
+    let span =
+        crate::trace::reconcile_span(&kind, &obj.namespace().unwrap_or_default(), &obj.name_any());
+    let started = Instant::now();
+    let result = reconcile(obj.clone(), ctx.clone()).instrument(span).await;
+    shared.metrics.reconciled(&kind, started.elapsed());
+    match &result {
+        Ok(_) => shared.backoff.succeeded(&key),
+        Err(_) => shared.due.forget(&*obj),
+    }
+    result
+}
+
+/// Runs `controller` until it ends (it runs forever): every pass through [`pass`], failures
+/// through [`error_policy`], a trigger dropped by a relist redriven, every run result logged.
+pub async fn run<K, C, E, F, Fut>(controller: Controller<K>, ctx: Arc<C>, read: Read, reconcile: F)
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    C: HasShared,
+    E: ReconcileError + From<KubeError>,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+{
+    let kind = K::kind(&()).to_string();
+    let (redrive, again) = crate::relist::redrive(&kind);
+    let reconcile = Arc::new(reconcile);
+    let one = move |obj: Arc<K>, ctx: Arc<C>| -> BoxFuture<'static, Result<Action, E>> {
+        let reconcile = reconcile.clone();
+        Box::pin(pass(obj, ctx, read, move |o, c| reconcile(o, c)))
+    };
+    controller
+        .reconcile_all_on(again)
+        .run(one, error_policy::<K, E, C>, ctx)
+        .for_each(|r| {
+            redrive.note(&r);
+            crate::trace::run_result(&kind, &r);
+            futures::future::ready(())
+        })
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_described_by_kind_namespace_and_name() {
+        let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+        cm.metadata.name = Some("a".into());
+        cm.metadata.namespace = Some("nats".into());
+        assert_eq!(describe(&cm), "ConfigMap nats/a");
+    }
+}
