@@ -3,26 +3,27 @@
 
 use std::sync::Arc;
 
-use controller_kit::conditions::{self, Desired};
-use futures::FutureExt;
+use controller_kit::conditions::{self, Decided};
+use controller_kit::reconcile::Read;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use nats_api::jetstream::FIELD_MANAGER;
 use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, condition};
 
-use super::{Context, Error, drive, instrumented, kube_err, watch_config};
+use super::context::{Context, watch_config};
+use super::error::{Error, kube_err};
 use crate::connection::Ready;
 use crate::pool::Resolved;
 
+/// One pass: the connection dialed (or shared) through the pool, then Ready written.
 async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action, Error> {
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let ready = match ctx
         .pool
-        .resolve(&ctx.client, &ns, &name)
+        .resolve(&ctx.shared.client, &ns, &name)
         .await
         .map_err(kube_err(&*obj))?
     {
@@ -31,40 +32,45 @@ async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action
         Resolved::Missing => return Ok(Action::await_change()),
         Resolved::NotReady(r) => r,
     };
-    let message = match &ready {
+    write_ready(&ctx, &obj, &ready).await?;
+    let wait = if ready.status() {
+        ctx.shared.settled(&*obj);
+        ctx.settings.resync
+    } else {
+        // Not an error of the controller: look again soon, backing off while it keeps failing.
+        ctx.shared.retry_later(&*obj)
+    };
+    ctx.shared.due.schedule(&*obj, wait);
+    Ok(Action::requeue(wait))
+}
+
+/// Writes Ready as `ready` says (and the condition gauge).
+async fn write_ready(ctx: &Context, obj: &NatsConnection, ready: &Ready) -> Result<(), Error> {
+    let message = match ready {
         Ready::Connected => format!("connected to {}", obj.spec.servers.join(", ")),
         other => other.message(),
     };
-    let mut conds = obj
+    let previous = obj
         .status
         .as_ref()
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
-    conditions::upsert(
-        &mut conds,
-        &Desired::new(condition::READY, ready.status(), ready.reason(), message),
-        obj.metadata.generation,
-        &conditions::now(),
-    );
+    let decided = Decided::new(condition::READY, ready.status(), ready.reason(), message);
     let status = NatsConnectionStatus {
         observed_generation: obj.metadata.generation,
-        conditions: conds,
+        conditions: conditions::merge(
+            &previous,
+            obj.metadata.generation,
+            &[decided],
+            &[],
+            &conditions::now(),
+        ),
     };
-    let api: Api<NatsConnection> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &name, FIELD_MANAGER, &status)
+    ctx.shared
+        .write_status(obj, &status)
         .await
-        .map_err(kube_err(&*obj))?;
-    ctx.metrics
-        .set_conditions("NatsConnection", &ns, &name, &status.conditions);
-    let wait = if ready.status() {
-        super::settled(&ctx, &*obj);
-        ctx.settings.resync
-    } else {
-        // Not an error of the controller: look again soon, backing off while it keeps failing.
-        super::retry_later(&ctx, &*obj)
-    };
-    ctx.schedule(&*obj, wait);
-    Ok(Action::requeue(wait))
+        .map_err(kube_err(obj))?;
+    Ok(())
 }
 
 /// Whether the connection reads the Secret `name` (creds or CA).
@@ -81,13 +87,13 @@ fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
 
 /// The NatsConnection controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let api: Api<NatsConnection> = Api::all(ctx.client.clone());
+    let api: Api<NatsConnection> = Api::all(ctx.shared.client.clone());
     let controller = Controller::new(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
     // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.
     let controller = controller.watches(
-        Api::<Secret>::all(ctx.client.clone()),
+        Api::<Secret>::all(ctx.shared.client.clone()),
         watch_config(),
         move |secret| {
             let ns = secret.namespace().unwrap_or_default();
@@ -100,16 +106,13 @@ pub(super) async fn controller(ctx: Arc<Context>) {
                         && reads_secret(&conn.spec, &name)
                 })
                 .map(|conn| {
-                    c.forget_due(&*conn);
+                    c.shared.due.forget(&*conn);
                     ObjectRef::from_obj(&*conn)
                 })
                 .collect::<Vec<_>>()
         },
     );
-    drive(controller, ctx, |obj, ctx| {
-        instrumented(obj, ctx, reconcile).boxed()
-    })
-    .await;
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile).await;
 }
 
 #[cfg(test)]

@@ -1,26 +1,73 @@
 //! NatsConsumer: by `stream` it names its connection; by `streamRef` it waits for the NatsStream
 //! to be Ready and inherits its connection.
+//!
+//! A pass over a live consumer ([`pass`]), phase by phase, each returning what the next takes:
+//!
+//! 1. `hold` — a Terminal consumer waits for an edit of its spec (its Terminal kept).
+//! 2. [`gather`] — where it lives (its stream bound, or waited for), the NatsConnection reached
+//!    and the consumer read → [`Gathered`].
+//! 3. [`plan`] — adoptionPolicy × ownership → the lifecycle action, and the config spec asks for
+//!    → [`Planned`] (a spec the server cannot take is refused).
+//! 4. [`apply`] — the action on the server: create (or take over under AdoptOrCreate), adopt
+//!    into spec, correct drift by update or, where allowed, recreate; or Terminal → [`Written`].
+//! 5. [`observe`] — what the write left: status.server and ownership → [`Outcome`].
+//!
+//! then `write_status`. A phase that cannot go on returns a [`Stop`], which the pass turns into
+//! its outcome or its error.
+//!
+//! Deletion ([`cleanup`]): a consumer whose stream is gone or was never bound is released at
+//! once; otherwise as the stream-backed kinds: under deletionPolicy Delete over a usable
+//! connection, the consumer deleted if this resource owns it.
 
 use std::sync::Arc;
 
-use futures::FutureExt;
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
+use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::reconcile::{Read, describe};
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::{Resource, ResourceExt};
-use nats_api::jetstream::{FINALIZER, NatsConsumer, NatsStream, condition, reason};
-use serde_json::Value;
+use kube::runtime::reflector::{ObjectRef, Store};
+use nats_api::jetstream::{FINALIZER, NatsConsumer, NatsStream, SyncStatus, condition, reason};
+use serde_json::{Map, Value};
 
-use super::objects::{connection_state, not_ready, reach};
-use super::{
-    Context, Error, Outcome, WAIT_RETRY, describe, drive, instrumented, kube_err, previous_status,
-    settled, watch_config, write_status,
+use super::context::{Context, watch_config};
+use super::error::{Error, kube_err};
+use super::outcome::{
+    Outcome, Stop, Written, hold, previous_status, spec_edited, terminal_message,
 };
+use super::reach::{connection_state, reach};
+use super::status::write_status;
 use crate::drift::{self, Decision};
-use crate::jsapi;
-use crate::lifecycle::{self, Action as Plan, Cleanup};
+use crate::lifecycle::{self, Action as Plan, ConnectionState};
 use crate::ownership::{self, Found};
 use crate::references::{self, ConsumerTarget};
-use crate::{consumer_config, server_state};
+use crate::{consumer_config, jsapi, server_state};
+
+/// What a pass works from: the server reached, and the consumer under its name on its stream.
+pub(super) struct Gathered {
+    client: async_nats::Client,
+    /// The server-side stream name.
+    stream: String,
+    /// The consumer's name.
+    name: String,
+    /// "consumer <name> on stream <stream>", for messages.
+    what: String,
+    /// Its CONSUMER.INFO answer; None when there is no such consumer.
+    info: Option<Value>,
+    /// Its config.
+    config: Option<Value>,
+    /// Who owns it.
+    found: Found,
+}
+
+/// What the pass is to do, and the config it writes.
+pub(super) struct Planned {
+    action: Plan,
+    /// The consumer config spec asks for, with the ownership marker.
+    desired: Map<String, Value>,
+}
 
 /// Where the consumer lives, or the outcome of waiting for it.
 async fn target(ctx: &Context, obj: &NatsConsumer) -> Result<ConsumerTarget, Error> {
@@ -32,299 +79,312 @@ async fn target(ctx: &Context, obj: &NatsConsumer) -> Result<ConsumerTarget, Err
     let grants = if target_ns == ns {
         Vec::new()
     } else {
-        controller_kit::grants::grants_in(&ctx.client, &target_ns)
+        controller_kit::grants::grants_in(&ctx.shared.client, &target_ns)
             .await
             .map_err(kube_err(obj))?
     };
-    let api: Api<NatsStream> = Api::namespaced(ctx.client.clone(), &target_ns);
+    let api: Api<NatsStream> = Api::namespaced(ctx.shared.client.clone(), &target_ns);
     let stream = api.get_opt(&r.name).await.map_err(kube_err(obj))?;
     Ok(references::consumer_target(obj, stream.as_ref(), &grants))
 }
 
-async fn pass(obj: &NatsConsumer, ctx: &Context) -> Result<Outcome, Error> {
-    let ns = obj.namespace().unwrap_or_default();
-    let uid = obj.uid().unwrap_or_default();
-    let prev = previous_status(obj);
-    let spec_edited = prev.observed_generation != obj.meta().generation;
-    let spec = &obj.spec;
-    if controller_kit::conditions::is_true(&prev.conditions, condition::TERMINAL)
-        && !lifecycle::recheck_terminal(spec.terminal_policy, spec_edited)
-    {
-        return Ok(Outcome {
-            terminal: controller_kit::conditions::find(&prev.conditions, condition::TERMINAL)
-                .map(|c| (reason_of(&c.reason), c.message.clone())),
-            requeue: Some(ctx.settings.resync),
-            ..Outcome::default()
-        });
-    }
-    let (conn, stream) = match target(ctx, obj).await? {
-        ConsumerTarget::Bound { connection, stream } => (connection, stream),
-        ConsumerTarget::Waiting { reason, message } => {
-            return Ok(Outcome {
-                ready: Some((false, reason, message.clone())),
-                synced: Some((false, reason, message)),
-                requeue: Some(WAIT_RETRY.min(ctx.settings.resync)),
-                ..Outcome::default()
-            });
-        }
-    };
-    // By streamRef the connection is the stream's, already admitted to it; by stream the
-    // consumer's own reference needs a grant when it crosses namespaces.
-    let check_grant = spec.stream.is_some() && conn.namespace.as_deref() != Some(ns.as_str());
-    let client = match reach(ctx, obj, &conn, check_grant).await? {
-        Ok(c) => c,
-        Err(o) => return Ok(o),
-    };
-    let name = obj.consumer_name().to_string();
-    let what = format!("consumer {name} on stream {stream}");
-    let info = match jsapi::consumer_info(&client, &stream, &name).await {
-        Ok(i) => i,
-        Err(e) => {
-            return Ok(not_ready(
-                ctx,
-                obj,
-                reason::OBSERVE_FAILED,
-                format!("reading {what}: {e}"),
-            ));
-        }
-    };
-    settled(ctx, obj);
-    let config = info.as_ref().map(|i| i["config"].clone());
-    let found = ownership::found(config.as_ref(), &uid);
-    let plan = lifecycle::plan(spec.adoption_policy, &found);
-    let refused = |reason: &'static str, message: String| Outcome {
-        ready: Some((false, reason, message.clone())),
-        synced: Some((false, reason, message)),
-        compared: true,
-        requeue: Some(ctx.settings.resync),
-        ..Outcome::default()
-    };
-    let desired = match consumer_config::desired(&name, spec, &uid) {
-        Ok(d) => d,
-        Err(e) => return Ok(refused(reason::REJECTED, format!("{what}: {e}"))),
-    };
-    let matches = format!("{what} matches spec");
-    let in_sync = (true, reason::MATCHES_SPEC, matches.clone());
-    let done = |reply: &Value, synced: (bool, &'static str, String)| Outcome {
-        ready: Some((true, reason::MATCHES_SPEC, matches.clone())),
-        synced: Some(synced),
-        ownership: server_state::ownership(&reply["config"], plan, prev.ownership.as_ref()),
-        server: Some(server_state::of_consumer(reply)),
-        compared: true,
-        requeue: Some(ctx.settings.resync),
-        ..Outcome::default()
-    };
-    let outcome = match plan {
-        Plan::Terminal(t) => {
-            let message = match (&t, &found) {
-                (_, Found::OwnedByOther(o)) => {
-                    format!("{what} is owned by another resource (UID {o})")
-                }
-                (lifecycle::TerminalReason::NotFound, _) => {
-                    format!("{what} does not exist; adoptionPolicy Adopt requires it")
-                }
-                _ => format!("{what} exists and carries no ownership marker; adoptionPolicy Never"),
-            };
-            Outcome {
-                terminal: Some((t.reason(), message.clone())),
-                ..refused(t.reason(), message)
-            }
-        }
-        Plan::Create | Plan::LateInitialize => {
-            match jsapi::put_consumer(&client, &stream, &desired, plan != Plan::Create).await {
-                Ok(reply) => {
-                    let mut o = done(&reply, in_sync);
-                    if plan == Plan::LateInitialize {
-                        o.adopted = Some(format!("{what} existed unowned; adopted"));
-                    }
-                    o
-                }
-                Err(e) => refused(reason::REJECTED, format!("writing {what}: {e}")),
-            }
-        }
-        Plan::AdoptIntoSpec => {
-            let server = config.clone().unwrap_or(Value::Null);
-            let adopted = match consumer_config::spec_from_server(spec, &server) {
-                Ok(s) => s,
-                Err(e) => return Ok(refused(reason::REJECTED, format!("{what}: {e}"))),
-            };
-            let marked = match consumer_config::desired(&name, &adopted, &uid) {
-                Ok(d) => d,
-                Err(e) => return Ok(refused(reason::REJECTED, format!("{what}: {e}"))),
-            };
-            match jsapi::put_consumer(&client, &stream, &marked, true).await {
-                Ok(reply) => {
-                    let mut o = done(&reply, in_sync);
-                    o.spec_patch = serde_json::to_value(&adopted).ok();
-                    o.adopted = Some(format!(
-                        "{what} existed unowned; adopted and its config written into spec"
-                    ));
-                    o
-                }
-                Err(e) => refused(reason::REJECTED, format!("adopting {what}: {e}")),
-            }
-        }
-        Plan::Update => {
-            let server = config.clone().unwrap_or(Value::Null);
-            let drift = drift::drifted(consumer_config::CONSUMER_FIELDS, &desired, &server);
-            let decision = drift::decide(&drift, spec.recreate_on_immutable_change);
-            let report = lifecycle::synced(&decision, spec_edited);
-            let written = match &decision {
-                Decision::InSync => Ok(info.clone().unwrap_or(Value::Null)),
-                Decision::Update(_) => jsapi::put_consumer(&client, &stream, &desired, true).await,
-                Decision::Recreate(_) => {
-                    match jsapi::delete_consumer(&client, &stream, &name).await {
-                        Ok(_) => jsapi::put_consumer(&client, &stream, &desired, false).await,
-                        Err(e) => Err(e),
-                    }
-                }
-                Decision::Refused(fields) => {
-                    return Ok(refused(
-                        reason::SYNC_FAILED,
-                        format!(
-                            "{what}: nats-server cannot change {}; set recreateOnImmutableChange",
-                            fields.join(", ")
-                        ),
-                    ));
-                }
-            };
-            match written {
-                Ok(reply) => {
-                    let synced = if report.drift_corrected_event {
-                        let m = format!(
-                            "{what} was changed out of band; corrected {}",
-                            report.fields.join(", ")
-                        );
-                        ctx.events
-                            .publish(obj, true, reason::DRIFT_CORRECTED, m.clone())
-                            .await;
-                        (report.status, report.reason, m)
-                    } else {
-                        in_sync
-                    };
-                    done(&reply, synced)
-                }
-                Err(e) => refused(reason::REJECTED, format!("updating {what}: {e}")),
-            }
-        }
-    };
-    Ok(outcome)
-}
-
-fn reason_of(r: &str) -> &'static str {
-    match r {
-        "ExistsUnowned" => reason::EXISTS_UNOWNED,
-        "OwnedByOther" => reason::OWNED_BY_OTHER,
-        "NotFound" => reason::NOT_FOUND,
-        _ => reason::REJECTED,
-    }
-}
-
-async fn apply(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// The live path: the pass, then its outcome written as status.
+async fn live(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
     let outcome = pass(&obj, &ctx).await?;
     write_status(&ctx, &*obj, outcome).await
 }
 
-async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// One pass over a live consumer: its phases, or the outcome of the phase that stopped it.
+async fn pass(obj: &NatsConsumer, ctx: &Context) -> Result<Outcome, Error> {
+    match phases(obj, ctx).await {
+        Ok(outcome) => Ok(outcome),
+        Err(stop) => stop.outcome(ctx, obj),
+    }
+}
+
+async fn phases(obj: &NatsConsumer, ctx: &Context) -> Result<Outcome, Stop> {
+    let previous = previous_status(obj);
+    let edited = spec_edited(obj, &previous);
+    hold(&previous, obj.spec.terminal_policy, edited)?;
+    let gathered = gather(ctx, obj).await?;
+    let planned = plan(obj, &gathered)?;
+    let written = apply(ctx, obj, &gathered, &planned, edited).await?;
+    Ok(observe(ctx, &previous, &gathered, &planned, written))
+}
+
+/// The gather phase: the stream bound, the connection reached, the consumer read.
+async fn gather(ctx: &Context, obj: &NatsConsumer) -> Result<Gathered, Stop> {
+    let ns = obj.namespace().unwrap_or_default();
+    let (conn, stream) = match target(ctx, obj).await? {
+        ConsumerTarget::Bound { connection, stream } => (connection, stream),
+        ConsumerTarget::Waiting { reason, message } => {
+            return Err(Stop::Waiting(Blocked::new(reason, message)));
+        }
+    };
+    // By streamRef the connection is the stream's, already admitted to it; by stream the
+    // consumer's own reference needs a grant when it crosses namespaces.
+    let check_grant = obj.spec.stream.is_some() && conn.namespace.as_deref() != Some(ns.as_str());
+    let client = reach(ctx, obj, &conn, check_grant).await?;
+    let name = obj.consumer_name().to_string();
+    let what = format!("consumer {name} on stream {stream}");
+    let info = jsapi::consumer_info(&client, &stream, &name)
+        .await
+        .map_err(|e| {
+            Stop::NotReady(Blocked::new(
+                reason::OBSERVE_FAILED,
+                format!("reading {what}: {e}"),
+            ))
+        })?;
+    ctx.shared.settled(obj);
+    let config = info.as_ref().map(|i| i["config"].clone());
+    let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
+    Ok(Gathered {
+        client,
+        stream,
+        name,
+        what,
+        info,
+        config,
+        found,
+    })
+}
+
+/// The plan phase: the lifecycle action and the config spec asks for.
+fn plan(obj: &NatsConsumer, g: &Gathered) -> Result<Planned, Stop> {
+    let action = lifecycle::plan(obj.spec.adoption_policy, &g.found);
+    let desired = consumer_config::desired(&g.name, &obj.spec, &obj.uid().unwrap_or_default())
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("{}: {e}", g.what)))?;
+    Ok(Planned { action, desired })
+}
+
+/// The apply phase: the planned action carried out on the server.
+async fn apply(
+    ctx: &Context,
+    obj: &NatsConsumer,
+    g: &Gathered,
+    p: &Planned,
+    spec_edited: bool,
+) -> Result<Written, Stop> {
+    match p.action {
+        Plan::Terminal(t) => {
+            let message = terminal_message(&g.what, t, &g.found);
+            Err(Stop::terminal(t.reason(), message.clone(), message))
+        }
+        Plan::Create | Plan::LateInitialize => put(g, p).await,
+        Plan::AdoptIntoSpec => adopt_into_spec(obj, g).await,
+        Plan::Update => update(ctx, obj, g, p, spec_edited).await,
+    }
+}
+
+/// Create, or under AdoptOrCreate take over an unowned consumer by updating it with spec.
+async fn put(g: &Gathered, p: &Planned) -> Result<Written, Stop> {
+    let update = p.action != Plan::Create;
+    let reply = jsapi::put_consumer(&g.client, &g.stream, &p.desired, update)
+        .await
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("writing {}: {e}", g.what)))?;
+    let written = Written::in_sync(reply, &g.what);
+    Ok(if p.action == Plan::LateInitialize {
+        written.adopted(format!("{} existed unowned; adopted", g.what), None)
+    } else {
+        written
+    })
+}
+
+/// Adopt: the server's config written into spec, then the consumer marked as owned.
+async fn adopt_into_spec(obj: &NatsConsumer, g: &Gathered) -> Result<Written, Stop> {
+    let what = &g.what;
+    let refused = |e: String| Stop::refused(reason::REJECTED, e);
+    let server = g.config.clone().unwrap_or(Value::Null);
+    let adopted = consumer_config::spec_from_server(&obj.spec, &server)
+        .map_err(|e| refused(format!("{what}: {e}")))?;
+    let marked = consumer_config::desired(&g.name, &adopted, &obj.uid().unwrap_or_default())
+        .map_err(|e| refused(format!("{what}: {e}")))?;
+    let reply = jsapi::put_consumer(&g.client, &g.stream, &marked, true)
+        .await
+        .map_err(|e| refused(format!("adopting {what}: {e}")))?;
+    Ok(Written::in_sync(reply, what).adopted(
+        format!("{what} existed unowned; adopted and its config written into spec"),
+        serde_json::to_value(&adopted).ok(),
+    ))
+}
+
+/// Update: spec compared with the server's config; drift corrected by an update, or by a
+/// recreate where recreateOnImmutableChange allows it, and reported when spec did not change.
+async fn update(
+    ctx: &Context,
+    obj: &NatsConsumer,
+    g: &Gathered,
+    p: &Planned,
+    spec_edited: bool,
+) -> Result<Written, Stop> {
+    let what = &g.what;
+    let server = g.config.clone().unwrap_or(Value::Null);
+    let drift = drift::drifted(consumer_config::CONSUMER_FIELDS, &p.desired, &server);
+    let decision = drift::decide(&drift, obj.spec.recreate_on_immutable_change);
+    let report = lifecycle::synced(&decision, spec_edited);
+    let reply = match &decision {
+        Decision::InSync => Ok(g.info.clone().unwrap_or(Value::Null)),
+        Decision::Update(_) => jsapi::put_consumer(&g.client, &g.stream, &p.desired, true).await,
+        Decision::Recreate(_) => recreate(g, p).await,
+        Decision::Refused(fields) => {
+            return Err(Stop::refused(
+                reason::SYNC_FAILED,
+                format!(
+                    "{what}: nats-server cannot change {}; set recreateOnImmutableChange",
+                    fields.join(", ")
+                ),
+            ));
+        }
+    }
+    .map_err(|e| Stop::refused(reason::REJECTED, format!("updating {what}: {e}")))?;
+    let mut written = Written::in_sync(reply, what);
+    if report.drift_corrected_event {
+        let m = format!(
+            "{what} was changed out of band; corrected {}",
+            report.fields.join(", ")
+        );
+        ctx.shared
+            .events
+            .publish(obj, true, reason::DRIFT_CORRECTED, m.clone())
+            .await;
+        written.synced = Decided::new(condition::SYNCED, report.status, report.reason, m);
+    }
+    Ok(written)
+}
+
+/// The consumer deleted and created again from spec (an immutable field changed).
+async fn recreate(g: &Gathered, p: &Planned) -> Result<Value, jsapi::JsApiError> {
+    jsapi::delete_consumer(&g.client, &g.stream, &g.name).await?;
+    jsapi::put_consumer(&g.client, &g.stream, &p.desired, false).await
+}
+
+/// The observe phase: the outcome of the write.
+fn observe(
+    ctx: &Context,
+    previous: &SyncStatus,
+    g: &Gathered,
+    p: &Planned,
+    written: Written,
+) -> Outcome {
+    let server = server_state::of_consumer(&written.reply);
+    let mut outcome = written.outcome(p.action, previous.ownership.as_ref(), &g.what, server);
+    outcome.requeue = Some(ctx.settings.resync);
+    outcome
+}
+
+/// The cleanup path: a consumer whose stream resource is gone, or never bound, has nothing to
+/// run its policy on; otherwise deletionPolicy × the connection's state × ownership decides.
+async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Cleanup, Error> {
     let obj = &*obj;
     let ns = obj.namespace().unwrap_or_default();
+    if let ConsumerTarget::Bound { connection, stream } = target(&ctx, obj).await? {
+        let state = connection_state(&ctx, obj, &connection).await?;
+        if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
+            delete_on_server(&ctx, obj, &connection, &stream, state).await?;
+        }
+    }
+    ctx.shared
+        .metrics
+        .forget("NatsConsumer", &ns, &obj.name_any());
+    Ok(Cleanup::Done)
+}
+
+/// The consumer deleted on the server when this resource owns it.
+async fn delete_on_server(
+    ctx: &Context,
+    obj: &NatsConsumer,
+    conn: &nats_api::common::ObjectReference,
+    stream: &str,
+    state: ConnectionState,
+) -> Result<(), Error> {
     let fail = |message: String| Error::Cleanup {
         object: describe(obj),
         message,
     };
-    // A consumer whose stream resource is gone, or never bound, has nothing to run its policy on.
-    let (conn, stream) = match target(&ctx, obj).await? {
-        ConsumerTarget::Bound { connection, stream } => (connection, stream),
-        ConsumerTarget::Waiting { .. } => {
-            ctx.metrics.forget("NatsConsumer", &ns, &obj.name_any());
-            return Ok(Action::await_change());
-        }
-    };
-    let state = connection_state(&ctx, obj, &conn).await?;
-    if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
-        let client = match reach(&ctx, obj, &conn, false).await? {
-            Ok(c) => c,
-            Err(o) => {
-                return Err(fail(
-                    o.ready.map(|r| r.2).unwrap_or_else(|| "unreachable".into()),
-                ));
-            }
-        };
-        let name = obj.consumer_name().to_string();
-        let info = jsapi::consumer_info(&client, &stream, &name)
+    let client = reach(ctx, obj, conn, false)
+        .await
+        .map_err(|s| s.cleanup_error(obj))?;
+    let name = obj.consumer_name().to_string();
+    let info = jsapi::consumer_info(&client, stream, &name)
+        .await
+        .map_err(|e| fail(format!("reading consumer {name}: {e}")))?;
+    let config = info.map(|i| i["config"].clone());
+    let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
+    if lifecycle::on_deletion(obj.spec.deletion_policy, state, &found)
+        == lifecycle::Cleanup::DeleteOnServer
+    {
+        jsapi::delete_consumer(&client, stream, &name)
             .await
-            .map_err(|e| fail(format!("reading consumer {name}: {e}")))?;
-        let config = info.map(|i| i["config"].clone());
-        let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
-        if lifecycle::on_deletion(obj.spec.deletion_policy, state, &found)
-            == Cleanup::DeleteOnServer
-        {
-            jsapi::delete_consumer(&client, &stream, &name)
-                .await
-                .map_err(|e| fail(format!("deleting consumer {name}: {e}")))?;
-        }
+            .map_err(|e| fail(format!("deleting consumer {name}: {e}")))?;
     }
-    ctx.metrics.forget("NatsConsumer", &ns, &obj.name_any());
-    Ok(Action::await_change())
+    Ok(())
 }
 
+/// One reconcile under the JetStream finalizer (every consumer wants it).
 async fn reconcile(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let api: Api<NatsConsumer> =
-        Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
-    let object = describe(&*obj);
+    let api: Api<NatsConsumer> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+    );
     let c = ctx.clone();
-    controller_kit::finalizer::run(&api, FINALIZER, obj, |o| apply(o, c), |o| cleanup(o, ctx))
-        .await
-        .map_err(|e| Error::Finalizer {
-            object,
-            message: controller_kit::finalizer::describe(&e),
+    finalizer::reconcile(
+        &api,
+        FINALIZER,
+        obj,
+        true,
+        |o| live(o, c),
+        |o| cleanup(o, ctx),
+    )
+    .await
+}
+
+/// The consumers waiting for `stream` by streamRef (not Ready): a NatsStream turning Ready binds
+/// them at once.
+fn waiting_for(store: &Store<NatsConsumer>, stream: &NatsStream) -> Vec<Arc<NatsConsumer>> {
+    let ready = stream
+        .status
+        .as_ref()
+        .is_some_and(|s| controller_kit::conditions::is_true(&s.conditions, condition::READY));
+    if !ready {
+        return Vec::new();
+    }
+    let ns = stream.namespace().unwrap_or_default();
+    let name = stream.name_any();
+    store
+        .state()
+        .into_iter()
+        .filter(|o| {
+            let own = o.namespace().unwrap_or_default();
+            o.spec
+                .stream_ref
+                .as_ref()
+                .is_some_and(|r| r.name == name && references::namespace_of(r, &own) == ns)
+                && !controller_kit::conditions::is_true(
+                    &previous_status(&**o).conditions,
+                    condition::READY,
+                )
         })
+        .collect()
 }
 
 /// The NatsConsumer controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let api: Api<NatsConsumer> = Api::all(ctx.client.clone());
+    let api: Api<NatsConsumer> = Api::all(ctx.shared.client.clone());
     let controller = Controller::new(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
-    // A NatsStream turning Ready binds the consumers waiting for it by streamRef at once.
     let controller = controller.watches(
-        Api::<NatsStream>::all(ctx.client.clone()),
+        Api::<NatsStream>::all(ctx.shared.client.clone()),
         watch_config(),
         move |stream| {
-            let ready = stream.status.as_ref().is_some_and(|s| {
-                controller_kit::conditions::is_true(&s.conditions, condition::READY)
-            });
-            let ns = stream.namespace().unwrap_or_default();
-            let name = stream.name_any();
-            let waiting: Vec<_> = if ready {
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|o| {
-                        let own = o.namespace().unwrap_or_default();
-                        o.spec.stream_ref.as_ref().is_some_and(|r| {
-                            r.name == name && references::namespace_of(r, &own) == ns
-                        }) && !controller_kit::conditions::is_true(
-                            &previous_status(&**o).conditions,
-                            condition::READY,
-                        )
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            waiting
+            waiting_for(&store, &stream)
                 .into_iter()
                 .map(|o| {
-                    c.forget_due(&*o);
-                    kube::runtime::reflector::ObjectRef::from_obj(&*o)
+                    c.shared.due.forget(&*o);
+                    ObjectRef::from_obj(&*o)
                 })
                 .collect::<Vec<_>>()
         },
     );
-    drive(controller, ctx, |obj, ctx| {
-        instrumented(obj, ctx, reconcile).boxed()
-    })
-    .await;
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile).await;
 }

@@ -1,252 +1,367 @@
-//! NatsStream, NatsKeyValue and NatsObjectStore: each is one stream on the server, so one
-//! reconciler serves the three through [`StreamBacked`].
+//! NatsStream, NatsKeyValue and NatsObjectStore: each is one stream on the server, so one pass
+//! serves the three through [`StreamBacked`].
+//!
+//! A pass over a live resource ([`pass`]), phase by phase, each returning what the next takes:
+//!
+//! 1. `hold` — a Terminal resource waits for an edit of its spec (its Terminal kept).
+//! 2. [`gather`] — the NatsConnection reached (grant, pool) and the stream read → [`Gathered`].
+//! 3. [`refuse`] — a key-value or object-store resource never takes over a stream that is not of
+//!    its kind (Terminal).
+//! 4. [`plan`] — adoptionPolicy × ownership → the lifecycle action, and the config spec asks for
+//!    → [`Planned`] (a spec the server cannot take is refused).
+//! 5. [`apply`] — the action on the server: create, correct drift, adopt into spec or
+//!    late-initialize; or Terminal → [`Written`].
+//! 6. [`observe`] — what the write left: status.server and ownership, a placement move followed,
+//!    omitted spec fields late-initialized → [`Outcome`].
+//!
+//! then `write_status`. A phase that cannot go on returns a [`Stop`], which the pass turns into
+//! its outcome (a refusal, a server not reachable) or its error.
+//!
+//! Deletion ([`cleanup`]): the connection's state; under deletionPolicy Delete over a usable
+//! connection, the stream deleted if this resource owns it; then the finalizer is released. A
+//! server that cannot be reached fails the cleanup, which keeps the finalizer.
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
-use controller_kit::grants;
-use futures::FutureExt;
-use k8s_openapi::NamespaceResourceScope;
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
+use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::reconcile::{Read, describe};
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::{Resource, ResourceExt};
-use nats_api::common::ObjectReference;
+use kube::runtime::reflector::{ObjectRef, Store};
 use nats_api::jetstream::{
-    AdoptionPolicy, DeletionPolicy, FINALIZER, NatsKeyValue, NatsKeyValueSpec, NatsObjectStore,
-    NatsObjectStoreSpec, NatsStream, NatsStreamSpec, TerminalPolicy, condition, reason,
+    DeletionPolicy, FINALIZER, StreamTransfer, SyncStatus, condition, reason,
 };
+use nats_api::nats::NatsConnection;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{
-    Context, Error, Outcome, describe, drive, instrumented, kube_err, previous_status,
-    previous_transfer, retry_later, settled, watch_config, write_status,
+use super::context::{Context, watch_config};
+use super::error::Error;
+use super::outcome::{
+    Outcome, Stop, Written, hold, previous_status, previous_transfer, spec_edited, terminal_message,
 };
-use crate::drift::{self, Decision, Field};
-use crate::jsapi::{self, JsApiError};
+use super::reach::{connection_state, reach};
+use super::status::write_status;
+use super::stream_backed::StreamBacked;
+use crate::drift::{self, Decision};
 use crate::late_init::late_initialize;
-use crate::lifecycle::{self, Action as Plan, Cleanup, ConnectionState, Kind};
+use crate::lifecycle::{self, Action as Plan, ConnectionState, Kind};
 use crate::ownership::{self, Found};
-use crate::pool::Resolved;
-use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP, Referrer};
-use crate::server_state;
+use crate::references;
 use crate::stream_config::MappingError;
-use crate::transfer;
-use crate::{kv_config, object_config, stream_config};
+use crate::{jsapi, server_state, transfer};
 
-/// A kind that is one stream on the server.
-pub trait StreamBacked:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-    /// The kind's spec.
-    type Spec: Serialize + DeserializeOwned + Clone + Send + Sync;
-    /// The lifecycle kind.
-    const KIND: Kind;
-    /// What the server object is called in messages.
-    const NOUN: &'static str;
-    /// The spec.
-    fn spec(&self) -> &Self::Spec;
-    /// The connection the resource names.
-    fn connection_ref(&self) -> &ObjectReference;
-    /// adoptionPolicy, deletionPolicy, terminalPolicy.
-    fn policies(&self) -> (AdoptionPolicy, DeletionPolicy, TerminalPolicy);
-    /// The name users know (stream name, bucket name).
-    fn display_name(&self) -> String;
+/// What a pass works from: the server reached, and the stream under the resource's name.
+pub(super) struct Gathered {
+    client: async_nats::Client,
     /// The server-side stream name.
-    fn stream_name(&self) -> String;
-    /// The stream config `spec` asks for, owned by `uid`.
-    fn desired(&self, spec: &Self::Spec, uid: &str) -> Result<Map<String, Value>, MappingError>;
-    /// The fields compared for drift.
-    fn fields() -> &'static [Field];
-    /// The spec read from the server's config (refuses a stream that is not of this kind).
-    fn spec_from_server(spec: &Self::Spec, server: &Value) -> Result<Self::Spec, MappingError>;
+    stream: String,
+    /// Its STREAM.INFO answer; None when there is no such stream.
+    info: Option<Value>,
+    /// Its config.
+    config: Option<Value>,
+    /// Who owns it.
+    found: Found,
 }
 
-impl StreamBacked for NatsStream {
-    type Spec = NatsStreamSpec;
-    const KIND: Kind = Kind::Stream;
-    const NOUN: &'static str = "stream";
-    fn spec(&self) -> &Self::Spec {
-        &self.spec
-    }
-    fn connection_ref(&self) -> &ObjectReference {
-        &self.spec.connection_ref
-    }
-    fn policies(&self) -> (AdoptionPolicy, DeletionPolicy, TerminalPolicy) {
-        let s = &self.spec;
-        (s.adoption_policy, s.deletion_policy, s.terminal_policy)
-    }
-    fn display_name(&self) -> String {
-        NatsStream::stream_name(self).to_string()
-    }
-    fn stream_name(&self) -> String {
-        NatsStream::stream_name(self).to_string()
-    }
-    fn desired(&self, spec: &Self::Spec, uid: &str) -> Result<Map<String, Value>, MappingError> {
-        stream_config::desired(NatsStream::stream_name(self), spec, uid)
-    }
-    fn fields() -> &'static [Field] {
-        stream_config::STREAM_FIELDS
-    }
-    fn spec_from_server(spec: &Self::Spec, server: &Value) -> Result<Self::Spec, MappingError> {
-        stream_config::spec_from_server(spec, server)
+/// What the pass is to do, and the config it writes.
+pub(super) struct Planned {
+    action: Plan,
+    /// The stream config spec asks for, with the ownership marker.
+    desired: Map<String, Value>,
+}
+
+/// The live path: the pass, then its outcome written as status.
+async fn live<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let outcome = pass(&*obj, &ctx).await?;
+    write_status(&ctx, &*obj, outcome).await
+}
+
+/// One pass over a live resource: its phases, or the outcome of the phase that stopped it.
+async fn pass<K: StreamBacked>(obj: &K, ctx: &Context) -> Result<Outcome, Error> {
+    match phases(obj, ctx).await {
+        Ok(outcome) => Ok(outcome),
+        Err(stop) => stop.outcome(ctx, obj),
     }
 }
 
-impl StreamBacked for NatsKeyValue {
-    type Spec = NatsKeyValueSpec;
-    const KIND: Kind = Kind::KeyValue;
-    const NOUN: &'static str = "key-value bucket";
-    fn spec(&self) -> &Self::Spec {
-        &self.spec
-    }
-    fn connection_ref(&self) -> &ObjectReference {
-        &self.spec.connection_ref
-    }
-    fn policies(&self) -> (AdoptionPolicy, DeletionPolicy, TerminalPolicy) {
-        let s = &self.spec;
-        (s.adoption_policy, s.deletion_policy, s.terminal_policy)
-    }
-    fn display_name(&self) -> String {
-        self.bucket_name().to_string()
-    }
-    fn stream_name(&self) -> String {
-        kv_config::stream_name(self.bucket_name())
-    }
-    fn desired(&self, spec: &Self::Spec, uid: &str) -> Result<Map<String, Value>, MappingError> {
-        kv_config::desired(self.bucket_name(), spec, uid)
-    }
-    fn fields() -> &'static [Field] {
-        kv_config::KV_FIELDS
-    }
-    fn spec_from_server(spec: &Self::Spec, server: &Value) -> Result<Self::Spec, MappingError> {
-        kv_config::spec_from_server(spec, server)
-    }
+async fn phases<K: StreamBacked>(obj: &K, ctx: &Context) -> Result<Outcome, Stop> {
+    let previous = previous_status(obj);
+    let edited = spec_edited(obj, &previous);
+    hold(&previous, obj.policies().2, edited)?;
+    let gathered = gather(ctx, obj).await?;
+    refuse(obj, &gathered)?;
+    let planned = plan(obj, &gathered)?;
+    let written = apply(ctx, obj, &gathered, &planned, edited).await?;
+    Ok(observe(ctx, obj, &previous, &gathered, &planned, written).await)
 }
 
-impl StreamBacked for NatsObjectStore {
-    type Spec = NatsObjectStoreSpec;
-    const KIND: Kind = Kind::ObjectStore;
-    const NOUN: &'static str = "object store";
-    fn spec(&self) -> &Self::Spec {
-        &self.spec
-    }
-    fn connection_ref(&self) -> &ObjectReference {
-        &self.spec.connection_ref
-    }
-    fn policies(&self) -> (AdoptionPolicy, DeletionPolicy, TerminalPolicy) {
-        let s = &self.spec;
-        (s.adoption_policy, s.deletion_policy, s.terminal_policy)
-    }
-    fn display_name(&self) -> String {
-        self.bucket_name().to_string()
-    }
-    fn stream_name(&self) -> String {
-        object_config::stream_name(self.bucket_name())
-    }
-    fn desired(&self, spec: &Self::Spec, uid: &str) -> Result<Map<String, Value>, MappingError> {
-        object_config::desired(self.bucket_name(), spec, uid)
-    }
-    fn fields() -> &'static [Field] {
-        object_config::OBJECT_FIELDS
-    }
-    fn spec_from_server(spec: &Self::Spec, server: &Value) -> Result<Self::Spec, MappingError> {
-        object_config::spec_from_server(spec, server)
-    }
-}
-
-/// A Ready=False outcome (Synced too), retried after a backoff.
-pub(super) fn not_ready<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    obj: &K,
-    reason: &'static str,
-    message: String,
-) -> Outcome {
-    Outcome {
-        ready: Some((false, reason, message.clone())),
-        synced: Some((false, reason, message)),
-        requeue: Some(retry_later(ctx, obj)),
-        ..Outcome::default()
-    }
-}
-
-/// The referrer of a JetStream resource.
-pub(super) fn referrer<'a>(kind: &'a str, ns: &'a str) -> Referrer<'a> {
-    Referrer {
-        group: JETSTREAM_GROUP,
-        kind,
-        namespace: ns,
-    }
-}
-
-/// The NATS client of the connection `conn` (absolute), or the outcome saying why not: not
-/// admitted by a grant, missing, or not connecting.
-pub(super) async fn reach<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    obj: &K,
-    conn: &ObjectReference,
-    check_grant: bool,
-) -> Result<Result<async_nats::Client, Outcome>, Error> {
+/// The gather phase: the connection reached and the stream read.
+async fn gather<K: StreamBacked>(ctx: &Context, obj: &K) -> Result<Gathered, Stop> {
     let ns = obj.namespace().unwrap_or_default();
-    let kind = K::kind(&());
-    let target_ns = conn.namespace.clone().unwrap_or_else(|| ns.clone());
-    if check_grant {
-        let admitted = grants::admitted(
-            &ctx.client,
-            grants::From {
-                group: JETSTREAM_GROUP,
-                kind: &kind,
-                namespace: &ns,
-            },
-            grants::To {
-                group: CONNECTION_GROUP,
-                kind: "NatsConnection",
-                namespace: &target_ns,
-                name: &conn.name,
-            },
-        )
-        .await
-        .map_err(kube_err(obj))?;
-        if !admitted {
-            return Ok(Err(not_ready(
-                ctx,
-                obj,
-                reason::REFERENCE_NOT_PERMITTED,
-                format!(
-                    "no NatsReferenceGrant in {target_ns} admits NatsConnection {} from {kind} in {ns}",
-                    conn.name
-                ),
-            )));
-        }
-    }
-    match ctx
-        .pool
-        .resolve(&ctx.client, &target_ns, &conn.name)
-        .await
-        .map_err(kube_err(obj))?
+    let conn = references::absolute(obj.connection_ref(), &ns);
+    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
+    let client = reach(ctx, obj, &conn, check_grant).await?;
+    let stream = obj.stream_name();
+    let info = jsapi::stream_info(&client, &stream).await.map_err(|e| {
+        Stop::NotReady(Blocked::new(
+            reason::OBSERVE_FAILED,
+            format!("reading {}: {e}", obj.what()),
+        ))
+    })?;
+    ctx.shared.settled(obj);
+    let config = info.as_ref().map(|i| i["config"].clone());
+    let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
+    Ok(Gathered {
+        client,
+        stream,
+        info,
+        config,
+        found,
+    })
+}
+
+/// The refuse phase: a KV or object-store resource never takes over a stream that is not of
+/// its kind.
+fn refuse<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<(), Stop> {
+    if let (Some(c), Kind::KeyValue | Kind::ObjectStore) = (&g.config, K::KIND)
+        && let Err(e) = K::spec_from_server(obj.spec(), c)
     {
-        Resolved::Connected(c) => Ok(Ok(c)),
-        Resolved::Missing => Ok(Err(not_ready(
-            ctx,
-            obj,
-            reason::REFERENCE_NOT_FOUND,
-            format!("NatsConnection {target_ns}/{} does not exist", conn.name),
-        ))),
-        Resolved::NotReady(r) => Ok(Err(not_ready(
-            ctx,
-            obj,
-            r.reason(),
-            format!("NatsConnection {target_ns}/{}: {}", conn.name, r.message()),
-        ))),
+        return Err(terminal(obj, refused_reason(&e), e.to_string()));
     }
+    Ok(())
+}
+
+/// The plan phase: the lifecycle action and the config spec asks for.
+fn plan<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<Planned, Stop> {
+    let action = lifecycle::plan(obj.policies().0, &g.found);
+    let desired = obj
+        .desired(obj.spec(), &obj.uid().unwrap_or_default())
+        .map_err(|e| Stop::refused(refused_reason(&e), format!("{}: {e}", obj.what())))?;
+    Ok(Planned { action, desired })
+}
+
+/// The apply phase: the planned action carried out on the server.
+async fn apply<K: StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+    g: &Gathered,
+    p: &Planned,
+    spec_edited: bool,
+) -> Result<Written, Stop> {
+    match p.action {
+        Plan::Terminal(t) => Err(terminal(
+            obj,
+            t.reason(),
+            terminal_message(&obj.what(), t, &g.found),
+        )),
+        Plan::Create => create(ctx, obj, g, p).await,
+        Plan::Update => update(ctx, obj, g, p, spec_edited).await,
+        Plan::AdoptIntoSpec => adopt_into_spec(obj, g).await,
+        Plan::LateInitialize => adopt_late_initialized(obj, g).await,
+    }
+}
+
+/// Create: the stream from spec, with the marker.
+async fn create<K: StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+    g: &Gathered,
+    p: &Planned,
+) -> Result<Written, Stop> {
+    let what = obj.what();
+    let reply = jsapi::create_stream(&g.client, &p.desired)
+        .await
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("creating {what}: {e}")))?;
+    ctx.shared
+        .events
+        .publish(obj, false, "Created", format!("{what} created"))
+        .await;
+    Ok(Written::in_sync(reply, &what))
+}
+
+/// Update: spec compared with the server's config; drift corrected (and reported when spec did
+/// not change), a change nats-server cannot make refused.
+async fn update<K: StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+    g: &Gathered,
+    p: &Planned,
+    spec_edited: bool,
+) -> Result<Written, Stop> {
+    let what = obj.what();
+    let server = g.config.clone().unwrap_or(Value::Null);
+    let decision = drift::decide(&drift::drifted(K::fields(), &p.desired, &server), false);
+    let report = lifecycle::synced(&decision, spec_edited);
+    let fields = match &decision {
+        Decision::InSync => {
+            return Ok(Written::in_sync(
+                g.info.clone().unwrap_or(Value::Null),
+                &what,
+            ));
+        }
+        Decision::Update(fields) | Decision::Recreate(fields) => fields,
+        Decision::Refused(fields) => {
+            return Err(Stop::refused(
+                reason::SYNC_FAILED,
+                format!(
+                    "{what}: nats-server cannot change {}; recreate the resource",
+                    fields.join(", ")
+                ),
+            ));
+        }
+    };
+    let reply = jsapi::update_stream(&g.client, &p.desired)
+        .await
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("updating {what}: {e}")))?;
+    let mut written = Written::in_sync(reply, &what);
+    if report.drift_corrected_event {
+        let m = format!(
+            "{what} was changed out of band; corrected {}",
+            fields.join(", ")
+        );
+        ctx.shared
+            .events
+            .publish(obj, true, reason::DRIFT_CORRECTED, m.clone())
+            .await;
+        written.synced = Decided::new(condition::SYNCED, report.status, report.reason, m);
+    }
+    Ok(written)
+}
+
+/// Adopt: the server's config written into spec, then the stream marked as owned.
+async fn adopt_into_spec<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<Written, Stop> {
+    let what = obj.what();
+    let server = g.config.clone().unwrap_or(Value::Null);
+    let adopted = K::spec_from_server(obj.spec(), &server)
+        .map_err(|e| terminal(obj, refused_reason(&e), e.to_string()))?;
+    let marked = obj
+        .desired(&adopted, &obj.uid().unwrap_or_default())
+        .map_err(|e| Stop::refused(refused_reason(&e), format!("{what}: {e}")))?;
+    let reply = jsapi::update_stream(&g.client, &marked)
+        .await
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("adopting {what}: {e}")))?;
+    Ok(Written::in_sync(reply, &what).adopted(
+        format!("{what} existed unowned; adopted and its config written into spec"),
+        spec_patch(&adopted, None),
+    ))
+}
+
+/// AdoptOrCreate over an unowned stream: the omitted fields take the server's values first, so
+/// applying spec over the existing stream changes only what spec sets (never storage it left
+/// out); the filled fields are written into spec.
+async fn adopt_late_initialized<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<Written, Stop> {
+    let what = obj.what();
+    let server = g.config.clone().unwrap_or(Value::Null);
+    let li = K::spec_from_server(obj.spec(), &server)
+        .map_err(|e| e.to_string())
+        .and_then(|s| late_initialize(obj.spec(), &s).map_err(|e| e.to_string()))
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("{what}: {e}")))?;
+    let applied = obj
+        .desired(&li.spec, &obj.uid().unwrap_or_default())
+        .map_err(|e| Stop::refused(refused_reason(&e), format!("{what}: {e}")))?;
+    let reply = jsapi::update_stream(&g.client, &applied)
+        .await
+        .map_err(|e| Stop::refused(reason::REJECTED, format!("adopting {what}: {e}")))?;
+    let patch = if li.filled.is_empty() {
+        None
+    } else {
+        spec_patch(&li.spec, Some(&li.filled))
+    };
+    Ok(Written::in_sync(reply, &what).adopted(
+        format!(
+            "{what} existed unowned; adopted, spec applied and omitted fields filled from the server"
+        ),
+        patch,
+    ))
+}
+
+/// The observe phase: the outcome of the write, with the placement move followed closely until
+/// done, and the spec fields AdoptOrCreate fills from the server after each write.
+async fn observe<K: StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+    previous: &SyncStatus,
+    g: &Gathered,
+    p: &Planned,
+    written: Written,
+) -> Outcome {
+    let transfer = follow_transfer(obj, g, p, &written.reply).await;
+    let moving = transfer.as_ref().is_some_and(Option::is_some);
+    let late = late_initialized(obj, g, p).await;
+    let server = server_state::of_stream(&written.reply);
+    let mut outcome = written.outcome(p.action, previous.ownership.as_ref(), &obj.what(), server);
+    outcome.requeue = Some(if moving {
+        transfer::IN_FLIGHT_RECHECK
+    } else {
+        ctx.settings.resync
+    });
+    outcome.transfer = transfer;
+    if late.is_some() {
+        outcome.spec_patch = late;
+    }
+    outcome
+}
+
+/// status.transfer of a NatsStream (None for the other kinds): a placement move runs on the
+/// server after the update; while it runs, the consumers that have followed it are counted.
+async fn follow_transfer<K: StreamBacked>(
+    obj: &K,
+    g: &Gathered,
+    p: &Planned,
+    reply: &Value,
+) -> Option<Option<StreamTransfer>> {
+    if K::KIND != Kind::Stream {
+        return None;
+    }
+    let to = p
+        .desired
+        .get("placement")
+        .and_then(|p| p.get("cluster"))
+        .and_then(Value::as_str);
+    let now = controller_kit::conditions::now();
+    let mut observed = transfer::observe(to, reply, previous_transfer(obj).as_ref(), &now);
+    if let Some(t) = observed.as_mut()
+        && let Some(to) = t.to.clone()
+        && let Ok(consumers) = jsapi::consumer_list(&g.client, &g.stream).await
+    {
+        let replicas = p
+            .desired
+            .get("num_replicas")
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        t.consumers = Some(transfer::consumers_moved(&to, &consumers, replicas));
+    }
+    Some(observed)
+}
+
+/// Under AdoptOrCreate, the spec fields spec omits, filled from the server's config after the
+/// write (None when there are none, or the pass was the late-initializing adoption itself).
+async fn late_initialized<K: StreamBacked>(obj: &K, g: &Gathered, p: &Planned) -> Option<Value> {
+    if !lifecycle::late_initializes(obj.policies().0) || p.action == Plan::LateInitialize {
+        return None;
+    }
+    let reply = jsapi::stream_info(&g.client, &g.stream)
+        .await
+        .ok()
+        .flatten()?;
+    let from_server = K::spec_from_server(obj.spec(), &reply["config"]).ok()?;
+    let li = late_initialize(obj.spec(), &from_server).ok()?;
+    if li.filled.is_empty() {
+        return None;
+    }
+    spec_patch(&li.spec, Some(&li.filled))
+}
+
+/// A Terminal refusal of a stream-backed resource: its Terminal condition names the
+/// terminalPolicy.
+fn terminal<K: StreamBacked>(obj: &K, reason: &'static str, message: String) -> Stop {
+    let policy = obj.policies().2;
+    let terminal_message = format!("{message} (terminalPolicy {policy:?})");
+    Stop::terminal(reason, message, terminal_message)
 }
 
 /// The reason of a refused write: a mapping error that is not a bucket, or the server's refusal.
@@ -266,394 +381,121 @@ fn spec_patch<S: Serialize>(spec: &S, only: Option<&[String]>) -> Option<Value> 
     Some(value)
 }
 
-async fn apply<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let outcome = pass(&obj, &ctx).await?;
-    write_status(&ctx, &*obj, outcome).await
-}
-
-/// One pass over a live resource: the outcome to write as status.
-async fn pass<K: StreamBacked>(obj: &Arc<K>, ctx: &Context) -> Result<Outcome, Error> {
-    let obj = &**obj;
-    let ns = obj.namespace().unwrap_or_default();
-    let uid = obj.uid().unwrap_or_default();
-    let prev = previous_status(obj);
-    let spec_edited = prev.observed_generation != obj.meta().generation;
-    let (adoption, _, terminal_policy) = obj.policies();
-    let what = format!("{} {}", K::NOUN, obj.display_name());
-
-    // Hold: a Terminal resource waits for an edit of its spec.
-    if controller_kit::conditions::is_true(&prev.conditions, condition::TERMINAL)
-        && !lifecycle::recheck_terminal(terminal_policy, spec_edited)
-    {
-        return Ok(Outcome {
-            terminal: controller_kit::conditions::find(&prev.conditions, condition::TERMINAL)
-                .map(|c| (terminal_reason(&c.reason), c.message.clone())),
-            requeue: Some(ctx.settings.resync),
-            ..Outcome::default()
-        });
-    }
-
-    let conn = references::absolute(obj.connection_ref(), &ns);
-    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
-    let client = match reach(ctx, obj, &conn, check_grant).await? {
-        Ok(c) => c,
-        Err(outcome) => return Ok(outcome),
-    };
-    let stream = obj.stream_name();
-    let info = match jsapi::stream_info(&client, &stream).await {
-        Ok(i) => i,
-        Err(e) => {
-            return Ok(not_ready(
-                ctx,
-                obj,
-                reason::OBSERVE_FAILED,
-                format!("reading {what}: {e}"),
-            ));
-        }
-    };
-    settled(ctx, obj);
-    let config = info.as_ref().map(|i| i["config"].clone());
-    let found = ownership::found(config.as_ref(), &uid);
-    let plan = lifecycle::plan(adoption, &found);
-    let terminal = |reason: &'static str, message: String| Outcome {
-        ready: Some((false, reason, message.clone())),
-        synced: Some((false, reason, message.clone())),
-        terminal: Some((
-            reason,
-            format!("{message} (terminalPolicy {terminal_policy:?})"),
-        )),
-        compared: true,
-        requeue: Some(ctx.settings.resync),
-        ..Outcome::default()
-    };
-    // A KV or object-store resource never takes over a stream that is not of its kind.
-    if let (Some(c), Kind::KeyValue | Kind::ObjectStore) = (&config, K::KIND)
-        && let Err(e) = K::spec_from_server(obj.spec(), c)
-    {
-        return Ok(terminal(refused_reason(&e), e.to_string()));
-    }
-    let refused = |reason: &'static str, message: String| Outcome {
-        ready: Some((false, reason, message.clone())),
-        synced: Some((false, reason, message)),
-        compared: true,
-        requeue: Some(ctx.settings.resync),
-        ..Outcome::default()
-    };
-    let desired = match obj.desired(obj.spec(), &uid) {
-        Ok(d) => d,
-        Err(e) => return Ok(refused(refused_reason(&e), format!("{what}: {e}"))),
-    };
-    let matches = format!("{what} matches spec");
-    let to = desired
-        .get("placement")
-        .and_then(|p| p.get("cluster"))
-        .and_then(Value::as_str);
-    let prev_transfer = previous_transfer(obj);
-    let now = controller_kit::conditions::now();
-    let done = |reply: &Value, plan: Plan, synced: (bool, &'static str, String)| {
-        // A placement move runs on the server after the update: followed closely until done.
-        let transfer = (K::KIND == Kind::Stream)
-            .then(|| transfer::observe(to, reply, prev_transfer.as_ref(), &now));
-        let moving = transfer.as_ref().is_some_and(Option::is_some);
-        Outcome {
-            ready: Some((true, reason::MATCHES_SPEC, matches.clone())),
-            synced: Some(synced),
-            ownership: server_state::ownership(&reply["config"], plan, prev.ownership.as_ref()),
-            server: Some(server_state::of_stream(reply)),
-            compared: true,
-            requeue: Some(if moving {
-                transfer::IN_FLIGHT_RECHECK
-            } else {
-                ctx.settings.resync
-            }),
-            transfer,
-            ..Outcome::default()
-        }
-    };
-    let in_sync = (true, reason::MATCHES_SPEC, matches.clone());
-    let mut outcome = match plan {
-        Plan::Terminal(t) => {
-            let message = match t {
-                lifecycle::TerminalReason::ExistsUnowned => {
-                    format!("{what} exists and carries no ownership marker; adoptionPolicy Never")
-                }
-                lifecycle::TerminalReason::OwnedByOther => {
-                    let owner = match &found {
-                        Found::OwnedByOther(o) => o.clone(),
-                        _ => String::new(),
-                    };
-                    format!("{what} is owned by another resource (UID {owner})")
-                }
-                lifecycle::TerminalReason::NotFound => {
-                    format!("{what} does not exist; adoptionPolicy Adopt requires it")
-                }
-            };
-            terminal(t.reason(), message)
-        }
-        Plan::Create => match jsapi::create_stream(&client, &desired).await {
-            Ok(reply) => {
-                ctx.events
-                    .publish(obj, false, "Created", format!("{what} created"))
-                    .await;
-                done(&reply, plan, in_sync)
-            }
-            Err(e) => refused(reason::REJECTED, format!("creating {what}: {e}")),
-        },
-        Plan::Update => {
-            let server = config.clone().unwrap_or(Value::Null);
-            let drift = drift::drifted(K::fields(), &desired, &server);
-            let decision = drift::decide(&drift, false);
-            let report = lifecycle::synced(&decision, spec_edited);
-            match &decision {
-                Decision::InSync => {
-                    let reply = info.clone().unwrap_or(Value::Null);
-                    done(&reply, plan, in_sync)
-                }
-                Decision::Update(fields) | Decision::Recreate(fields) => {
-                    match jsapi::update_stream(&client, &desired).await {
-                        Ok(reply) => {
-                            let message = if report.drift_corrected_event {
-                                let m = format!(
-                                    "{what} was changed out of band; corrected {}",
-                                    fields.join(", ")
-                                );
-                                ctx.events
-                                    .publish(obj, true, reason::DRIFT_CORRECTED, m.clone())
-                                    .await;
-                                m
-                            } else {
-                                matches.clone()
-                            };
-                            done(&reply, plan, (report.status, report.reason, message))
-                        }
-                        Err(e) => refused(reason::REJECTED, format!("updating {what}: {e}")),
-                    }
-                }
-                Decision::Refused(fields) => refused(
-                    reason::SYNC_FAILED,
-                    format!(
-                        "{what}: nats-server cannot change {}; recreate the resource",
-                        fields.join(", ")
-                    ),
-                ),
-            }
-        }
-        Plan::AdoptIntoSpec => {
-            let server = config.clone().unwrap_or(Value::Null);
-            let adopted = match K::spec_from_server(obj.spec(), &server) {
-                Ok(s) => s,
-                Err(e) => return Ok(terminal(refused_reason(&e), e.to_string())),
-            };
-            let marked = match obj.desired(&adopted, &uid) {
-                Ok(d) => d,
-                Err(e) => return Ok(refused(refused_reason(&e), format!("{what}: {e}"))),
-            };
-            match jsapi::update_stream(&client, &marked).await {
-                Ok(reply) => {
-                    let mut o = done(&reply, plan, in_sync);
-                    o.spec_patch = spec_patch(&adopted, None);
-                    o.adopted = Some(format!(
-                        "{what} existed unowned; adopted and its config written into spec"
-                    ));
-                    o
-                }
-                Err(e) => refused(reason::REJECTED, format!("adopting {what}: {e}")),
-            }
-        }
-        Plan::LateInitialize => {
-            // The omitted fields take the server's values first, so applying spec over the
-            // existing stream changes only what spec sets (never storage it left out).
-            let server = config.clone().unwrap_or(Value::Null);
-            let filled = K::spec_from_server(obj.spec(), &server)
-                .map_err(|e| e.to_string())
-                .and_then(|s| late_initialize(obj.spec(), &s).map_err(|e| e.to_string()));
-            let li = match filled {
-                Ok(li) => li,
-                Err(e) => return Ok(refused(reason::REJECTED, format!("{what}: {e}"))),
-            };
-            let applied = match obj.desired(&li.spec, &uid) {
-                Ok(d) => d,
-                Err(e) => return Ok(refused(refused_reason(&e), format!("{what}: {e}"))),
-            };
-            match jsapi::update_stream(&client, &applied).await {
-                Ok(reply) => {
-                    let mut o = done(&reply, plan, in_sync);
-                    if !li.filled.is_empty() {
-                        o.spec_patch = spec_patch(&li.spec, Some(&li.filled));
-                    }
-                    o.adopted = Some(format!(
-                        "{what} existed unowned; adopted, spec applied and omitted fields filled from the server"
-                    ));
-                    o
-                }
-                Err(e) => refused(reason::REJECTED, format!("adopting {what}: {e}")),
-            }
-        }
-    };
-    // While a placement move runs, count the consumers that have followed the stream.
-    if let Some(Some(t)) = outcome.transfer.as_mut()
-        && let Some(to) = t.to.clone()
-        && let Ok(consumers) = jsapi::consumer_list(&client, &stream).await
-    {
-        let replicas = desired
-            .get("num_replicas")
-            .and_then(Value::as_u64)
-            .unwrap_or(1);
-        t.consumers = Some(transfer::consumers_moved(&to, &consumers, replicas));
-    }
-    // AdoptOrCreate fills omitted spec fields from the server after each write.
-    if lifecycle::late_initializes(adoption)
-        && plan != Plan::LateInitialize
-        && outcome.ready.as_ref().is_some_and(|r| r.0)
-        && let Some(reply) = jsapi::stream_info(&client, &stream).await.ok().flatten()
-        && let Ok(from_server) = K::spec_from_server(obj.spec(), &reply["config"])
-        && let Ok(li) = late_initialize(obj.spec(), &from_server)
-        && !li.filled.is_empty()
-    {
-        outcome.spec_patch = spec_patch(&li.spec, Some(&li.filled));
-    }
-    Ok(outcome)
-}
-
-fn terminal_reason(r: &str) -> &'static str {
-    match r {
-        "ExistsUnowned" => reason::EXISTS_UNOWNED,
-        "OwnedByOther" => reason::OWNED_BY_OTHER,
-        "NotFound" => reason::NOT_FOUND,
-        "NotABucket" => reason::NOT_A_BUCKET,
-        _ => reason::REJECTED,
-    }
-}
-
-/// Whether the connection the resource names still exists and is admitted.
-pub(super) async fn connection_state<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    obj: &K,
-    conn: &ObjectReference,
-) -> Result<ConnectionState, Error> {
-    let ns = obj.namespace().unwrap_or_default();
-    let kind = K::kind(&());
-    let target_ns = references::namespace_of(conn, &ns).to_string();
-    let grants = if target_ns == ns {
-        Vec::new()
-    } else {
-        grants::grants_in(&ctx.client, &target_ns)
-            .await
-            .map_err(kube_err(obj))?
-    };
-    let api: Api<nats_api::nats::NatsConnection> = Api::namespaced(ctx.client.clone(), &target_ns);
-    let exists = api
-        .get_opt(&conn.name)
-        .await
-        .map_err(kube_err(obj))?
-        .is_some_and(|c| c.metadata.deletion_timestamp.is_none());
-    Ok(references::connection_state(
-        &grants,
-        referrer(&kind, &ns),
-        conn,
-        exists,
-    ))
-}
-
-async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// The cleanup path: deletionPolicy × the connection's state × ownership decides; only Delete
+/// over a usable connection reaches the server.
+async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Cleanup, Error> {
     let obj = &*obj;
     let ns = obj.namespace().unwrap_or_default();
     let conn = references::absolute(obj.connection_ref(), &ns);
     let state = connection_state(&ctx, obj, &conn).await?;
-    let what = format!("{} {}", K::NOUN, obj.display_name());
-    let fail = |message: String| Error::Cleanup {
-        object: describe(obj),
-        message,
-    };
     let policy = obj.policies().1;
     let cleanup = if lifecycle::dials_on_deletion(policy, state) {
-        let client = match reach(&ctx, obj, &conn, false).await? {
-            Ok(c) => c,
-            Err(o) => {
-                return Err(fail(
-                    o.ready.map(|r| r.2).unwrap_or_else(|| "unreachable".into()),
-                ));
-            }
-        };
-        let stream = obj.stream_name();
-        let info = jsapi::stream_info(&client, &stream)
-            .await
-            .map_err(|e: JsApiError| fail(format!("reading {what}: {e}")))?;
-        let config = info.map(|i| i["config"].clone());
-        let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
-        let c = lifecycle::on_deletion(policy, state, &found);
-        if c == Cleanup::DeleteOnServer {
-            jsapi::delete_stream(&client, &stream)
-                .await
-                .map_err(|e| fail(format!("deleting {what}: {e}")))?;
-        }
-        c
+        delete_on_server(&ctx, obj, &conn, policy, state).await?
     } else {
         // Nothing on the server is touched: Retain, or a connection gone or no longer granted.
         lifecycle::on_deletion(policy, state, &Found::Absent)
     };
-    tracing::info!(?cleanup, "{what}: finalizer released");
-    ctx.metrics.forget(&K::kind(&()), &ns, &obj.name_any());
-    Ok(Action::await_change())
+    tracing::info!(?cleanup, "{}: finalizer released", obj.what());
+    ctx.shared
+        .metrics
+        .forget(&K::kind(&()), &ns, &obj.name_any());
+    Ok(Cleanup::Done)
 }
 
-async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
-    let object = describe(&*obj);
-    let c = ctx.clone();
-    controller_kit::finalizer::run(&api, FINALIZER, obj, |o| apply(o, c), |o| cleanup(o, ctx))
+/// The stream deleted on the server when this resource owns it.
+async fn delete_on_server<K: StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+    conn: &nats_api::common::ObjectReference,
+    policy: DeletionPolicy,
+    state: ConnectionState,
+) -> Result<lifecycle::Cleanup, Error> {
+    let what = obj.what();
+    let fail = |message: String| Error::Cleanup {
+        object: describe(obj),
+        message,
+    };
+    let client = reach(ctx, obj, conn, false)
         .await
-        .map_err(|e| Error::Finalizer {
-            object,
-            message: controller_kit::finalizer::describe(&e),
+        .map_err(|s| s.cleanup_error(obj))?;
+    let stream = obj.stream_name();
+    let info = jsapi::stream_info(&client, &stream)
+        .await
+        .map_err(|e| fail(format!("reading {what}: {e}")))?;
+    let config = info.map(|i| i["config"].clone());
+    let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
+    let c = lifecycle::on_deletion(policy, state, &found);
+    if c == lifecycle::Cleanup::DeleteOnServer {
+        jsapi::delete_stream(&client, &stream)
+            .await
+            .map_err(|e| fail(format!("deleting {what}: {e}")))?;
+    }
+    Ok(c)
+}
+
+/// One reconcile under the JetStream finalizer (every stream-backed resource wants it).
+async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let api: Api<K> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+    );
+    let c = ctx.clone();
+    finalizer::reconcile(
+        &api,
+        FINALIZER,
+        obj,
+        true,
+        |o| live(o, c),
+        |o| cleanup(o, ctx),
+    )
+    .await
+}
+
+/// The resources naming `conn` that are not Ready: a NatsConnection turning Ready wakes them at
+/// once (they may be backing off after ConnectFailed or ReferenceNotFound).
+fn waiting_on<K: StreamBacked>(store: &Store<K>, conn: &NatsConnection) -> Vec<Arc<K>> {
+    let ready = conn
+        .status
+        .as_ref()
+        .is_some_and(|s| controller_kit::conditions::is_true(&s.conditions, condition::READY));
+    if !ready {
+        return Vec::new();
+    }
+    let ns = conn.namespace().unwrap_or_default();
+    let name = conn.name_any();
+    store
+        .state()
+        .into_iter()
+        .filter(|o| {
+            let own = o.namespace().unwrap_or_default();
+            o.connection_ref().name == name
+                && references::namespace_of(o.connection_ref(), &own) == ns
+                && !controller_kit::conditions::is_true(
+                    &previous_status(&**o).conditions,
+                    condition::READY,
+                )
         })
+        .collect()
 }
 
 /// The controller of one stream-backed kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
-    let api: Api<K> = Api::all(ctx.client.clone());
+    let api: Api<K> = Api::all(ctx.shared.client.clone());
     let controller = Controller::new(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
-    // A NatsConnection turning Ready wakes the resources naming it at once (they may be backing
-    // off after ConnectFailed or ReferenceNotFound).
     let controller = controller.watches(
-        Api::<nats_api::nats::NatsConnection>::all(ctx.client.clone()),
+        Api::<NatsConnection>::all(ctx.shared.client.clone()),
         watch_config(),
         move |conn| {
-            let ready = conn.status.as_ref().is_some_and(|s| {
-                controller_kit::conditions::is_true(&s.conditions, condition::READY)
-            });
-            let ns = conn.namespace().unwrap_or_default();
-            let name = conn.name_any();
-            let dependents: Vec<_> = if ready {
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|o| {
-                        let own = o.namespace().unwrap_or_default();
-                        o.connection_ref().name == name
-                            && references::namespace_of(o.connection_ref(), &own) == ns
-                            && !controller_kit::conditions::is_true(
-                                &previous_status(&**o).conditions,
-                                condition::READY,
-                            )
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            dependents
+            waiting_on(&store, &conn)
                 .into_iter()
                 .map(|o| {
-                    c.forget_due(&*o);
-                    kube::runtime::reflector::ObjectRef::from_obj(&*o)
+                    c.shared.due.forget(&*o);
+                    ObjectRef::from_obj(&*o)
                 })
                 .collect::<Vec<_>>()
         },
     );
-    drive(controller, ctx, |obj, ctx| {
-        instrumented(obj, ctx, reconcile::<K>).boxed()
-    })
-    .await;
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile::<K>).await;
 }

@@ -1,0 +1,122 @@
+//! The NatsConnection a JetStream resource names, reached: admitted by a NatsReferenceGrant when
+//! it crosses namespaces, dialed through the pool ([`reach`]); and, for a deletion, whether it
+//! still exists and is admitted ([`connection_state`]).
+
+use controller_kit::blocked::Blocked;
+use controller_kit::grants;
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+use nats_api::common::ObjectReference;
+use nats_api::jetstream::reason;
+
+use super::context::Context;
+use super::error::{Error, kube_err};
+use super::outcome::Stop;
+use crate::lifecycle::ConnectionState;
+use crate::pool::Resolved;
+use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP, Referrer};
+
+/// The referrer of a JetStream resource of `kind` in `ns`.
+fn referrer<'a>(kind: &'a str, ns: &'a str) -> Referrer<'a> {
+    Referrer {
+        group: JETSTREAM_GROUP,
+        kind,
+        namespace: ns,
+    }
+}
+
+/// The NATS client of the connection `conn` (absolute), or why not: not admitted by a grant
+/// (checked when `check_grant`), missing, or not connecting — each a [`Stop::NotReady`].
+pub(crate) async fn reach<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    conn: &ObjectReference,
+    check_grant: bool,
+) -> Result<async_nats::Client, Stop> {
+    let ns = obj.namespace().unwrap_or_default();
+    let kind = K::kind(&());
+    let target_ns = conn.namespace.clone().unwrap_or_else(|| ns.clone());
+    if check_grant && !admitted(ctx, obj, conn, &target_ns).await? {
+        return Err(Stop::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_PERMITTED,
+            format!(
+                "no NatsReferenceGrant in {target_ns} admits NatsConnection {} from {kind} in {ns}",
+                conn.name
+            ),
+        )));
+    }
+    let resolved = ctx
+        .pool
+        .resolve(&ctx.shared.client, &target_ns, &conn.name)
+        .await
+        .map_err(kube_err(obj))?;
+    match resolved {
+        Resolved::Connected(c) => Ok(c),
+        Resolved::Missing => Err(Stop::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_FOUND,
+            format!("NatsConnection {target_ns}/{} does not exist", conn.name),
+        ))),
+        Resolved::NotReady(r) => Err(Stop::NotReady(Blocked::new(
+            r.reason(),
+            format!("NatsConnection {target_ns}/{}: {}", conn.name, r.message()),
+        ))),
+    }
+}
+
+/// Whether a NatsReferenceGrant in `target_ns` admits `obj`'s reference to `conn`.
+async fn admitted<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    conn: &ObjectReference,
+    target_ns: &str,
+) -> Result<bool, Error> {
+    let ns = obj.namespace().unwrap_or_default();
+    let kind = K::kind(&());
+    grants::admitted(
+        &ctx.shared.client,
+        grants::From {
+            group: JETSTREAM_GROUP,
+            kind: &kind,
+            namespace: &ns,
+        },
+        grants::To {
+            group: CONNECTION_GROUP,
+            kind: "NatsConnection",
+            namespace: target_ns,
+            name: &conn.name,
+        },
+    )
+    .await
+    .map_err(kube_err(obj))
+}
+
+/// Whether the connection the resource names still exists and is admitted.
+pub(crate) async fn connection_state<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    conn: &ObjectReference,
+) -> Result<ConnectionState, Error> {
+    let ns = obj.namespace().unwrap_or_default();
+    let kind = K::kind(&());
+    let target_ns = references::namespace_of(conn, &ns).to_string();
+    let grants = if target_ns == ns {
+        Vec::new()
+    } else {
+        grants::grants_in(&ctx.shared.client, &target_ns)
+            .await
+            .map_err(kube_err(obj))?
+    };
+    let api: Api<nats_api::nats::NatsConnection> =
+        Api::namespaced(ctx.shared.client.clone(), &target_ns);
+    let exists = api
+        .get_opt(&conn.name)
+        .await
+        .map_err(kube_err(obj))?
+        .is_some_and(|c| c.metadata.deletion_timestamp.is_none());
+    Ok(references::connection_state(
+        &grants,
+        referrer(&kind, &ns),
+        conn,
+        exists,
+    ))
+}

@@ -1,0 +1,185 @@
+//! write_status: a pass's [`Outcome`] written as the resource's status (server-side apply on the
+//! status subresource), then the spec fields it adopts, then when the resource is next due.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use controller_kit::conditions;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::jetstream::{FIELD_MANAGER, StreamTransfer, SyncStatus, condition};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::context::Context;
+use super::error::{Error, kube_err};
+use super::outcome::{Outcome, previous_status, previous_transfer};
+
+/// Writes the outcome as status and updates the condition gauge, writes the spec fields it
+/// adopts, and returns the Action (the resource is due again after the outcome's requeue).
+pub(crate) async fn write_status<K>(
+    ctx: &Context,
+    obj: &K,
+    outcome: Outcome,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let previous = previous_status(obj);
+    let requeue = outcome.requeue.unwrap_or(ctx.settings.resync);
+    let status = sync_status(
+        &previous,
+        obj.meta().generation,
+        &outcome,
+        requeue,
+        &conditions::now(),
+    );
+    // Only NatsStream's status has transfer; leaving it out of the apply removes it.
+    let transfer = match outcome.transfer {
+        Some(t) => t,
+        None => previous_transfer(obj),
+    };
+    ctx.shared
+        .write_status(obj, &with_transfer(&status, transfer))
+        .await
+        .map_err(kube_err(obj))?;
+    if let Some(spec) = &outcome.spec_patch {
+        let api: Api<K> = Api::namespaced(
+            ctx.shared.client.clone(),
+            &obj.namespace().unwrap_or_default(),
+        );
+        controller_kit::status::apply_spec(&api, &obj.name_any(), FIELD_MANAGER, spec)
+            .await
+            .map_err(kube_err(obj))?;
+    }
+    ctx.shared.due.schedule(obj, requeue);
+    Ok(Action::requeue(requeue))
+}
+
+/// The status a pass writes: its conditions over the previous ones (Terminal removed unless the
+/// pass set it), lastSyncedTime moved only when it compared, nextCheckTime `requeue` from `now`,
+/// ownership and server state kept unless it observed them.
+fn sync_status(
+    previous: &SyncStatus,
+    generation: Option<i64>,
+    outcome: &Outcome,
+    requeue: Duration,
+    now: &Time,
+) -> SyncStatus {
+    SyncStatus {
+        observed_generation: generation,
+        conditions: conditions::merge(
+            &previous.conditions,
+            generation,
+            &outcome.conditions,
+            &[condition::TERMINAL],
+            now,
+        ),
+        last_synced_time: if outcome.compared {
+            Some(now.clone())
+        } else {
+            previous.last_synced_time.clone()
+        },
+        next_check_time: Some(plus(now, requeue)),
+        ownership: outcome.ownership.clone().or(previous.ownership.clone()),
+        server: outcome.server.clone().or(previous.server.clone()),
+    }
+}
+
+/// The status body: `status`, with `transfer` beside it when there is one.
+fn with_transfer(status: &SyncStatus, transfer: Option<StreamTransfer>) -> Value {
+    let mut body = serde_json::to_value(status).unwrap_or_default();
+    if let (Some(t), Some(map)) = (transfer, body.as_object_mut())
+        && let Ok(t) = serde_json::to_value(t)
+    {
+        map.insert("transfer".into(), t);
+    }
+    body
+}
+
+fn plus(now: &Time, d: Duration) -> Time {
+    let span = k8s_openapi::jiff::SignedDuration::try_from(d).unwrap_or_default();
+    Time(now.0.checked_add(span).unwrap_or(now.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use controller_kit::conditions::Decided;
+    use nats_api::jetstream::reason;
+    use rstest::rstest;
+
+    fn at(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("a time"))
+    }
+
+    #[test]
+    fn next_check_time_is_now_plus_the_wait() {
+        assert_eq!(plus(&at(1_000), Duration::from_secs(300)), at(1_300));
+    }
+
+    fn was_terminal() -> SyncStatus {
+        let mut conds = Vec::new();
+        Decided::new(condition::TERMINAL, true, reason::OWNED_BY_OTHER, "m").upsert(
+            &mut conds,
+            Some(1),
+            &at(10),
+        );
+        SyncStatus {
+            conditions: conds,
+            last_synced_time: Some(at(10)),
+            ..SyncStatus::default()
+        }
+    }
+
+    #[rstest]
+    #[case::a_pass_that_does_not_set_terminal_removes_it(
+        vec![Decided::new(condition::READY, true, reason::MATCHES_SPEC, "ok")],
+        true,
+        vec![condition::READY],
+        Some(100)
+    )]
+    #[case::a_pass_that_sets_terminal_keeps_it(
+        vec![Decided::new(condition::TERMINAL, true, reason::OWNED_BY_OTHER, "m")],
+        false,
+        vec![condition::TERMINAL],
+        Some(10)
+    )]
+    fn a_pass_writes_its_conditions_and_moves_last_synced_only_when_it_compared(
+        #[case] decided: Vec<Decided>,
+        #[case] compared: bool,
+        #[case] types: Vec<&str>,
+        #[case] last_synced: Option<i64>,
+    ) {
+        let outcome = Outcome {
+            conditions: decided,
+            compared,
+            ..Outcome::default()
+        };
+        let s = sync_status(
+            &was_terminal(),
+            Some(2),
+            &outcome,
+            Duration::from_secs(5),
+            &at(100),
+        );
+        let got: Vec<&str> = s.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(got, types);
+        assert!(
+            s.conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(2))
+        );
+        assert_eq!(s.last_synced_time, last_synced.map(at));
+        assert_eq!(s.next_check_time, Some(at(105)));
+        assert_eq!(s.observed_generation, Some(2));
+    }
+}
