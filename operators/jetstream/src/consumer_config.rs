@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::drift::{Field, Mutability as M, ServerDefault as D};
 use crate::ownership::{merge_marker, user_metadata};
-use crate::stream_config::{MappingError, bool_of, bytes, nanos, put, str_of, strings};
+use crate::server_config::{MappingError, bool_of, bytes, nanos, put, some, str_of, strings};
 use crate::units::{bytes_quantity, duration_nanos, nanos_duration};
 
 /// Every ConsumerConfig field the controller compares (consumer.go setConsumerConfigDefaults and
@@ -121,7 +121,9 @@ pub const CONSUMER_FIELDS: &[Field] = &[
     Field::new("priority_timeout", "pinnedTTL", D::Derived, M::Mutable),
 ];
 
-/// The server config a NatsConsumer asks for, named `name`, owned by `uid`.
+/// The server config a NatsConsumer asks for, named `name`, owned by `uid`: what it delivers,
+/// how it is acknowledged, pull and push settings, its storage and its priority groups, each only
+/// as far as spec sets them, plus the ownership marker.
 pub fn desired(
     name: &str,
     spec: &NatsConsumerSpec,
@@ -130,33 +132,48 @@ pub fn desired(
     let mut c = Map::new();
     c.insert("name".into(), json!(name));
     c.insert("durable_name".into(), json!(name));
-    put(
-        &mut c,
-        "description",
-        spec.description.as_ref().map(|d| json!(d)),
+    put(&mut c, "description", some(spec.description.as_ref()));
+    delivery(&mut c, spec);
+    acks(&mut c, spec)?;
+    flow(&mut c, spec)?;
+    push(&mut c, spec)?;
+    put(&mut c, "num_replicas", some(spec.replicas));
+    put(&mut c, "mem_storage", some(spec.memory_storage));
+    c.insert(
+        "metadata".into(),
+        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
     );
+    priority(&mut c, spec)?;
+    Ok(c)
+}
+
+/// Where delivery starts, which subjects, at what pace.
+fn delivery(c: &mut Map<String, Value>, spec: &NatsConsumerSpec) {
     put(
-        &mut c,
+        c,
         "deliver_policy",
         spec.deliver_policy.map(|p| json!(deliver_str(p))),
     );
+    put(c, "opt_start_seq", some(spec.opt_start_seq));
+    put(c, "opt_start_time", some(spec.opt_start_time.as_ref()));
+    put(c, "filter_subject", some(spec.filter_subject.as_ref()));
+    if !spec.filter_subjects.is_empty() {
+        c.insert("filter_subjects".into(), json!(spec.filter_subjects));
+    }
     put(
-        &mut c,
-        "opt_start_seq",
-        spec.opt_start_seq.map(|v| json!(v)),
+        c,
+        "replay_policy",
+        spec.replay_policy.map(|p| json!(replay_str(p))),
     );
-    put(
-        &mut c,
-        "opt_start_time",
-        spec.opt_start_time.as_ref().map(|t| json!(t)),
-    );
-    put(
-        &mut c,
-        "ack_policy",
-        spec.ack_policy.map(|p| json!(ack_str(p))),
-    );
-    put(&mut c, "ack_wait", nanos(&spec.ack_wait, "ackWait")?);
-    put(&mut c, "max_deliver", spec.max_deliver.map(|v| json!(v)));
+    put(c, "rate_limit_bps", some(spec.rate_limit));
+    put(c, "sample_freq", some(spec.sample_frequency.as_ref()));
+}
+
+/// How messages are acknowledged and redelivered.
+fn acks(c: &mut Map<String, Value>, spec: &NatsConsumerSpec) -> Result<(), MappingError> {
+    put(c, "ack_policy", spec.ack_policy.map(|p| json!(ack_str(p))));
+    put(c, "ack_wait", nanos(&spec.ack_wait, "ackWait")?);
+    put(c, "max_deliver", some(spec.max_deliver));
     if !spec.back_off.is_empty() {
         let list = spec
             .back_off
@@ -165,93 +182,55 @@ pub fn desired(
             .collect::<Result<Vec<_>, _>>()?;
         c.insert("backoff".into(), Value::Array(list));
     }
+    put(c, "max_ack_pending", some(spec.max_ack_pending));
+    Ok(())
+}
+
+/// Pull requests and flow control: waiting pulls, batch, expiry and size of a request.
+fn flow(c: &mut Map<String, Value>, spec: &NatsConsumerSpec) -> Result<(), MappingError> {
+    put(c, "max_waiting", some(spec.max_waiting));
+    put(c, "flow_control", some(spec.flow_control));
+    put(c, "headers_only", some(spec.headers_only));
+    put(c, "max_batch", some(spec.max_request_batch));
     put(
-        &mut c,
-        "filter_subject",
-        spec.filter_subject.as_ref().map(|v| json!(v)),
-    );
-    if !spec.filter_subjects.is_empty() {
-        c.insert("filter_subjects".into(), json!(spec.filter_subjects));
-    }
-    put(
-        &mut c,
-        "replay_policy",
-        spec.replay_policy.map(|p| json!(replay_str(p))),
-    );
-    put(&mut c, "rate_limit_bps", spec.rate_limit.map(|v| json!(v)));
-    put(
-        &mut c,
-        "sample_freq",
-        spec.sample_frequency.as_ref().map(|v| json!(v)),
-    );
-    put(&mut c, "max_waiting", spec.max_waiting.map(|v| json!(v)));
-    put(
-        &mut c,
-        "max_ack_pending",
-        spec.max_ack_pending.map(|v| json!(v)),
-    );
-    put(&mut c, "flow_control", spec.flow_control.map(|v| json!(v)));
-    put(&mut c, "headers_only", spec.headers_only.map(|v| json!(v)));
-    put(
-        &mut c,
-        "max_batch",
-        spec.max_request_batch.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
+        c,
         "max_expires",
         nanos(&spec.max_request_expires, "maxRequestExpires")?,
     );
     put(
-        &mut c,
+        c,
         "max_bytes",
         bytes(&spec.max_request_max_bytes, "maxRequestMaxBytes")?,
     );
+    Ok(())
+}
+
+/// A push consumer's subject and group, heartbeats, and when an idle consumer goes.
+fn push(c: &mut Map<String, Value>, spec: &NatsConsumerSpec) -> Result<(), MappingError> {
+    put(c, "deliver_subject", some(spec.deliver_subject.as_ref()));
+    put(c, "deliver_group", some(spec.deliver_group.as_ref()));
+    put(c, "idle_heartbeat", nanos(&spec.heartbeat, "heartbeat")?);
     put(
-        &mut c,
-        "deliver_subject",
-        spec.deliver_subject.as_ref().map(|v| json!(v)),
-    );
-    put(
-        &mut c,
-        "deliver_group",
-        spec.deliver_group.as_ref().map(|v| json!(v)),
-    );
-    put(
-        &mut c,
-        "idle_heartbeat",
-        nanos(&spec.heartbeat, "heartbeat")?,
-    );
-    put(
-        &mut c,
+        c,
         "inactive_threshold",
         nanos(&spec.inactive_threshold, "inactiveThreshold")?,
     );
-    put(&mut c, "num_replicas", spec.replicas.map(|v| json!(v)));
-    put(&mut c, "mem_storage", spec.memory_storage.map(|v| json!(v)));
-    c.insert(
-        "metadata".into(),
-        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
-    );
-    put(
-        &mut c,
-        "pause_until",
-        spec.pause_until.as_ref().map(|t| json!(t)),
-    );
+    Ok(())
+}
+
+/// Pausing, and the priority groups with their policy and pinned TTL.
+fn priority(c: &mut Map<String, Value>, spec: &NatsConsumerSpec) -> Result<(), MappingError> {
+    put(c, "pause_until", some(spec.pause_until.as_ref()));
     if !spec.priority_groups.is_empty() {
         c.insert("priority_groups".into(), json!(spec.priority_groups));
     }
     put(
-        &mut c,
+        c,
         "priority_policy",
         spec.priority_policy.map(|p| json!(priority_str(p))),
     );
-    put(
-        &mut c,
-        "priority_timeout",
-        nanos(&spec.pinned_ttl, "pinnedTTL")?,
-    );
-    Ok(c)
+    put(c, "priority_timeout", nanos(&spec.pinned_ttl, "pinnedTTL")?);
+    Ok(())
 }
 
 /// The `$JS.API.CONSUMER.CREATE` request body: `action` is `create` for a new consumer and

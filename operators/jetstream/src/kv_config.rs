@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::drift::{Field, Mutability as M, ServerDefault as D};
 use crate::ownership::{merge_marker, user_metadata};
-use crate::stream_config::{
+use crate::server_config::{
     MappingError, bool_of, bytes, nanos, placement_json, placement_of, put, republish_json,
     republish_of, source_json, source_of, storage_of, storage_str, str_of, strings,
 };
@@ -125,7 +125,9 @@ pub const KV_FIELDS: &[Field] = &[
 
 const DEFAULT_DUPLICATE_WINDOW: i64 = 120_000_000_000;
 
-/// The stream config a NatsKeyValue asks for (bucket `bucket`, owned by `uid`).
+/// The stream config a NatsKeyValue asks for (bucket `bucket`, owned by `uid`): its limits, what
+/// every bucket stream sets, its limit markers and its origin (a mirror, or sources and its own
+/// subjects), plus the ownership marker.
 pub fn desired(
     bucket: &str,
     spec: &NatsKeyValueSpec,
@@ -141,6 +143,23 @@ pub fn desired(
         "description",
         spec.description.as_ref().map(|d| json!(d)),
     );
+    limits(&mut c, spec, ttl)?;
+    bucket_stream(&mut c, spec, ttl);
+    limit_markers(&mut c, spec)?;
+    origin(&mut c, bucket, spec);
+    c.insert(
+        "metadata".into(),
+        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
+    );
+    Ok(c)
+}
+
+/// History, size, TTL, value size, storage, replicas and placement.
+fn limits(
+    c: &mut Map<String, Value>,
+    spec: &NatsKeyValueSpec,
+    ttl: i64,
+) -> Result<(), MappingError> {
     c.insert(
         "max_msgs_per_subject".into(),
         json!(spec.history.map_or(1, i64::from)),
@@ -162,11 +181,14 @@ pub fn desired(
         )),
     );
     c.insert("num_replicas".into(), json!(spec.replicas.unwrap_or(1)));
-    put(
-        &mut c,
-        "placement",
-        spec.placement.as_ref().map(placement_json),
-    );
+    put(c, "placement", spec.placement.as_ref().map(placement_json));
+    Ok(())
+}
+
+/// What every bucket's stream sets: roll-ups, no deletes, the duplicate window (two minutes, or
+/// the TTL when shorter), no limits on messages or consumers, direct gets, republish,
+/// compression, discard new.
+fn bucket_stream(c: &mut Map<String, Value>, spec: &NatsKeyValueSpec, ttl: i64) {
     c.insert("allow_rollup_hdrs".into(), json!(true));
     c.insert("deny_delete".into(), json!(true));
     let window = if ttl > 0 && ttl < DEFAULT_DUPLICATE_WINDOW {
@@ -178,20 +200,18 @@ pub fn desired(
     c.insert("max_msgs".into(), json!(-1));
     c.insert("max_consumers".into(), json!(-1));
     c.insert("allow_direct".into(), json!(true));
-    put(
-        &mut c,
-        "republish",
-        spec.republish.as_ref().map(republish_json),
-    );
-    c.insert(
-        "compression".into(),
-        json!(if spec.compression == Some(true) {
-            "s2"
-        } else {
-            "none"
-        }),
-    );
+    put(c, "republish", spec.republish.as_ref().map(republish_json));
+    let compression = if spec.compression == Some(true) {
+        "s2"
+    } else {
+        "none"
+    };
+    c.insert("compression".into(), json!(compression));
     c.insert("discard".into(), json!("new"));
+}
+
+/// limitMarkerTTL: message TTLs on, and the delete markers' TTL.
+fn limit_markers(c: &mut Map<String, Value>, spec: &NatsKeyValueSpec) -> Result<(), MappingError> {
     let marker_ttl = nanos(&spec.limit_marker_ttl, "limitMarkerTTL")?
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
@@ -199,6 +219,12 @@ pub fn desired(
     if marker_ttl != 0 {
         c.insert("subject_delete_marker_ttl".into(), json!(marker_ttl));
     }
+    Ok(())
+}
+
+/// A mirror (of a bucket's stream, no duplicate window), or the bucket's own subjects and its
+/// sources.
+fn origin(c: &mut Map<String, Value>, bucket: &str, spec: &NatsKeyValueSpec) {
     if let Some(mirror) = &spec.mirror {
         let mut m = mirror.clone();
         if !m.name.starts_with(STREAM_PREFIX) {
@@ -215,11 +241,6 @@ pub fn desired(
         }
         c.insert("subjects".into(), json!([subjects(bucket)]));
     }
-    c.insert(
-        "metadata".into(),
-        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
-    );
-    Ok(c)
 }
 
 /// A source bucket as nats.go writes it: the stream name prefixed, and the source's keys

@@ -16,6 +16,7 @@ pub mod object_config;
 pub mod ownership;
 pub mod pool;
 pub mod references;
+pub mod server_config;
 pub mod server_state;
 pub mod stream_config;
 pub mod transfer;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::drift::{Field, Mutability as M, ServerDefault as D};
 use crate::ownership::{merge_marker, user_metadata};
-use crate::stream_config::{
+use crate::server_config::{
     MappingError, bool_of, bytes, nanos, placement_json, placement_of, put, storage_of,
     storage_str, str_of, strings,
 };

@@ -5,43 +5,21 @@
 //! would derive anyway), so the server fills the rest; [`spec_from_server`] reads every field back,
 //! which is what Adopt writes into spec and AdoptOrCreate late-initializes from.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nats_api::jetstream::{
-    DiscardPolicy, ExternalStream, NatsStreamSpec, PersistMode, Placement, Republish,
-    RetentionPolicy, StorageType, StoreCompression, StreamConsumerLimits, StreamConsumerSource,
-    StreamSource, SubjectTransform,
+    DiscardPolicy, NatsStreamSpec, PersistMode, Placement, RetentionPolicy, StoreCompression,
+    StreamConsumerLimits,
 };
 use serde_json::{Map, Value, json};
 
 use crate::drift::{Field, Mutability as M, ServerDefault as D};
 use crate::ownership::{merge_marker, user_metadata};
-use crate::units::{UnitError, bytes_quantity, duration_nanos, nanos_duration, quantity_bytes};
-
-/// A spec that cannot be written as a server config, or a server config that cannot be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum MappingError {
-    /// A duration or size that does not map onto the server's integer.
-    #[error(transparent)]
-    Unit(#[from] UnitError),
-    /// A value in the server's config this controller does not know.
-    #[error("server config field {key}: unknown value {value}")]
-    UnknownServerValue {
-        /// The server's JSON key.
-        key: &'static str,
-        /// The value found.
-        value: String,
-    },
-    /// A server config that is not the kind of object expected (e.g. a KV_ stream that is not a bucket).
-    #[error("stream {stream} is not a {kind}: {why}")]
-    NotABucket {
-        /// The stream's name.
-        stream: String,
-        /// key-value bucket or object store.
-        kind: &'static str,
-        /// What is missing.
-        why: String,
-    },
-}
+pub use crate::server_config::MappingError;
+use crate::server_config::{
+    bool_of, bytes, nanos, placement_json, placement_of, put, republish_json, republish_of, some,
+    source_json, source_of, storage_of, storage_str, str_of, strings, transform_json, transform_of,
+    unknown,
+};
+use crate::units::{bytes_quantity, nanos_duration};
 
 /// Every StreamConfig field the controller compares, with the server's default and mutability
 /// (stream.go checkStreamCfg and configUpdateCheck; design §6.4).
@@ -156,109 +134,107 @@ pub const STREAM_FIELDS: &[Field] = &[
     ),
 ];
 
-/// The server config a NatsStream asks for, named `name`, owned by `uid`.
+/// The server config a NatsStream asks for, named `name`, owned by `uid`: its identity, limits,
+/// storage, origin (mirror, sources), behaviour and features, each only as far as spec sets them,
+/// plus the ownership marker and what the server would imply.
 pub fn desired(
     name: &str,
     spec: &NatsStreamSpec,
     uid: &str,
 ) -> Result<Map<String, Value>, MappingError> {
     let mut c = Map::new();
-    c.insert("name".into(), json!(name));
-    put(
-        &mut c,
-        "description",
-        spec.description.as_ref().map(|d| json!(d)),
+    identity(&mut c, name, spec);
+    limits(&mut c, spec)?;
+    storage(&mut c, spec)?;
+    origin(&mut c, spec);
+    behaviour(&mut c, spec)?;
+    c.insert(
+        "metadata".into(),
+        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
     );
+    features(&mut c, spec)?;
+    implied_by_server(&mut c);
+    Ok(c)
+}
+
+/// Name, description, subjects and retention.
+fn identity(c: &mut Map<String, Value>, name: &str, spec: &NatsStreamSpec) {
+    c.insert("name".into(), json!(name));
+    put(c, "description", some(spec.description.as_ref()));
     if !spec.subjects.is_empty() {
         c.insert("subjects".into(), json!(spec.subjects));
     }
     put(
-        &mut c,
+        c,
         "retention",
         spec.retention.map(|r| json!(retention_str(r))),
     );
+}
+
+/// What the stream keeps, and what it discards past that.
+fn limits(c: &mut Map<String, Value>, spec: &NatsStreamSpec) -> Result<(), MappingError> {
+    put(c, "max_consumers", some(spec.max_consumers));
+    put(c, "max_msgs", some(spec.max_msgs));
+    put(c, "max_bytes", bytes(&spec.max_bytes, "maxBytes")?);
+    put(c, "max_age", nanos(&spec.max_age, "maxAge")?);
+    put(c, "max_msgs_per_subject", some(spec.max_msgs_per_subject));
+    put(c, "max_msg_size", bytes(&spec.max_msg_size, "maxMsgSize")?);
+    put(c, "discard", spec.discard.map(|d| json!(discard_str(d))));
     put(
-        &mut c,
-        "max_consumers",
-        spec.max_consumers.map(|v| json!(v)),
-    );
-    put(&mut c, "max_msgs", spec.max_msgs.map(|v| json!(v)));
-    put(&mut c, "max_bytes", bytes(&spec.max_bytes, "maxBytes")?);
-    put(&mut c, "max_age", nanos(&spec.max_age, "maxAge")?);
-    put(
-        &mut c,
-        "max_msgs_per_subject",
-        spec.max_msgs_per_subject.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
-        "max_msg_size",
-        bytes(&spec.max_msg_size, "maxMsgSize")?,
-    );
-    put(
-        &mut c,
-        "discard",
-        spec.discard.map(|d| json!(discard_str(d))),
-    );
-    put(
-        &mut c,
+        c,
         "discard_new_per_subject",
-        spec.discard_new_per_subject.map(|v| json!(v)),
+        some(spec.discard_new_per_subject),
     );
+    Ok(())
+}
+
+/// Where and how the messages are stored: storage, replicas, acks, the duplicate window and
+/// placement.
+fn storage(c: &mut Map<String, Value>, spec: &NatsStreamSpec) -> Result<(), MappingError> {
+    put(c, "storage", spec.storage.map(|s| json!(storage_str(s))));
+    put(c, "num_replicas", some(spec.replicas));
+    put(c, "no_ack", some(spec.no_ack));
     put(
-        &mut c,
-        "storage",
-        spec.storage.map(|s| json!(storage_str(s))),
-    );
-    put(&mut c, "num_replicas", spec.replicas.map(|v| json!(v)));
-    put(&mut c, "no_ack", spec.no_ack.map(|v| json!(v)));
-    put(
-        &mut c,
+        c,
         "duplicate_window",
         nanos(&spec.duplicates, "duplicates")?,
     );
-    put(
-        &mut c,
-        "placement",
-        spec.placement.as_ref().map(placement_json),
-    );
-    put(&mut c, "mirror", spec.mirror.as_ref().map(source_json));
+    put(c, "placement", spec.placement.as_ref().map(placement_json));
+    Ok(())
+}
+
+/// Where the messages come from besides publishers: a mirror, or sources.
+fn origin(c: &mut Map<String, Value>, spec: &NatsStreamSpec) {
+    put(c, "mirror", spec.mirror.as_ref().map(source_json));
     if !spec.sources.is_empty() {
         c.insert(
             "sources".into(),
             Value::Array(spec.sources.iter().map(source_json).collect()),
         );
     }
-    put(&mut c, "sealed", spec.sealed.map(|v| json!(v)));
-    put(&mut c, "deny_delete", spec.deny_delete.map(|v| json!(v)));
-    put(&mut c, "deny_purge", spec.deny_purge.map(|v| json!(v)));
+}
+
+/// What may be done to the stream and its messages: sealing, deletes and purges, roll-ups,
+/// compression, the first sequence, transforms, republishing, direct gets, consumer limits.
+fn behaviour(c: &mut Map<String, Value>, spec: &NatsStreamSpec) -> Result<(), MappingError> {
+    put(c, "sealed", some(spec.sealed));
+    put(c, "deny_delete", some(spec.deny_delete));
+    put(c, "deny_purge", some(spec.deny_purge));
+    put(c, "allow_rollup_hdrs", some(spec.allow_rollup));
     put(
-        &mut c,
-        "allow_rollup_hdrs",
-        spec.allow_rollup.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
+        c,
         "compression",
         spec.compression.map(|v| json!(compression_str(v))),
     );
-    put(&mut c, "first_seq", spec.first_seq.map(|v| json!(v)));
+    put(c, "first_seq", some(spec.first_seq));
     put(
-        &mut c,
+        c,
         "subject_transform",
         spec.subject_transform.as_ref().map(transform_json),
     );
-    put(
-        &mut c,
-        "republish",
-        spec.republish.as_ref().map(republish_json),
-    );
-    put(&mut c, "allow_direct", spec.allow_direct.map(|v| json!(v)));
-    put(
-        &mut c,
-        "mirror_direct",
-        spec.mirror_direct.map(|v| json!(v)),
-    );
+    put(c, "republish", spec.republish.as_ref().map(republish_json));
+    put(c, "allow_direct", some(spec.allow_direct));
+    put(c, "mirror_direct", some(spec.mirror_direct));
     if let Some(l) = &spec.consumer_limits {
         let mut m = Map::new();
         put(
@@ -266,58 +242,35 @@ pub fn desired(
             "inactive_threshold",
             nanos(&l.inactive_threshold, "consumerLimits.inactiveThreshold")?,
         );
-        put(
-            &mut m,
-            "max_ack_pending",
-            l.max_ack_pending.map(|v| json!(v)),
-        );
+        put(&mut m, "max_ack_pending", some(l.max_ack_pending));
         c.insert("consumer_limits".into(), Value::Object(m));
     }
-    c.insert(
-        "metadata".into(),
-        Value::Object(merge_marker(spec.metadata.as_ref(), uid)),
-    );
+    Ok(())
+}
+
+/// The newer features: message TTLs and delete markers, counters, atomic and batched publish,
+/// schedules, the persist mode.
+fn features(c: &mut Map<String, Value>, spec: &NatsStreamSpec) -> Result<(), MappingError> {
+    put(c, "allow_msg_ttl", some(spec.allow_msg_ttl));
     put(
-        &mut c,
-        "allow_msg_ttl",
-        spec.allow_msg_ttl.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
+        c,
         "subject_delete_marker_ttl",
         nanos(&spec.subject_delete_marker_ttl, "subjectDeleteMarkerTTL")?,
     );
-    put(
-        &mut c,
-        "allow_msg_counter",
-        spec.allow_msg_counter.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
-        "allow_atomic",
-        spec.allow_atomic_publish.map(|v| json!(v)),
-    );
-    put(
-        &mut c,
-        "allow_msg_schedules",
-        spec.allow_msg_schedules.map(|v| json!(v)),
-    );
+    put(c, "allow_msg_counter", some(spec.allow_msg_counter));
+    put(c, "allow_atomic", some(spec.allow_atomic_publish));
+    put(c, "allow_msg_schedules", some(spec.allow_msg_schedules));
     // The server's zero persist mode is "default" and is omitted from its JSON.
     put(
-        &mut c,
+        c,
         "persist_mode",
         match spec.persist_mode {
             Some(PersistMode::Async) => Some(json!("async")),
             Some(PersistMode::Default) | None => None,
         },
     );
-    put(
-        &mut c,
-        "allow_batched",
-        spec.allow_batch_publish.map(|v| json!(v)),
-    );
-    implied_by_server(&mut c);
-    Ok(c)
+    put(c, "allow_batched", some(spec.allow_batch_publish));
+    Ok(())
 }
 
 /// Settings nats-server turns on by itself when others are set (checkStreamCfg): subject delete
@@ -402,17 +355,7 @@ pub fn spec_from_server(
         republish: g("republish").map(republish_of),
         allow_direct: Some(bool_of(g("allow_direct"))),
         mirror_direct: Some(bool_of(g("mirror_direct"))),
-        consumer_limits: g("consumer_limits").map(|l| StreamConsumerLimits {
-            inactive_threshold: l
-                .get("inactive_threshold")
-                .and_then(Value::as_i64)
-                .filter(|n| *n > 0)
-                .map(nanos_duration),
-            max_ack_pending: l
-                .get("max_ack_pending")
-                .and_then(Value::as_i64)
-                .filter(|n| *n != 0),
-        }),
+        consumer_limits: g("consumer_limits").map(consumer_limits_of),
         metadata: user_metadata(server),
         allow_msg_ttl: Some(bool_of(g("allow_msg_ttl"))),
         subject_delete_marker_ttl: g("subject_delete_marker_ttl")
@@ -422,67 +365,33 @@ pub fn spec_from_server(
         allow_msg_counter: Some(bool_of(g("allow_msg_counter"))),
         allow_atomic_publish: Some(bool_of(g("allow_atomic"))),
         allow_msg_schedules: Some(bool_of(g("allow_msg_schedules"))),
-        persist_mode: Some(match g("persist_mode").and_then(Value::as_str) {
-            None | Some("") | Some("default") => PersistMode::Default,
-            Some("async") => PersistMode::Async,
-            Some(other) => {
-                return Err(MappingError::UnknownServerValue {
-                    key: "persist_mode",
-                    value: other.into(),
-                });
-            }
-        }),
+        persist_mode: Some(persist_mode_of(g("persist_mode"))?),
         allow_batch_publish: Some(bool_of(g("allow_batched"))),
     })
 }
 
-pub(crate) fn put(c: &mut Map<String, Value>, key: &str, v: Option<Value>) {
-    if let Some(v) = v {
-        c.insert(key.to_string(), v);
+fn consumer_limits_of(l: &Value) -> StreamConsumerLimits {
+    StreamConsumerLimits {
+        inactive_threshold: l
+            .get("inactive_threshold")
+            .and_then(Value::as_i64)
+            .filter(|n| *n > 0)
+            .map(nanos_duration),
+        max_ack_pending: l
+            .get("max_ack_pending")
+            .and_then(Value::as_i64)
+            .filter(|n| *n != 0),
     }
 }
 
-pub(crate) fn nanos(
-    d: &Option<nats_api::jetstream::GoDuration>,
-    field: &'static str,
-) -> Result<Option<Value>, UnitError> {
-    d.as_ref()
-        .map(|d| duration_nanos(field, d).map(|n| json!(n)))
-        .transpose()
-}
-
-pub(crate) fn bytes(
-    q: &Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    field: &'static str,
-) -> Result<Option<Value>, UnitError> {
-    q.as_ref()
-        .map(|q| quantity_bytes(field, q).map(|n| json!(n)))
-        .transpose()
-}
-
-pub(crate) fn str_of(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(str::to_string)
-}
-
-pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(crate) fn bool_of(v: Option<&Value>) -> bool {
-    v.and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn unknown(key: &'static str, v: &Value) -> MappingError {
-    MappingError::UnknownServerValue {
-        key,
-        value: v.to_string(),
+fn persist_mode_of(v: Option<&Value>) -> Result<PersistMode, MappingError> {
+    match v.and_then(Value::as_str) {
+        None | Some("") | Some("default") => Ok(PersistMode::Default),
+        Some("async") => Ok(PersistMode::Async),
+        Some(other) => Err(MappingError::UnknownServerValue {
+            key: "persist_mode",
+            value: other.into(),
+        }),
     }
 }
 
@@ -518,21 +427,6 @@ fn discard_of(v: &Value) -> Result<DiscardPolicy, MappingError> {
     }
 }
 
-pub(crate) fn storage_str(s: StorageType) -> &'static str {
-    match s {
-        StorageType::File => "file",
-        StorageType::Memory => "memory",
-    }
-}
-
-pub(crate) fn storage_of(v: &Value) -> Result<StorageType, MappingError> {
-    match v.as_str() {
-        Some("file") => Ok(StorageType::File),
-        Some("memory") => Ok(StorageType::Memory),
-        _ => Err(unknown("storage", v)),
-    }
-}
-
 fn compression_str(c: StoreCompression) -> &'static str {
     match c {
         StoreCompression::None => "none",
@@ -545,135 +439,6 @@ fn compression_of(v: &Value) -> Result<StoreCompression, MappingError> {
         Some("none") | Some("") => Ok(StoreCompression::None),
         Some("s2") => Ok(StoreCompression::S2),
         _ => Err(unknown("compression", v)),
-    }
-}
-
-pub(crate) fn placement_json(p: &Placement) -> Value {
-    let mut m = Map::new();
-    put(&mut m, "cluster", p.cluster.as_ref().map(|c| json!(c)));
-    if !p.tags.is_empty() {
-        m.insert("tags".into(), json!(p.tags));
-    }
-    put(&mut m, "preferred", p.preferred.as_ref().map(|c| json!(c)));
-    Value::Object(m)
-}
-
-pub(crate) fn placement_of(v: &Value) -> Placement {
-    Placement {
-        cluster: str_of(v.get("cluster")).filter(|s| !s.is_empty()),
-        tags: strings(v.get("tags")),
-        preferred: str_of(v.get("preferred")).filter(|s| !s.is_empty()),
-    }
-}
-
-pub(crate) fn transform_json(t: &SubjectTransform) -> Value {
-    json!({"src": t.src.clone().unwrap_or_default(), "dest": t.dest})
-}
-
-pub(crate) fn transform_of(v: &Value) -> SubjectTransform {
-    SubjectTransform {
-        src: str_of(v.get("src")).filter(|s| !s.is_empty()),
-        dest: str_of(v.get("dest")).unwrap_or_default(),
-    }
-}
-
-pub(crate) fn republish_json(r: &Republish) -> Value {
-    let mut m = Map::new();
-    put(&mut m, "src", r.src.as_ref().map(|s| json!(s)));
-    m.insert("dest".into(), json!(r.dest));
-    put(&mut m, "headers_only", r.headers_only.map(|v| json!(v)));
-    Value::Object(m)
-}
-
-pub(crate) fn republish_of(v: &Value) -> Republish {
-    Republish {
-        src: str_of(v.get("src")).filter(|s| !s.is_empty()),
-        dest: str_of(v.get("dest")).unwrap_or_default(),
-        headers_only: v
-            .get("headers_only")
-            .and_then(Value::as_bool)
-            .filter(|b| *b),
-    }
-}
-
-/// A mirror or source. `domain` is the client-side shorthand for `external.api = $JS.<domain>.API`.
-pub(crate) fn source_json(s: &StreamSource) -> Value {
-    let mut m = Map::new();
-    m.insert("name".into(), json!(s.name));
-    put(&mut m, "opt_start_seq", s.opt_start_seq.map(|v| json!(v)));
-    put(
-        &mut m,
-        "opt_start_time",
-        s.opt_start_time.as_ref().map(|t| json!(t)),
-    );
-    put(
-        &mut m,
-        "filter_subject",
-        s.filter_subject.as_ref().map(|v| json!(v)),
-    );
-    if !s.subject_transforms.is_empty() {
-        m.insert(
-            "subject_transforms".into(),
-            Value::Array(s.subject_transforms.iter().map(transform_json).collect()),
-        );
-    }
-    let external = match (&s.external, &s.domain) {
-        (Some(e), _) => {
-            Some(json!({"api": e.api, "deliver": e.deliver.clone().unwrap_or_default()}))
-        }
-        (None, Some(d)) => Some(json!({"api": format!("$JS.{d}.API"), "deliver": ""})),
-        (None, None) => None,
-    };
-    put(&mut m, "external", external);
-    put(
-        &mut m,
-        "consumer",
-        s.consumer.as_ref().map(|c| {
-            let mut cm = Map::new();
-            put(&mut cm, "name", c.name.as_ref().map(|v| json!(v)));
-            put(
-                &mut cm,
-                "deliver_subject",
-                c.deliver_subject.as_ref().map(|v| json!(v)),
-            );
-            Value::Object(cm)
-        }),
-    );
-    Value::Object(m)
-}
-
-pub(crate) fn source_of(v: &Value) -> StreamSource {
-    StreamSource {
-        name: str_of(v.get("name")).unwrap_or_default(),
-        opt_start_seq: v
-            .get("opt_start_seq")
-            .and_then(Value::as_i64)
-            .filter(|n| *n > 0),
-        opt_start_time: v
-            .get("opt_start_time")
-            .filter(|t| !t.is_null())
-            .and_then(|t| serde_json::from_value::<Time>(t.clone()).ok()),
-        filter_subject: str_of(v.get("filter_subject")).filter(|s| !s.is_empty()),
-        subject_transforms: v
-            .get("subject_transforms")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(transform_of).collect())
-            .unwrap_or_default(),
-        external: v
-            .get("external")
-            .filter(|e| !e.is_null())
-            .map(|e| ExternalStream {
-                api: str_of(e.get("api")).unwrap_or_default(),
-                deliver: str_of(e.get("deliver")).filter(|s| !s.is_empty()),
-            }),
-        domain: None,
-        consumer: v
-            .get("consumer")
-            .filter(|c| !c.is_null())
-            .map(|c| StreamConsumerSource {
-                name: str_of(c.get("name")).filter(|s| !s.is_empty()),
-                deliver_subject: str_of(c.get("deliver_subject")).filter(|s| !s.is_empty()),
-            }),
     }
 }
 

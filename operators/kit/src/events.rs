@@ -74,6 +74,40 @@ impl Events {
         }
     }
 
+    /// Counts one more of the Event `p` in its series; false when it is gone (expired or
+    /// deleted), so it is published anew.
+    async fn repeat(
+        &self,
+        api: &Api<Event>,
+        key: &Key,
+        p: Published,
+        now: k8s_openapi::jiff::Timestamp,
+    ) -> Result<bool, kube::Error> {
+        let series = EventSeries {
+            count: p.count + 1,
+            last_observed_time: MicroTime(now),
+        };
+        let patch = serde_json::json!({ "series": series });
+        match api
+            .patch(&p.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                self.published.lock().await.insert(
+                    key.clone(),
+                    Published {
+                        name: p.name,
+                        count: p.count + 1,
+                        at: Instant::now(),
+                    },
+                );
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn publish_ref(
         &self,
         regarding: ObjectReference,
@@ -102,31 +136,10 @@ impl Events {
             published.retain(|_, p| p.at.elapsed() < SERIES_WINDOW);
             published.get(&key).cloned()
         };
-        if let Some(p) = earlier {
-            let series = EventSeries {
-                count: p.count + 1,
-                last_observed_time: MicroTime(now),
-            };
-            let patch = serde_json::json!({ "series": series });
-            match api
-                .patch(&p.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {
-                    self.published.lock().await.insert(
-                        key,
-                        Published {
-                            name: p.name,
-                            count: p.count + 1,
-                            at: Instant::now(),
-                        },
-                    );
-                    return Ok(());
-                }
-                // Gone (expired or deleted): published anew below.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(e),
-            }
+        if let Some(p) = earlier
+            && self.repeat(&api, &key, p, now).await?
+        {
+            return Ok(());
         }
         let name = format!("{}.{:x}", key.name.clone(), now.as_nanosecond());
         let event = Event {

@@ -51,7 +51,7 @@ use crate::late_init::late_initialize;
 use crate::lifecycle::{self, Action as Plan, ConnectionState, Kind};
 use crate::ownership::{self, Found};
 use crate::references;
-use crate::stream_config::MappingError;
+use crate::server_config::MappingError;
 use crate::{jsapi, server_state, transfer};
 
 /// What a pass works from: the server reached, and the stream under the resource's name.

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::drift::Field;
 use crate::lifecycle::Kind;
-use crate::stream_config::MappingError;
+use crate::server_config::MappingError;
 use crate::{kv_config, object_config, stream_config};
 
 /// A kind that is one stream on the server.
