@@ -101,6 +101,8 @@ fn status_text(b: bool) -> &'static str {
 /// Sets the condition of `desired.type_` in `conditions`: lastTransitionTime moves to `now` only
 /// when the status changes (or the condition is new); reason, message and observedGeneration
 /// always take the new values.
+///
+/// Superseded by [`Decided::upsert`] and [`merge`]; removed once every controller uses them.
 pub fn upsert(
     conditions: &mut Vec<Condition>,
     desired: &Desired<'_>,

@@ -16,7 +16,7 @@ use crate::backoff::Backoff;
 use crate::due::Due;
 use crate::events::Events;
 use crate::metrics::Metrics;
-use crate::reconcile::describe;
+use crate::object::describe;
 
 /// What every reconcile of every controller shares.
 pub struct Shared {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use kube::core::Resource;
 
-use crate::reconcile::describe;
+use crate::object::describe;
 
 /// What of an object, when changed, calls for a pass before it is due: its spec (generation),
 /// its finalizers and its deletion.

@@ -2,10 +2,10 @@
 //! saying what failed on which object ("NatsStream nats/orders: Kubernetes API: …"), and
 //! [`ReconcileError::metric_label`] naming it for the failure counter
 //! (`nats_operator_reconcile_errors_total{controller, error}`), which the generic error policy
-//! ([`crate::reconcile::error_policy`]) counts under.
+//! (`reconcile::error_policy`) counts under.
 //!
 //! Outcomes that are not failures (a refusal, a missing reference, a server that cannot be
-//! reached) are no errors: a pass reports them as conditions ([`crate::blocked::Blocked`]).
+//! reached) are no errors: a pass reports them as conditions (`blocked::Blocked`).
 
 /// A controller's reconcile error.
 pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
@@ -36,7 +36,7 @@ pub struct KubeError {
 impl KubeError {
     /// The error of a request about `obj`, for `map_err`.
     pub fn of<K: kube::Resource<DynamicType = ()>>(obj: &K) -> impl FnOnce(kube::Error) -> Self {
-        let object = crate::reconcile::describe(obj);
+        let object = crate::object::describe(obj);
         move |source| KubeError { object, source }
     }
 }

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 pub use kube::runtime::finalizer::{Error, Event};
 
 use crate::error::ReconcileError;
-use crate::reconcile::describe as describe_object;
+use crate::object::describe as describe_object;
 
 /// What a deletion's cleanup found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@ pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod metrics;
+pub mod object;
 pub mod reconcile;
 pub mod relist;
 pub mod start;

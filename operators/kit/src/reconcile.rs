@@ -24,16 +24,7 @@ use tracing::Instrument;
 
 use crate::context::HasShared;
 use crate::error::{KubeError, ReconcileError};
-
-/// "Kind namespace/name" of an object, for errors and logs.
-pub fn describe<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    format!(
-        "{} {}/{}",
-        K::kind(&()),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any()
-    )
-}
+pub use crate::object::describe;
 
 /// Which copy of the object a pass works from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,17 +137,4 @@ where
             futures::future::ready(())
         })
         .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_object_is_described_by_kind_namespace_and_name() {
-        let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
-        cm.metadata.name = Some("a".into());
-        cm.metadata.namespace = Some("nats".into());
-        assert_eq!(describe(&cm), "ConfigMap nats/a");
-    }
 }

@@ -88,6 +88,7 @@ async fn pass<K: StreamBacked>(obj: &K, ctx: &Context) -> Result<Outcome, Error>
     }
 }
 
+/// The phases of a pass, in order (see the module doc); a phase that cannot go on stops it.
 async fn phases<K: StreamBacked>(obj: &K, ctx: &Context) -> Result<Outcome, Stop> {
     let previous = previous_status(obj);
     let edited = spec_edited(obj, &previous);
