@@ -16,7 +16,7 @@ use nats_wire::{Reply, ServerInfo};
 use super::{Context, Error, describe, observe, system_access};
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
 use crate::lifecycle::ServerLifecycle;
-use crate::lifecycle::kubernetes::FIELD_MANAGER;
+use crate::objects::apply::FIELD_MANAGER;
 
 /// The cluster controller's finalizer on a NatsCluster with JetStream.
 pub const FINALIZER: &str = "cluster.nats.mikluko.io/deletion-guard";

@@ -44,10 +44,10 @@ use nats_api::cluster::{
     reason,
 };
 
-use crate::lifecycle::kubernetes::{FIELD_MANAGER, apply_owned, delete_owned};
 use crate::lifecycle::{
     DesiredServer, LifecycleError, ObservedServer, ServerFile, ServerLifecycle,
 };
+use crate::objects::apply::{FIELD_MANAGER, apply_owned, delete_owned};
 use crate::objects::{Owner, configmap, labels, leaf_remotes, tls_secret_name};
 use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
 use crate::refusals::{self, Hold, Refusal};

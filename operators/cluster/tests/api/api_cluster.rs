@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::lifecycle::kubernetes::{FIELD_MANAGER, KubernetesLifecycle, SiteSettings};
+use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
 use cluster_controller::objects::Owner;
+use cluster_controller::objects::apply::FIELD_MANAGER;
 use cluster_controller::objects::cluster::{ClusterObjects, Site, render_objects};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
