@@ -18,7 +18,6 @@
 
 pub mod deletion;
 pub mod inputs;
-pub mod observe;
 pub mod status;
 pub mod step;
 
@@ -47,6 +46,7 @@ use nats_api::cluster::{
 use crate::lifecycle::{
     DesiredServer, LifecycleError, ObservedServer, ServerFile, ServerLifecycle,
 };
+use crate::nats::{observe, system_connection};
 use crate::objects::apply::{FIELD_MANAGER, apply_owned, delete_owned};
 use crate::objects::{Owner, configmap, labels, leaf_remotes, tls_secret_name};
 use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
@@ -532,7 +532,7 @@ async fn pass<L: ServerLifecycle>(
 async fn system_access<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
-) -> Result<Option<observe::SystemAccess>, Error> {
+) -> Result<Option<system_connection::SystemAccess>, Error> {
     let ns = cluster.namespace().unwrap_or_default();
     let Some(creds) = cluster
         .spec
@@ -564,7 +564,7 @@ async fn system_access<L: ServerLifecycle>(
         .and_then(|s| inputs::secret_key(&s, "ca.crt")),
         None => None,
     };
-    Ok(Some(observe::SystemAccess {
+    Ok(Some(system_connection::SystemAccess {
         creds: text,
         ca_pem,
     }))
@@ -576,7 +576,7 @@ struct Seen<'a> {
     revisions: &'a [String],
     observation: &'a Observation,
     settled: &'a Verdict,
-    system: Option<&'a observe::SystemAccess>,
+    system: Option<&'a system_connection::SystemAccess>,
     /// The Ready servers within replicas and where they are reached.
     ready: &'a [(String, crate::lifecycle::ServerAddress)],
     /// An auth change `restart-all` is to carry (without the annotation it is held before this).
@@ -1057,7 +1057,7 @@ async fn reload_for_certificates<L: ServerLifecycle>(
     decision: &rollout::order::Decision,
     reported: &BTreeMap<String, String>,
     listeners: &BTreeMap<&'static str, BTreeMap<String, Vec<u8>>>,
-    access: &observe::SystemAccess,
+    access: &system_connection::SystemAccess,
     seen: &Seen<'_>,
 ) -> Option<rollout::status::Progress> {
     use crate::certificate_reload as certs;
@@ -1088,7 +1088,7 @@ async fn reload_for_certificates<L: ServerLifecycle>(
     if stale.is_empty() {
         return None;
     }
-    let wire = match observe::dial_system(seen.ready, access).await {
+    let wire = match system_connection::dial_system(seen.ready, access).await {
         Ok(w) => w,
         Err(e) => {
             return Some(rollout::status::certificates_pending(
@@ -1104,7 +1104,7 @@ async fn reload_for_certificates<L: ServerLifecycle>(
     let mut pending = vec![];
     let mut last_error = String::new();
     for (server, listeners) in &stale {
-        match crate::reload::reload_for_certificates(&wire, server, &want, timing).await {
+        match crate::nats::reload::reload_for_certificates(&wire, server, &want, timing).await {
             Ok(()) => {
                 ctx.events
                     .publish(
@@ -1226,7 +1226,7 @@ async fn removal<L: ServerLifecycle>(
     let step = rollout::removal::next(&input);
     let wire = || async {
         match seen.system {
-            Some(access) => observe::dial_system(seen.ready, access)
+            Some(access) => system_connection::dial_system(seen.ready, access)
                 .await
                 .map_err(|e| format!("system connection: {e}")),
             None => Err("no system user".to_string()),
@@ -1301,18 +1301,18 @@ async fn reload<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
     d: &DesiredServer,
-    access: &observe::SystemAccess,
+    access: &system_connection::SystemAccess,
     seen: &Seen<'_>,
 ) -> Result<(), String> {
     ctx.lifecycle
         .write_config(cluster, d)
         .await
         .map_err(|e| format!("writing the config of {}: {e}", d.plan.server_name))?;
-    let wire = observe::dial_system(seen.ready, access)
+    let wire = system_connection::dial_system(seen.ready, access)
         .await
         .map_err(|e| format!("system connection: {e}"))?;
     let digest = crate::reload::config_digest(&render::render_block(&d.plan));
-    match crate::reload::reload_server(
+    match crate::nats::reload::reload_server(
         &wire,
         &d.plan.server_name,
         &digest,
