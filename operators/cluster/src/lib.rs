@@ -8,12 +8,14 @@
 
 pub mod apply_mode;
 pub mod certificate_reload;
+pub mod conditions;
 pub mod controller;
 pub mod deletion_guard;
 pub mod lifecycle;
 pub mod local_layout;
 pub mod nats;
 pub mod objects;
+pub mod observation;
 pub mod plan;
 pub mod quantity;
 pub mod refusals;

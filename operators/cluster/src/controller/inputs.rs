@@ -14,7 +14,7 @@ use nats_api::nats::{NatsAccountTrust, NatsConnection, NatsOperatorTrust};
 use nats_claims::Account;
 
 use super::Error;
-use super::status::LeafRemoteView;
+use crate::conditions::leafnodes::LeafRemoteView;
 use crate::objects::leaf_remotes::LeafRemoteFiles;
 use crate::plan::{ResolvedLeafRemote, ResolvedTrust};
 use crate::refusals::{self, Hold, Refusal};

@@ -17,9 +17,8 @@
 //! only a failure to reach the Kubernetes API is an error. Nothing crashes the loop.
 
 pub mod deletion;
+pub mod gauges;
 pub mod inputs;
-pub mod status;
-pub mod step;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,20 +42,22 @@ use nats_api::cluster::{
     reason,
 };
 
+use crate::conditions::Verdict;
 use crate::lifecycle::{
     DesiredServer, LifecycleError, ObservedServer, ServerFile, ServerLifecycle,
 };
 use crate::nats::{observe, system_connection};
 use crate::objects::apply::{FIELD_MANAGER, apply_owned, delete_owned};
 use crate::objects::{Owner, configmap, labels, leaf_remotes, tls_secret_name};
+use crate::observation::{self, Observation};
 use crate::plan::{ClusterInputs, Layout, leaf_ca_file, leaf_creds_file, plan_servers};
 use crate::refusals::{self, Hold, Refusal};
 use crate::render::{self, ServerPlan};
 use crate::rollout;
+use crate::rollout::step;
 use crate::route_ca::{self, RouteCa};
 use rollout::observe::Targets;
 use rollout::order::{Action as StepAction, StepKind};
-use status::{Observation, Verdict};
 use std::collections::BTreeSet;
 
 /// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
@@ -369,11 +370,11 @@ async fn pass<L: ServerLifecycle>(
             None => observe::over_monitor(&ready_servers, asks).await,
         }
     };
-    let mut settled = status::settled(&expected, asks.jetstream, &observation);
+    let mut settled = crate::conditions::settled::settled(&expected, asks.jetstream, &observation);
     // Adding or removing auth holds, unless restart-all says to restart every server at once.
     let restart_all = cluster.annotations().contains_key(annotation::RESTART_ALL);
     let carried_auth_change =
-        match refusals::auth_change(spec, status::running_with_auth(&observation)) {
+        match refusals::auth_change(spec, observation::running_with_auth(&observation)) {
             Some(r) if restart_all => Some(r),
             Some(r) => {
                 holds.push(r);
@@ -458,7 +459,10 @@ async fn pass<L: ServerLifecycle>(
                     observed = done.observed;
                     applied = done.config;
                     removals = Some(done.removals);
-                    settled = status::settled_after_restarts(settled, &done.restarted);
+                    settled = crate::conditions::settled::settled_after_restarts(
+                        settled,
+                        &done.restarted,
+                    );
                 }
                 Err(e) => {
                     failure = Some(e.to_string());
@@ -471,7 +475,7 @@ async fn pass<L: ServerLifecycle>(
     let ready = match (&refused_gateway, &failure) {
         (Some(r), _) => Verdict::new(false, r.reason, r.message.clone()),
         (None, Some(f)) => Verdict::new(false, reason::RECONCILE_FAILED, f.clone()),
-        (None, None) => status::ready(replicas, &observed, &foreign),
+        (None, None) => crate::conditions::ready::ready(replicas, &observed, &foreign),
     };
     let progressing = progressing.unwrap_or_else(|| match &refused_gateway {
         Some(r) => held(r),
@@ -491,22 +495,26 @@ async fn pass<L: ServerLifecycle>(
             .filter(|r| r.name != name)
             .map(|r| r.name.clone())
             .collect();
-        status::gateways(&remotes, &observation)
+        crate::conditions::gateways::gateways(&remotes, &observation)
     });
     let leafnodes = (!spec.leaf_remotes.is_empty())
-        .then(|| status::leafnodes(&gathered.leaf_views, &observation));
+        .then(|| crate::conditions::leafnodes::leafnodes(&gathered.leaf_views, &observation));
     let endpoints = plans.first().map(|p| ctx.lifecycle.endpoints(cluster, p));
     let jetstream = spec.jetstream.as_ref().map(|_| JetStreamStatus {
-        meta_leader: status::meta_leader(&observation),
+        meta_leader: observation::meta_leader(&observation),
         limits: plans
             .first()
             .and_then(|p| p.jetstream.as_ref())
             .map(|j| JetStreamLimits {
                 max_memory_store: j.max_memory_store.map(|b| {
-                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(status::quantity(b))
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                        crate::quantity::of_bytes(b),
+                    )
                 }),
                 max_file_store: j.max_file_store.map(|b| {
-                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(status::quantity(b))
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                        crate::quantity::of_bytes(b),
+                    )
                 }),
             }),
     });
@@ -744,7 +752,7 @@ async fn apply_servers<L: ServerLifecycle>(
         .collect();
     let reported = step::reported_revisions(&desired, seen.observation);
     let answered: BTreeSet<String> = seen.observation.answers.keys().cloned().collect();
-    let meta = step::meta_observation(spec.jetstream.is_some(), seen.observation);
+    let meta = rollout::observe::meta_observation(spec.jetstream.is_some(), seen.observation);
     let settled = step::settled_view(seen.settled);
     let force_step = cluster
         .annotations()
@@ -1399,9 +1407,11 @@ async fn write_status<L: ServerLifecycle>(
     let status = NatsClusterStatus {
         observed_generation: generation,
         conditions: conds,
-        version: status::common_version(&outcome.observation, &expected),
+        version: observation::common_version(&outcome.observation, &expected),
         replicas: Some(cluster.spec.replicas),
-        ready_replicas: Some(status::ready_count(replicas, &outcome.observed) as i32),
+        ready_replicas: Some(
+            crate::conditions::ready::ready_count(replicas, &outcome.observed) as i32,
+        ),
         endpoints: outcome.endpoints.clone(),
         config: outcome.revision.clone().map(|r| match &outcome.applied {
             Some(a) => ConfigStatus {
@@ -1435,7 +1445,7 @@ async fn write_status<L: ServerLifecycle>(
         &cluster.name_any(),
         &status.conditions,
     );
-    status::export_rollout(
+    gauges::export_rollout(
         &ctx.metrics,
         &cluster.namespace().unwrap_or_default(),
         &cluster.name_any(),
@@ -1495,7 +1505,7 @@ async fn reconcile<L: ServerLifecycle>(
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),
             );
-            status::forget_rollout(
+            gauges::forget_rollout(
                 &ctx.metrics,
                 &cluster.namespace().unwrap_or_default(),
                 &cluster.name_any(),

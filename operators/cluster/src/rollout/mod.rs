@@ -33,4 +33,5 @@ pub mod observe;
 pub mod order;
 pub mod removal;
 pub mod status;
+pub mod step;
 pub mod volume;

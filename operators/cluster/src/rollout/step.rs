@@ -1,18 +1,19 @@
-//! From one pass's observations to the rollout core's inputs (design §4.4): each server's
-//! reported revision from its `/varz` digest, the meta group from the leader's JSZ, Settled as
-//! the gate reads it; then the gate and the step order decide the next step.
+//! From one pass's observations to the next step (design §4.4): where each desired server stands
+//! against what the port observed, each server's reported revision from its `/varz` digest, the
+//! revision it runs for the step order, Settled as the gate reads it; then the gate and the step
+//! order decide the next step ([`next_step`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nats_api::cluster::reason;
+use nats_api::cluster::{RemovalPhase, ServerRemoval, reason};
 
-use super::status::{Observation, Verdict};
+use super::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
+use super::observe::{Targets, gate_servers, members, reported_revision};
+use super::order::{Decision, OrderInput, ReplaceCause, decide};
+use crate::conditions::Verdict;
 use crate::lifecycle::{DesiredServer, ObservedServer};
+use crate::observation::Observation;
 use crate::refusals::Refusal;
-use crate::rollout::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
-use crate::rollout::observe::{Targets, gate_servers, members, reported_revision};
-use crate::rollout::order::{Decision, OrderInput, ReplaceCause, decide};
-use nats_api::cluster::{RemovalPhase, ServerRemoval};
 
 /// Where a desired server stands against what the port observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,30 +38,6 @@ pub fn server_state(desired: &DesiredServer, observed: &[ObservedServer]) -> Ser
             None => ServerState::InFlux,
         },
         _ => ServerState::Absent,
-    }
-}
-
-/// The gate's view of the meta group from one observation: the meta leader's own JSZ report
-/// (only the leader lists its peers reliably) when it answered, else judged from the followers.
-pub fn meta_observation(jetstream: bool, obs: &Observation) -> MetaObservation {
-    if !jetstream {
-        return MetaObservation::Off;
-    }
-    let leader_report = obs.answers.values().find_map(|a| {
-        let m = a.jsz.as_ref()?.meta_cluster.as_ref()?;
-        (!m.leader.is_empty() && m.leader == a.name).then_some(m)
-    });
-    match leader_report {
-        Some(m) => {
-            let mut peers: Vec<String> = m.replicas.iter().map(|p| p.name.clone()).collect();
-            peers.push(m.leader.clone());
-            peers.sort();
-            MetaObservation::FromLeader {
-                leader: m.leader.clone(),
-                peers,
-            }
-        }
-        None => MetaObservation::FromFollowers,
     }
 }
 
@@ -402,7 +379,7 @@ mod tests {
         assert_eq!(settled_view(&v), want);
     }
 
-    fn answer(name: &str, leader: &str, replicas: &[&str]) -> super::super::status::ServerAnswer {
+    fn answer(name: &str, leader: &str, replicas: &[&str]) -> crate::observation::ServerAnswer {
         let jsz: nats_wire::monitor::Jsz = serde_json::from_value(serde_json::json!({
             "server_id": "N", "now": "2026-11-29T20:00:00Z",
             "meta_cluster": {
@@ -411,7 +388,7 @@ mod tests {
             },
         }))
         .expect("jsz");
-        super::super::status::ServerAnswer {
+        crate::observation::ServerAnswer {
             name: name.into(),
             jsz: Some(jsz),
             ..Default::default()
@@ -420,6 +397,7 @@ mod tests {
 
     #[test]
     fn the_meta_group_comes_from_the_leaders_own_report_else_from_followers() {
+        use crate::rollout::observe::meta_observation;
         let mut obs = Observation::default();
         obs.answers
             .insert("demo-0".into(), answer("demo-0", "demo-1", &[]));
@@ -445,7 +423,7 @@ mod tests {
         let mut obs = Observation::default();
         obs.answers.insert(
             "demo-0".into(),
-            super::super::status::ServerAnswer {
+            crate::observation::ServerAnswer {
                 name: "demo-0".into(),
                 config_digest: Some(digest),
                 ..Default::default()
