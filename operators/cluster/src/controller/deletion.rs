@@ -13,7 +13,9 @@ use kube::api::{Api, Patch, PatchParams};
 use nats_api::cluster::{NatsCluster, annotation, condition};
 use nats_wire::{Reply, ServerInfo};
 
-use super::{Context, Error, describe, system_access};
+use super::ask::system_access;
+use super::context::{Context, describe};
+use super::error::Error;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::observe;
@@ -112,7 +114,7 @@ async fn observe_data<L: ServerLifecycle>(
     if present.is_empty() {
         return Ok(DataObservation::Failed("no server is Ready".into()));
     }
-    if let Some(access) = system_access(ctx, cluster).await? {
+    if let Some(access) = system_access(&ctx.client, cluster).await? {
         return Ok(match dial_system(&present, &access).await {
             Ok(wire) => {
                 crate::nats::deletion_guard::observe(&wire, &name, present.len(), OBSERVE_DEADLINE)

@@ -390,7 +390,7 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         .expect("demo-routes-tls");
     let listeners = std::collections::BTreeMap::from([(
         "routes",
-        cluster_controller::controller::inputs::tls_files(&routes),
+        cluster_controller::controller::read::tls_files(&routes),
     )]);
     let material = cluster_controller::certificate_reload::restart_material(&listeners, false);
     assert!(material.is_some(), "route TLS is restart material here");

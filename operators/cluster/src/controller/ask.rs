@@ -1,0 +1,122 @@
+//! Phase 2, ask: what the servers say before this pass writes anything — through the system user
+//! `auth.systemCredentials` names, or each server's monitoring endpoint without one. Their
+//! answers say how the servers run (an auth plane or not: the auth-change refusal reads it) and
+//! how they are (Settled, which the rollout gate reads).
+
+use kube::ResourceExt;
+use nats_api::cluster::{NatsCluster, names};
+
+use super::context::Context;
+use super::error::Error;
+use super::read::{secret, secret_key};
+use crate::conditions::Verdict;
+use crate::conditions::settled::settled;
+use crate::lifecycle::{ServerAddress, ServerLifecycle};
+use crate::nats::observe::{self, Asks};
+use crate::nats::system_connection::SystemAccess;
+use crate::objects::tls_secret_name;
+use crate::observation::Observation;
+
+/// What this pass saw of the servers before writing anything.
+pub struct Seen {
+    /// The servers the port reports Ready, beyond replicas too, and where they are reached:
+    /// until removed they are members, and one may be the meta leader, the only reliable judge
+    /// of the meta group's currency.
+    pub ready: Vec<(String, ServerAddress)>,
+    /// The system user the controller asks with, when `auth.systemCredentials` names one that
+    /// can be read.
+    pub system: Option<SystemAccess>,
+    pub observation: Observation,
+    /// Settled as judged from the observation.
+    pub settled: Verdict,
+}
+
+/// Asks the servers of `cluster` the port reports Ready.
+pub async fn ask<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+) -> Result<Seen, Error> {
+    let spec = &cluster.spec;
+    let name = cluster.name_any();
+    let observed = ctx.lifecycle.observe(cluster).await.unwrap_or_default();
+    let ready: Vec<(String, ServerAddress)> = observed
+        .iter()
+        .filter(|o| o.ready)
+        .map(|o| {
+            (
+                o.server_name.clone(),
+                ctx.lifecycle.address(cluster, o.ordinal),
+            )
+        })
+        .collect();
+    let asks = Asks {
+        jetstream: spec.jetstream.is_some(),
+        gateways: spec.gateway.is_some(),
+        leafnodes: !spec.leaf_remotes.is_empty(),
+    };
+    let system = system_access(&ctx.client, cluster).await?;
+    let observation = if ready.is_empty() {
+        Observation {
+            failure: Some("no server is Ready".into()),
+            ..Default::default()
+        }
+    } else {
+        match &system {
+            Some(access) => observe::over_system(&name, &ready, asks, access).await,
+            None => observe::over_monitor(&ready, asks).await,
+        }
+    };
+    let expected: Vec<String> = (0..spec.replicas.max(0) as u32)
+        .map(|i| names::server(&name, i))
+        .collect();
+    let settled = settled(&expected, asks.jetstream, &observation);
+    Ok(Seen {
+        ready,
+        system,
+        observation,
+        settled,
+    })
+}
+
+/// The system user the controller asks the servers with, when `auth.systemCredentials` names
+/// one whose Secret holds it; with the client listener's CA when it runs TLS.
+pub async fn system_access(
+    client: &kube::Client,
+    cluster: &NatsCluster,
+) -> Result<Option<SystemAccess>, Error> {
+    let ns = cluster.namespace().unwrap_or_default();
+    let Some(creds) = cluster
+        .spec
+        .auth
+        .as_ref()
+        .and_then(|a| a.system_credentials.as_ref())
+    else {
+        return Ok(None);
+    };
+    let key = creds
+        .secret_key_ref
+        .key
+        .as_deref()
+        .unwrap_or(nats_api::common::DEFAULT_CREDS_KEY);
+    let Some(text) = secret(client, &ns, &creds.secret_key_ref.name)
+        .await?
+        .and_then(|s| secret_key(&s, key))
+        .and_then(|b| String::from_utf8(b).ok())
+    else {
+        return Ok(None);
+    };
+    let ca_pem = match &cluster.spec.tls {
+        Some(tls) => secret(
+            client,
+            &ns,
+            &tls_secret_name(&cluster.name_any(), "client", Some(tls)),
+        )
+        .await?
+        .and_then(|s| secret_key(&s, "ca.crt")),
+        None => None,
+    };
+    Ok(Some(SystemAccess {
+        creds: text,
+        ca_pem,
+    }))
+}

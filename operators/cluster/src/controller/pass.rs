@@ -1,0 +1,65 @@
+//! One pass over a NatsCluster, as its phases, each a function returning the value the next
+//! ones take:
+//!
+//! 1. gather — its trust roots, preloaded accounts, leaf remotes and their Secrets → [`Gathered`](super::gather::Gathered)
+//! 2. ask — what the servers say before anything is written → [`Seen`](super::ask::Seen)
+//! 3. refuse — what holds the pass: the design's refusals and waits → [`Holds`](super::refuse::Holds)
+//! 4. plan — every server's plan and revision, pure → [`Planned`](super::plan::Planned)
+//! 5. apply — certificates, the leaf remotes' Secret, shared objects, absent servers → [`Applied`](super::apply::Applied)
+//! 6. step — at most one rollout step, chosen by the rollout core ([`Chosen`](super::step::Chosen)) and taken
+//!    ([`Taken`](super::step::Taken))
+//! 7. observe — the servers as the port sees them after the step → [`Rolled`](super::written::Rolled)
+//! 8. judge — the conditions → [`Verdicts`](super::judge::Verdicts)
+//! 9. write status — `status` by server-side apply → when to look again
+//!
+//! The servers are asked before the refusals because adding or removing auth is judged from
+//! how they run, and the gate reads how they are. Phases 5 to 7 run only when nothing holds
+//! the pass ([`go`](super::refuse::go)); a failing server-lifecycle port in them is written as Ready=False
+//! ReconcileFailed and retried with a backoff ([`caught`](super::written::caught)), and only a failure to reach the
+//! Kubernetes API fails the reconcile.
+
+use std::time::Duration;
+
+use nats_api::cluster::NatsCluster;
+
+use super::apply::apply;
+use super::ask::ask;
+use super::context::Context;
+use super::error::Error;
+use super::gather::gather;
+use super::judge::judge;
+use super::plan::plan;
+use super::refuse::{Go, go, refuse};
+use super::step::{choose, take};
+use super::write_status::write_status;
+use super::written::{Rolled, Written, caught, held, tell_foreign};
+use crate::lifecycle::ServerLifecycle;
+
+/// One pass over `cluster`; returns when to look again.
+pub async fn pass<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+) -> Result<Duration, Error> {
+    let gathered = gather(&ctx.client, cluster).await?;
+    let seen = ask(ctx, cluster).await?;
+    let holds = refuse(cluster, &ctx.settings, &gathered, &seen);
+    let planned = plan(cluster, &gathered, ctx.lifecycle.layout(cluster));
+    let written = match go(cluster, &holds, &planned) {
+        Go::Unowned(e) => Written::Unowned(e),
+        Go::Held(hold) => held(ctx, cluster, hold).await,
+        Go::Ahead(owner) => {
+            let rolled = async {
+                let applied = apply(ctx, cluster, &owner, &gathered, &planned).await?;
+                let chosen = choose(ctx, cluster, &seen, &holds, &applied).await?;
+                let taken = take(ctx, cluster, &seen, &holds, &applied, &chosen).await?;
+                let observed = ctx.lifecycle.observe(cluster).await?;
+                let rolled = Rolled::new(cluster, applied, chosen, taken, observed);
+                tell_foreign(ctx, cluster, &rolled.foreign).await;
+                Ok(rolled)
+            };
+            caught(ctx, cluster, rolled.await).await?
+        }
+    };
+    let verdicts = judge(cluster, &gathered, &seen, &holds, &planned, &written);
+    write_status(ctx, cluster, &seen, &planned, &written, &verdicts).await
+}
