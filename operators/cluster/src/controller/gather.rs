@@ -174,7 +174,8 @@ async fn leaf_remotes(
     Ok(out)
 }
 
-/// spec.leafRemotes[`index`]: its view, and when admitted and found, it resolved and its files.
+/// Entry `index` of spec.leafRemotes: its view, and when admitted and found, it resolved and
+/// its files.
 async fn leaf_remote(
     client: &kube::Client,
     cluster: &NatsCluster,

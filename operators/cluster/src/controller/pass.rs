@@ -1,22 +1,31 @@
 //! One pass over a NatsCluster, as its phases, each a function returning the value the next
 //! ones take:
 //!
-//! 1. gather — its trust roots, preloaded accounts, leaf remotes and their Secrets → [`Gathered`](super::gather::Gathered)
-//! 2. ask — what the servers say before anything is written → [`Seen`](super::ask::Seen)
-//! 3. refuse — what holds the pass: the design's refusals and waits → [`Holds`](super::refuse::Holds)
-//! 4. plan — every server's plan and revision, pure → [`Planned`](super::plan::Planned)
-//! 5. apply — certificates, the leaf remotes' Secret, shared objects, absent servers → [`Applied`](super::apply::Applied)
-//! 6. step — at most one rollout step, chosen by the rollout core ([`Chosen`](super::step::Chosen)) and taken
-//!    ([`Taken`](super::step::Taken))
-//! 7. observe — the servers as the port sees them after the step → [`Rolled`](super::written::Rolled)
-//! 8. judge — the conditions → [`Verdicts`](super::judge::Verdicts)
+//! 1. gather — trust roots, preloaded accounts, leaf remotes and their Secrets → [`Gathered`]
+//! 2. ask — what the servers say before anything is written → [`Seen`]
+//! 3. refuse — what holds the pass: the design's refusals and waits → [`Holds`]
+//! 4. plan — every server's plan and revision, pure → [`Planned`]
+//! 5. apply — certificates, leaf remotes' Secret, shared objects, absent servers → [`Applied`]
+//! 6. step — at most one rollout step: chosen by the rollout core → [`Chosen`], taken →
+//!    [`Taken`]
+//! 7. observe — the servers as the port sees them after the step → [`Rolled`]
+//! 8. judge — the conditions → [`Verdicts`]
 //! 9. write status — `status` by server-side apply → when to look again
 //!
 //! The servers are asked before the refusals because adding or removing auth is judged from
 //! how they run, and the gate reads how they are. Phases 5 to 7 run only when nothing holds
-//! the pass ([`go`](super::refuse::go)); a failing server-lifecycle port in them is written as Ready=False
-//! ReconcileFailed and retried with a backoff ([`caught`](super::written::caught)), and only a failure to reach the
+//! the pass ([`go`]); a failing server-lifecycle port in them is written as Ready=False
+//! ReconcileFailed and retried with a backoff ([`caught`]). Only a failure to reach the
 //! Kubernetes API fails the reconcile.
+//!
+//! [`Gathered`]: super::gather::Gathered
+//! [`Seen`]: super::ask::Seen
+//! [`Holds`]: super::refuse::Holds
+//! [`Planned`]: super::plan::Planned
+//! [`Applied`]: super::apply::Applied
+//! [`Chosen`]: super::step::Chosen
+//! [`Taken`]: super::step::Taken
+//! [`Verdicts`]: super::judge::Verdicts
 
 use std::time::Duration;
 

@@ -12,13 +12,12 @@ use nats_api::cluster::NatsCluster;
 use super::apply::Applied;
 use super::ask::Seen;
 use super::context::Context;
-use super::step::Chosen;
 use crate::certificate_reload as certs;
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::reload::reload_for_certificates;
 use crate::nats::system_connection::dial_system;
 use crate::reload::ReloadTiming;
-use crate::rollout::order::Action;
+use crate::rollout::order::{Action, Decision};
 use crate::rollout::status::{Progress, certificates_pending};
 
 /// Reloads the servers serving rotated-out certificates. Returns Progressing=True ReloadPending
@@ -28,14 +27,19 @@ pub async fn reload_rotated<L: ServerLifecycle>(
     cluster: &NatsCluster,
     seen: &Seen,
     applied: &Applied,
-    chosen: &Chosen,
+    decision: &Decision,
+    reported: &BTreeMap<String, String>,
 ) -> Option<Progress> {
     let access = seen.system.as_ref()?;
     let (want, unreadable) = certs::desired(&applied.listeners);
     if !unreadable.is_empty() {
         tracing::warn!(certificates = ?unreadable, "certificates not read; no server is judged by them");
     }
-    let stale = certs::to_reload(&untouched(applied, chosen), &want, &loaded(seen));
+    let stale = certs::to_reload(
+        &untouched(applied, decision, reported),
+        &want,
+        &loaded(seen),
+    );
     if stale.is_empty() {
         return None;
     }
@@ -75,9 +79,14 @@ pub async fn reload_rotated<L: ServerLifecycle>(
     (!pending.is_empty()).then(|| certificates_pending(&pending, &last_error))
 }
 
-/// The servers reporting their target revision that this pass's step does not touch.
-fn untouched(applied: &Applied, chosen: &Chosen) -> Vec<String> {
-    let stepped: BTreeSet<&str> = match &chosen.decision.action {
+/// The servers reporting their target revision (`reported`) that `decision`'s step does not
+/// touch.
+fn untouched(
+    applied: &Applied,
+    decision: &Decision,
+    reported: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let stepped: BTreeSet<&str> = match &decision.action {
         Action::Take(s) | Action::Forced(s) | Action::ContinueRemoval(s) => {
             [s.server.as_str()].into()
         }
@@ -85,7 +94,7 @@ fn untouched(applied: &Applied, chosen: &Chosen) -> Vec<String> {
         _ => BTreeSet::new(),
     };
     (applied.desired.iter())
-        .filter(|d| chosen.reported.get(&d.plan.server_name) == Some(&d.revision))
+        .filter(|d| reported.get(&d.plan.server_name) == Some(&d.revision))
         .map(|d| d.plan.server_name.clone())
         .filter(|n| !stepped.contains(n.as_str()))
         .collect()

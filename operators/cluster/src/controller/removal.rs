@@ -13,7 +13,6 @@ use nats_wire::monitor::Jsz;
 use super::apply::Applied;
 use super::ask::Seen;
 use super::context::Context;
-use super::step::Chosen;
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::system_connection::dial_system;
 use crate::rollout::gate::MetaObservation;
@@ -22,6 +21,7 @@ use crate::rollout::order::Step;
 use crate::rollout::removal::{
     RemovalInput, RemovalKind, RemovalStep, ServerObjects, StreamReplicas, next,
 };
+use nats_api::cluster::ServerRemoval;
 
 /// What the removal of one server is decided from, as read off the servers' answers.
 struct Facts {
@@ -50,20 +50,27 @@ impl Facts {
     }
 }
 
-/// Decides and takes the next step of `s`'s removal. Returns the step and the objects the
+/// The server being removed: its step, how, and `status.removals` as the pass recorded it.
+pub struct Removing<'a> {
+    pub step: &'a Step,
+    pub kind: RemovalKind,
+    pub removals: &'a [ServerRemoval],
+}
+
+/// Decides and takes the next step of a server's removal. Returns the step and the objects the
 /// lifecycle left because the NatsCluster does not control them. A step that fails is
 /// [`RemovalStep::Failed`]: asked again next pass, its phase unchanged.
 pub async fn removal_step<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
-    s: &Step,
-    kind: RemovalKind,
+    removing: &Removing<'_>,
     applied: &Applied,
-    chosen: &Chosen,
+    meta: &MetaObservation,
     seen: &Seen,
 ) -> (RemovalStep, Vec<String>) {
+    let (s, kind) = (removing.step, removing.kind);
     let facts = Facts::of(s, applied, seen);
-    let (leader, peers) = match &chosen.meta {
+    let (leader, peers) = match meta {
         MetaObservation::FromLeader { leader, peers } => {
             (Some(leader.as_str()), Some(peers.as_slice()))
         }
@@ -73,7 +80,7 @@ pub async fn removal_step<L: ServerLifecycle>(
     let step = next(&RemovalInput {
         server: &s.server,
         kind,
-        phase: (chosen.removals.iter())
+        phase: (removing.removals.iter())
             .find(|r| r.name == s.server)
             .map(|r| r.phase),
         jetstream: cluster.spec.jetstream.is_some(),

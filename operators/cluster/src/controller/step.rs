@@ -24,7 +24,9 @@ use super::{reload_certificates, removal, restart};
 use crate::conditions::Verdict;
 use crate::lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
 use crate::rollout::gate::{Gate, MetaObservation, gate_status};
-use crate::rollout::observe::{Targets, gate_servers, members, meta_observation};
+use crate::rollout::observe::{
+    Targets, gate_servers, members, meta_observation, volume_mismatches,
+};
 use crate::rollout::order::{self, Action, Decision, Member, StepKind};
 use crate::rollout::removal::RemovalStep;
 use crate::rollout::status::{Progress, progressing, removal_entry, rollout_status};
@@ -74,7 +76,7 @@ pub async fn choose<L: ServerLifecycle>(
     let meta = meta_observation(spec.jetstream.is_some(), &seen.observation);
     let members_now = members(&running(&applied.before, &reported), &targets);
     let removals = replace_server(ctx, cluster, replicas, &members_now, &now).await?;
-    let volume_mismatch = volume::mismatches(volume::desired_shape(spec).as_ref(), &applied.before);
+    let volume_mismatch = volume_mismatches(volume::desired_shape(spec).as_ref(), &applied.before);
     let replace = order::replacements(replicas, &members_now, &removals, &volume_mismatch);
     let force_step = cluster.annotations().get(annotation::FORCE_STEP);
     let (gate, decision) = next_step(&StepInput {
@@ -226,8 +228,13 @@ pub async fn take<L: ServerLifecycle>(
     if let Action::Take(s) | Action::ContinueRemoval(s) = &chosen.decision.action
         && let Some(kind) = s.kind.removal()
     {
+        let removing = removal::Removing {
+            step: s,
+            kind,
+            removals: &taken.removals,
+        };
         let (step, left) =
-            removal::removal_step(ctx, cluster, s, kind, applied, chosen, seen).await;
+            removal::removal_step(ctx, cluster, &removing, applied, &chosen.meta, seen).await;
         taken.left.extend(left);
         let previous = taken.removals.iter().find(|r| r.name == s.server).cloned();
         if !matches!(step, RemovalStep::Failed { .. }) {
@@ -237,8 +244,15 @@ pub async fn take<L: ServerLifecycle>(
         }
         taken.removal = Some(step);
     }
-    taken.certificates =
-        reload_certificates::reload_rotated(ctx, cluster, seen, applied, chosen).await;
+    taken.certificates = reload_certificates::reload_rotated(
+        ctx,
+        cluster,
+        seen,
+        applied,
+        &chosen.decision,
+        &chosen.reported,
+    )
+    .await;
     for d in &applied.desired {
         ctx.remember(&d.revision, &d.plan);
     }

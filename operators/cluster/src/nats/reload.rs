@@ -63,7 +63,7 @@ async fn ask_reload(
 
 /// Asks server `server_name` to reload the config it was given (already written through the
 /// lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
-/// reaches every server) against `expected_digest`, the [`config_digest`] of what was rendered.
+/// reaches every server) against `expected_digest`, the [`config_digest`](crate::reload::config_digest) of what was rendered.
 /// Any error — the server not found, the request refused (a restart-only field), a timeout, a
 /// digest other than expected — yields [`ReloadDecision::Restart`] naming it.
 pub async fn reload_server(

@@ -7,6 +7,7 @@ pub mod certificates;
 pub mod cluster;
 pub mod configmap;
 pub mod endpoints;
+pub mod images;
 pub mod labels;
 pub mod leaf_remotes;
 pub mod network_policy;

@@ -19,14 +19,13 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use nats_api::cluster::{NatsClusterSpec, exporter_defaults, names};
 
 use super::configmap::{self, CONFIG_KEY, REVISION_ANNOTATION};
+pub use super::images::{
+    DEFAULT_EXPORTER_IMAGE, DEFAULT_NATS_REPOSITORY, exporter_image, nats_image,
+};
 use super::{METRICS_PORT, ObjectsError, Owner, labels, pod_merge, port_name, tls_secret_name};
 use crate::plan::{self, mounts};
 use crate::render::ServerPlan;
 
-/// The nats-server image repository when spec.image names none.
-pub const DEFAULT_NATS_REPOSITORY: &str = "docker.io/library/nats";
-/// The prometheus-nats-exporter image, pinned by digest (design §4.1).
-pub const DEFAULT_EXPORTER_IMAGE: &str = "docker.io/natsio/prometheus-nats-exporter@sha256:26c826662ac8424597cc9bdf89ea5b606eb66e3c11db9b1215c27d2076bbb01b";
 /// Long enough for the rendered lame_duck_duration of 2m to end inside it (design §4.4).
 pub const TERMINATION_GRACE_PERIOD_SECONDS: i64 = 300;
 /// The uid/gid the containers run as: the restricted standard demands a non-root user.
@@ -46,34 +45,6 @@ pub struct ServerWorkload<'a> {
     pub plan: &'a ServerPlan,
     /// The config revision of the server's ConfigMap.
     pub revision: &'a str,
-}
-
-/// The nats-server image: the repository and digest spec.image names, else the version's tag.
-pub fn nats_image(spec: &NatsClusterSpec) -> String {
-    let image = spec.image.as_ref();
-    let repo = image
-        .and_then(|i| i.repository.as_deref())
-        .unwrap_or(DEFAULT_NATS_REPOSITORY);
-    match image.and_then(|i| i.digest.as_deref()) {
-        Some(d) => format!("{repo}@{d}"),
-        None => format!("{repo}:{}", spec.version),
-    }
-}
-
-/// The exporter image: the default pinned one unless spec.exporter.image names another.
-pub fn exporter_image(spec: &NatsClusterSpec) -> String {
-    let Some(img) = spec.exporter.as_ref().and_then(|e| e.image.as_ref()) else {
-        return DEFAULT_EXPORTER_IMAGE.into();
-    };
-    let repo = img
-        .repository
-        .as_deref()
-        .unwrap_or("docker.io/natsio/prometheus-nats-exporter");
-    match (&img.digest, &img.tag) {
-        (Some(d), _) => format!("{repo}@{d}"),
-        (None, Some(t)) => format!("{repo}:{t}"),
-        (None, None) => DEFAULT_EXPORTER_IMAGE.into(),
-    }
 }
 
 fn port(name: &str, p: u16) -> ContainerPort {

@@ -11,6 +11,7 @@ use nats_wire::monitor::{Jsz, PeerInfo};
 use super::gate::{GateServer, MetaObservation};
 use super::order::Member;
 use super::removal::StreamReplicas;
+use super::volume::ClaimShape;
 use crate::lifecycle::ObservedServer;
 use crate::observation::{Observation, leader_report, meta_reports, own_report, raft_groups};
 
@@ -177,9 +178,25 @@ pub fn stream_replicas(answers: &[(String, Jsz)]) -> Vec<StreamReplicas> {
         .collect()
 }
 
+/// The servers whose volume no longer has the desired shape (design §4.5: replaced). A server whose volume the port
+/// could not tell is not replaced: a replacement is only ever taken on what was seen.
+pub fn volume_mismatches(desired: Option<&ClaimShape>, observed: &[ObservedServer]) -> Vec<String> {
+    let Some(want) = desired else {
+        return vec![];
+    };
+    observed
+        .iter()
+        .filter(|o| o.present)
+        .filter(|o| o.volume.as_ref().is_some_and(|v| v != want))
+        .map(|o| o.server_name.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollout::volume::shape_of;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
     use nats_wire::jsapi::{MetaGroup, MetaPeer};
     use nats_wire::monitor::{
         AccountDetail, ClusterInfo, ConsumerDetail, MetaClusterInfo, StreamConfigView, StreamDetail,
@@ -366,5 +383,70 @@ mod tests {
         assert_eq!(g[0].reported.as_deref(), Some("r2"));
         assert!(g[0].answered);
         assert_eq!(reported_revision("sha256:z", &known), None);
+    }
+
+    fn claim(yaml: &str) -> PersistentVolumeClaimSpec {
+        serde_yaml::from_str(yaml).expect("claim spec")
+    }
+
+    const BASE: &str = "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n";
+
+    #[rstest]
+    #[case::same(BASE, false)]
+    #[case::same_size_other_unit(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20480Mi}}\n",
+        false
+    )]
+    #[case::larger(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 40Gi}}\n",
+        true
+    )]
+    #[case::another_class(
+        "storageClassName: fast\naccessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n",
+        true
+    )]
+    #[case::another_zone(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\nselector: {matchLabels: {topology.kubernetes.io/zone: b}}\n",
+        true
+    )]
+    #[case::access_modes(
+        "accessModes: [ReadWriteMany]\nresources: {requests: {storage: 20Gi}}\n",
+        true
+    )]
+    fn a_changed_claim_shape_replaces_the_server(#[case] now: &str, #[case] replaced: bool) {
+        let observed = vec![ObservedServer {
+            server_name: "demo-0".into(),
+            present: true,
+            volume: Some(shape_of(&claim(BASE))),
+            ..Default::default()
+        }];
+        let want = shape_of(&claim(now));
+        assert_eq!(
+            volume_mismatches(Some(&want), &observed),
+            if replaced {
+                vec!["demo-0".to_string()]
+            } else {
+                vec![]
+            }
+        );
+    }
+
+    #[rstest]
+    #[case::volume_unknown(true, None, true)]
+    #[case::absent_server(false, Some(ClaimShape::default()), true)]
+    #[case::no_template_wanted(true, Some(ClaimShape::default()), false)]
+    fn nothing_is_replaced_on_what_was_not_seen(
+        #[case] present: bool,
+        #[case] volume: Option<ClaimShape>,
+        #[case] template: bool,
+    ) {
+        let observed = vec![ObservedServer {
+            server_name: "demo-0".into(),
+            present,
+            volume,
+            ..Default::default()
+        }];
+        let want = shape_of(&claim("resources: {requests: {storage: 1Gi}}\n"));
+        assert!(volume_mismatches(template.then_some(&want), &observed).is_empty());
     }
 }
