@@ -262,7 +262,9 @@ pub fn plan_servers(
         max_memory_store: memory_store(spec)?,
         max_file_store: file_store(spec)?,
         routes: (0..replicas).map(|i| layout.route_url(i)).collect(),
-        tags: (spec.server_tags.iter())
+        tags: spec
+            .server_tags
+            .iter()
             .map(|(k, v)| format!("{k}:{v}"))
             .collect(),
         host: layout.bind_host(),
@@ -296,11 +298,16 @@ fn server_plan(
         server_name: nats_api::cluster::names::server(inputs.name, i),
         cluster_name: inputs.name.to_string(),
         client: Listen::new(host.clone(), ports.client),
-        client_tls: (spec.tls.as_ref()).map(|_| tls_files(layout, i, "client", false, false)),
+        client_tls: spec
+            .tls
+            .as_ref()
+            .map(|_| tls_files(layout, i, "client", false, false)),
         monitor: Listen::new(host.clone(), ports.monitor),
         route_listen: Listen::new(host.clone(), ports.route),
         routes: shared.routes.clone(),
-        route_tls: (spec.route_tls_enabled()).then(|| tls_files(layout, i, "routes", true, true)),
+        route_tls: spec
+            .route_tls_enabled()
+            .then(|| tls_files(layout, i, "routes", true, true)),
         tags: shared.tags.clone(),
         pid_file: layout.pid_file(i),
         jetstream: spec.jetstream.as_ref().map(|js| JetStreamPlan {
@@ -313,7 +320,10 @@ fn server_plan(
         leafnodes: spec.leafnodes.as_ref().map(|l| LeafListenPlan {
             listen: Listen::new(host.clone(), ports.leafnode),
             advertise: l.advertise.clone(),
-            tls: (l.tls.as_ref()).map(|_| tls_files(layout, i, "leafnodes", false, false)),
+            tls: l
+                .tls
+                .as_ref()
+                .map(|_| tls_files(layout, i, "leafnodes", false, false)),
         }),
         leaf_remotes: leaf_remote_plans(inputs, &layout.leaf_remotes_dir(i)),
         trust: trust_plan(inputs, &data),
@@ -335,25 +345,35 @@ fn gateway_plan(
         listen: Listen::new(host.to_string(), port),
         advertise: gw.advertise.clone(),
         reject_unknown: gw.discovery == GatewayDiscovery::Explicit,
-        remotes: (gw.remotes.iter())
+        remotes: gw
+            .remotes
+            .iter()
             .filter(|r| r.name != inputs.name)
             .map(|r| GatewayRemote {
                 name: r.name.clone(),
                 urls: vec![r.url.clone()],
             })
             .collect(),
-        tls: (gw.tls.as_ref()).map(|_| tls_files(layout, i, "gateway", true, true)),
+        tls: gw
+            .tls
+            .as_ref()
+            .map(|_| tls_files(layout, i, "gateway", true, true)),
     })
 }
 
 /// The admitted leaf remotes, their creds and CA files under `leaf_dir`.
 fn leaf_remote_plans(inputs: &ClusterInputs<'_>, leaf_dir: &str) -> Vec<LeafRemotePlan> {
-    (inputs.leaf_remotes.iter())
+    inputs
+        .leaf_remotes
+        .iter()
         .map(|r| LeafRemotePlan {
             urls: r.urls.clone(),
-            credentials: (r.has_credentials)
+            credentials: r
+                .has_credentials
                 .then(|| format!("{leaf_dir}/{}", leaf_creds_file(r.index))),
-            ca_file: (r.has_ca).then(|| format!("{leaf_dir}/{}", leaf_ca_file(r.index))),
+            ca_file: r
+                .has_ca
+                .then(|| format!("{leaf_dir}/{}", leaf_ca_file(r.index))),
             account: r.local_account.clone(),
         })
         .collect()

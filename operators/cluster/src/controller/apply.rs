@@ -95,7 +95,11 @@ fn desired_servers(
     listeners: &Listeners,
     leaf_files: &[LeafRemoteFiles],
 ) -> Vec<DesiredServer> {
-    let system_user = (cluster.spec.auth.as_ref()).is_some_and(|a| a.system_credentials.is_some());
+    let system_user = cluster
+        .spec
+        .auth
+        .as_ref()
+        .is_some_and(|a| a.system_credentials.is_some());
     let material = crate::certificate_reload::restart_material(listeners, system_user);
     planned
         .plans

@@ -74,7 +74,9 @@ pub fn judge(
         }
     });
     let gateways = spec.gateway.as_ref().map(|g| {
-        let remotes: Vec<String> = (g.remotes.iter())
+        let remotes: Vec<String> = g
+            .remotes
+            .iter()
             .filter(|r| r.name != name)
             .map(|r| r.name.clone())
             .collect();

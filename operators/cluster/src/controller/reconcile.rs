@@ -25,7 +25,10 @@ pub async fn reconcile<L: ServerLifecycle>(
     // last one recorded (a replace-server read into status.removals and already cleared).
     let api: kube::Api<NatsCluster> =
         kube::Api::namespaced(ctx.client.clone(), &cached.namespace().unwrap_or_default());
-    let fresh = (api.get_opt(&cached.name_any()).await).map_err(Error::kube(describe(&cached)))?;
+    let fresh = api
+        .get_opt(&cached.name_any())
+        .await
+        .map_err(Error::kube(describe(&cached)))?;
     let Some(cluster) = fresh.map(Arc::new) else {
         return Ok(Action::await_change());
     };

@@ -92,7 +92,9 @@ pub fn go(cluster: &NatsCluster, holds: &Holds, planned: &Planned) -> Go {
         Ok(owner) => owner,
         Err(e) => return Go::Unowned(e.to_string()),
     };
-    let first = (holds.gateway_without_tls.iter())
+    let first = holds
+        .gateway_without_tls
+        .iter()
         .chain(&holds.holds)
         .chain(&planned.refusal)
         .next();

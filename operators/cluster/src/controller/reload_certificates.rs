@@ -93,7 +93,9 @@ fn untouched(
         Action::RestartAll(all) => all.iter().map(|s| s.server.as_str()).collect(),
         _ => BTreeSet::new(),
     };
-    (applied.desired.iter())
+    applied
+        .desired
+        .iter()
         .filter(|d| reported.get(&d.plan.server_name) == Some(&d.revision))
         .map(|d| d.plan.server_name.clone())
         .filter(|n| !stepped.contains(n.as_str()))
@@ -102,7 +104,9 @@ fn untouched(
 
 /// NotAfter of the certificate each listener of each answering server loaded.
 fn loaded(seen: &Seen) -> BTreeMap<String, BTreeMap<String, i64>> {
-    (seen.observation.answers.iter())
+    seen.observation
+        .answers
+        .iter()
         .map(|(n, a)| (n.clone(), a.certificates.clone()))
         .collect()
 }

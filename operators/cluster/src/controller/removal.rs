@@ -33,7 +33,10 @@ struct Facts {
 
 impl Facts {
     fn of(s: &Step, applied: &Applied, seen: &Seen) -> Self {
-        let answers: Vec<(String, Jsz)> = (seen.observation.answers.values())
+        let answers: Vec<(String, Jsz)> = seen
+            .observation
+            .answers
+            .values()
             .filter_map(|a| Some((a.name.clone(), a.jsz.clone()?)))
             .collect();
         let observed = applied.before.iter().find(|o| o.ordinal == s.ordinal);
@@ -80,7 +83,9 @@ pub async fn removal_step<L: ServerLifecycle>(
     let step = next(&RemovalInput {
         server: &s.server,
         kind,
-        phase: (removing.removals.iter())
+        phase: removing
+            .removals
+            .iter()
             .find(|r| r.name == s.server)
             .map(|r| r.phase),
         jetstream: cluster.spec.jetstream.is_some(),
@@ -159,14 +164,19 @@ async fn ask<L: ServerLifecycle>(
         }
         RemovalStep::StepDownMetaLeader => {
             let w = wire().await?;
-            (w.meta_leader_stepdown(None).await).map_err(|e| e.to_string())
+            w.meta_leader_stepdown(None)
+                .await
+                .map_err(|e| e.to_string())
         }
         RemovalStep::RemovePeer => {
             let w = wire().await?;
             w.server_remove(&peer).await.map_err(|e| e.to_string())
         }
         RemovalStep::Recreate => match applied.desired.iter().find(|d| d.ordinal == s.ordinal) {
-            Some(d) => (ctx.lifecycle.apply_server(cluster, d).await)
+            Some(d) => ctx
+                .lifecycle
+                .apply_server(cluster, d)
+                .await
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
             None => Ok(()),

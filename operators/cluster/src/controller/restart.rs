@@ -37,7 +37,9 @@ pub async fn restart_step<L: ServerLifecycle>(
         },
         None => None,
     };
-    let mode = (old_plan.as_ref()).map(|p| apply_mode(p, &d.plan, &cluster.spec.version));
+    let mode = old_plan
+        .as_ref()
+        .map(|p| apply_mode(p, &d.plan, &cluster.spec.version));
     let route = route_of(d, old, mode.as_ref(), seen.system.is_some());
     let mut reload_failed: Option<String> = None;
     if route == Route::Reload

@@ -68,7 +68,9 @@ pub async fn choose<L: ServerLifecycle>(
     let spec = &cluster.spec;
     let now = conditions::now();
     let replicas = applied.desired.len() as u32;
-    let targets: Targets = (applied.desired.iter())
+    let targets: Targets = applied
+        .desired
+        .iter()
         .map(|d| (d.ordinal, d.revision.clone()))
         .collect();
     let reported = reported_revisions(&applied.desired, &seen.observation);
@@ -123,7 +125,9 @@ async fn replace_server<L: ServerLifecycle>(
     members_now: &[Member],
     now: &Time,
 ) -> Result<Vec<ServerRemoval>, Error> {
-    let mut removals: Vec<ServerRemoval> = (cluster.status.as_ref())
+    let mut removals: Vec<ServerRemoval> = cluster
+        .status
+        .as_ref()
         .map(|s| s.removals.clone())
         .unwrap_or_default();
     let named = cluster.annotations().get(annotation::REPLACE_SERVER);
@@ -220,10 +224,15 @@ pub async fn take<L: ServerLifecycle>(
         taken.config = Some(how);
     }
     if let Action::RestartAll(steps) = &chosen.decision.action {
-        let why = (holds.auth_change.as_ref()).map_or_else(String::new, |r| r.message.clone());
+        let why = holds
+            .auth_change
+            .as_ref()
+            .map_or_else(String::new, |r| r.message.clone());
         let all: Vec<&DesiredServer> = steps.iter().filter_map(|s| desired(s.ordinal)).collect();
         taken.config = restart::restart_all(ctx, cluster, &all, &why).await?;
-        (taken.restarted).extend(all.iter().map(|d| d.plan.server_name.clone()));
+        taken
+            .restarted
+            .extend(all.iter().map(|d| d.plan.server_name.clone()));
     }
     if let Action::Take(s) | Action::ContinueRemoval(s) = &chosen.decision.action
         && let Some(kind) = s.kind.removal()
@@ -276,7 +285,9 @@ pub fn report(
     taken: &Taken,
 ) -> RolloutReport {
     let decision = &chosen.decision;
-    let previous_gate = (cluster.status.as_ref())
+    let previous_gate = cluster
+        .status
+        .as_ref()
         .and_then(|s| s.rollout.as_ref())
         .and_then(|r| r.gate.as_ref());
     let gate = if decision.pending.is_empty() {

@@ -50,7 +50,10 @@ pub async fn write_status<L: ServerLifecycle>(
         version: common_version(&seen.observation, &expected),
         replicas: Some(cluster.spec.replicas),
         ready_replicas: Some(ready_count(replicas, written.observed()) as i32),
-        endpoints: (planned.plans.first()).map(|p| ctx.lifecycle.endpoints(cluster, p)),
+        endpoints: planned
+            .plans
+            .first()
+            .map(|p| ctx.lifecycle.endpoints(cluster, p)),
         config: config(
             &prev,
             revision(planned, written),
@@ -134,7 +137,9 @@ fn config(
 /// `status.jetstream`: the meta leader and the limits the servers run with.
 fn jetstream(cluster: &NatsCluster, seen: &Seen, planned: &Planned) -> Option<JetStreamStatus> {
     cluster.spec.jetstream.as_ref()?;
-    let limits = (planned.plans.first())
+    let limits = planned
+        .plans
+        .first()
         .and_then(|p| p.jetstream.as_ref())
         .map(|j| JetStreamLimits {
             max_memory_store: j.max_memory_store.map(|b| Quantity(quantity::of_bytes(b))),
@@ -151,7 +156,11 @@ fn servers(seen: &Seen, written: &Written) -> Vec<ServerStatus> {
     (written.observed().iter())
         .map(|o| ServerStatus {
             name: o.server_name.clone(),
-            version: (seen.observation.answers.get(&o.server_name)).and_then(|a| a.version.clone()),
+            version: seen
+                .observation
+                .answers
+                .get(&o.server_name)
+                .and_then(|a| a.version.clone()),
             ready: o.ready,
             config_revision: o.revision.clone(),
         })

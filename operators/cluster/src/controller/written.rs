@@ -102,7 +102,11 @@ pub async fn held<L: ServerLifecycle>(
     cluster: &NatsCluster,
     hold: Refusal,
 ) -> Written {
-    let observed = (ctx.lifecycle.observe(cluster).await).map_err(|e| e.to_string());
+    let observed = ctx
+        .lifecycle
+        .observe(cluster)
+        .await
+        .map_err(|e| e.to_string());
     Written::Held { hold, observed }
 }
 
