@@ -13,9 +13,9 @@ use kube::api::{Api, Patch, PatchParams};
 use nats_api::cluster::{NatsCluster, annotation, condition};
 use nats_wire::{Reply, ServerInfo};
 
-use super::ask::system_access;
 use super::context::{Context, describe};
 use super::error::Error;
+use super::observe::system_access;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::observe;

@@ -5,8 +5,8 @@
 use kube::ResourceExt;
 use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, reason};
 
-use super::ask::Seen;
 use super::gather::Gathered;
+use super::observe::Seen;
 use super::plan::Planned;
 use super::refuse::{Holds, held};
 use super::written::Written;

@@ -3,7 +3,7 @@
 //!
 //! [`watch`] says what calls for a pass and runs the controller; [`reconcile`] reads the
 //! NatsCluster fresh and either guards its deletion ([`deletion`]) or runs one pass ([`pass`]),
-//! whose phases have a file each: [`gather`], [`ask`], [`refuse`], [`plan`], [`apply`] (with
+//! whose phases have a file each: [`gather`], [`observe`], [`refuse`], [`plan`], [`apply`] (with
 //! [`certificates`]), [`step`] (with [`restart`], [`removal`] and [`reload_certificates`]),
 //! [`judge`] and [`write_status`]; [`written`] is what the writes came to. The rules the phases
 //! apply are pure and live outside the shell: [`crate::refusals`], [`crate::plan`],
@@ -15,7 +15,6 @@
 //! [`ServerLifecycle`]: crate::lifecycle::ServerLifecycle
 
 pub mod apply;
-pub mod ask;
 pub mod certificates;
 pub mod context;
 pub mod deletion;
@@ -23,6 +22,7 @@ pub mod error;
 pub mod gather;
 pub mod gauges;
 pub mod judge;
+pub mod observe;
 pub mod pass;
 pub mod plan;
 pub mod read;

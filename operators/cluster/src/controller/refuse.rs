@@ -7,9 +7,9 @@
 use kube::ResourceExt;
 use nats_api::cluster::{NatsCluster, annotation};
 
-use super::ask::Seen;
 use super::context::Settings;
 use super::gather::Gathered;
+use super::observe::Seen;
 use super::plan::Planned;
 use crate::conditions::Verdict;
 use crate::objects::Owner;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use nats_api::cluster::NatsCluster;
 
 use super::apply::Applied;
-use super::ask::Seen;
 use super::context::Context;
+use super::observe::Seen;
 use crate::certificate_reload as certs;
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::reload::reload_for_certificates;

@@ -11,8 +11,8 @@ use nats_wire::jsapi::PeerRef;
 use nats_wire::monitor::Jsz;
 
 use super::apply::Applied;
-use super::ask::Seen;
 use super::context::Context;
+use super::observe::Seen;
 use crate::lifecycle::ServerLifecycle;
 use crate::nats::system_connection::dial_system;
 use crate::rollout::gate::MetaObservation;

@@ -5,9 +5,9 @@
 
 use nats_api::cluster::{ConfigAppliedBy, ConfigStatus, NatsCluster};
 
-use super::ask::Seen;
 use super::context::Context;
 use super::error::Error;
+use super::observe::Seen;
 use crate::apply_mode::{ApplyMode, apply_mode};
 use crate::lifecycle::{DesiredServer, ServerLifecycle};
 use crate::nats::reload::reload_server;

@@ -16,9 +16,9 @@ use nats_api::cluster::{
 };
 
 use super::apply::Applied;
-use super::ask::Seen;
 use super::context::{Context, describe};
 use super::error::Error;
+use super::observe::Seen;
 use super::refuse::Holds;
 use super::{reload_certificates, removal, restart};
 use crate::conditions::Verdict;

@@ -16,11 +16,11 @@ use nats_api::cluster::{
     condition, names,
 };
 
-use super::ask::Seen;
 use super::context::{Context, describe};
 use super::error::Error;
 use super::gauges;
 use super::judge::{Verdicts, revision};
+use super::observe::Seen;
 use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::Verdict;

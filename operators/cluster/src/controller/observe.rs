@@ -1,4 +1,4 @@
-//! Phase 2, ask: what the servers say before this pass writes anything — through the system user
+//! Phase 2, observe: what the servers say before this pass writes anything — through the system user
 //! `auth.systemCredentials` names, or each server's monitoring endpoint without one. Their
 //! answers say how the servers run (an auth plane or not: the auth-change refusal reads it) and
 //! how they are (Settled, which the rollout gate reads).
@@ -12,7 +12,7 @@ use super::read::{secret, secret_key};
 use crate::conditions::Verdict;
 use crate::conditions::settled::settled;
 use crate::lifecycle::{ServerAddress, ServerLifecycle};
-use crate::nats::observe::{self, Asks};
+use crate::nats::observe::{Asks, over_monitor, over_system};
 use crate::nats::system_connection::SystemAccess;
 use crate::objects::tls_secret_name;
 use crate::observation::Observation;
@@ -32,7 +32,7 @@ pub struct Seen {
 }
 
 /// Asks the servers of `cluster` the port reports Ready.
-pub async fn ask<L: ServerLifecycle>(
+pub async fn observe<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
 ) -> Result<Seen, Error> {
@@ -62,8 +62,8 @@ pub async fn ask<L: ServerLifecycle>(
         }
     } else {
         match &system {
-            Some(access) => observe::over_system(&name, &ready, asks, access).await,
-            None => observe::over_monitor(&ready, asks).await,
+            Some(access) => over_system(&name, &ready, asks, access).await,
+            None => over_monitor(&ready, asks).await,
         }
     };
     let expected: Vec<String> = (0..spec.replicas.max(0) as u32)
