@@ -56,9 +56,43 @@ struct Field {
 /// Every supported version (2.15.0 and later) shares today's allow-list; `version` is where a
 /// future minor that widens `diffOptions` is told apart.
 pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMode {
+    let fields: Vec<Field> = [
+        listener_fields(old, new),
+        jetstream_fields(old, new),
+        gateway_and_leaf_fields(old, new),
+        trust_fields(old, new),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+
+    let changed: Vec<&'static str> = fields
+        .iter()
+        .filter(|x| x.changed)
+        .map(|x| x.name)
+        .collect();
+    if changed.is_empty() {
+        return ApplyMode::Unchanged;
+    }
+    let restart_only: Vec<&'static str> = fields
+        .iter()
+        .filter(|x| x.changed && x.reload == Reload::No)
+        .map(|x| x.name)
+        .collect();
+    if restart_only.is_empty() {
+        ApplyMode::Reload { changed }
+    } else {
+        ApplyMode::Restart {
+            changed,
+            restart_only,
+        }
+    }
+}
+
+/// The server's identity, listeners, routes, tags and listener certificates.
+fn listener_fields(old: &ServerPlan, new: &ServerPlan) -> Vec<Field> {
     use Reload::{No, Yes};
-    let js_raised_only = jetstream_limits_only_raised(old, new);
-    let fields = [
+    vec![
         // Identity and listeners: the server binds these at start.
         f("server_name", No, old.server_name != new.server_name),
         // diffOptions lets ClusterOpts.Name through; it is the NatsCluster's name, which never
@@ -82,6 +116,14 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
         f("server_tags", Yes, old.tags != new.tags),
         tls_field("tls", &old.client_tls, &new.client_tls),
         tls_field("cluster.tls", &old.route_tls, &new.route_tls),
+    ]
+}
+
+/// JetStream's store, domain and limits.
+fn jetstream_fields(old: &ServerPlan, new: &ServerPlan) -> Vec<Field> {
+    use Reload::{No, Yes};
+    let js_raised_only = jetstream_limits_only_raised(old, new);
+    vec![
         // JetStream: raised limits reload; store_dir, domain and a lowered limit restart.
         // diffOptions also accepts turning JetStream on or off, but its store is a volume the
         // pod template mounts, so the workload changes and restarts anyway.
@@ -106,6 +148,13 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
             js(old, |j| (j.max_memory_store, j.max_file_store))
                 != js(new, |j| (j.max_memory_store, j.max_file_store)),
         ),
+    ]
+}
+
+/// The gateway, the leafnode listener and the leaf remotes.
+fn gateway_and_leaf_fields(old: &ServerPlan, new: &ServerPlan) -> Vec<Field> {
+    use Reload::{No, Yes};
+    vec![
         // Gateway config is not reloadable (reload.go:1765-1790). diffOptions ignores the
         // gateway's TLS config, but the design restarts on any gateway change.
         f("gateway", No, old.gateway != new.gateway),
@@ -124,6 +173,13 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
             Yes,
             old.leaf_remotes != new.leaf_remotes,
         ),
+    ]
+}
+
+/// The operator, system account, resolver and preloaded accounts.
+fn trust_fields(old: &ServerPlan, new: &ServerPlan) -> Vec<Field> {
+    use Reload::{No, Yes};
+    vec![
         // Trust: the operator (reload.go:1619), system_account, any resolver change (a reloaded
         // resolver is never started, reload.go:2236) and any preloaded account other than the
         // system account's restart. The system account's preload reloads, though the server keeps
@@ -153,29 +209,7 @@ pub fn apply_mode(old: &ServerPlan, new: &ServerPlan, _version: &str) -> ApplyMo
             Yes,
             preload_system(old) != preload_system(new),
         ),
-    ];
-
-    let changed: Vec<&'static str> = fields
-        .iter()
-        .filter(|x| x.changed)
-        .map(|x| x.name)
-        .collect();
-    if changed.is_empty() {
-        return ApplyMode::Unchanged;
-    }
-    let restart_only: Vec<&'static str> = fields
-        .iter()
-        .filter(|x| x.changed && x.reload == No)
-        .map(|x| x.name)
-        .collect();
-    if restart_only.is_empty() {
-        ApplyMode::Reload { changed }
-    } else {
-        ApplyMode::Restart {
-            changed,
-            restart_only,
-        }
-    }
+    ]
 }
 
 fn f(name: &'static str, reload: Reload, changed: bool) -> Field {

@@ -82,7 +82,7 @@ const VERSION: u8 = 0xa0;
 const UTC_TIME: u8 = 0x17;
 const GENERALIZED_TIME: u8 = 0x18;
 
-/// Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] version OPTIONAL, serialNumber,
+/// Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { \[0\] version OPTIONAL, serialNumber,
 /// signature, issuer, validity SEQUENCE { notBefore, notAfter }, ... }, ... } (RFC 5280 §4.1).
 fn der_not_after(der: &[u8]) -> Result<i64, CertificateError> {
     let (tag, cert, _) = element(der)?;

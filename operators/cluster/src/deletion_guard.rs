@@ -1,14 +1,12 @@
 //! The deletion guard (design §4.6): deleting a NatsCluster with JetStream that still holds
 //! stream groups waits with Deleting=True, reason JetStreamDataRemains naming them, found through
-//! the controller's own system JSZ; a NATS cluster that cannot be observed waits too, with
-//! ObservationFailed. The `force-delete` annotation overrides both. NatsClusterEvacuation is how
-//! the data leaves first.
-
-use std::time::Duration;
+//! the controller's own system JSZ ([`crate::nats::deletion_guard`]); a NATS cluster that cannot
+//! be observed waits too, with ObservationFailed. The `force-delete` annotation overrides both.
+//! NatsClusterEvacuation is how the data leaves first.
 
 use nats_api::cluster::reason;
-use nats_wire::monitor::{Jsz, JszOptions};
-use nats_wire::{Collect, Reply, ServerFilter, Wire};
+use nats_wire::Reply;
+use nats_wire::monitor::Jsz;
 
 /// What was observed of the NATS cluster's JetStream data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,41 +80,6 @@ pub fn stream_groups(replies: &[Reply<Jsz>], cluster: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-/// Observes the NATS cluster `cluster` through the controller's system connection: a JSZ ping
-/// to its servers with stream details. `expected` is how many servers should answer; fewer
-/// answers, or JetStream answering on none, is judged as observed. The whole ping is bounded by
-/// `deadline` and a second: over a connection that is down the client would wait for it to come
-/// back, and a NATS cluster that cannot be reached is ObservationFailed, not a stuck reconcile.
-pub async fn observe(
-    wire: &Wire,
-    cluster: &str,
-    expected: usize,
-    deadline: Duration,
-) -> DataObservation {
-    let options = JszOptions {
-        filter: ServerFilter::cluster(cluster),
-        accounts: true,
-        streams: true,
-        raft_groups: true,
-        ..Default::default()
-    };
-    let ping = wire.ping_jsz(&options, Collect::expecting(expected.max(1), deadline));
-    match tokio::time::timeout(deadline + Duration::from_secs(1), ping).await {
-        Err(_) => DataObservation::Failed(format!(
-            "JSZ of {cluster} not answered within {deadline:?}: the system connection is down"
-        )),
-        Ok(Err(e)) => DataObservation::Failed(e.to_string()),
-        Ok(Ok(replies)) if replies.replies.is_empty() => DataObservation::Failed(format!(
-            "no server of {cluster} answered JSZ ({} failures)",
-            replies.failures.len()
-        )),
-        Ok(Ok(replies)) if replies.replies.iter().all(|r| r.data.disabled) => {
-            DataObservation::NoJetStream
-        }
-        Ok(Ok(replies)) => DataObservation::StreamGroups(stream_groups(&replies.replies, cluster)),
-    }
 }
 
 #[cfg(test)]

@@ -1,18 +1,25 @@
 //! The cluster controller: a NatsCluster becomes running NATS servers.
 //!
-//! The pure core — planning servers ([`plan`], [`local_layout`] for the sim's local servers),
-//! rendering a server's nats.conf ([`render`]), deciding reload or restart ([`apply_mode`]), the
-//! Kubernetes objects a NatsCluster renders ([`objects`]), the route CA ([`route_ca`]), what is
-//! refused ([`refusals`]) and how the system connection dials ([`system_connection`]) — lives
-//! here; the shells that talk to Kubernetes and to NATS call it.
+//! The pure core lives here: planning servers ([`plan`], [`local_layout`] for the sim's local
+//! servers), rendering a server's nats.conf ([`render`]), a server's revision ([`revision`]),
+//! deciding reload or restart ([`apply_mode`], [`reload`]), rotated certificates
+//! ([`certificate_reload`]), the Kubernetes objects a NatsCluster renders ([`objects`]), the
+//! route CA ([`route_ca`]), what is refused ([`refusals`]), what the servers answered
+//! ([`observation`]) and the conditions judged from it ([`conditions`]), the rollout
+//! ([`rollout`]) and the deletion guard ([`deletion_guard`]). The shells call it: the reconciler
+//! ([`controller`]), the server-lifecycle port ([`lifecycle`]), and the NATS I/O ([`nats`]).
+//! [`objects::apply`] alone writes objects by server-side apply.
 
 pub mod apply_mode;
 pub mod certificate_reload;
+pub mod conditions;
 pub mod controller;
 pub mod deletion_guard;
 pub mod lifecycle;
 pub mod local_layout;
+pub mod nats;
 pub mod objects;
+pub mod observation;
 pub mod plan;
 pub mod quantity;
 pub mod refusals;
@@ -21,4 +28,3 @@ pub mod render;
 pub mod revision;
 pub mod rollout;
 pub mod route_ca;
-pub mod system_connection;

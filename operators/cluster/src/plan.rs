@@ -258,104 +258,143 @@ pub fn plan_servers(
         return Err(PlanError::Replicas(spec.replicas));
     }
     let replicas = spec.replicas as u32;
-    let max_memory_store = memory_store(spec)?;
-    let max_file_store = file_store(spec)?;
-    let routes: Vec<String> = (0..replicas).map(|i| layout.route_url(i)).collect();
-    let tags: Vec<String> = spec
-        .server_tags
-        .iter()
-        .map(|(k, v)| format!("{k}:{v}"))
-        .collect();
-    let host = layout.bind_host();
+    let shared = Shared {
+        max_memory_store: memory_store(spec)?,
+        max_file_store: file_store(spec)?,
+        routes: (0..replicas).map(|i| layout.route_url(i)).collect(),
+        tags: spec
+            .server_tags
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect(),
+        host: layout.bind_host(),
+    };
+    Ok((0..replicas)
+        .map(|i| server_plan(inputs, layout, &shared, i))
+        .collect())
+}
 
-    let plans = (0..replicas)
-        .map(|i| {
-            let ports = layout.ports(i);
-            let data = layout.data_dir(i);
-            let trust = inputs.trust.as_ref().map(|t| {
-                let mut preload = vec![(t.system_account.clone(), t.system_account_jwt.clone())];
-                preload.extend(inputs.account_preloads.iter().cloned());
-                let dir = format!("{data}/resolver");
-                TrustPlan {
-                    operator: t.operator_jwt.clone(),
-                    system_account: t.system_account.clone(),
-                    resolver: match resolver_type(spec, !inputs.account_preloads.is_empty()) {
-                        ResolverType::Full => ResolverPlan::Full { dir },
-                        ResolverType::Cache => ResolverPlan::Cache { dir },
-                    },
-                    preload,
-                }
-            });
-            let leaf_dir = layout.leaf_remotes_dir(i);
-            ServerPlan {
-                server_name: nats_api::cluster::names::server(inputs.name, i),
-                cluster_name: inputs.name.to_string(),
-                client: Listen::new(host.clone(), ports.client),
-                client_tls: spec
-                    .tls
-                    .as_ref()
-                    .map(|_| tls_files(layout, i, "client", false, false)),
-                monitor: Listen::new(host.clone(), ports.monitor),
-                route_listen: Listen::new(host.clone(), ports.route),
-                routes: routes.clone(),
-                route_tls: spec
-                    .route_tls_enabled()
-                    .then(|| tls_files(layout, i, "routes", true, true)),
-                tags: tags.clone(),
-                pid_file: layout.pid_file(i),
-                jetstream: spec.jetstream.as_ref().map(|js| JetStreamPlan {
-                    store_dir: format!("{data}/jetstream"),
-                    max_memory_store,
-                    max_file_store,
-                    domain: js.domain.clone(),
-                }),
-                gateway: spec.gateway.as_ref().map(|gw| GatewayPlan {
-                    name: inputs.name.to_string(),
-                    listen: Listen::new(host.clone(), ports.gateway),
-                    advertise: gw.advertise.clone(),
-                    reject_unknown: gw.discovery == GatewayDiscovery::Explicit,
-                    remotes: gw
-                        .remotes
-                        .iter()
-                        .filter(|r| r.name != inputs.name)
-                        .map(|r| GatewayRemote {
-                            name: r.name.clone(),
-                            urls: vec![r.url.clone()],
-                        })
-                        .collect(),
-                    tls: gw
-                        .tls
-                        .as_ref()
-                        .map(|_| tls_files(layout, i, "gateway", true, true)),
-                }),
-                leafnodes: spec.leafnodes.as_ref().map(|l| LeafListenPlan {
-                    listen: Listen::new(host.clone(), ports.leafnode),
-                    advertise: l.advertise.clone(),
-                    tls: l
-                        .tls
-                        .as_ref()
-                        .map(|_| tls_files(layout, i, "leafnodes", false, false)),
-                }),
-                leaf_remotes: inputs
-                    .leaf_remotes
-                    .iter()
-                    .map(|r| LeafRemotePlan {
-                        urls: r.urls.clone(),
-                        credentials: r
-                            .has_credentials
-                            .then(|| format!("{leaf_dir}/{}", leaf_creds_file(r.index))),
-                        ca_file: r
-                            .has_ca
-                            .then(|| format!("{leaf_dir}/{}", leaf_ca_file(r.index))),
-                        account: r.local_account.clone(),
-                    })
-                    .collect(),
-                trust,
-                lame_duck_duration: LAME_DUCK_DURATION.into(),
-            }
+/// What every server's plan shares.
+struct Shared {
+    max_memory_store: Option<i64>,
+    max_file_store: Option<i64>,
+    routes: Vec<String>,
+    tags: Vec<String>,
+    host: String,
+}
+
+/// The plan of server `i`.
+fn server_plan(
+    inputs: &ClusterInputs<'_>,
+    layout: &dyn Layout,
+    shared: &Shared,
+    i: u32,
+) -> ServerPlan {
+    let spec = inputs.spec;
+    let ports = layout.ports(i);
+    let data = layout.data_dir(i);
+    let host = &shared.host;
+    ServerPlan {
+        server_name: nats_api::cluster::names::server(inputs.name, i),
+        cluster_name: inputs.name.to_string(),
+        client: Listen::new(host.clone(), ports.client),
+        client_tls: spec
+            .tls
+            .as_ref()
+            .map(|_| tls_files(layout, i, "client", false, false)),
+        monitor: Listen::new(host.clone(), ports.monitor),
+        route_listen: Listen::new(host.clone(), ports.route),
+        routes: shared.routes.clone(),
+        route_tls: spec
+            .route_tls_enabled()
+            .then(|| tls_files(layout, i, "routes", true, true)),
+        tags: shared.tags.clone(),
+        pid_file: layout.pid_file(i),
+        jetstream: spec.jetstream.as_ref().map(|js| JetStreamPlan {
+            store_dir: format!("{data}/jetstream"),
+            max_memory_store: shared.max_memory_store,
+            max_file_store: shared.max_file_store,
+            domain: js.domain.clone(),
+        }),
+        gateway: gateway_plan(inputs, layout, host, ports.gateway, i),
+        leafnodes: spec.leafnodes.as_ref().map(|l| LeafListenPlan {
+            listen: Listen::new(host.clone(), ports.leafnode),
+            advertise: l.advertise.clone(),
+            tls: l
+                .tls
+                .as_ref()
+                .map(|_| tls_files(layout, i, "leafnodes", false, false)),
+        }),
+        leaf_remotes: leaf_remote_plans(inputs, &layout.leaf_remotes_dir(i)),
+        trust: trust_plan(inputs, &data),
+        lame_duck_duration: LAME_DUCK_DURATION.into(),
+    }
+}
+
+/// Server `i`'s gateway: every other member of the supercluster, by the URL spec.gateway lists.
+fn gateway_plan(
+    inputs: &ClusterInputs<'_>,
+    layout: &dyn Layout,
+    host: &str,
+    port: u16,
+    i: u32,
+) -> Option<GatewayPlan> {
+    let gw = inputs.spec.gateway.as_ref()?;
+    Some(GatewayPlan {
+        name: inputs.name.to_string(),
+        listen: Listen::new(host.to_string(), port),
+        advertise: gw.advertise.clone(),
+        reject_unknown: gw.discovery == GatewayDiscovery::Explicit,
+        remotes: gw
+            .remotes
+            .iter()
+            .filter(|r| r.name != inputs.name)
+            .map(|r| GatewayRemote {
+                name: r.name.clone(),
+                urls: vec![r.url.clone()],
+            })
+            .collect(),
+        tls: gw
+            .tls
+            .as_ref()
+            .map(|_| tls_files(layout, i, "gateway", true, true)),
+    })
+}
+
+/// The admitted leaf remotes, their creds and CA files under `leaf_dir`.
+fn leaf_remote_plans(inputs: &ClusterInputs<'_>, leaf_dir: &str) -> Vec<LeafRemotePlan> {
+    inputs
+        .leaf_remotes
+        .iter()
+        .map(|r| LeafRemotePlan {
+            urls: r.urls.clone(),
+            credentials: r
+                .has_credentials
+                .then(|| format!("{leaf_dir}/{}", leaf_creds_file(r.index))),
+            ca_file: r
+                .has_ca
+                .then(|| format!("{leaf_dir}/{}", leaf_ca_file(r.index))),
+            account: r.local_account.clone(),
         })
-        .collect();
-    Ok(plans)
+        .collect()
+}
+
+/// The trust roots and resolver, its directory under `data`: the system account preloaded
+/// first, then every account NatsAccountTrusts preload.
+fn trust_plan(inputs: &ClusterInputs<'_>, data: &str) -> Option<TrustPlan> {
+    let t = inputs.trust.as_ref()?;
+    let mut preload = vec![(t.system_account.clone(), t.system_account_jwt.clone())];
+    preload.extend(inputs.account_preloads.iter().cloned());
+    let dir = format!("{data}/resolver");
+    Some(TrustPlan {
+        operator: t.operator_jwt.clone(),
+        system_account: t.system_account.clone(),
+        resolver: match resolver_type(inputs.spec, !inputs.account_preloads.is_empty()) {
+            ResolverType::Full => ResolverPlan::Full { dir },
+            ResolverType::Cache => ResolverPlan::Cache { dir },
+        },
+        preload,
+    })
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Kubernetes resource quantities as bytes, for the limits derived from memory and volume size.
+//! Kubernetes resource quantities as bytes, for the limits derived from memory and volume size,
+//! and bytes as a quantity, for the limits `status.jetstream` reports.
 
 use thiserror::Error;
 
@@ -49,6 +50,21 @@ pub fn bytes(field: &str, value: &str) -> Result<i64, QuantityError> {
     Ok(b as i64)
 }
 
+/// A byte count as a Kubernetes quantity, in the largest binary unit that divides it.
+pub fn of_bytes(bytes: i64) -> String {
+    for (unit, size) in [
+        ("Ti", 1i64 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +91,14 @@ mod tests {
         let e = bytes("spec.resources.limits.memory", q).unwrap_err();
         assert_eq!(e.reason, reason);
         assert!(e.to_string().starts_with("spec.resources.limits.memory: "));
+    }
+
+    #[rstest]
+    #[case(3 << 30, "3Gi")]
+    #[case(20 << 30, "20Gi")]
+    #[case(1536 << 20, "1536Mi")]
+    #[case(1000, "1000")]
+    fn quantities(#[case] bytes: i64, #[case] want: &str) {
+        assert_eq!(of_bytes(bytes), want);
     }
 }

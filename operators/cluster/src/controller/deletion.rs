@@ -13,10 +13,14 @@ use kube::api::{Api, Patch, PatchParams};
 use nats_api::cluster::{NatsCluster, annotation, condition};
 use nats_wire::{Reply, ServerInfo};
 
-use super::{Context, Error, describe, observe, system_access};
+use super::context::{Context, describe};
+use super::error::Error;
+use super::observe::system_access;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
 use crate::lifecycle::ServerLifecycle;
-use crate::lifecycle::kubernetes::FIELD_MANAGER;
+use crate::nats::observe;
+use crate::nats::system_connection::dial_system;
+use crate::objects::apply::FIELD_MANAGER;
 
 /// The cluster controller's finalizer on a NatsCluster with JetStream.
 pub const FINALIZER: &str = "cluster.nats.mikluko.io/deletion-guard";
@@ -110,10 +114,11 @@ async fn observe_data<L: ServerLifecycle>(
     if present.is_empty() {
         return Ok(DataObservation::Failed("no server is Ready".into()));
     }
-    if let Some(access) = system_access(ctx, cluster).await? {
-        return Ok(match observe::dial_system(&present, &access).await {
+    if let Some(access) = system_access(&ctx.client, cluster).await? {
+        return Ok(match dial_system(&present, &access).await {
             Ok(wire) => {
-                deletion_guard::observe(&wire, &name, present.len(), OBSERVE_DEADLINE).await
+                crate::nats::deletion_guard::observe(&wire, &name, present.len(), OBSERVE_DEADLINE)
+                    .await
             }
             Err(e) => DataObservation::Failed(format!("system connection: {e}")),
         });

@@ -1,483 +1,329 @@
-//! From one pass's observations to the rollout core's inputs (design §4.4): each server's
-//! reported revision from its `/varz` digest, the meta group from the leader's JSZ, Settled as
-//! the gate reads it; then the gate and the step order decide the next step.
+//! Phase 6, step: at most one rollout step (design §4.4, §4.5). The rollout core chooses it
+//! ([`choose`]: the gate, the step order, `force-step`, `restart-all` and `replace-server`
+//! cleared once read) and the pass takes it ([`take`]): a reload or restart, every server at
+//! once under `restart-all`, or one step of a scale-down or replacement; then rotated
+//! certificates are reloaded where nothing else touches the server. After the servers are
+//! observed again, [`report`] says what the rollout came to: `status.rollout` and Progressing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nats_api::cluster::reason;
+use controller_kit::conditions;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use nats_api::cluster::{
+    ConfigAppliedBy, ConfigStatus, NatsCluster, RolloutStatus, ServerRemoval, annotation, reason,
+};
 
-use super::status::{Observation, Verdict};
-use crate::lifecycle::{DesiredServer, ObservedServer};
-use crate::refusals::Refusal;
-use crate::rollout::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
-use crate::rollout::observe::{Targets, gate_servers, members, reported_revision};
-use crate::rollout::order::{Decision, OrderInput, ReplaceCause, decide};
-use nats_api::cluster::{RemovalPhase, ServerRemoval};
+use super::apply::Applied;
+use super::context::{Context, describe};
+use super::error::Error;
+use super::observe::Seen;
+use super::refuse::Holds;
+use super::{reload_certificates, removal, restart};
+use crate::conditions::Verdict;
+use crate::lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
+use crate::rollout::gate::{Gate, MetaObservation, gate_status};
+use crate::rollout::observe::{
+    Targets, gate_servers, members, meta_observation, volume_mismatches,
+};
+use crate::rollout::order::{self, Action, Decision, Member, StepKind};
+use crate::rollout::removal::RemovalStep;
+use crate::rollout::status::{Progress, progressing, removal_entry, rollout_status};
+use crate::rollout::step::{StepInput, next_step, reported_revisions, running, settled_view};
+use crate::rollout::volume;
 
-/// Where a desired server stands against what the port observed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServerState {
-    /// No workload: create it.
-    Absent,
-    /// Running the desired revision: kept as rendered.
-    Current,
-    /// Running another revision: the rollout decides when it restarts.
-    Changed,
-    /// Present with its revision unknown (no pod yet, a restart under way): nothing is written
-    /// over it; it is not Ready, which holds every step meanwhile.
-    InFlux,
+/// The next step as the rollout core chose it, and what it was chosen from.
+pub struct Chosen {
+    pub gate: Gate,
+    pub decision: Decision,
+    /// Each server's target revision by ordinal.
+    pub targets: Targets,
+    /// The revision each answering server reports.
+    pub reported: BTreeMap<String, String>,
+    /// The servers that answered.
+    pub answered: BTreeSet<String>,
+    pub meta: MetaObservation,
+    /// `status.removals`, with a replacement `replace-server` names recorded.
+    pub removals: Vec<ServerRemoval>,
+    /// When the choice was made (the gate's and the removals' `since`).
+    pub now: Time,
 }
 
-/// The state of `desired` among `observed`.
-pub fn server_state(desired: &DesiredServer, observed: &[ObservedServer]) -> ServerState {
-    match observed.iter().find(|o| o.ordinal == desired.ordinal) {
-        Some(o) if o.present => match &o.revision {
-            Some(r) if *r == desired.revision => ServerState::Current,
-            Some(_) => ServerState::Changed,
-            None => ServerState::InFlux,
-        },
-        _ => ServerState::Absent,
+impl Chosen {
+    /// The servers with the revision each runs for the step order.
+    fn running(&self, applied: &Applied) -> Vec<ObservedServer> {
+        running(&applied.before, &self.reported)
     }
 }
 
-/// The gate's view of the meta group from one observation: the meta leader's own JSZ report
-/// (only the leader lists its peers reliably) when it answered, else judged from the followers.
-pub fn meta_observation(jetstream: bool, obs: &Observation) -> MetaObservation {
-    if !jetstream {
-        return MetaObservation::Off;
-    }
-    let leader_report = obs.answers.values().find_map(|a| {
-        let m = a.jsz.as_ref()?.meta_cluster.as_ref()?;
-        (!m.leader.is_empty() && m.leader == a.name).then_some(m)
-    });
-    match leader_report {
-        Some(m) => {
-            let mut peers: Vec<String> = m.replicas.iter().map(|p| p.name.clone()).collect();
-            peers.push(m.leader.clone());
-            peers.sort();
-            MetaObservation::FromLeader {
-                leader: m.leader.clone(),
-                peers,
-            }
-        }
-        None => MetaObservation::FromFollowers,
-    }
-}
-
-/// Settled as the gate reads it, from the Settled condition this pass computed.
-pub fn settled_view(settled: &Verdict) -> SettledView {
-    if settled.status {
-        SettledView::Settled
-    } else if settled.reason == reason::OBSERVATION_FAILED {
-        SettledView::Unobserved {
-            error: settled.message.clone(),
-        }
-    } else {
-        SettledView::NotCurrent {
-            groups: vec![settled.message.clone()],
-        }
-    }
-}
-
-/// The revision each answering server reports: the desired revision whose rendered config has
-/// the digest its `/varz` names. A server reporting another digest maps to none.
-pub fn reported_revisions(
-    desired: &[DesiredServer],
-    obs: &Observation,
-) -> BTreeMap<String, String> {
-    desired
+/// Chooses the next step over what was applied and what the servers said.
+pub async fn choose<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    seen: &Seen,
+    holds: &Holds,
+    applied: &Applied,
+) -> Result<Chosen, Error> {
+    let spec = &cluster.spec;
+    let now = conditions::now();
+    let replicas = applied.desired.len() as u32;
+    let targets: Targets = applied
+        .desired
         .iter()
-        .filter_map(|d| {
-            let digest = obs
-                .answers
-                .get(&d.plan.server_name)?
-                .config_digest
-                .as_deref()?;
-            let known = [(
-                d.revision.clone(),
-                crate::reload::config_digest(&crate::render::render_block(&d.plan)),
-            )];
-            let r = reported_revision(digest, &known)?;
-            Some((d.plan.server_name.clone(), r))
-        })
-        .collect()
-}
-
-/// The revision a server runs for the step order: the target once its `/varz` digest shows it
-/// and its workload is the target's (a reload leaves the workload's tag on the old revision),
-/// else the workload's — a server whose config already matches but whose image, resources or
-/// pod template do not still needs its restart.
-pub fn running(
-    observed: &[ObservedServer],
-    reported: &BTreeMap<String, String>,
-) -> Vec<ObservedServer> {
-    observed
-        .iter()
-        .map(|o| {
-            let by_digest = reported.get(&o.server_name).filter(|r| {
-                o.revision
-                    .as_deref()
-                    .is_some_and(|w| crate::revision::same_workload(w, r))
-            });
-            ObservedServer {
-                revision: by_digest.cloned().or_else(|| o.revision.clone()),
-                ..o.clone()
-            }
-        })
-        .collect()
-}
-
-/// The next step over the servers within replicas: the gate over what was observed, then the
-/// step order (restarts highest ordinal first, the meta leader's server last; paused;
-/// force-step). Servers beyond replicas are left to the removal path.
-pub struct StepInput<'a> {
-    pub replicas: u32,
-    pub observed: &'a [ObservedServer],
-    pub targets: &'a Targets,
-    pub reported: &'a BTreeMap<String, String>,
-    pub answered: &'a BTreeSet<String>,
-    pub meta: &'a MetaObservation,
-    pub settled: &'a SettledView,
-    pub paused: bool,
-    pub force_step: Option<&'a str>,
-    pub auth_change: Option<Refusal>,
-    /// The `restart-all` annotation is set.
-    pub restart_all: bool,
-    /// Servers to replace and why.
-    pub replace: &'a [(String, ReplaceCause)],
-    /// `status.removals`.
-    pub removals: &'a [ServerRemoval],
-}
-
-/// The gate and the decision.
-pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
-    let running = running(input.observed, input.reported);
-    let servers = gate_servers(&running, input.targets, input.reported, input.answered);
-    let rejoining: Vec<String> = input
-        .removals
-        .iter()
-        .filter(|r| r.phase == RemovalPhase::Rejoining)
-        .map(|r| r.name.clone())
+        .map(|d| (d.ordinal, d.revision.clone()))
         .collect();
-    let gate = gate(&GateInput {
-        servers: &servers,
-        meta: input.meta,
-        settled: input.settled,
-        rejoining: &rejoining,
+    let reported = reported_revisions(&applied.desired, &seen.observation);
+    let answered: BTreeSet<String> = seen.observation.answers.keys().cloned().collect();
+    let meta = meta_observation(spec.jetstream.is_some(), &seen.observation);
+    let members_now = members(&running(&applied.before, &reported), &targets);
+    let removals = replace_server(ctx, cluster, replicas, &members_now, &now).await?;
+    let volume_mismatch = volume_mismatches(volume::desired_shape(spec).as_ref(), &applied.before);
+    let replace = order::replacements(replicas, &members_now, &removals, &volume_mismatch);
+    let force_step = cluster.annotations().get(annotation::FORCE_STEP);
+    let (gate, decision) = next_step(&StepInput {
+        replicas,
+        observed: &applied.before,
+        targets: &targets,
+        reported: &reported,
+        answered: &answered,
+        meta: &meta,
+        settled: &settled_view(&seen.settled),
+        paused: spec.rollout_paused(),
+        force_step: force_step.map(String::as_str),
+        // Without restart-all, adding or removing auth was held before any step.
+        auth_change: holds.auth_change.clone(),
+        restart_all: holds.restart_all,
+        replace: &replace,
+        removals: &removals,
     });
-    let leader = match input.meta {
-        MetaObservation::FromLeader { leader, .. } => Some(leader.as_str()),
-        _ => None,
+    if decision.clear_force_step {
+        clear_annotation(ctx, cluster, annotation::FORCE_STEP).await?;
+    }
+    if decision.clear_restart_all {
+        clear_annotation(ctx, cluster, annotation::RESTART_ALL).await?;
+    }
+    Ok(Chosen {
+        gate,
+        decision,
+        targets,
+        reported,
+        answered,
+        meta,
+        removals,
+        now,
+    })
+}
+
+/// `replace-server`: recorded in `status.removals` (which carries it across controller
+/// restarts) and cleared once read, a name that is no server of this cluster too. Returns
+/// `status.removals` with the record.
+async fn replace_server<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    replicas: u32,
+    members_now: &[Member],
+    now: &Time,
+) -> Result<Vec<ServerRemoval>, Error> {
+    let mut removals: Vec<ServerRemoval> = cluster
+        .status
+        .as_ref()
+        .map(|s| s.removals.clone())
+        .unwrap_or_default();
+    let named = cluster.annotations().get(annotation::REPLACE_SERVER);
+    let read = order::read_replace_server(
+        named.map(String::as_str),
+        replicas,
+        members_now,
+        &removals,
+        now,
+    );
+    removals.extend(read.record);
+    if read.clear {
+        clear_annotation(ctx, cluster, annotation::REPLACE_SERVER).await?;
+    }
+    if let Some(unknown) = &read.unknown {
+        ctx.events
+            .publish(
+                cluster,
+                true,
+                "ReplaceServerUnknown",
+                format!("replace-server names {unknown}, no server of this NatsCluster"),
+            )
+            .await;
+    }
+    Ok(removals)
+}
+
+/// Removes `key` from the NatsCluster's annotations (force-step, restart-all and
+/// replace-server, once read).
+async fn clear_annotation<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    key: &str,
+) -> Result<(), Error> {
+    let api: Api<NatsCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {key: null}}});
+    api.patch(
+        &cluster.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "{} annotation {key}",
+        describe(cluster)
+    )))?;
+    Ok(())
+}
+
+/// What taking the step came to.
+#[derive(Default)]
+pub struct Taken {
+    /// `status.config`: how this pass applied a new revision and why, if it stepped a server.
+    pub config: Option<ConfigStatus>,
+    /// Servers this pass restarted (a restart step, or every one under restart-all).
+    pub restarted: Vec<String>,
+    /// The removal step taken, when the step was a removal's.
+    pub removal: Option<RemovalStep>,
+    /// Objects the removal left because the NatsCluster does not control them.
+    pub left: Vec<String>,
+    /// `status.removals` after this pass.
+    pub removals: Vec<ServerRemoval>,
+    /// Progressing=True ReloadPending while servers still serve rotated-out certificates.
+    pub certificates: Option<Progress>,
+}
+
+/// Takes the chosen step, then reloads rotated certificates where nothing else touches the
+/// server, and remembers the plans this pass rendered.
+pub async fn take<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    seen: &Seen,
+    holds: &Holds,
+    applied: &Applied,
+    chosen: &Chosen,
+) -> Result<Taken, Error> {
+    let mut taken = Taken {
+        removals: chosen.removals.clone(),
+        ..Default::default()
     };
-    // A server in flux (no pod yet, a restart under way) is no step of its own: it holds the
-    // gate by not being Ready.
-    let settled_members: Vec<ObservedServer> = running
-        .iter()
-        .filter(|o| !o.present || o.revision.is_some())
-        .cloned()
-        .collect();
-    let members = members(&settled_members, input.targets);
-    let decision = decide(&OrderInput {
-        replicas: input.replicas,
-        servers: &members,
-        meta_leader: leader,
-        paused: input.paused,
-        force_step: input.force_step,
-        replace: input.replace,
-        removals: input.removals,
-        gate: &gate,
-        auth_change: input.auth_change.clone(),
-        restart_all: input.restart_all,
-    });
-    (gate, decision)
+    let desired = |ordinal: u32| applied.desired.iter().find(|d| d.ordinal == ordinal);
+    if let Action::Take(s) | Action::Forced(s) = &chosen.decision.action
+        && s.kind == StepKind::Restart
+        && let Some(d) = desired(s.ordinal)
+    {
+        let running = chosen.running(applied);
+        let old =
+            (running.iter().find(|o| o.ordinal == s.ordinal)).and_then(|o| o.revision.clone());
+        let how = restart::restart_step(ctx, cluster, d, old.as_deref(), seen).await?;
+        if how.applied_by == Some(ConfigAppliedBy::Restart) {
+            taken.restarted.push(d.plan.server_name.clone());
+        }
+        taken.config = Some(how);
+    }
+    if let Action::RestartAll(steps) = &chosen.decision.action {
+        let why = holds
+            .auth_change
+            .as_ref()
+            .map_or_else(String::new, |r| r.message.clone());
+        let all: Vec<&DesiredServer> = steps.iter().filter_map(|s| desired(s.ordinal)).collect();
+        taken.config = restart::restart_all(ctx, cluster, &all, &why).await?;
+        taken
+            .restarted
+            .extend(all.iter().map(|d| d.plan.server_name.clone()));
+    }
+    if let Action::Take(s) | Action::ContinueRemoval(s) = &chosen.decision.action
+        && let Some(kind) = s.kind.removal()
+    {
+        let removing = removal::Removing {
+            step: s,
+            kind,
+            removals: &taken.removals,
+        };
+        let (step, left) =
+            removal::removal_step(ctx, cluster, &removing, applied, &chosen.meta, seen).await;
+        taken.left.extend(left);
+        let previous = taken.removals.iter().find(|r| r.name == s.server).cloned();
+        if !matches!(step, RemovalStep::Failed { .. }) {
+            taken.removals.retain(|r| r.name != s.server);
+            let entry = removal_entry(&s.server, &step, kind, previous.as_ref(), &chosen.now);
+            taken.removals.extend(entry);
+        }
+        taken.removal = Some(step);
+    }
+    taken.certificates = reload_certificates::reload_rotated(
+        ctx,
+        cluster,
+        seen,
+        applied,
+        &chosen.decision,
+        &chosen.reported,
+    )
+    .await;
+    for d in &applied.desired {
+        ctx.remember(&d.revision, &d.plan);
+    }
+    Ok(taken)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rollout::order::{Action, Hold, Step, StepKind};
-    use rstest::rstest;
+/// What the rollout came to, once the servers were observed again.
+pub struct RolloutReport {
+    /// `status.rollout`.
+    pub status: RolloutStatus,
+    /// Progressing as the rollout says: creating, stepping, held by the gate, reloading rotated
+    /// certificates; `None` when there is nothing to say beyond the revision.
+    pub progressing: Option<Verdict>,
+}
 
-    fn servers(ready: &[bool], revisions: &[&str]) -> Vec<ObservedServer> {
-        ready
-            .iter()
-            .zip(revisions)
-            .enumerate()
-            .map(|(i, (r, rev))| ObservedServer {
-                ordinal: i as u32,
-                server_name: format!("demo-{i}"),
-                present: true,
-                ready: *r,
-                revision: Some(rev.to_string()).filter(|r| !r.is_empty()),
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    fn desired(ordinal: u32, revision: &str) -> DesiredServer {
-        use crate::plan::{ClusterInputs, KubernetesLayout, plan_servers};
-        let spec = crate::objects::testing::spec("version: 2.15.0\nreplicas: 1\n");
-        let plan = plan_servers(
-            &ClusterInputs {
-                name: "demo",
-                spec: &spec,
-                trust: None,
-                account_preloads: vec![],
-                leaf_remotes: vec![],
-            },
-            &KubernetesLayout {
-                name: "demo".into(),
-                namespace: "nats".into(),
-                cluster_domain: "cluster.local".into(),
-            },
-        )
-        .expect("plans")
-        .remove(0);
-        DesiredServer {
-            ordinal,
-            plan,
-            config: String::new(),
-            revision: revision.into(),
-            files: vec![],
-        }
-    }
-
-    fn seen(present: bool, revision: Option<&str>) -> Vec<ObservedServer> {
-        vec![ObservedServer {
-            ordinal: 0,
-            server_name: "demo-0".into(),
-            present,
-            revision: revision.map(str::to_string),
+/// `status.rollout` and Progressing of the step chosen and taken.
+pub fn report(
+    cluster: &NatsCluster,
+    applied: &Applied,
+    chosen: &Chosen,
+    taken: &Taken,
+) -> RolloutReport {
+    let decision = &chosen.decision;
+    let previous_gate = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .and_then(|r| r.gate.as_ref());
+    let gate = if decision.pending.is_empty() {
+        None
+    } else {
+        gate_status(&chosen.gate, previous_gate, &chosen.now)
+    };
+    let servers = gate_servers(
+        &chosen.running(applied),
+        &chosen.targets,
+        &chosen.reported,
+        &chosen.answered,
+    );
+    let target = &applied.target;
+    let verdict = |p: Progress| Verdict::new(p.status, p.reason, p.message);
+    let progressing = if !applied.creating.is_empty() {
+        Some(Verdict::new(
+            true,
+            reason::CREATING,
+            format!("creating {}", applied.creating.join(", ")),
+        ))
+    } else if decision.action == Action::UpToDate {
+        taken.certificates.clone().map(verdict)
+    } else {
+        let removal = taken.removal.as_ref();
+        let p = progressing(target, decision, removal, gate.as_ref(), &chosen.now);
+        Some(verdict(p))
+    };
+    let status =
+        rollout_status(target, &servers, decision, gate).unwrap_or_else(|| RolloutStatus {
+            target_revision: Some(target.clone()),
+            updated: servers.iter().map(|s| s.name.clone()).collect(),
             ..Default::default()
-        }]
-    }
-
-    #[rstest]
-    #[case::never_seen(vec![], ServerState::Absent)]
-    #[case::gone(seen(false, None), ServerState::Absent)]
-    #[case::on_its_revision(seen(true, Some("r2")), ServerState::Current)]
-    #[case::on_another_revision(seen(true, Some("r1")), ServerState::Changed)]
-    #[case::no_pod_or_mid_restart(seen(true, None), ServerState::InFlux)]
-    fn a_server_is_created_kept_stepped_or_left_in_flux(
-        #[case] observed: Vec<ObservedServer>,
-        #[case] want: ServerState,
-    ) {
-        assert_eq!(server_state(&desired(0, "r2"), &observed), want);
-    }
-
-    struct Case {
-        ready: Vec<bool>,
-        /// The revision each server's workload runs; the target is "new" for all.
-        running: Vec<&'static str>,
-        /// Servers whose /varz digest names the target.
-        reporting: Vec<&'static str>,
-        leader: Option<&'static str>,
-        settled: SettledView,
-        paused: bool,
-        force_step: Option<&'static str>,
-    }
-
-    fn case(running: &[&'static str]) -> Case {
-        Case {
-            ready: vec![true; running.len()],
-            running: running.to_vec(),
-            reporting: running
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| **r == "new")
-                .map(|(i, _)| ["demo-0", "demo-1", "demo-2"][i])
-                .collect(),
-            leader: None,
-            settled: SettledView::Settled,
-            paused: false,
-            force_step: None,
-        }
-    }
-
-    fn decide_case(c: &Case) -> (Gate, Decision) {
-        // Every revision of a case runs the same workload ("-w"): only the config differs.
-        let running: Vec<String> = c
-            .running
-            .iter()
-            .map(|r| {
-                if r.is_empty() {
-                    String::new()
-                } else {
-                    format!("{r}-w")
-                }
-            })
-            .collect();
-        let running: Vec<&str> = running.iter().map(String::as_str).collect();
-        let observed = servers(&c.ready, &running);
-        let targets: Targets = (0..observed.len() as u32)
-            .map(|o| (o, "new-w".to_string()))
-            .collect();
-        let reported: BTreeMap<String, String> = c
-            .reporting
-            .iter()
-            .map(|s| (s.to_string(), "new-w".to_string()))
-            .collect();
-        let answered: BTreeSet<String> = observed.iter().map(|o| o.server_name.clone()).collect();
-        let meta = match c.leader {
-            Some(l) => MetaObservation::FromLeader {
-                leader: l.into(),
-                peers: answered.iter().cloned().collect(),
-            },
-            None => MetaObservation::FromFollowers,
-        };
-        next_step(&StepInput {
-            replicas: observed.len() as u32,
-            observed: &observed,
-            targets: &targets,
-            reported: &reported,
-            answered: &answered,
-            meta: &meta,
-            settled: &c.settled,
-            paused: c.paused,
-            force_step: c.force_step,
-            auth_change: None,
-            restart_all: false,
-            replace: &[],
-            removals: &[],
-        })
-    }
-
-    fn restart(o: u32) -> Action {
-        Action::Take(Step {
-            server: format!("demo-{o}"),
-            ordinal: o,
-            kind: StepKind::Restart,
-        })
-    }
-
-    #[rstest]
-    #[case::nothing_changed(case(&["new", "new", "new"]), Action::UpToDate)]
-    #[case::highest_first(case(&["old", "old", "old"]), restart(2))]
-    #[case::meta_leader_last(Case { leader: Some("demo-2"), ..case(&["old", "old", "old"]) }, restart(1))]
-    #[case::meta_leader_alone_left(Case { leader: Some("demo-2"), ..case(&["new", "new", "old"]) }, restart(2))]
-    #[case::waits_for_ready(Case { ready: vec![true, true, false], ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
-    #[case::waits_for_the_revision_report(Case { reporting: vec![], ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
-    #[case::waits_for_settled(Case { settled: SettledView::NotCurrent { groups: vec!["stream ORDERS".into()] }, ..case(&["old", "old", "new"]) }, Action::Held(Hold::Gate))]
-    #[case::paused(Case { paused: true, ..case(&["old", "old", "old"]) }, Action::Held(Hold::Paused))]
-    #[case::force_step_through_a_closed_gate(Case { settled: SettledView::Unobserved { error: "x".into() }, force_step: Some("demo-0"), ..case(&["old", "old", "old"]) }, Action::Forced(Step { server: "demo-0".into(), ordinal: 0, kind: StepKind::Restart }))]
-    #[case::in_flux_is_no_step(Case { ready: vec![false, false, false], running: vec!["", "", ""], reporting: vec![], ..case(&["new", "new", "new"]) }, Action::UpToDate)]
-    #[case::reloaded_server_is_current(Case { reporting: vec!["demo-2"], ..case(&["old", "old", "old"]) }, restart(1))]
-    fn one_server_at_a_time_meta_leader_last_behind_the_gate(
-        #[case] c: Case,
-        #[case] want: Action,
-    ) {
-        let (_, d) = decide_case(&c);
-        assert_eq!(d.action, want, "{d:?}");
-    }
-
-    #[test]
-    fn force_step_is_cleared_once_read_even_when_it_names_no_waiting_server() {
-        let c = Case {
-            force_step: Some("demo-7"),
-            ..case(&["new", "new", "new"])
-        };
-        let (_, d) = decide_case(&c);
-        assert!(d.clear_force_step);
-        assert_eq!(d.action, Action::UpToDate);
-    }
-
-    #[test]
-    fn a_closed_gate_names_what_it_waits_for() {
-        let c = Case {
-            ready: vec![true, false, true],
-            ..case(&["old", "old", "new"])
-        };
-        let (g, _) = decide_case(&c);
-        assert_eq!(g.waiting_for().as_deref(), Some("demo-1 not Ready"));
-    }
-
-    #[rstest]
-    #[case::settled(
-        Verdict::new(true, reason::ALL_GROUPS_CURRENT, "ok"),
-        SettledView::Settled
-    )]
-    #[case::unobserved(Verdict::new(false, reason::OBSERVATION_FAILED, "dial"), SettledView::Unobserved { error: "dial".into() })]
-    #[case::silent(Verdict::new(false, reason::SERVERS_SILENT, "demo-1 does not answer"), SettledView::NotCurrent { groups: vec!["demo-1 does not answer".into()] })]
-    fn settled_reads_into_the_gate(#[case] v: Verdict, #[case] want: SettledView) {
-        assert_eq!(settled_view(&v), want);
-    }
-
-    fn answer(name: &str, leader: &str, replicas: &[&str]) -> super::super::status::ServerAnswer {
-        let jsz: nats_wire::monitor::Jsz = serde_json::from_value(serde_json::json!({
-            "server_id": "N", "now": "2026-11-29T20:00:00Z",
-            "meta_cluster": {
-                "name": "demo", "leader": leader,
-                "replicas": replicas.iter().map(|r| serde_json::json!({"name": r, "current": true})).collect::<Vec<_>>(),
-            },
-        }))
-        .expect("jsz");
-        super::super::status::ServerAnswer {
-            name: name.into(),
-            jsz: Some(jsz),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_meta_group_comes_from_the_leaders_own_report_else_from_followers() {
-        let mut obs = Observation::default();
-        obs.answers
-            .insert("demo-0".into(), answer("demo-0", "demo-1", &[]));
-        assert_eq!(meta_observation(true, &obs), MetaObservation::FromFollowers);
-        assert_eq!(meta_observation(false, &obs), MetaObservation::Off);
-        obs.answers.insert(
-            "demo-1".into(),
-            answer("demo-1", "demo-1", &["demo-0", "demo-2"]),
-        );
-        assert_eq!(
-            meta_observation(true, &obs),
-            MetaObservation::FromLeader {
-                leader: "demo-1".into(),
-                peers: vec!["demo-0".into(), "demo-1".into(), "demo-2".into()],
-            }
-        );
-    }
-
-    #[test]
-    fn a_server_reports_the_target_only_by_the_digest_of_its_rendered_config() {
-        let d = desired(0, "r2");
-        let digest = crate::reload::config_digest(&crate::render::render_block(&d.plan));
-        let mut obs = Observation::default();
-        obs.answers.insert(
-            "demo-0".into(),
-            super::super::status::ServerAnswer {
-                name: "demo-0".into(),
-                config_digest: Some(digest),
-                ..Default::default()
-            },
-        );
-        let r = reported_revisions(std::slice::from_ref(&d), &obs);
-        assert_eq!(r.get("demo-0").map(String::as_str), Some("r2"));
-        if let Some(a) = obs.answers.get_mut("demo-0") {
-            a.config_digest = Some("sha256:other".into());
-        }
-        assert!(reported_revisions(&[d], &obs).is_empty());
-    }
-
-    #[rstest]
-    // A reload moved the config; the workload's tag keeps the old revision.
-    #[case::reloaded(Some("c1-w1"), Some("c2-w1"), Some("c2-w1"))]
-    // The config already matches but the image or resources changed: still to restart.
-    #[case::workload_changed(Some("c1-w1"), Some("c1-w2"), Some("c1-w1"))]
-    #[case::not_answering(Some("c1-w1"), None, Some("c1-w1"))]
-    #[case::a_revision_of_the_old_form(Some("c1"), Some("c1-w1"), Some("c1"))]
-    #[case::no_workload_tag_yet(None, Some("c2-w1"), None)]
-    fn the_running_revision_is_the_reported_one_only_on_the_same_workload(
-        #[case] tagged: Option<&str>,
-        #[case] reported: Option<&str>,
-        #[case] want: Option<&str>,
-    ) {
-        let observed = seen(true, tagged);
-        let reported: BTreeMap<String, String> = reported
-            .map(|r| ("demo-0".to_string(), r.to_string()))
-            .into_iter()
-            .collect();
-        let r = running(&observed, &reported);
-        assert_eq!(r[0].revision.as_deref(), want);
+        });
+    RolloutReport {
+        status,
+        progressing,
     }
 }

@@ -1,26 +1,23 @@
 //! The server-lifecycle port on Kubernetes: a StatefulSet and a ConfigMap per server, the shared
 //! Services, PodDisruptionBudget, NetworkPolicy and cert-manager Certificates, all written by
-//! server-side apply under the field manager `cluster-controller`; servers observed through
-//! their StatefulSets and Pods.
+//! server-side apply under the field manager `cluster-controller` ([`crate::objects::apply`]);
+//! servers observed through their StatefulSets and Pods.
 //!
 //! An existing object of a rendered name that this NatsCluster does not control is never
 //! written: it is returned in [`Applied::foreign`] as `Kind/name` (design §4.1).
-
-use std::fmt::Debug;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, names};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::{
     Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
 };
+use crate::objects::apply::{apply_owned, delete_owned, failed};
 use crate::objects::cluster::{ClusterObjects, Site, render_objects};
 use crate::objects::configmap::{self, REVISION_ANNOTATION};
 use crate::objects::statefulset::{NATS_CONTAINER, ServerWorkload, stateful_set};
@@ -28,9 +25,6 @@ use crate::objects::{Owner, labels, services};
 use crate::plan::{KubernetesLayout, Layout, STANDARD_PORTS};
 use crate::refusals::controlled_by;
 use crate::render::ServerPlan;
-
-/// The field manager of every object the cluster controller writes.
-pub const FIELD_MANAGER: &str = "cluster-controller";
 
 /// Where the controller runs: what the rendered objects name beyond the NatsCluster itself.
 #[derive(Clone, Debug)]
@@ -180,70 +174,6 @@ fn owner(cluster: &NatsCluster) -> Result<Owner, LifecycleError> {
         object: describe(cluster),
         reason: e.to_string(),
     })
-}
-
-fn failed(action: &'static str, kind: &str, name: &str, e: kube::Error) -> LifecycleError {
-    LifecycleError::Failed {
-        action,
-        object: format!("{kind}/{name}"),
-        reason: e.to_string(),
-    }
-}
-
-/// Writes `obj` by server-side apply unless an object of its name exists that `owner` does not
-/// control; then returns `Some("Kind/name")` and leaves it as it is.
-pub async fn apply_owned<K>(
-    api: &Api<K>,
-    kind: &str,
-    owner_uid: &str,
-    obj: &K,
-) -> Result<Option<String>, LifecycleError>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-{
-    let name = obj.meta().name.clone().unwrap_or_default();
-    let existing = api
-        .get_opt(&name)
-        .await
-        .map_err(|e| failed("read", kind, &name, e))?;
-    if let Some(existing) = existing
-        && !controlled_by(existing.owner_references(), owner_uid)
-    {
-        return Ok(Some(format!("{kind}/{name}")));
-    }
-    api.patch(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map_err(|e| failed("apply", kind, &name, e))?;
-    Ok(None)
-}
-
-/// Deletes the object `name` when it exists and `owner` controls it; what it does not control is
-/// left alone (it was never ours).
-pub async fn delete_owned<K>(
-    api: &Api<K>,
-    kind: &str,
-    owner_uid: &str,
-    name: &str,
-) -> Result<(), LifecycleError>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-{
-    let existing = api
-        .get_opt(name)
-        .await
-        .map_err(|e| failed("read", kind, name, e))?;
-    if existing.is_some_and(|o| controlled_by(o.owner_references(), owner_uid)) {
-        match api.delete(name, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(failed("delete", kind, name, e)),
-        }
-    }
-    Ok(())
 }
 
 fn uid(owner: &Owner) -> &str {

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use sha2::{Digest, Sha256};
 
 use super::{Owner, labels};
 use crate::render::{self, ServerPlan};
@@ -23,11 +22,9 @@ pub fn name(server: &str) -> String {
     format!("{server}-config")
 }
 
-/// The revision of a rendered config: the first 8 hex digits of its SHA-256, the shape the
-/// stories' status shows (`3f9a1c2e`).
+/// The revision of a rendered config ([`crate::revision::of_config`]).
 pub fn revision(conf: &str) -> String {
-    let digest = Sha256::digest(conf.as_bytes());
-    digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
+    crate::revision::of_config(conf)
 }
 
 /// The ConfigMap of one server with its nats.conf; returns it with the server's revision

@@ -1,10 +1,13 @@
 //! The Kubernetes objects a NatsCluster renders (design §4.1), as pure functions of the spec and
-//! the server plans: no API calls here; the reconciler applies what these return.
+//! the server plans; [`apply`] alone writes them (server-side apply of what the NatsCluster
+//! controls), for the reconciler and the Kubernetes server lifecycle.
 
+pub mod apply;
 pub mod certificates;
 pub mod cluster;
 pub mod configmap;
 pub mod endpoints;
+pub mod images;
 pub mod labels;
 pub mod leaf_remotes;
 pub mod network_policy;

@@ -169,7 +169,24 @@ pub fn render_block(plan: &ServerPlan) -> Block {
     if let Some(tls) = &plan.client_tls {
         top.set("tls", tls.block());
     }
+    top.set("cluster", cluster_block(plan));
+    if let Some(js) = &plan.jetstream {
+        top.set("jetstream", jetstream_block(js));
+    }
+    if let Some(gw) = &plan.gateway {
+        top.set("gateway", gateway_block(gw));
+    }
+    if plan.leafnodes.is_some() || !plan.leaf_remotes.is_empty() {
+        top.set("leafnodes", leafnodes_block(plan));
+    }
+    if let Some(trust) = &plan.trust {
+        set_trust(&mut top, trust);
+    }
+    top
+}
 
+/// `cluster {}`: the NATS cluster's name, the route listener, its routes and their TLS.
+fn cluster_block(plan: &ServerPlan) -> Block {
     let mut cluster = Block::new();
     cluster
         .set("name", &plan.cluster_name)
@@ -178,95 +195,98 @@ pub fn render_block(plan: &ServerPlan) -> Block {
     if let Some(tls) = &plan.route_tls {
         cluster.set("tls", tls.block());
     }
-    top.set("cluster", cluster);
+    cluster
+}
 
-    if let Some(js) = &plan.jetstream {
-        let mut b = Block::new();
-        b.set("store_dir", &js.store_dir)
-            .set_opt("max_memory_store", js.max_memory_store)
-            .set_opt("max_file_store", js.max_file_store)
-            .set_opt("domain", js.domain.as_ref());
-        top.set("jetstream", b);
+/// `jetstream {}`: the store and its limits, and the domain.
+fn jetstream_block(js: &JetStreamPlan) -> Block {
+    let mut b = Block::new();
+    b.set("store_dir", &js.store_dir)
+        .set_opt("max_memory_store", js.max_memory_store)
+        .set_opt("max_file_store", js.max_file_store)
+        .set_opt("domain", js.domain.as_ref());
+    b
+}
+
+/// `gateway {}`: the listener, its TLS and every other member of the supercluster.
+fn gateway_block(gw: &GatewayPlan) -> Block {
+    let mut b = Block::new();
+    b.set("name", &gw.name)
+        .set("listen", gw.listen.render())
+        .set_opt("advertise", gw.advertise.as_ref())
+        .set("reject_unknown_cluster", gw.reject_unknown);
+    if let Some(tls) = &gw.tls {
+        b.set("tls", tls.block());
     }
+    let remotes: Vec<Value> = gw
+        .remotes
+        .iter()
+        .map(|r| {
+            let mut rb = Block::new();
+            rb.set("name", &r.name).set("urls", r.urls.clone());
+            Value::Block(rb)
+        })
+        .collect();
+    b.set("gateways", Value::List(remotes));
+    b
+}
 
-    if let Some(gw) = &plan.gateway {
-        let mut b = Block::new();
-        b.set("name", &gw.name)
-            .set("listen", gw.listen.render())
-            .set_opt("advertise", gw.advertise.as_ref())
-            .set("reject_unknown_cluster", gw.reject_unknown);
-        if let Some(tls) = &gw.tls {
+/// `leafnodes {}`: the leafnode listener and its TLS, and the leaf remotes.
+fn leafnodes_block(plan: &ServerPlan) -> Block {
+    let mut b = Block::new();
+    if let Some(l) = &plan.leafnodes {
+        b.set("listen", l.listen.render())
+            .set_opt("advertise", l.advertise.as_ref());
+        if let Some(tls) = &l.tls {
             b.set("tls", tls.block());
         }
-        let remotes: Vec<Value> = gw
-            .remotes
+    }
+    if !plan.leaf_remotes.is_empty() {
+        let remotes: Vec<Value> = plan
+            .leaf_remotes
             .iter()
             .map(|r| {
                 let mut rb = Block::new();
-                rb.set("name", &r.name).set("urls", r.urls.clone());
+                rb.set("urls", r.urls.clone())
+                    .set_opt("credentials", r.credentials.as_ref())
+                    .set_opt("account", r.account.as_ref());
+                if let Some(ca) = &r.ca_file {
+                    let mut tls = Block::new();
+                    tls.set("ca_file", ca);
+                    rb.set("tls", tls);
+                }
                 Value::Block(rb)
             })
             .collect();
-        b.set("gateways", Value::List(remotes));
-        top.set("gateway", b);
+        b.set("remotes", Value::List(remotes));
     }
+    b
+}
 
-    if plan.leafnodes.is_some() || !plan.leaf_remotes.is_empty() {
-        let mut b = Block::new();
-        if let Some(l) = &plan.leafnodes {
-            b.set("listen", l.listen.render())
-                .set_opt("advertise", l.advertise.as_ref());
-            if let Some(tls) = &l.tls {
-                b.set("tls", tls.block());
-            }
+/// The trust roots: operator, system account, resolver and the preloaded accounts.
+fn set_trust(top: &mut Block, trust: &TrustPlan) {
+    top.set("operator", &trust.operator)
+        .set("system_account", &trust.system_account);
+    let mut r = Block::new();
+    match &trust.resolver {
+        ResolverPlan::Full { dir } => {
+            r.set("type", "full")
+                .set("dir", dir)
+                .set("allow_delete", true)
+                .set("interval", "2m");
         }
-        if !plan.leaf_remotes.is_empty() {
-            let remotes: Vec<Value> = plan
-                .leaf_remotes
-                .iter()
-                .map(|r| {
-                    let mut rb = Block::new();
-                    rb.set("urls", r.urls.clone())
-                        .set_opt("credentials", r.credentials.as_ref())
-                        .set_opt("account", r.account.as_ref());
-                    if let Some(ca) = &r.ca_file {
-                        let mut tls = Block::new();
-                        tls.set("ca_file", ca);
-                        rb.set("tls", tls);
-                    }
-                    Value::Block(rb)
-                })
-                .collect();
-            b.set("remotes", Value::List(remotes));
-        }
-        top.set("leafnodes", b);
-    }
-
-    if let Some(trust) = &plan.trust {
-        top.set("operator", &trust.operator)
-            .set("system_account", &trust.system_account);
-        let mut r = Block::new();
-        match &trust.resolver {
-            ResolverPlan::Full { dir } => {
-                r.set("type", "full")
-                    .set("dir", dir)
-                    .set("allow_delete", true)
-                    .set("interval", "2m");
-            }
-            ResolverPlan::Cache { dir } => {
-                r.set("type", "cache").set("dir", dir).set("ttl", "1h");
-            }
-        }
-        top.set("resolver", r);
-        if !trust.preload.is_empty() {
-            let mut p = Block::new();
-            for (key, jwt) in &trust.preload {
-                p.set(key, jwt);
-            }
-            top.set("resolver_preload", p);
+        ResolverPlan::Cache { dir } => {
+            r.set("type", "cache").set("dir", dir).set("ttl", "1h");
         }
     }
-    top
+    top.set("resolver", r);
+    if !trust.preload.is_empty() {
+        let mut p = Block::new();
+        for (key, jwt) in &trust.preload {
+            p.set(key, jwt);
+        }
+        top.set("resolver_preload", p);
+    }
 }
 
 /// Renders a server's plan as nats.conf text.

@@ -5,25 +5,33 @@
 //! - [`order`]: which step comes next (scale-down, restart, replacement; the meta leader's
 //!   server last), paused, `force-step`, `replace-server`, AuthChangeBlocked.
 //! - [`removal`]: one server's scale-down or replacement, step by step.
-//! - [`observe`]: from observed servers, JSZ and the meta view to those inputs.
+//! - [`observe`]: from observed servers, JSZ answers and the meta group to those inputs.
+//! - [`step`]: where each desired server stands, the revision it reports and runs, and the next
+//!   step ([`step::next_step`]: the gate, then the step order).
 //! - [`status`]: `status.rollout`, `status.removals`, `status.config` and Progressing.
 //! - [`volume`]: which servers a changed `jetstream.volumeClaimTemplate` replaces.
 //!
-//! One reconcile pass, in the order the reconciler calls them:
+//! One reconcile pass, in the order the reconciler (`controller::step`) calls them:
 //!
-//! 1. Observe: the lifecycle's servers, JSZ of this NATS cluster over the system user, the meta
-//!    group (`Wire::meta_group`, which reaches a meta leader in another NATS cluster, wrapped as
-//!    `MetaView::FromLeader`; else `MetaView::FromFollowers`), each server's `/varz` digest.
+//! 1. Observe: the lifecycle's servers, and what the servers answered before anything was
+//!    written (`crate::observation::Observation`: STATSZ, VARZ and JSZ over the system user, or
+//!    each server's monitoring endpoint). The meta group is the meta leader's own JSZ report
+//!    when it answered ([`observe::meta_observation`], `FromLeader`), else `FromFollowers`;
+//!    Settled as the gate reads it is [`step::settled_view`].
 //! 2. A server's revision is the one it *runs*: the one whose rendered config has the digest its
-//!    `/varz` reports ([`observe::reported_revision`]). A reload therefore updates it without
-//!    touching the workload (on Kubernetes the pod template's revision would restart the pod).
+//!    `/varz` reports ([`step::reported_revisions`], [`observe::reported_revision`]). A reload
+//!    therefore updates it without touching the workload (on Kubernetes the pod template's
+//!    revision would restart the pod); [`step::running`] keeps the workload's revision where
+//!    the workload itself changed.
 //! 3. [`order::read_replace_server`] records a named replacement in `status.removals` and asks
-//!    for the annotation to be cleared; [`order::replacements`] lists what to replace.
-//! 4. [`gate::gate`] over [`observe::gate_servers`], then [`order::decide`]; clear `force-step`
-//!    when the decision says so.
-//! 5. For `Take`/`Forced` restarts: the lifecycle's `apply_server`. For a removal
-//!    (`ContinueRemoval`, or `Take` of a scale-down or replacement): [`removal::next`] and do its
-//!    one step; record [`status::removal_entry`].
+//!    for the annotation to be cleared; [`order::replacements`] lists what to replace, with
+//!    [`observe::volume_mismatches`].
+//! 4. [`step::next_step`]: [`gate::gate`] over [`observe::gate_servers`], then
+//!    [`order::decide`]; clear `force-step` and `restart-all` when the decision says so.
+//! 5. For `Take`/`Forced` restarts: a reload or the lifecycle's `apply_server`; for
+//!    `RestartAll`, every server at once. For a removal (`ContinueRemoval`, or `Take` of a
+//!    scale-down or replacement): [`removal::next`] and do its one step; record
+//!    [`status::removal_entry`].
 //! 6. Write [`gate::gate_status`], [`status::rollout_status`], [`status::config_status`] and
 //!    [`status::progressing`]. Since `status.rollout.gate.since` and `status.removals` carry the
 //!    state, a restarted controller resumes where it was and restarts no server twice.
@@ -33,4 +41,5 @@ pub mod observe;
 pub mod order;
 pub mod removal;
 pub mod status;
+pub mod step;
 pub mod volume;

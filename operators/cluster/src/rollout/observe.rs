@@ -1,27 +1,62 @@
-//! From what the reconciler observes (the lifecycle's [`ObservedServer`]s, JSZ answers over the
-//! system connection, the meta view) to the plain inputs of the gate, the step order and a
-//! removal. Pure: the reconciler does the asking.
+//! From what the reconciler observes (the lifecycle's [`ObservedServer`]s, the servers' JSZ
+//! answers, the meta group) to the plain inputs of the gate, the step order and a removal.
+//! Pure: the reconciler does the asking. The Raft groups and the report each is judged by are
+//! read as [`crate::observation`] reads them for the Settled condition.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use nats_wire::jsapi::MetaView;
-use nats_wire::monitor::{ClusterInfo, Jsz, PeerInfo};
+use nats_wire::monitor::{Jsz, PeerInfo};
 
 use super::gate::{GateServer, MetaObservation};
 use super::order::Member;
 use super::removal::StreamReplicas;
+use super::volume::ClaimShape;
 use crate::lifecycle::ObservedServer;
+use crate::observation::{Observation, leader_report, meta_reports, own_report, raft_groups};
 
-/// The meta group for the gate: Off without JetStream, the leader's peers when a leader (in
-/// this NATS cluster or another) answered, else FromFollowers.
-pub fn meta_observation(jetstream: bool, view: Option<&MetaView>) -> MetaObservation {
-    match (jetstream, view) {
-        (false, _) => MetaObservation::Off,
-        (true, Some(MetaView::FromLeader(group))) => MetaObservation::FromLeader {
-            leader: group.leader.clone(),
-            peers: group.peers.iter().map(|p| p.name.clone()).collect(),
-        },
-        (true, _) => MetaObservation::FromFollowers,
+/// Where the meta group's leader and peers are read from: one observation's JSZ answers (what
+/// the reconciler asks), or a meta view (`nats_wire::jsapi::meta_view_of`, which also reaches a
+/// meta leader in another NATS cluster of the supercluster).
+pub trait MetaSource {
+    /// The meta leader and its peers, when the leader itself answered with them.
+    fn leader_and_peers(&self) -> Option<(String, Vec<String>)>;
+}
+
+/// The meta leader's own JSZ report, when it answered: its peers and itself, sorted.
+impl MetaSource for &Observation {
+    fn leader_and_peers(&self) -> Option<(String, Vec<String>)> {
+        let m = own_report(&meta_reports(self.jsz()))?;
+        let mut peers: Vec<String> = m.replicas.iter().map(|p| p.name.clone()).collect();
+        peers.push(m.leader.clone());
+        peers.sort();
+        Some((m.leader.clone(), peers))
+    }
+}
+
+/// The leader's peers as the meta view lists them.
+impl MetaSource for Option<&MetaView> {
+    fn leader_and_peers(&self) -> Option<(String, Vec<String>)> {
+        match self {
+            Some(MetaView::FromLeader(group)) => Some((
+                group.leader.clone(),
+                group.peers.iter().map(|p| p.name.clone()).collect(),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The meta group for the gate: Off without JetStream, the leader's peers when the meta leader
+/// (in this NATS cluster or another) answered, else FromFollowers: every server that answers
+/// then counts as a member.
+pub fn meta_observation(jetstream: bool, source: impl MetaSource) -> MetaObservation {
+    if !jetstream {
+        return MetaObservation::Off;
+    }
+    match source.leader_and_peers() {
+        Some((leader, peers)) => MetaObservation::FromLeader { leader, peers },
+        None => MetaObservation::FromFollowers,
     }
 }
 
@@ -78,52 +113,21 @@ pub fn gate_servers(
         .collect()
 }
 
-/// Every Raft group in the answers with the reports of it: `(server that reported, group)`.
-fn raft_groups(answers: &[(String, Jsz)]) -> BTreeMap<String, Vec<(&str, &ClusterInfo)>> {
-    let mut groups: BTreeMap<String, Vec<(&str, &ClusterInfo)>> = BTreeMap::new();
-    for (server, jsz) in answers {
-        for acc in &jsz.account_details {
-            for s in &acc.streams {
-                if let Some(c) = &s.cluster {
-                    groups
-                        .entry(format!("stream {} > {}", acc.name, s.name))
-                        .or_default()
-                        .push((server, c));
-                }
-                for con in &s.consumers {
-                    if let Some(c) = &con.cluster {
-                        groups
-                            .entry(format!("consumer {} > {} > {}", acc.name, s.name, con.name))
-                            .or_default()
-                            .push((server, c));
-                    }
-                }
-            }
-        }
-    }
-    groups
-}
-
-/// The report to judge a group by: its leader's own (it alone knows every member's lag).
-fn leader_report<'a>(reports: &[(&'a str, &'a ClusterInfo)]) -> Option<&'a ClusterInfo> {
-    reports
-        .iter()
-        .find(|(s, c)| !c.leader.is_empty() && c.leader == *s)
-        .or_else(|| reports.iter().find(|(_, c)| !c.leader.is_empty()))
-        .or(reports.first())
-        .map(|(_, c)| *c)
+/// `(server, JSZ)` of each answer.
+fn pairs(answers: &[(String, Jsz)]) -> impl Iterator<Item = (&str, &Jsz)> {
+    answers.iter().map(|(s, j)| (s.as_str(), j))
 }
 
 /// Raft groups (streams, consumers) that still have `server` as a member.
 pub fn groups_on(answers: &[(String, Jsz)], server: &str) -> Vec<String> {
-    raft_groups(answers)
+    raft_groups(pairs(answers))
         .into_iter()
         .filter(|(_, reports)| {
             reports
                 .iter()
                 .any(|(_, c)| c.members().iter().any(|m| m == server))
         })
-        .map(|(g, _)| g)
+        .map(|(g, _)| g.path())
         .collect()
 }
 
@@ -139,26 +143,17 @@ fn current_apart(leader: &str, replicas: &[PeerInfo], except: Option<&str>) -> b
 /// (the server being removed) among the members; the meta group first when the answers show it.
 pub fn not_current(answers: &[(String, Jsz)], except: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    let meta = answers
-        .iter()
-        .filter_map(|(s, j)| Some((s.as_str(), j.meta_cluster.as_ref()?)))
-        .collect::<Vec<_>>();
-    let leader_meta = meta
-        .iter()
-        .find(|(s, m)| !m.leader.is_empty() && m.leader == *s)
-        .or_else(|| meta.iter().find(|(_, m)| !m.leader.is_empty()))
-        .map(|(_, m)| *m);
-    match leader_meta {
+    match leader_report(&meta_reports(pairs(answers))) {
+        Some(m) if m.leader.is_empty() => out.push("the meta group (leaderless)".to_string()),
         Some(m) if current_apart(&m.leader, &m.replicas, except) => {}
         Some(_) => out.push("the meta group".to_string()),
-        None if !meta.is_empty() => out.push("the meta group (leaderless)".to_string()),
         None => {}
     }
-    for (group, reports) in raft_groups(answers) {
+    for (group, reports) in raft_groups(pairs(answers)) {
         if let Some(c) = leader_report(&reports)
             && !current_apart(&c.leader, &c.replicas, except)
         {
-            out.push(group);
+            out.push(group.path());
         }
     }
     out
@@ -183,12 +178,28 @@ pub fn stream_replicas(answers: &[(String, Jsz)]) -> Vec<StreamReplicas> {
         .collect()
 }
 
+/// The servers whose volume no longer has the desired shape (design §4.5: replaced). A server whose volume the port
+/// could not tell is not replaced: a replacement is only ever taken on what was seen.
+pub fn volume_mismatches(desired: Option<&ClaimShape>, observed: &[ObservedServer]) -> Vec<String> {
+    let Some(want) = desired else {
+        return vec![];
+    };
+    observed
+        .iter()
+        .filter(|o| o.present)
+        .filter(|o| o.volume.as_ref().is_some_and(|v| v != want))
+        .map(|o| o.server_name.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollout::volume::shape_of;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
     use nats_wire::jsapi::{MetaGroup, MetaPeer};
     use nats_wire::monitor::{
-        AccountDetail, ConsumerDetail, MetaClusterInfo, StreamConfigView, StreamDetail,
+        AccountDetail, ClusterInfo, ConsumerDetail, MetaClusterInfo, StreamConfigView, StreamDetail,
     };
     use rstest::rstest;
 
@@ -372,5 +383,70 @@ mod tests {
         assert_eq!(g[0].reported.as_deref(), Some("r2"));
         assert!(g[0].answered);
         assert_eq!(reported_revision("sha256:z", &known), None);
+    }
+
+    fn claim(yaml: &str) -> PersistentVolumeClaimSpec {
+        serde_yaml::from_str(yaml).expect("claim spec")
+    }
+
+    const BASE: &str = "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n";
+
+    #[rstest]
+    #[case::same(BASE, false)]
+    #[case::same_size_other_unit(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20480Mi}}\n",
+        false
+    )]
+    #[case::larger(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 40Gi}}\n",
+        true
+    )]
+    #[case::another_class(
+        "storageClassName: fast\naccessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n",
+        true
+    )]
+    #[case::another_zone(
+        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\nselector: {matchLabels: {topology.kubernetes.io/zone: b}}\n",
+        true
+    )]
+    #[case::access_modes(
+        "accessModes: [ReadWriteMany]\nresources: {requests: {storage: 20Gi}}\n",
+        true
+    )]
+    fn a_changed_claim_shape_replaces_the_server(#[case] now: &str, #[case] replaced: bool) {
+        let observed = vec![ObservedServer {
+            server_name: "demo-0".into(),
+            present: true,
+            volume: Some(shape_of(&claim(BASE))),
+            ..Default::default()
+        }];
+        let want = shape_of(&claim(now));
+        assert_eq!(
+            volume_mismatches(Some(&want), &observed),
+            if replaced {
+                vec!["demo-0".to_string()]
+            } else {
+                vec![]
+            }
+        );
+    }
+
+    #[rstest]
+    #[case::volume_unknown(true, None, true)]
+    #[case::absent_server(false, Some(ClaimShape::default()), true)]
+    #[case::no_template_wanted(true, Some(ClaimShape::default()), false)]
+    fn nothing_is_replaced_on_what_was_not_seen(
+        #[case] present: bool,
+        #[case] volume: Option<ClaimShape>,
+        #[case] template: bool,
+    ) {
+        let observed = vec![ObservedServer {
+            server_name: "demo-0".into(),
+            present,
+            volume,
+            ..Default::default()
+        }];
+        let want = shape_of(&claim("resources: {requests: {storage: 1Gi}}\n"));
+        assert!(volume_mismatches(template.then_some(&want), &observed).is_empty());
     }
 }

@@ -172,31 +172,6 @@ pub fn progressing(
     gate: Option<&RolloutGate>,
     now: &Time,
 ) -> Progress {
-    let removal_progress = |kind: StepKind, server: &str| -> Progress {
-        let rk = kind.removal().unwrap_or(RemovalKind::ScaleDown);
-        match removal {
-            Some(RemovalStep::Blocked { reason, message }) => progress(false, reason, message),
-            Some(step) => {
-                let what = match step {
-                    RemovalStep::WaitEvacuation { waiting_for }
-                    | RemovalStep::WaitRejoin { waiting_for } => waiting_for.clone(),
-                    RemovalStep::Leftovers { names } => {
-                        format!("{server}: objects left: {}", names.join(", "))
-                    }
-                    other => format!("{server}: {other:?}"),
-                };
-                progress(true, step.progressing_reason(rk), what)
-            }
-            None => progress(
-                true,
-                match rk {
-                    RemovalKind::ScaleDown => reason::SCALING_DOWN,
-                    RemovalKind::Replace => reason::REPLACING_SERVER,
-                },
-                server.to_string(),
-            ),
-        }
-    };
     match &decision.action {
         Action::UpToDate if !decision.create.is_empty() => progress(
             true,
@@ -208,7 +183,7 @@ pub fn progressing(
             reason::UP_TO_DATE,
             format!("every server runs revision {target}"),
         ),
-        Action::ContinueRemoval(s) => removal_progress(s.kind, &s.server),
+        Action::ContinueRemoval(s) => removal_progress(s.kind, &s.server, removal),
         Action::Take(s) | Action::Forced(s) => match s.kind {
             StepKind::Restart => progress(
                 true,
@@ -223,7 +198,7 @@ pub fn progressing(
                     }
                 ),
             ),
-            kind => removal_progress(kind, &s.server),
+            kind => removal_progress(kind, &s.server, removal),
         },
         Action::RestartAll(steps) => progress(
             true,
@@ -255,21 +230,53 @@ pub fn progressing(
                     .join(", ")
             ),
         ),
-        Action::Held(Hold::Gate) => {
-            let waiting = gate.and_then(|g| g.waiting_for.clone()).unwrap_or_default();
-            let why = match gate.and_then(|g| g.since.as_ref()) {
-                Some(since) => closed_gate_reason(since, now),
-                None => reason::ROLLING_RESTART,
-            };
-            let why = match decision.pending.first() {
-                Some(s) if why == reason::ROLLING_RESTART && s.kind == StepKind::ScaleDown => {
-                    reason::SCALE_DOWN_PENDING
-                }
-                _ => why,
-            };
-            progress(true, why, format!("gate closed, waiting for: {waiting}"))
-        }
+        Action::Held(Hold::Gate) => gate_progress(decision, gate, now),
     }
+}
+
+/// Progressing while a removal (scale-down or replacement) of `server` runs: the step being
+/// taken, or Blocked.
+fn removal_progress(kind: StepKind, server: &str, removal: Option<&RemovalStep>) -> Progress {
+    let rk = kind.removal().unwrap_or(RemovalKind::ScaleDown);
+    match removal {
+        Some(RemovalStep::Blocked { reason, message }) => progress(false, reason, message),
+        Some(step) => {
+            let what = match step {
+                RemovalStep::WaitEvacuation { waiting_for }
+                | RemovalStep::WaitRejoin { waiting_for } => waiting_for.clone(),
+                RemovalStep::Leftovers { names } => {
+                    format!("{server}: objects left: {}", names.join(", "))
+                }
+                other => format!("{server}: {other:?}"),
+            };
+            progress(true, step.progressing_reason(rk), what)
+        }
+        None => progress(
+            true,
+            match rk {
+                RemovalKind::ScaleDown => reason::SCALING_DOWN,
+                RemovalKind::Replace => reason::REPLACING_SERVER,
+            },
+            server.to_string(),
+        ),
+    }
+}
+
+/// Progressing while the gate holds the next step: RollingRestart (ScaleDownPending before a
+/// scale-down), GateBlocked once it has been closed too long.
+fn gate_progress(decision: &Decision, gate: Option<&RolloutGate>, now: &Time) -> Progress {
+    let waiting = gate.and_then(|g| g.waiting_for.clone()).unwrap_or_default();
+    let why = match gate.and_then(|g| g.since.as_ref()) {
+        Some(since) => closed_gate_reason(since, now),
+        None => reason::ROLLING_RESTART,
+    };
+    let why = match decision.pending.first() {
+        Some(s) if why == reason::ROLLING_RESTART && s.kind == StepKind::ScaleDown => {
+            reason::SCALE_DOWN_PENDING
+        }
+        _ => why,
+    };
+    progress(true, why, format!("gate closed, waiting for: {waiting}"))
 }
 
 #[cfg(test)]

@@ -2,13 +2,11 @@
 //! volume was made from another claim shape (class, size, access modes, selector — where a
 //! zone is chosen) is evacuated, removed and recreated under the same name on a new volume.
 //! A StatefulSet's claim template cannot change in place, and a volume cannot be moved to
-//! another class or zone, so nothing short of a replacement applies such a change.
+//! another class or zone, so nothing short of a replacement applies such a change. Which
+//! observed servers that comes to is [`super::observe::volume_mismatches`].
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
 use nats_api::cluster::NatsClusterSpec;
-
-use crate::lifecycle::ObservedServer;
-
 /// What of a claim a server's volume is made from, as compared for replacement.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClaimShape {
@@ -49,89 +47,9 @@ pub fn desired_shape(spec: &NatsClusterSpec) -> Option<ClaimShape> {
         .map(|t| shape_of(&t.spec))
 }
 
-/// The servers whose volume no longer has the desired shape. A server whose volume the port
-/// could not tell is not replaced: a replacement is only ever taken on what was seen.
-pub fn mismatches(desired: Option<&ClaimShape>, observed: &[ObservedServer]) -> Vec<String> {
-    let Some(want) = desired else {
-        return vec![];
-    };
-    observed
-        .iter()
-        .filter(|o| o.present)
-        .filter(|o| o.volume.as_ref().is_some_and(|v| v != want))
-        .map(|o| o.server_name.clone())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rstest::rstest;
-
-    fn claim(yaml: &str) -> PersistentVolumeClaimSpec {
-        serde_yaml::from_str(yaml).expect("claim spec")
-    }
-
-    const BASE: &str = "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n";
-
-    #[rstest]
-    #[case::same(BASE, false)]
-    #[case::same_size_other_unit(
-        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20480Mi}}\n",
-        false
-    )]
-    #[case::larger(
-        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 40Gi}}\n",
-        true
-    )]
-    #[case::another_class(
-        "storageClassName: fast\naccessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\n",
-        true
-    )]
-    #[case::another_zone(
-        "accessModes: [ReadWriteOnce]\nresources: {requests: {storage: 20Gi}}\nselector: {matchLabels: {topology.kubernetes.io/zone: b}}\n",
-        true
-    )]
-    #[case::access_modes(
-        "accessModes: [ReadWriteMany]\nresources: {requests: {storage: 20Gi}}\n",
-        true
-    )]
-    fn a_changed_claim_shape_replaces_the_server(#[case] now: &str, #[case] replaced: bool) {
-        let observed = vec![ObservedServer {
-            server_name: "demo-0".into(),
-            present: true,
-            volume: Some(shape_of(&claim(BASE))),
-            ..Default::default()
-        }];
-        let want = shape_of(&claim(now));
-        assert_eq!(
-            mismatches(Some(&want), &observed),
-            if replaced {
-                vec!["demo-0".to_string()]
-            } else {
-                vec![]
-            }
-        );
-    }
-
-    #[rstest]
-    #[case::volume_unknown(true, None, true)]
-    #[case::absent_server(false, Some(ClaimShape::default()), true)]
-    #[case::no_template_wanted(true, Some(ClaimShape::default()), false)]
-    fn nothing_is_replaced_on_what_was_not_seen(
-        #[case] present: bool,
-        #[case] volume: Option<ClaimShape>,
-        #[case] template: bool,
-    ) {
-        let observed = vec![ObservedServer {
-            server_name: "demo-0".into(),
-            present,
-            volume,
-            ..Default::default()
-        }];
-        let want = shape_of(&claim("resources: {requests: {storage: 1Gi}}\n"));
-        assert!(mismatches(template.then_some(&want), &observed).is_empty());
-    }
 
     #[test]
     fn the_desired_shape_comes_from_the_template() {

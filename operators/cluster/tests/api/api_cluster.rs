@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::lifecycle::kubernetes::{FIELD_MANAGER, KubernetesLifecycle, SiteSettings};
+use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
 use cluster_controller::objects::Owner;
+use cluster_controller::objects::apply::FIELD_MANAGER;
 use cluster_controller::objects::cluster::{ClusterObjects, Site, render_objects};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
@@ -389,7 +390,7 @@ async fn the_quickstart_yields_exactly_its_objects_and_status_follows_the_pods()
         .expect("demo-routes-tls");
     let listeners = std::collections::BTreeMap::from([(
         "routes",
-        cluster_controller::controller::inputs::tls_files(&routes),
+        cluster_controller::controller::read::tls_files(&routes),
     )]);
     let material = cluster_controller::certificate_reload::restart_material(&listeners, false);
     assert!(material.is_some(), "route TLS is restart material here");

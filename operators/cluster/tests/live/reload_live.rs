@@ -12,7 +12,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use cluster_controller::apply_mode::{ApplyMode, apply_mode};
-use cluster_controller::reload::{ReloadDecision, ReloadTiming, config_digest, reload_server};
+use cluster_controller::nats::reload::reload_server;
+use cluster_controller::reload::{ReloadDecision, ReloadTiming, config_digest};
 use cluster_controller::render::conf::{Block, Value};
 use cluster_controller::render::{
     JetStreamPlan, LAME_DUCK_DURATION, Listen, ServerPlan, render_block,

@@ -475,9 +475,8 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
 /// stream is gone, and a NATS cluster that cannot be observed holds with ObservationFailed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deletion_guard_names_real_stream_groups_and_unobservable_clusters() {
-    use cluster_controller::deletion_guard::{
-        DataObservation, DeletionDecision, deletion_guard, observe as observe_data,
-    };
+    use cluster_controller::deletion_guard::{DataObservation, DeletionDecision, deletion_guard};
+    use cluster_controller::nats::deletion_guard::observe as observe_data;
     use nats_api::cluster::reason;
 
     let mut topo = Topology::start(TopologySpec::cluster(3))

@@ -1,10 +1,52 @@
-//! How the controller's own system connection reaches a NATS cluster it deploys (design §4.1):
-//! through the client Service, `tls://` when the client listener runs TLS, trusting the client
-//! certificate Secret's ca.crt, or the system roots when that Secret has none.
+//! The controller's own system connection to the servers of a NATS cluster it deploys (design
+//! §4.1): dialed with the system user `auth.systemCredentials` names, under the controller's
+//! name and its preset inbox prefix, trusting the client listener's CA; and the rule for how it
+//! reaches a NATS cluster through the client Service (`tls://` when the client listener runs
+//! TLS, trusting the client certificate Secret's ca.crt, or the system roots when that Secret
+//! has none).
+
+use std::time::Duration;
 
 use nats_api::cluster::{NatsClusterSpec, names};
+use nats_wire::ConnectionConfig;
 
+use crate::lifecycle::ServerAddress;
 use crate::objects::tls_secret_name;
+
+/// How long one request to the servers may wait for them (connect, each request).
+pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The system user the controller asks with.
+#[derive(Clone)]
+pub struct SystemAccess {
+    pub creds: String,
+    /// The client listener's CA (the client Secret's ca.crt), when it runs TLS with one.
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+/// Dials the system connection to `servers` (a reload asks over it).
+pub async fn dial_system(
+    servers: &[(String, ServerAddress)],
+    access: &SystemAccess,
+) -> Result<nats_wire::Wire, nats_wire::DialError> {
+    nats_wire::dial(&system_config(servers, access)).await
+}
+
+/// The system connection's settings: the controller's name and its preset inbox prefix
+/// (`_INBOX.cluster-controller`, the only inbox the auth plane's cluster-controller user may
+/// subscribe to; any other system user may use it too).
+fn system_config(servers: &[(String, ServerAddress)], access: &SystemAccess) -> ConnectionConfig {
+    let mut config = ConnectionConfig::new(servers.iter().map(|(_, a)| a.client_url.clone()))
+        .with_creds(access.creds.clone())
+        .with_name("cluster-controller")
+        .with_inbox_prefix(nats_wire::preset_inbox_prefix("cluster-controller"))
+        .with_connect_timeout(OBSERVE_TIMEOUT)
+        .with_request_timeout(OBSERVE_TIMEOUT);
+    if let Some(ca) = &access.ca_pem {
+        config = config.with_ca_pem(ca.clone());
+    }
+    config
+}
 
 /// What the system connection verifies the servers' client certificate against.
 #[derive(Clone, Debug, PartialEq, Eq)]

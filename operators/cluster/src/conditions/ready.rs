@@ -1,0 +1,50 @@
+//! Ready: every server's pod Ready, or a quorum of them, unless an object in the way says
+//! otherwise.
+
+use nats_api::cluster::reason;
+
+use super::Verdict;
+use crate::lifecycle::ObservedServer;
+
+/// Ready: every server's pod Ready, or a quorum of them, unless an object in the way or a
+/// refusal says otherwise.
+pub fn ready(replicas: u32, observed: &[ObservedServer], foreign: &[String]) -> Verdict {
+    if !foreign.is_empty() {
+        return Verdict::new(
+            false,
+            reason::RECONCILE_FAILED,
+            format!(
+                "not controlled by this NatsCluster, left untouched: {}",
+                foreign.join(", ")
+            ),
+        );
+    }
+    let ready = ready_count(replicas, observed);
+    if ready == replicas {
+        Verdict::new(
+            true,
+            reason::ALL_SERVERS_READY,
+            format!("{ready} of {replicas} servers ready"),
+        )
+    } else if ready > replicas / 2 {
+        Verdict::new(
+            true,
+            reason::QUORUM_AVAILABLE,
+            format!("{ready} of {replicas} servers ready; the meta group keeps its quorum"),
+        )
+    } else {
+        Verdict::new(
+            false,
+            reason::QUORUM_UNAVAILABLE,
+            format!("{ready} of {replicas} servers ready; no quorum"),
+        )
+    }
+}
+
+/// How many of the first `replicas` servers are Ready.
+pub fn ready_count(replicas: u32, observed: &[ObservedServer]) -> u32 {
+    observed
+        .iter()
+        .filter(|o| o.ordinal < replicas && o.ready)
+        .count() as u32
+}

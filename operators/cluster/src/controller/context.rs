@@ -1,0 +1,110 @@
+//! What every pass shares: the client, the server-lifecycle port, the settings, metrics, events,
+//! the failure backoff, and the plans this process rendered.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use controller_kit::backoff::Backoff;
+use controller_kit::events::Events;
+use controller_kit::metrics::Metrics;
+use kube::ResourceExt;
+use nats_api::cluster::NatsCluster;
+
+use crate::lifecycle::ServerLifecycle;
+use crate::objects::apply::FIELD_MANAGER;
+use crate::render::ServerPlan;
+
+/// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
+pub const RECHECK: Duration = Duration::from_secs(5);
+/// How often a Settled NatsCluster is looked at again.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Settings of a controller process.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--allow-gateway-without-tls`: render gateways without TLS instead of refusing them.
+    pub allow_gateway_without_tls: bool,
+    /// `--controller-namespace`: the namespace the NetworkPolicy admits monitoring from.
+    pub controller_namespace: String,
+    /// `--cluster-domain`.
+    pub cluster_domain: String,
+    /// The wait before looking again while not Settled.
+    pub recheck: Duration,
+    /// The wait before looking again once Settled.
+    pub resync: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            allow_gateway_without_tls: false,
+            controller_namespace: "nats-system".into(),
+            cluster_domain: "cluster.local".into(),
+            recheck: RECHECK,
+            resync: RESYNC,
+        }
+    }
+}
+
+/// What every pass shares.
+pub struct Context<L: ServerLifecycle> {
+    pub client: kube::Client,
+    pub lifecycle: L,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub events: Events,
+    pub backoff: Backoff,
+    /// The plans this process rendered, by revision: what a running server's config was, so a
+    /// step can tell which fields changed (reload or restart, and `restartReason`).
+    pub plans: Mutex<HashMap<String, ServerPlan>>,
+}
+
+/// Plans remembered before the oldest are forgotten (a few revisions per server suffice).
+const REMEMBERED_PLANS: usize = 4096;
+
+impl<L: ServerLifecycle> Context<L> {
+    /// Remembers the plan of `revision`.
+    pub fn remember(&self, revision: &str, plan: &ServerPlan) {
+        if let Ok(mut plans) = self.plans.lock() {
+            if plans.len() >= REMEMBERED_PLANS && !plans.contains_key(revision) {
+                plans.clear();
+            }
+            plans
+                .entry(revision.to_string())
+                .or_insert_with(|| plan.clone());
+        }
+    }
+
+    /// The plan of `revision`, if this process rendered it.
+    pub fn recall(&self, revision: &str) -> Option<ServerPlan> {
+        self.plans.lock().ok()?.get(revision).cloned()
+    }
+}
+
+/// A context over `lifecycle`.
+pub fn context<L: ServerLifecycle>(
+    client: kube::Client,
+    lifecycle: L,
+    settings: Settings,
+    metrics: Metrics,
+) -> Arc<Context<L>> {
+    Arc::new(Context {
+        events: Events::new(client.clone(), FIELD_MANAGER),
+        client,
+        lifecycle,
+        settings,
+        metrics,
+        backoff: Backoff::default(),
+        plans: Default::default(),
+    })
+}
+
+/// `NatsCluster <namespace>/<name>`, as errors, logs and the backoff name it.
+pub fn describe(cluster: &NatsCluster) -> String {
+    format!(
+        "NatsCluster {}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    )
+}

@@ -1,0 +1,168 @@
+//! Phase 9, write status: the pass as `NatsCluster.status`, by server-side apply on the status
+//! subresource under the controller's field manager; the condition and rollout gauges follow.
+//! `status.rollout.gate.since` and `status.removals` carry the rollout across controller
+//! restarts. Returns when to look again: after a backoff while failing, at the recheck pace
+//! while anything is not as it should be, at the resync pace once all is.
+
+use std::time::Duration;
+
+use controller_kit::conditions::{self, Desired};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::ResourceExt;
+use kube::api::Api;
+use nats_api::cluster::{
+    ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster, NatsClusterStatus, ServerStatus,
+    condition, names,
+};
+
+use super::context::{Context, describe};
+use super::error::Error;
+use super::gauges;
+use super::judge::{Verdicts, revision};
+use super::observe::Seen;
+use super::plan::Planned;
+use super::written::Written;
+use crate::conditions::Verdict;
+use crate::conditions::ready::ready_count;
+use crate::lifecycle::ServerLifecycle;
+use crate::objects::apply::FIELD_MANAGER;
+use crate::observation::{common_version, meta_leader};
+use crate::quantity;
+
+/// Writes the pass as status and returns when to look again.
+pub async fn write_status<L: ServerLifecycle>(
+    ctx: &Context<L>,
+    cluster: &NatsCluster,
+    seen: &Seen,
+    planned: &Planned,
+    written: &Written,
+    verdicts: &Verdicts,
+) -> Result<Duration, Error> {
+    let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
+    let prev = cluster.status.clone().unwrap_or_default();
+    let replicas = cluster.spec.replicas.max(0) as u32;
+    let expected: Vec<String> = (0..replicas).map(|i| names::server(&name, i)).collect();
+    let rolled = written.rolled();
+    let status = NatsClusterStatus {
+        observed_generation: cluster.metadata.generation,
+        conditions: conditions_of(cluster, &prev.conditions, verdicts),
+        version: common_version(&seen.observation, &expected),
+        replicas: Some(cluster.spec.replicas),
+        ready_replicas: Some(ready_count(replicas, written.observed()) as i32),
+        endpoints: planned
+            .plans
+            .first()
+            .map(|p| ctx.lifecycle.endpoints(cluster, p)),
+        config: config(
+            &prev,
+            revision(planned, written),
+            rolled.and_then(|r| r.taken.config.clone()),
+        ),
+        rollout: rolled.map(|r| r.report.status.clone()),
+        removals: rolled.map_or_else(|| prev.removals.clone(), |r| r.taken.removals.clone()),
+        jetstream: jetstream(cluster, seen, planned),
+        gateways: verdicts.gateways.clone().map(|g| g.0).unwrap_or_default(),
+        leaf_remotes: verdicts.leafnodes.clone().map(|l| l.0).unwrap_or_default(),
+        servers: servers(seen, written),
+    };
+    let api: Api<NatsCluster> = Api::namespaced(ctx.client.clone(), &ns);
+    controller_kit::status::apply(&api, &name, FIELD_MANAGER, &status)
+        .await
+        .map_err(Error::kube(describe(cluster)))?;
+    ctx.metrics
+        .set_conditions("NatsCluster", &ns, &name, &status.conditions);
+    gauges::export_rollout(&ctx.metrics, &ns, &name, status.rollout.as_ref());
+    let key = format!("{} (failing)", describe(cluster));
+    if written.failure().is_some() {
+        return Ok(ctx.backoff.failed(&key));
+    }
+    ctx.backoff.succeeded(&key);
+    Ok(if verdicts.busy() {
+        ctx.settings.recheck
+    } else {
+        ctx.settings.resync
+    })
+}
+
+/// The conditions after this pass: `previous` with each verdict upserted; GatewaysConnected and
+/// LeafnodesConnected removed when the spec has no gateway or leaf remotes.
+fn conditions_of(cluster: &NatsCluster, previous: &[Condition], v: &Verdicts) -> Vec<Condition> {
+    let now: Time = conditions::now();
+    let generation = cluster.metadata.generation;
+    let mut conds = previous.to_vec();
+    let set = |conds: &mut Vec<_>, type_: &str, v: &Verdict| {
+        conditions::upsert(
+            conds,
+            &Desired::new(type_, v.status, v.reason, v.message.clone()),
+            generation,
+            &now,
+        )
+    };
+    set(&mut conds, condition::READY, &v.ready);
+    set(&mut conds, condition::SETTLED, &v.settled);
+    set(&mut conds, condition::PROGRESSING, &v.progressing);
+    match &v.gateways {
+        Some((_, g)) => set(&mut conds, condition::GATEWAYS_CONNECTED, g),
+        None => conditions::remove(&mut conds, condition::GATEWAYS_CONNECTED),
+    }
+    match &v.leafnodes {
+        Some((_, l)) => set(&mut conds, condition::LEAFNODES_CONNECTED, l),
+        None => conditions::remove(&mut conds, condition::LEAFNODES_CONNECTED),
+    }
+    conds
+}
+
+/// `status.config`: the revision, and how this pass applied it; when it stepped no server, how
+/// the previous revision was applied.
+fn config(
+    prev: &NatsClusterStatus,
+    revision: Option<String>,
+    applied: Option<ConfigStatus>,
+) -> Option<ConfigStatus> {
+    let revision = revision?;
+    Some(match applied {
+        Some(a) => ConfigStatus {
+            revision: Some(revision),
+            ..a
+        },
+        None => ConfigStatus {
+            revision: Some(revision),
+            applied_by: prev.config.as_ref().and_then(|c| c.applied_by),
+            restart_reason: prev.config.as_ref().and_then(|c| c.restart_reason.clone()),
+        },
+    })
+}
+
+/// `status.jetstream`: the meta leader and the limits the servers run with.
+fn jetstream(cluster: &NatsCluster, seen: &Seen, planned: &Planned) -> Option<JetStreamStatus> {
+    cluster.spec.jetstream.as_ref()?;
+    let limits = planned
+        .plans
+        .first()
+        .and_then(|p| p.jetstream.as_ref())
+        .map(|j| JetStreamLimits {
+            max_memory_store: j.max_memory_store.map(|b| Quantity(quantity::of_bytes(b))),
+            max_file_store: j.max_file_store.map(|b| Quantity(quantity::of_bytes(b))),
+        });
+    Some(JetStreamStatus {
+        meta_leader: meta_leader(&seen.observation),
+        limits,
+    })
+}
+
+/// `status.servers`: each server as the port observed it last, with the version it reported.
+fn servers(seen: &Seen, written: &Written) -> Vec<ServerStatus> {
+    (written.observed().iter())
+        .map(|o| ServerStatus {
+            name: o.server_name.clone(),
+            version: seen
+                .observation
+                .answers
+                .get(&o.server_name)
+                .and_then(|a| a.version.clone()),
+            ready: o.ready,
+            config_revision: o.revision.clone(),
+        })
+        .collect()
+}
