@@ -19,7 +19,8 @@ use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Account, Import};
 
 use super::keys::{self, Subject};
-use super::operator::operator_of;
+use super::refs::operator_of;
+use super::time::created;
 use super::{
     Cond, Context, Error, add_finalizer, describe, has_finalizer, jwt_hash, kube_err,
     merge_conditions, previous_conditions, remove_finalizer, retry_later, settled, sign_stable,
@@ -43,19 +44,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsAccount, NatsSystemAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsAccount, NatsReferenceGrant>(c, &ctx);
     let c = super::wake_all_on::<NatsAccount, NatsUser>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile))
-    })
-    .await;
-}
-
-/// metadata.creationTimestamp in seconds (0 when unset).
-pub(crate) fn created<K: Resource>(obj: &K) -> i64 {
-    obj.meta()
-        .creation_timestamp
-        .as_ref()
-        .map(super::secs_of)
-        .unwrap_or(0)
+    super::drive(c, ctx, reconcile).await;
 }
 
 /// Whether NatsAccount `a` is admitted to its NatsOperator by the grants of that namespace.
@@ -404,7 +393,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     let mut record = super::revocation_record(
         &prev.revocations,
         prev.jwt.as_deref(),
-        &users.iter().collect::<Vec<_>>(),
+        &users,
         &keys.signing_public_keys(),
         now,
     );
@@ -676,7 +665,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
         .map(|k| k.key.public_key())
         .collect();
     if !retiring.is_empty() {
-        let issuers = super::user::user_issuers(&ctx, &users).await?;
+        let issuers = super::creds::issuers(&ctx, &users).await?;
         let in_use = crate::gates::retiring_in_use(&retiring, issuers.iter().map(String::as_str));
         if !in_use.is_empty() {
             conds.push(Cond::new(

@@ -11,7 +11,8 @@ use nats_api::auth::{
 };
 use nats_claims::NKey;
 
-use super::{Context, Error, kube_err};
+use super::Context;
+use super::error::{Error, kube_err};
 use crate::account::AccountSigningKey;
 use crate::keys::{self as plan, IdentityPlan, KeyRefusal, SeedSource, SeenSecret};
 

@@ -15,6 +15,7 @@ use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Account, Operator};
 
 use super::keys::{self, Subject};
+use super::refs::operator_of;
 use super::{
     Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, retry_later,
     settled, sign_stable, unix_now, write_status,
@@ -28,19 +29,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsOperator, NatsSystemAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsOperator, NatsAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsOperator, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile))
-    })
-    .await;
-}
-
-/// Where a NatsAccount's operatorRef points: (namespace, name).
-pub(crate) fn operator_of(a: &NatsAccount) -> (String, String) {
-    let ns = a.namespace().unwrap_or_default();
-    (
-        a.spec.operator_ref.namespace.clone().unwrap_or(ns),
-        a.spec.operator_ref.name.clone(),
-    )
+    super::drive(c, ctx, reconcile).await;
 }
 
 /// Every NatsAccount naming NatsOperator `namespace`/`name`.

@@ -24,10 +24,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsSystemAccount, NatsOperator>(c, &ctx);
     let c = super::wake_all_on::<NatsSystemAccount, nats_api::auth::NatsUser>(c, &ctx);
     let c = super::wake_all_on::<NatsSystemAccount, nats_api::nats::NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile))
-    })
-    .await;
+    super::drive(c, ctx, reconcile).await;
 }
 
 async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -194,7 +191,7 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
             .system_account
             .as_ref()
             .and_then(|s| s.jwt.as_deref()),
-        &users.iter().collect::<Vec<_>>(),
+        &users,
         &keys.signing_public_keys(),
         super::unix_now(),
     );
@@ -238,7 +235,7 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         || sys.spec.keys.as_ref().is_some_and(|k| k.identity.is_some());
     if adopted
         && prev.distribution.is_none()
-        && let Some(held) = holding.as_ref().and_then(|h| newest(&h.jwts))
+        && let Some(held) = holding.as_ref().and_then(|h| super::jwt::newest(&h.jwts))
     {
         let dropped = crate::gates::dropped_by_resign(&held, &jwt).unwrap_or_default();
         let policy = sys
@@ -304,16 +301,4 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
     };
     finish(status, conds, true).await?;
     Ok(Action::requeue(wait))
-}
-
-/// The newest (by issued-at) of the account JWTs the servers hold.
-fn newest(jwts: &[String]) -> Option<String> {
-    jwts.iter()
-        .filter_map(|j| {
-            nats_claims::decode::<nats_claims::Account>(j)
-                .ok()
-                .map(|c| (c.issued_at, j))
-        })
-        .max_by_key(|(iat, _)| *iat)
-        .map(|(_, j)| j.clone())
 }

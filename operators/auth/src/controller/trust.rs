@@ -24,10 +24,7 @@ pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
     let c = super::controller_for::<NatsOperatorTrust>(&ctx);
     let c = super::wake_all_on::<NatsOperatorTrust, NatsOperator>(c, &ctx);
     let c = super::wake_all_on::<NatsOperatorTrust, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile_operator_trust))
-    })
-    .await;
+    super::drive(c, ctx, reconcile_operator_trust).await;
 }
 
 /// The NatsAccountTrust controller: wakes on NatsAccounts and grants.
@@ -35,10 +32,7 @@ pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
     let c = super::controller_for::<NatsAccountTrust>(&ctx);
     let c = super::wake_all_on::<NatsAccountTrust, NatsAccount>(c, &ctx);
     let c = super::wake_all_on::<NatsAccountTrust, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile_account_trust))
-    })
-    .await;
+    super::drive(c, ctx, reconcile_account_trust).await;
 }
 
 /// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when

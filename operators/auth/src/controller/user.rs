@@ -2,29 +2,29 @@
 //! signed by the account signing key its role or the first plain one names, and the creds file
 //! written to credentials.secretKeyRef (or, with publicKey, the JWT alone in status).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
+use kube::api::{Api, ListParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
-    AccountKind, DEFAULT_CREDS_KEY, FIELD_MANAGER, GeneratedKind, NatsAccount, NatsOperator,
-    NatsSystemAccount, NatsUser, NatsUserStatus, condition, reason,
+    AccountKind, DEFAULT_CREDS_KEY, GeneratedKind, NatsAccount, NatsOperator, NatsSystemAccount,
+    NatsUser, NatsUserStatus, condition, reason,
 };
 use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Creds, KeyKind, NKey, User};
 
-use super::account::{admitted, created};
+use super::account::admitted;
+use super::creds::{Written, creds_secret_of, delete_creds, write_creds};
 use super::keys::{self, Subject};
+use super::refs::{account_of, kind_name};
+use super::time::created;
 use super::{
     Cond, Context, Error, add_finalizer, describe, has_finalizer, kube_err, merge_conditions,
     previous_conditions, remove_finalizer, retry_later, secs_of, settled, sign_stable, unix_now,
     write_status,
 };
-use crate::creds_secret::{self, CredsConflict, CredsSecret};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
@@ -40,20 +40,7 @@ pub(crate) async fn controller(ctx: Arc<Context>) {
     let c = super::wake_all_on::<NatsUser, NatsOperator>(c, &ctx);
     let c = super::wake_all_on::<NatsUser, NatsUser>(c, &ctx);
     let c = super::wake_all_on::<NatsUser, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile))
-    })
-    .await;
-}
-
-/// (kind, namespace, name) of a user's account.
-fn account_of(u: &NatsUser) -> (AccountKind, String, String) {
-    let ns = u.namespace().unwrap_or_default();
-    (
-        u.spec.account_ref.kind,
-        u.spec.account_ref.namespace.clone().unwrap_or(ns),
-        u.spec.account_ref.name.clone(),
-    )
+    super::drive(c, ctx, reconcile).await;
 }
 
 /// Every NatsUser of account `kind` `namespace`/`name`.
@@ -62,7 +49,7 @@ pub(crate) async fn users_of(
     kind: AccountKind,
     namespace: &str,
     name: &str,
-) -> Result<Vec<NatsUser>, Error> {
+) -> Result<Vec<Arc<NatsUser>>, Error> {
     Ok(Api::<NatsUser>::all(ctx.client.clone())
         .list(&ListParams::default())
         .await
@@ -70,41 +57,8 @@ pub(crate) async fn users_of(
         .items
         .into_iter()
         .filter(|u| account_of(u) == (kind, namespace.to_string(), name.to_string()))
+        .map(Arc::new)
         .collect())
-}
-
-/// The signing keys that issued the live JWTs of `users`: status.jwt, else the creds Secret.
-pub(crate) async fn user_issuers(ctx: &Context, users: &[NatsUser]) -> Result<Vec<String>, Error> {
-    let mut out = Vec::new();
-    for u in users {
-        let jwt = match (
-            u.status.as_ref().and_then(|s| s.jwt.clone()),
-            &u.spec.credentials,
-        ) {
-            (Some(j), _) => Some(j),
-            // Only a Secret the user controls carries its JWT; another owner's is not read.
-            (None, Some(c)) => creds_secret_of(ctx, u, &c.secret_key_ref.name)
-                .await?
-                .ok()
-                .flatten()
-                .and_then(|s| s.data)
-                .and_then(|d| d.get(c.key()).map(|b| b.0.clone()))
-                .and_then(|b| Creds::parse(&String::from_utf8_lossy(&b)).ok())
-                .map(|c| c.jwt),
-            (None, None) => None,
-        };
-        if let Some(c) = jwt.and_then(|j| nats_claims::decode_unverified::<User>(&j).ok()) {
-            out.push(c.issuer);
-        }
-    }
-    Ok(out)
-}
-
-fn kind_name(k: AccountKind) -> &'static str {
-    match k {
-        AccountKind::NatsAccount => "NatsAccount",
-        AccountKind::NatsSystemAccount => "NatsSystemAccount",
-    }
 }
 
 /// What a user needs of its account.
@@ -556,92 +510,6 @@ async fn signed(
     .await
 }
 
-/// The creds Secret `secret` when this user may write it (`None`: absent, to be created), or the
-/// conflict naming who holds it (§5.3, [`crate::creds_secret`]).
-async fn creds_secret_of(
-    ctx: &Context,
-    u: &NatsUser,
-    secret: &str,
-) -> Result<Result<Option<Secret>, CredsConflict>, Error> {
-    let ns = u.namespace().unwrap_or_default();
-    let found = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(secret)
-        .await
-        .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
-    let uid = u.uid().unwrap_or_default();
-    let owners = found
-        .as_ref()
-        .map(|s| s.metadata.owner_references.clone().unwrap_or_default());
-    Ok(
-        creds_secret::creds_secret(secret, owners.as_deref(), &uid).map(|decided| match decided {
-            CredsSecret::Absent => None,
-            CredsSecret::Controlled => found,
-        }),
-    )
-}
-
-/// What became of a creds write.
-#[derive(Debug, PartialEq, Eq)]
-enum Written {
-    /// The Secret holds the creds.
-    Done,
-    /// The Secret was deleted or changed since it was read, and was left as it is now.
-    Changed,
-}
-
-/// Writes the creds to `secret`: created, controlled by the user, where `found` is `None`;
-/// otherwise `found` with the creds under `key` replaces it on the resourceVersion it was found
-/// at, so a Secret deleted or rewritten since it was judged is not written (a replace answers
-/// 404 or 409, where a server-side apply would have created a deleted Secret again with the
-/// key of before — seen in a loaded gate run: a creds Secret deleted while a pass was in flight
-/// came back under the old key, and the user was never given a new one).
-async fn write_creds(
-    ctx: &Context,
-    u: &NatsUser,
-    secret: &str,
-    found: Option<&Secret>,
-    key: &str,
-    creds: Vec<u8>,
-) -> Result<Written, Error> {
-    let ns = u.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(ctx.client.clone(), &ns);
-    let params = PostParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PostParams::default()
-    };
-    let written = match found {
-        None => {
-            // Create, never apply: an apply would take over a Secret someone created meanwhile.
-            let body = Secret {
-                metadata: ObjectMeta {
-                    name: Some(secret.to_string()),
-                    namespace: Some(ns.clone()),
-                    owner_references: u.controller_owner_ref(&()).map(|o| vec![o]),
-                    ..ObjectMeta::default()
-                },
-                type_: Some("Opaque".into()),
-                data: Some(BTreeMap::from([(key.to_string(), ByteString(creds))])),
-                ..Secret::default()
-            };
-            api.create(&params, &body).await.map(|_| ())
-        }
-        Some(found) => {
-            let mut body = found.clone();
-            // The server keeps the field owners of before (a request carrying them would reset them).
-            body.metadata.managed_fields = None;
-            body.data
-                .get_or_insert_with(BTreeMap::new)
-                .insert(key.to_string(), ByteString(creds));
-            api.replace(secret, &params, &body).await.map(|_| ())
-        }
-    };
-    match written {
-        Ok(()) => Ok(Written::Done),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Written::Changed),
-        Err(e) => Err(kube_err(format!("Secret {ns}/{secret}"))(e)),
-    }
-}
-
 /// A deleted user: its key is revoked in the account JWT (the account's reconcile adds it from
 /// the deletion time); once every server holds that JWT and no replaced key is pending, its live
 /// connections are kicked, its creds Secret goes last, and the finalizer is released. Without a
@@ -722,31 +590,6 @@ async fn deleting(
         &u.name_any(),
     );
     Ok(Action::await_change())
-}
-
-/// Deletes the creds Secret `secret` only where this user controls it, on the UID it was judged
-/// by; a Secret of another owner stays, byte for byte.
-async fn delete_creds(ctx: &Context, u: &NatsUser, secret: &str) -> Result<(), Error> {
-    let ns = u.namespace().unwrap_or_default();
-    let Ok(Some(found)) = creds_secret_of(ctx, u, secret).await? else {
-        return Ok(());
-    };
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: found.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match Api::<Secret>::namespaced(ctx.client.clone(), &ns)
-        .delete(secret, &params)
-        .await
-    {
-        Ok(_) => Ok(()),
-        // Gone, or replaced by another Secret since it was read: not ours to delete.
-        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(kube_err(format!("Secret {ns}/{secret}"))(e)),
-    }
 }
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then
