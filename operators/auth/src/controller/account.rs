@@ -8,23 +8,23 @@ use std::time::Duration;
 
 use controller_kit::metrics;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
     AccountKind, ActivationToken, ExportType, GeneratedKind, ImportState, NatsAccount,
-    NatsAccountStatus, NatsOperator, NatsSystemAccount, NatsUser, condition, reason,
+    NatsAccountStatus, NatsOperator, condition, reason,
 };
-use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Account, Import};
 
+use super::index::{Feed, Kind};
 use super::keys::{self, Subject};
 use super::refs::operator_of;
 use super::time::created;
 use super::{
-    Cond, Context, Error, add_finalizer, describe, has_finalizer, jwt_hash, kube_err,
-    merge_conditions, previous_conditions, remove_finalizer, retry_later, settled, sign_stable,
-    unix_now, write_status, write_status_at,
+    Cond, Context, Error, add_finalizer, has_finalizer, jwt_hash, kube_err, merge_conditions,
+    previous_conditions, remove_finalizer, retry_later, settled, sign_stable, unix_now,
+    write_status, write_status_at,
 };
 use crate::account::{AccountInput, account_claims, needs_resign};
 use crate::deletion_hold::{self, Held, Hold};
@@ -37,27 +37,16 @@ const AUTH: &str = nats_api::auth::GROUP;
 
 /// The NatsAccount controller: wakes on NatsOperators, other accounts (imports, activations,
 /// key uniqueness), system accounts and grants.
-pub(crate) async fn controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsAccount>(&ctx);
-    let c = super::wake_all_on::<NatsAccount, NatsOperator>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccount, NatsAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccount, NatsSystemAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccount, NatsReferenceGrant>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccount, NatsUser>(c, &ctx);
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
+    let wakes = [
+        Kind::Operator,
+        Kind::Account,
+        Kind::SystemAccount,
+        Kind::Grant,
+        Kind::User,
+    ];
+    let c = super::pass::indexed(&ctx, feed, &wakes);
     super::drive(c, ctx, reconcile).await;
-}
-
-/// Whether NatsAccount `a` is admitted to its NatsOperator by the grants of that namespace.
-pub(crate) async fn admitted(ctx: &Context, a: &NatsAccount) -> Result<bool, Error> {
-    let ns = a.namespace().unwrap_or_default();
-    let (op_ns, op_name) = operator_of(a);
-    if ns == op_ns {
-        return Ok(true);
-    }
-    let grants = controller_kit::grants::grants_in(&ctx.client, &op_ns)
-        .await
-        .map_err(kube_err(format!("NatsReferenceGrant list {op_ns}")))?;
-    Ok(grants::account_admission(&ns, &op_ns, &op_name, &grants).is_ok())
 }
 
 async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -104,12 +93,9 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     };
 
     // The NatsOperator, and admission to it: checked before any key is recorded.
-    let op = Api::<NatsOperator>::namespaced(ctx.client.clone(), &op_ns)
-        .get_opt(&op_name)
-        .await
-        .map_err(kube_err(describe(&*acct)))?;
+    let op = ctx.index.operator(&op_ns, &op_name);
     if acct.meta().deletion_timestamp.is_some() {
-        return deleting(&ctx, &acct, op.as_ref()).await;
+        return deleting(&ctx, &acct, op.as_deref()).await;
     }
     // The finalizer holds a deleted account until its NatsOperator records the deletion.
     if !has_finalizer(&*acct) {
@@ -128,9 +114,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     let grants_op = if ns == op_ns {
         vec![]
     } else {
-        controller_kit::grants::grants_in(&ctx.client, &op_ns)
-            .await
-            .map_err(kube_err(format!("NatsReferenceGrant list {op_ns}")))?
+        ctx.index.grants_in(&op_ns)
     };
     if let Err(t) = grants::account_admission(&ns, &op_ns, &op_name, &grants_op) {
         let mut status = prev.clone();
@@ -201,19 +185,14 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     };
 
     // PublicKeyInUse: unique under the NatsOperator, the system account's key included.
-    let all_accounts = Api::<NatsAccount>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err("NatsAccount list"))?
-        .items;
+    let accounts = ctx.index.accounts_of(&op_ns, &op_name);
     let me = Holder {
         name: format!("NatsAccount {ns}/{name}"),
         public_key: pk.clone(),
         created: created(&*acct),
     };
-    let others: Vec<Holder> = all_accounts
+    let others: Vec<Holder> = accounts
         .iter()
-        .filter(|a| operator_of(a) == (op_ns.clone(), op_name.clone()))
         .filter_map(|a| {
             Some(Holder {
                 name: format!(
@@ -222,7 +201,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
                     a.name_any()
                 ),
                 public_key: a.status.as_ref()?.public_key.clone()?,
-                created: created(a),
+                created: created(&**a),
             })
         })
         .collect();
@@ -317,7 +296,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     let mut states: Vec<ImportState> = Vec::new();
     let mut unresolved: Vec<String> = Vec::new();
     for imp in &acct.spec.imports {
-        match resolve_import(&ctx, &acct, &pk, imp, &all_accounts).await? {
+        match resolve_import(&ctx, &acct, &pk, imp).await? {
             Ok(i) => {
                 states.push(exports::import_state(imp, &i));
                 imports.push(i);
@@ -351,12 +330,8 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
             return None;
         }
         let i_ns = i.namespace.clone().unwrap_or_else(|| ns.clone());
-        all_accounts
-            .iter()
-            .find(|a| {
-                a.namespace().as_deref() == Some(i_ns.as_str()) && Some(a.name_any()) == i.name
-            })
-            .and_then(|a| a.status.as_ref()?.public_key.clone())
+        let importer = ctx.index.account(&i_ns, i.name.as_deref()?)?;
+        importer.status.as_ref()?.public_key.clone()
     };
     let mut activations = match exports::activations(
         &pk,
@@ -389,7 +364,7 @@ async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, 
     // The account JWT: signed by the NatsOperator's signing key, kept while unchanged and not
     // past half its TTL, and never older than a JWT a server holds.
     let sign_at = now;
-    let users = super::user::users_of(&ctx, AccountKind::NatsAccount, &ns, &name).await?;
+    let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
     let mut record = super::revocation_record(
         &prev.revocations,
         prev.jwt.as_deref(),
@@ -786,7 +761,6 @@ async fn resolve_import(
     acct: &NatsAccount,
     pk: &str,
     imp: &nats_api::auth::Import,
-    all_accounts: &[NatsAccount],
 ) -> Result<Result<Import, String>, Error> {
     let ns = acct.namespace().unwrap_or_default();
     let name = acct.name_any();
@@ -835,9 +809,6 @@ async fn resolve_import(
         AccountKind::NatsSystemAccount => "NatsSystemAccount",
     };
     if ex_ns != ns {
-        let grants = controller_kit::grants::grants_in(&ctx.client, &ex_ns)
-            .await
-            .map_err(kube_err(format!("NatsReferenceGrant list {ex_ns}")))?;
         let from = Referrer {
             group: AUTH,
             kind: "NatsAccount",
@@ -849,7 +820,7 @@ async fn resolve_import(
             namespace: &ex_ns,
             name: &r.name,
         };
-        if !controller_kit::grants::admits(&grants, from, to) {
+        if !ctx.index.admits(from, to) {
             return Ok(Err(format!(
                 "import {}: no NatsReferenceGrant in {ex_ns} admits NatsAccount from {ns} to {kind} {}",
                 imp.export, r.name
@@ -857,9 +828,7 @@ async fn resolve_import(
         }
     }
     let exporter = match r.kind {
-        AccountKind::NatsAccount => all_accounts
-            .iter()
-            .find(|a| a.namespace().as_deref() == Some(ex_ns.as_str()) && a.name_any() == r.name),
+        AccountKind::NatsAccount => ctx.index.account(&ex_ns, &r.name),
         AccountKind::NatsSystemAccount => None,
     };
     let Some(exporter) = exporter else {

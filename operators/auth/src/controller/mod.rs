@@ -1,6 +1,7 @@
 //! The Kubernetes shell of the auth controller: one kube-rs `Controller` per kind (NatsOperator,
-//! NatsSystemAccount, NatsAccount, NatsUser, NatsOperatorTrust, NatsAccountTrust). A pass
-//! gathers its inputs (its object read fresh, what it references, key Secrets), asks the pure core what to sign and what to refuse,
+//! NatsSystemAccount, NatsAccount, NatsUser, NatsOperatorTrust, NatsAccountTrust) over one
+//! [`index`] of the auth kinds. A pass gathers its inputs (its object read fresh, what it
+//! references from the index, key Secrets), asks the pure core what to sign and what to refuse,
 //! and writes what it decided: generated key Secrets and creds Secrets, status through the status
 //! subresource, Events, and account JWTs pushed over `--system-connection`.
 //!
@@ -17,6 +18,7 @@ mod claims_delete;
 mod creds;
 mod error;
 mod finalizer;
+mod index;
 mod jwt;
 mod keys;
 mod nats;
@@ -48,7 +50,7 @@ pub(crate) use finalizer::{
     add_finalizer, deletion_held, force_deleted, has_finalizer, remove_finalizer,
 };
 pub(crate) use jwt::{jwt_hash, sign_stable};
-pub(crate) use pass::{controller_for, drive, retry_later, settled, wake_all_on};
+pub(crate) use pass::{drive, retry_later, settled};
 pub(crate) use revocation::revocation_record;
 pub(crate) use status::{
     Cond, merge_conditions, previous_conditions, write_status, write_status_at,
@@ -112,6 +114,10 @@ pub struct Context {
     deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
+    /// The stores every pass reads its references from.
+    index: index::Index,
+    /// The watches that fill [`Context::index`], until [`run`] takes them.
+    feeds: std::sync::Mutex<Option<index::Feeds>>,
 }
 
 impl Context {
@@ -141,11 +147,25 @@ impl Context {
 
 /// Runs every controller of the auth controller until they end (they run forever).
 pub async fn run(ctx: Arc<Context>) {
+    let taken = ctx.feeds.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let Some(feeds) = taken else {
+        tracing::error!("the controllers of this context run already");
+        return;
+    };
+    let index::Feeds {
+        operators,
+        system_accounts,
+        accounts,
+        users,
+        grants,
+    } = feeds;
     futures::join!(
-        operator::controller(ctx.clone()),
-        system_account::controller(ctx.clone()),
-        account::controller(ctx.clone()),
-        user::controller(ctx.clone()),
+        ctx.index.report_until_ready(),
+        index::follow(grants, ctx.client.clone()),
+        operator::controller(ctx.clone(), operators),
+        system_account::controller(ctx.clone(), system_accounts),
+        account::controller(ctx.clone(), accounts),
+        user::controller(ctx.clone(), users),
         trust::operator_trust_controller(ctx.clone()),
         trust::account_trust_controller(ctx.clone()),
         claims_delete::rejoin_watch(ctx.clone()),
@@ -154,6 +174,7 @@ pub async fn run(ctx: Arc<Context>) {
 
 /// A context for `client` with fresh metrics state and Events.
 pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
+    let (index, feeds) = index::new();
     Arc::new(Context {
         events: Events::new(client.clone(), FIELD_MANAGER),
         client,
@@ -167,5 +188,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
+        index,
+        feeds: std::sync::Mutex::new(Some(feeds)),
     })
 }

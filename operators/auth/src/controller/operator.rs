@@ -4,49 +4,28 @@
 
 use std::sync::Arc;
 
-use kube::api::{Api, ListParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
-    DeletedAccount, GeneratedKind, NatsAccount, NatsOperator, NatsOperatorStatus,
-    NatsSystemAccount, SystemAccountState, condition, reason,
+    DeletedAccount, GeneratedKind, NatsOperator, NatsOperatorStatus, SystemAccountState, condition,
+    reason,
 };
-use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Account, Operator};
 
+use super::index::{Feed, Kind};
 use super::keys::{self, Subject};
-use super::refs::operator_of;
 use super::{
-    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, retry_later,
-    settled, sign_stable, unix_now, write_status,
+    Cond, Context, Error, merge_conditions, previous_conditions, retry_later, settled, sign_stable,
+    unix_now, write_status,
 };
 use crate::account::{AccountInput, system_account_claims};
 use crate::{deletions, exports, grants, operator as core};
 
 /// The NatsOperator controller: wakes on its system accounts, accounts and grants.
-pub(crate) async fn controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsOperator>(&ctx);
-    let c = super::wake_all_on::<NatsOperator, NatsSystemAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsOperator, NatsAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsOperator, NatsReferenceGrant>(c, &ctx);
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsOperator>) {
+    let wakes = [Kind::SystemAccount, Kind::Account, Kind::Grant];
+    let c = super::pass::indexed(&ctx, feed, &wakes);
     super::drive(c, ctx, reconcile).await;
-}
-
-/// Every NatsAccount naming NatsOperator `namespace`/`name`.
-pub(crate) async fn accounts_of(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-) -> Result<Vec<NatsAccount>, Error> {
-    let all = Api::<NatsAccount>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err("NatsAccount list"))?;
-    Ok(all
-        .items
-        .into_iter()
-        .filter(|a| operator_of(a) == (namespace.to_string(), name.to_string()))
-        .collect())
 }
 
 async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -119,10 +98,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         .clone()
         .unwrap_or_else(|| ns.clone());
     let sys_name = op.spec.system_account_ref.name.clone();
-    let sys = Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &sys_ns)
-        .get_opt(&sys_name)
-        .await
-        .map_err(kube_err(describe(&*op)))?;
+    let sys = ctx.index.system_account(&sys_ns, &sys_name);
     let Some(sys) = sys else {
         let message = format!("systemAccountRef {sys_ns}/{sys_name} not found");
         return refuse(
@@ -156,10 +132,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
         namespace: &sys_ns,
         name: &sys_name,
     };
-    if !controller_kit::grants::admitted(&ctx.client, from, to)
-        .await
-        .map_err(kube_err(format!("NatsReferenceGrant list {sys_ns}")))?
-    {
+    if !ctx.index.admits(from, to) {
         let message = format!(
             "systemAccountRef {sys_ns}/{sys_name} is not admitted by any NatsReferenceGrant in {sys_ns}"
         );
@@ -255,7 +228,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
 
     // The system account JWT: no expiry, the prefixed stepdown imports of every account under
     // this NatsOperator that exports jetstream-stepdown.
-    let accounts = accounts_of(&ctx, &ns, &name).await?;
+    let accounts = ctx.index.accounts_of(&ns, &name);
     let mut stepdown: Vec<String> = accounts
         .iter()
         .filter(|a| exports::exports_stepdown(&a.spec.exports))
@@ -363,9 +336,7 @@ async fn reconcile(op: Arc<NatsOperator>, ctx: Arc<Context>) -> Result<Action, E
 
     // Accounts signed once and then deleted, or no longer admitted, are deleted from the servers:
     // recorded here.
-    let grants = controller_kit::grants::grants_in(&ctx.client, &ns)
-        .await
-        .map_err(kube_err(format!("NatsReferenceGrant list {ns}")))?;
+    let grants = ctx.index.grants_in(&ns);
     let mut deleted: Vec<DeletedAccount> = deletions::prune(&prev.deleted_accounts, now);
     for a in &accounts {
         let a_ns = a.namespace().unwrap_or_default();

@@ -1,8 +1,7 @@
-//! What every pass shares: its Controller (the kind's watch, woken by every change of the kinds
-//! it reads), the fresh read of its own object, its span and metrics, the error policy, and the
-//! backoff of a pass that was refused or waits.
+//! What every pass shares: its Controller (the kind's watch from the index, woken by every
+//! change of the kinds it reads), the wait for the index, the fresh read of its own object, its
+//! span and metrics, the error policy, and the backoff of a pass that was refused or waits.
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,57 +10,42 @@ use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 
 use super::Context;
 use super::error::{Error, describe, kube_err};
+use super::index::{Feed, Kind, Watched};
 
 /// Batches bursts of watch events.
 fn config() -> Config {
     Config::default().debounce(Duration::from_millis(100))
 }
 
-/// The bounds of a kind a controller watches.
-pub(crate) trait Watched:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
-{
+/// The controller of an indexed kind `K`: triggered by the index's watch of `K`, and every `K`
+/// reconciled on each change of a kind in `wakes` (the auth kinds depend on each other by
+/// reference in both directions, and each pass is cheap and idempotent).
+pub(crate) fn indexed<K: Watched>(ctx: &Context, feed: Feed<K>, wakes: &[Kind]) -> Controller<K> {
+    let store = feed.store();
+    let c = Controller::for_stream(feed.trigger(ctx.client.clone()), store).with_config(config());
+    woken(c, ctx, wakes)
 }
 
-impl<K> Watched for K where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
-{
-}
-
-/// A controller of `K` over every namespace, batching bursts of watch events.
-pub(crate) fn controller_for<K: Watched>(ctx: &Context) -> Controller<K> {
-    Controller::new(
+/// The controller of a kind the index does not hold (the trust objects): its own watch, woken
+/// like [`indexed`].
+pub(crate) fn watched<K: Watched>(ctx: &Context, wakes: &[Kind]) -> Controller<K> {
+    let c = Controller::new(
         Api::<K>::all(ctx.client.clone()),
         watcher::Config::default(),
     )
-    .with_config(config())
+    .with_config(config());
+    woken(c, ctx, wakes)
 }
 
-/// Makes every change of a `W` wake every `K` the controller knows: the auth kinds depend on
-/// each other by reference in both directions, and each pass is cheap and idempotent.
-pub(crate) fn wake_all_on<K: Watched, W: Watched>(
-    controller: Controller<K>,
-    ctx: &Context,
-) -> Controller<K> {
-    let store = controller.store();
-    controller.watches(
-        Api::<W>::all(ctx.client.clone()),
-        watcher::Config::default(),
-        move |_: W| {
-            store
-                .state()
-                .into_iter()
-                .map(|o| ObjectRef::from_obj(&*o))
-                .collect::<Vec<_>>()
-        },
-    )
+fn woken<K: Watched>(c: Controller<K>, ctx: &Context, wakes: &[Kind]) -> Controller<K> {
+    wakes
+        .iter()
+        .fold(c, |c, kind| c.reconcile_all_on(ctx.index.wakes(*kind)))
 }
 
 /// Drives a Controller's stream, each pass run by [`instrumented`], logging each result.
@@ -88,9 +72,10 @@ where
         .await;
 }
 
-/// Runs one reconcile inside its span, counting it and resetting the backoff on success. The
-/// object is read again first: the watch cache may not hold this controller's last status write
-/// yet, and a pass over a stale status would sign again what was just signed.
+/// Runs one reconcile inside its span, counting it and resetting the backoff on success. It
+/// waits for the index first (no pass reads a store before its first list), and reads the
+/// object again: the watch may not hold this controller's last status write yet, and a pass
+/// over a stale status would sign again what was just signed.
 async fn instrumented<K, F, Fut>(obj: Arc<K>, ctx: Arc<Context>, f: F) -> Result<Action, Error>
 where
     K: Watched + Resource<Scope = NamespaceResourceScope>,
@@ -98,6 +83,7 @@ where
     Fut: Future<Output = Result<Action, Error>>,
 {
     use tracing::Instrument;
+    ctx.index.ready().await?;
     let kind = K::kind(&()).to_string();
     let key = describe(&*obj);
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());

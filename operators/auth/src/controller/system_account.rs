@@ -4,26 +4,24 @@
 
 use std::sync::Arc;
 
-use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
-    GeneratedKind, NatsOperator, NatsSystemAccount, NatsSystemAccountStatus, condition, reason,
+    GeneratedKind, NatsSystemAccount, NatsSystemAccountStatus, condition, reason,
 };
 
+use super::index::{Feed, Kind};
 use super::keys::{self, Subject};
 use super::{
-    Cond, Context, Error, describe, jwt_hash, kube_err, merge_conditions, previous_conditions,
-    retry_later, settled, write_status,
+    Cond, Context, Error, jwt_hash, merge_conditions, previous_conditions, retry_later, settled,
+    write_status,
 };
 use crate::operator as core;
 
 /// The NatsSystemAccount controller: wakes on NatsOperators.
-pub(crate) async fn controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsSystemAccount>(&ctx);
-    let c = super::wake_all_on::<NatsSystemAccount, NatsOperator>(c, &ctx);
-    let c = super::wake_all_on::<NatsSystemAccount, nats_api::auth::NatsUser>(c, &ctx);
-    let c = super::wake_all_on::<NatsSystemAccount, nats_api::nats::NatsReferenceGrant>(c, &ctx);
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsSystemAccount>) {
+    let wakes = [Kind::Operator, Kind::User, Kind::Grant];
+    let c = super::pass::indexed(&ctx, feed, &wakes);
     super::drive(c, ctx, reconcile).await;
 }
 
@@ -91,10 +89,7 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         .clone()
         .unwrap_or_else(|| ns.clone());
     let op_name = sys.spec.operator_ref.name.clone();
-    let op = Api::<NatsOperator>::namespaced(ctx.client.clone(), &op_ns)
-        .get_opt(&op_name)
-        .await
-        .map_err(kube_err(describe(&*sys)))?;
+    let op = ctx.index.operator(&op_ns, &op_name);
     let Some(op) = op else {
         let message = format!("operatorRef {op_ns}/{op_name} not found");
         return finish(
@@ -129,10 +124,7 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
         namespace: &op_ns,
         name: &op_name,
     };
-    if !controller_kit::grants::admitted(&ctx.client, from, to)
-        .await
-        .map_err(kube_err(format!("NatsReferenceGrant list {op_ns}")))?
-    {
+    if !ctx.index.admits(from, to) {
         let message = format!(
             "operatorRef {op_ns}/{op_name} is not admitted by any NatsReferenceGrant in {op_ns}"
         );
@@ -178,13 +170,9 @@ async fn reconcile(sys: Arc<NatsSystemAccount>, ctx: Arc<Context>) -> Result<Act
     }
     let op_status = op.status.clone().unwrap_or_default();
     // The revocation record: the NatsOperator signs the system account JWT from it.
-    let users = super::user::users_of(
-        &ctx,
-        nats_api::auth::AccountKind::NatsSystemAccount,
-        &ns,
-        &name,
-    )
-    .await?;
+    let users = ctx
+        .index
+        .users_of(nats_api::auth::AccountKind::NatsSystemAccount, &ns, &name);
     let mut record = super::revocation_record(
         &prev.revocations,
         op_status

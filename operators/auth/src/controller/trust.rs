@@ -10,9 +10,10 @@ use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsAccount, NatsOperator};
 use nats_api::nats::{
     NatsAccountTrust, NatsAccountTrustStatus, NatsOperatorTrust, NatsOperatorTrustStatus,
-    NatsReferenceGrant, condition, reason,
+    condition, reason,
 };
 
+use super::index::Kind;
 use super::{
     Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, settled,
     write_status,
@@ -21,17 +22,13 @@ use crate::trust::{self as core, Found, TrustStatus};
 
 /// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
 pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsOperatorTrust>(&ctx);
-    let c = super::wake_all_on::<NatsOperatorTrust, NatsOperator>(c, &ctx);
-    let c = super::wake_all_on::<NatsOperatorTrust, NatsReferenceGrant>(c, &ctx);
+    let c = super::pass::watched::<NatsOperatorTrust>(&ctx, &[Kind::Operator, Kind::Grant]);
     super::drive(c, ctx, reconcile_operator_trust).await;
 }
 
 /// The NatsAccountTrust controller: wakes on NatsAccounts and grants.
 pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsAccountTrust>(&ctx);
-    let c = super::wake_all_on::<NatsAccountTrust, NatsAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccountTrust, NatsReferenceGrant>(c, &ctx);
+    let c = super::pass::watched::<NatsAccountTrust>(&ctx, &[Kind::Account, Kind::Grant]);
     super::drive(c, ctx, reconcile_account_trust).await;
 }
 

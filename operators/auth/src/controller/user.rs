@@ -5,25 +5,21 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{
-    AccountKind, DEFAULT_CREDS_KEY, GeneratedKind, NatsAccount, NatsOperator, NatsSystemAccount,
-    NatsUser, NatsUserStatus, condition, reason,
+    AccountKind, DEFAULT_CREDS_KEY, GeneratedKind, NatsUser, NatsUserStatus, condition, reason,
 };
-use nats_api::nats::NatsReferenceGrant;
 use nats_claims::{Creds, KeyKind, NKey, User};
 
-use super::account::admitted;
 use super::creds::{Written, creds_secret_of, delete_creds, write_creds};
+use super::index::{Feed, Kind};
 use super::keys::{self, Subject};
 use super::refs::{account_of, kind_name};
 use super::time::created;
 use super::{
-    Cond, Context, Error, add_finalizer, describe, has_finalizer, kube_err, merge_conditions,
-    previous_conditions, remove_finalizer, retry_later, secs_of, settled, sign_stable, unix_now,
-    write_status,
+    Cond, Context, Error, add_finalizer, has_finalizer, merge_conditions, previous_conditions,
+    remove_finalizer, retry_later, secs_of, settled, sign_stable, unix_now, write_status,
 };
 use crate::deletion_hold::{self, Held, Hold};
 use crate::grants;
@@ -33,32 +29,16 @@ use crate::{distribution, kick, user_keys};
 
 /// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
 /// NatsOperators and grants.
-pub(crate) async fn controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsUser>(&ctx);
-    let c = super::wake_all_on::<NatsUser, NatsAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsUser, NatsSystemAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsUser, NatsOperator>(c, &ctx);
-    let c = super::wake_all_on::<NatsUser, NatsUser>(c, &ctx);
-    let c = super::wake_all_on::<NatsUser, NatsReferenceGrant>(c, &ctx);
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
+    let wakes = [
+        Kind::Account,
+        Kind::SystemAccount,
+        Kind::Operator,
+        Kind::User,
+        Kind::Grant,
+    ];
+    let c = super::pass::indexed(&ctx, feed, &wakes);
     super::drive(c, ctx, reconcile).await;
-}
-
-/// Every NatsUser of account `kind` `namespace`/`name`.
-pub(crate) async fn users_of(
-    ctx: &Context,
-    kind: AccountKind,
-    namespace: &str,
-    name: &str,
-) -> Result<Vec<Arc<NatsUser>>, Error> {
-    Ok(Api::<NatsUser>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err("NatsUser list"))?
-        .items
-        .into_iter()
-        .filter(|u| account_of(u) == (kind, namespace.to_string(), name.to_string()))
-        .map(Arc::new)
-        .collect())
 }
 
 /// What a user needs of its account.
@@ -111,30 +91,17 @@ async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error>
     let account_desc = format!("{kind_s} {acc_ns}/{acc_name}");
 
     let view = match kind {
-        AccountKind::NatsAccount => {
-            match Api::<NatsAccount>::namespaced(ctx.client.clone(), &acc_ns)
-                .get_opt(&acc_name)
-                .await
-                .map_err(kube_err(describe(&*u)))?
-            {
-                Some(a) => Some(AccountView {
-                    public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
-                    jwt: a.status.as_ref().and_then(|s| s.jwt.clone()),
-                    distribution: a.status.as_ref().and_then(|s| s.distribution.clone()),
-                    keys: a.spec.keys.clone(),
-                    offline: a.spec.public_key.is_some(),
-                    admitted: admitted(&ctx, &a).await?,
-                    generated: GeneratedKind::Account,
-                }),
-                None => None,
-            }
-        }
+        AccountKind::NatsAccount => ctx.index.account(&acc_ns, &acc_name).map(|a| AccountView {
+            public_key: a.status.as_ref().and_then(|s| s.public_key.clone()),
+            jwt: a.status.as_ref().and_then(|s| s.jwt.clone()),
+            distribution: a.status.as_ref().and_then(|s| s.distribution.clone()),
+            keys: a.spec.keys.clone(),
+            offline: a.spec.public_key.is_some(),
+            admitted: ctx.index.account_admitted(&a),
+            generated: GeneratedKind::Account,
+        }),
         AccountKind::NatsSystemAccount => {
-            match Api::<NatsSystemAccount>::namespaced(ctx.client.clone(), &acc_ns)
-                .get_opt(&acc_name)
-                .await
-                .map_err(kube_err(describe(&*u)))?
-            {
+            match ctx.index.system_account(&acc_ns, &acc_name) {
                 None => None,
                 Some(a) => {
                     let op_ns = a
@@ -143,11 +110,10 @@ async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error>
                         .namespace
                         .clone()
                         .unwrap_or(acc_ns.clone());
-                    let jwt = Api::<NatsOperator>::namespaced(ctx.client.clone(), &op_ns)
-                        .get_opt(&a.spec.operator_ref.name)
-                        .await
-                        .map_err(kube_err(describe(&*u)))?
-                        .and_then(|o| o.status?.system_account?.jwt);
+                    let jwt = ctx
+                        .index
+                        .operator(&op_ns, &a.spec.operator_ref.name)
+                        .and_then(|o| o.status.clone()?.system_account?.jwt);
                     Some((a, jwt))
                 }
             }
@@ -218,9 +184,7 @@ async fn signed(
     let grants = if acc_ns == ns {
         vec![]
     } else {
-        controller_kit::grants::grants_in(&ctx.client, &acc_ns)
-            .await
-            .map_err(kube_err(format!("NatsReferenceGrant list {acc_ns}")))?
+        ctx.index.grants_in(&acc_ns)
     };
     if let Err(t) = grants::user_admission(&ns, kind_s, &acc_ns, &acc_name, view.admitted, &grants)
     {
@@ -362,14 +326,9 @@ async fn signed(
     };
 
     // PublicKeyInUse: unique among the users of the account; the older keeps it.
-    let users = Api::<NatsUser>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err("NatsUser list"))?
-        .items;
+    let users = ctx.index.users_of(kind, &acc_ns, &acc_name);
     let others: Vec<Holder> = users
         .iter()
-        .filter(|o| account_of(o) == (kind, acc_ns.clone(), acc_name.clone()))
         .filter_map(|o| {
             Some(Holder {
                 name: format!(
@@ -378,7 +337,7 @@ async fn signed(
                     o.name_any()
                 ),
                 public_key: o.status.as_ref()?.public_key.clone()?,
-                created: created(o),
+                created: created(&**o),
             })
         })
         .collect();
