@@ -1,9 +1,9 @@
-//! Where each reference of the auth kinds points: a NatsAccount's operatorRef, a NatsUser's
-//! accountRef (a reference without a namespace
+//! Where each reference of the auth kinds points: a NatsAccount's operatorRef, a
+//! NatsSystemAccount's operatorRef, a NatsUser's accountRef (a reference without a namespace
 //! names the referrer's own).
 
 use kube::ResourceExt;
-use nats_api::auth::{AccountKind, NatsAccount, NatsUser};
+use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser};
 
 /// Where a NatsAccount's operatorRef points: (namespace, name).
 pub(crate) fn operator_of(a: &NatsAccount) -> (String, String) {
@@ -11,6 +11,15 @@ pub(crate) fn operator_of(a: &NatsAccount) -> (String, String) {
     (
         a.spec.operator_ref.namespace.clone().unwrap_or(ns),
         a.spec.operator_ref.name.clone(),
+    )
+}
+
+/// Where a NatsSystemAccount's operatorRef points: (namespace, name).
+pub(crate) fn operator_of_system_account(s: &NatsSystemAccount) -> (String, String) {
+    let ns = s.namespace().unwrap_or_default();
+    (
+        s.spec.operator_ref.namespace.clone().unwrap_or(ns),
+        s.spec.operator_ref.name.clone(),
     )
 }
 
