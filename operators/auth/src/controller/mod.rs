@@ -51,11 +51,8 @@ pub(crate) use finalizer::{
 };
 pub(crate) use jwt::{jwt_hash, sign_stable};
 pub(crate) use pass::{drive, retry_later, settled};
-pub(crate) use revocation::revocation_record;
-pub(crate) use status::{
-    Cond, merge_conditions, previous_conditions, write_status, write_status_at,
-};
-pub(crate) use time::{secs_of, time_of, unix_now};
+pub(crate) use status::{Cond, merge_conditions, previous_conditions, write_status};
+pub(crate) use time::{secs_of, unix_now};
 
 /// The default resync period: every object is re-read and re-checked this often.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
