@@ -44,16 +44,6 @@ use nats_api::auth::FIELD_MANAGER;
 pub use error::Error;
 pub use nats::SystemConnection;
 
-// Where the passes found these before they moved to modules of their own.
-pub(crate) use error::{describe, kube_err};
-pub(crate) use finalizer::{
-    add_finalizer, deletion_held, force_deleted, has_finalizer, remove_finalizer,
-};
-pub(crate) use jwt::{jwt_hash, sign_stable};
-pub(crate) use pass::{drive, retry_later, settled};
-pub(crate) use status::{Cond, merge_conditions, previous_conditions, write_status};
-pub(crate) use time::{secs_of, unix_now};
-
 /// The default resync period: every object is re-read and re-checked this often.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
 

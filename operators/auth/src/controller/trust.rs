@@ -13,23 +13,23 @@ use nats_api::nats::{
     condition, reason,
 };
 
+use super::error::{describe, kube_err};
 use super::index::Kind;
-use super::{
-    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, settled,
-    write_status,
-};
+use super::pass::{self, retry_later, settled};
+use super::status::{Cond, merge_conditions, previous_conditions, write_status};
+use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
 
 /// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
 pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
-    let c = super::pass::watched::<NatsOperatorTrust>(&ctx, &[Kind::Operator, Kind::Grant]);
-    super::drive(c, ctx, reconcile_operator_trust).await;
+    let c = pass::watched::<NatsOperatorTrust>(&ctx, &[Kind::Operator, Kind::Grant]);
+    pass::drive(c, ctx, reconcile_operator_trust).await;
 }
 
 /// The NatsAccountTrust controller: wakes on NatsAccounts and grants.
 pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
-    let c = super::pass::watched::<NatsAccountTrust>(&ctx, &[Kind::Account, Kind::Grant]);
-    super::drive(c, ctx, reconcile_account_trust).await;
+    let c = pass::watched::<NatsAccountTrust>(&ctx, &[Kind::Account, Kind::Grant]);
+    pass::drive(c, ctx, reconcile_account_trust).await;
 }
 
 /// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when
@@ -124,7 +124,7 @@ async fn reconcile_operator_trust(
         settled(&ctx, &*t);
         Ok(Action::requeue(ctx.settings.resync))
     } else {
-        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+        Ok(Action::requeue(retry_later(&ctx, &*t)))
     }
 }
 
@@ -164,6 +164,6 @@ async fn reconcile_account_trust(
         settled(&ctx, &*t);
         Ok(Action::requeue(ctx.settings.resync))
     } else {
-        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+        Ok(Action::requeue(retry_later(&ctx, &*t)))
     }
 }
