@@ -5,8 +5,12 @@
 //! and writes what it decided: generated key Secrets and creds Secrets, status through the status
 //! subresource, Events, and account JWTs pushed over `--system-connection`.
 //!
-//! The pieces several passes share live in modules named for what they hold ([`status`], [`finalizer`], [`pass`],
-//! [`refs`], [`creds`], [`keys`], [`nats`], [`revocation`], [`jwt`], [`time`]).
+//! Each kind's pass lives in a directory of its name ([`operator`], [`system_account`],
+//! [`account`], [`user`]; the trust objects' in [`trust`]), its module doc listing the phases and
+//! one file per phase; no pass imports another. The pieces several passes share live in modules
+//! named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
+//! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`revocation`], [`jwt`],
+//! [`time`]).
 //!
 //! A refusal or a missing reference is a condition and a requeue with backoff; only a failure to
 //! reach the Kubernetes API is an [`Error`] (also retried with backoff). Seeds never leave Secrets:

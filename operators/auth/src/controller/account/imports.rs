@@ -3,6 +3,8 @@
 //! account from the index, across namespaces only through a grant (§7), with the activation
 //! token the exporter signed into its status for this account's key.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -127,46 +129,19 @@ fn by_account_ref(
 ) -> Resolution {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let ex_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
-    let kind = kind_name(r.kind);
-    let from = Referrer {
-        group: AUTH,
-        kind: "NatsAccount",
-        namespace: &ns,
-    };
-    let to = Target {
-        group: AUTH,
-        kind,
-        namespace: &ex_ns,
-        name: &r.name,
-    };
-    if !ctx.index.admits(from, to) {
-        return Resolution::Unresolved(format!(
-            "import {}: no NatsReferenceGrant in {ex_ns} admits NatsAccount from {ns} to {kind} {}",
-            imp.export, r.name
-        ));
-    }
-    let exporter = match r.kind {
-        AccountKind::NatsAccount => ctx.index.account(&ex_ns, &r.name),
-        AccountKind::NatsSystemAccount => None,
-    };
-    let Some(exporter) = exporter else {
-        return Resolution::Unresolved(format!(
-            "import {}: {kind} {ex_ns}/{} not found or exports nothing",
-            imp.export, r.name
-        ));
-    };
-    let ex_status = exporter.status.clone().unwrap_or_default();
-    let Some(ex_pk) = ex_status.public_key.clone() else {
-        return Resolution::Unresolved(format!(
-            "import {}: {kind} {ex_ns}/{} has no public key yet",
-            imp.export, r.name
-        ));
+    let (exporter, ex_pk) = match exporter(ctx, &ns, &ex_ns, imp, r) {
+        Ok(found) => found,
+        Err(why) => return Resolution::Unresolved(why),
     };
     let exporter_name = format!("{ex_ns}/{}", r.name);
-    let token = ex_status
-        .activations
-        .iter()
-        .find(|a| a.export == imp.export && a.public_key.as_deref() == Some(public_key))
+    let token = exporter
+        .status
+        .as_ref()
+        .and_then(|s| {
+            s.activations
+                .iter()
+                .find(|a| a.export == imp.export && a.public_key.as_deref() == Some(public_key))
+        })
         .and_then(|a| a.token.clone());
     let resolved = exports::resolve_import(
         imp,
@@ -193,4 +168,50 @@ fn by_account_ref(
         ));
     }
     Resolution::Resolved(i)
+}
+
+/// The exporting account `r` names in `ex_ns` and its public key, where a grant admits the
+/// reference from `ns` (a system account exports nothing here), or why not.
+fn exporter(
+    ctx: &Context,
+    ns: &str,
+    ex_ns: &str,
+    imp: &nats_api::auth::Import,
+    r: &nats_api::auth::AccountReference,
+) -> Result<(Arc<NatsAccount>, String), String> {
+    let kind = kind_name(r.kind);
+    let from = Referrer {
+        group: AUTH,
+        kind: "NatsAccount",
+        namespace: ns,
+    };
+    let to = Target {
+        group: AUTH,
+        kind,
+        namespace: ex_ns,
+        name: &r.name,
+    };
+    if !ctx.index.admits(from, to) {
+        return Err(format!(
+            "import {}: no NatsReferenceGrant in {ex_ns} admits NatsAccount from {ns} to {kind} {}",
+            imp.export, r.name
+        ));
+    }
+    let exporter = match r.kind {
+        AccountKind::NatsAccount => ctx.index.account(ex_ns, &r.name),
+        AccountKind::NatsSystemAccount => None,
+    };
+    let Some(exporter) = exporter else {
+        return Err(format!(
+            "import {}: {kind} {ex_ns}/{} not found or exports nothing",
+            imp.export, r.name
+        ));
+    };
+    match exporter.status.as_ref().and_then(|s| s.public_key.clone()) {
+        Some(pk) => Ok((exporter, pk)),
+        None => Err(format!(
+            "import {}: {kind} {ex_ns}/{} has no public key yet",
+            imp.export, r.name
+        )),
+    }
 }
