@@ -7,19 +7,16 @@
 //! deleted account goes to [`deleting`] instead):
 //!
 //! 1. gather [`gather::operator`]: the NatsOperator its operatorRef names, from the index.
-//! 2. refuse [`gather::admitted`]: found (ReferenceNotFound) and admitted by a grant across
-//!    namespaces (ReferenceNotPermitted), before any key is recorded.
+//! 2. refuse [`gather::admitted`]: found and admitted, before any key is recorded (ReferenceNot*).
 //! 3. gather [`gather::own_keys`]: its own keys, generated here first → status.publicKey.
 //! 4. refuse [`gather::key_in_use`]: PublicKeyInUse under the NatsOperator.
 //! 5. gather [`gather::operator_signer`]: the NatsOperator's JWT and signing key (KeysPending).
 //! 6. plan [`imports::resolve`]: each import from the export it names → status.imports.
 //! 7. sign [`activations::sign`]: tokens for its private exports → status.activations.
-//! 8. observe [`recovery::record`], [`recovery::recover`]: the revocation record, and what the
-//!    servers hold (RecoveringRevocations) → status.revocations.
+//! 8. observe [`recovery::record`], [`recovery::recover`]: users, servers → status.revocations.
 //! 9. sign [`sign::sign`]: the account JWT (AdoptionDropsClaims) → status.jwt, jwtHash.
 //! 10. push [`push::push`]: to every server → status.distribution, Distributed.
-//! 11. write status [`status::ready`], [`status::retiring_in_use`], [`status::again`],
-//!     [`status::write`]: at the resourceVersion read; again at half the TTL.
+//! 11. write status [`status::ready`], [`status::write`]: at the resourceVersion read.
 
 mod activations;
 mod deleting;

@@ -5,17 +5,14 @@
 //! A pass, phase by phase (a refusal ends it, written over the status as far as it got):
 //!
 //! 1. gather [`gather::identity`]: the offline identity, spec.jwt's subject (InvalidJwt).
-//! 2. gather [`gather::keys`]: its own keys, generated here first → status.publicKey, signingKeys.
-//! 3. gather [`gather::system_account`]: the system account its ref selects, from the index,
-//!    admitted by a grant across namespaces, and its keys (ReferenceNotFound/NotPermitted).
+//! 2. gather [`gather::keys`]: its own keys, generated here first → status.publicKey.
+//! 3. gather [`gather::system_account`]: from the index, admitted, with its keys (ReferenceNot*).
 //! 4. sign [`sign::operator_jwt`]: checked when kept offline, else signed → status.jwt.
 //! 5. refuse [`sign::active_signer`]: the first signing key not retiring (InvalidKeys).
 //! 6. observe [`observe::held`]: what the servers hold for the system account.
 //! 7. sign [`sign::system_account_jwt`]: stepdown imports, revocations → status.systemAccount.
-//! 8. push [`deletions::deleted_accounts`]: CLAIMS.DELETE of deleted or no longer admitted
-//!    accounts → status.deletedAccounts.
-//! 9. write status [`status::signed`], [`status::write`]: Ready, ReferencesResolved,
-//!    RetiringKeysInUse, RevocationsUnrecovered; again sooner while work is under way.
+//! 8. push [`deletions::deleted_accounts`]: CLAIMS.DELETE → status.deletedAccounts.
+//! 9. write status [`status::signed`], [`status::write`]: Ready, RetiringKeysInUse, the wait.
 
 mod deletions;
 mod gather;

@@ -5,15 +5,12 @@
 //! A pass, phase by phase (a refusal ends it, written over the status as far as it got):
 //!
 //! 1. gather [`gather::keys`]: its own keys, generated here first → status.publicKey.
-//! 2. gather [`gather::operator`]: its NatsOperator from the index, admitted by a grant across
-//!    namespaces (ReferenceNotFound/NotPermitted), selecting this one (else not signed).
-//! 3. observe [`record::record`]: the revocation record from its users (index) and the JWTs the
-//!    servers hold → status.revocations, which the NatsOperator signs from.
+//! 2. gather [`gather::operator`]: from the index, admitted, selecting this one (ReferenceNot*).
+//! 3. observe [`record::record`]: users (index) and the servers' JWTs → status.revocations.
 //! 4. gather [`push::signed`]: the JWT the NatsOperator signed for this key (KeysPending).
 //! 5. refuse [`push::adoption`]: an adopted JWT re-signing would drop (AdoptionDropsClaims).
-//! 6. push [`push::push`]: unless the lookup failed or revocations are unrecovered →
-//!    status.jwtHash, status.distribution, Distributed.
-//! 7. write status [`status::write`]: Ready Signed, ReferencesResolved, SigningKeyUntrusted.
+//! 6. push [`push::push`]: unless it must wait → status.jwtHash, status.distribution.
+//! 7. write status [`status::write`]: Ready Signed, ReferencesResolved, Distributed, the wait.
 
 mod gather;
 mod push;

@@ -5,19 +5,14 @@
 //! A pass, phase by phase (a refusal ends it, written over the status of before; a deleted user
 //! goes to [`deleting`] instead):
 //!
-//! 1. gather [`gather::account`]: its NatsAccount or NatsSystemAccount, from the index
-//!    (ReferenceNotFound); the finalizer added.
-//! 2. refuse [`refuse::admission`]: the account admitted to its NatsOperator and to this
-//!    namespace (AccountNotAdmitted).
+//! 1. gather [`gather::account`]: its account, from the index (ReferenceNotFound); finalizer.
+//! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace.
 //! 3. gather [`gather::account_keys`]: the account's public key and signing keys (KeysPending).
-//! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one
-//!    (SecretConflict, InvalidKeys).
+//! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one.
 //! 5. refuse [`refuse::key_in_use`]: PublicKeyInUse among the account's users.
 //! 6. sign [`sign::issue`]: the user JWT, and the creds file (InvalidKeys).
-//! 7. apply [`publish::publish`]: status.jwt, or the creds Secret written at the
-//!    resourceVersion read (changed since: again in 200 ms).
-//! 8. write status [`status::signed`], [`status::write`]: status.replacedKeys, Ready,
-//!    ReferencesResolved, Distributed False without a system connection.
+//! 7. apply [`publish::publish`]: status.jwt, or the creds Secret replaced at its version.
+//! 8. write status [`status::signed`], [`status::write`]: status.replacedKeys, Ready.
 
 mod deleting;
 mod gather;
