@@ -21,8 +21,9 @@ use nats_api::auth::DeletedAccount;
 use nats_claims::NKey;
 use nats_wire::Collect;
 
+use super::Context;
 use super::nats::{PING, collect, system_wire};
-use super::{Context, unix_now};
+use super::time::unix_now;
 
 /// How often the rejoin watch looks at the roster while accounts are listed deleted (each look
 /// also collects STATSZ answers for up to [`PING`]).

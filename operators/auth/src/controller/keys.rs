@@ -11,9 +11,10 @@ use nats_api::auth::{
 };
 use nats_claims::NKey;
 
-use super::{Context, Error, kube_err};
+use super::Context;
+use super::error::{Error, kube_err};
 use crate::account::AccountSigningKey;
-use crate::keys::{self as plan, IdentityPlan, KeyRefusal, SeedSource, SeenSecret};
+use crate::keys::{self as plan, IdentityPlan, KeyPlan, KeyRefusal, SeedSource, SeenSecret};
 
 /// One signing seed with what its spec entry says about it.
 pub(crate) struct SigningSeed {
@@ -108,25 +109,19 @@ pub(crate) async fn resolve(
     s: Subject<'_>,
 ) -> Result<Result<Resolved, NotReady>, Error> {
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), s.namespace);
-    let mut seen = BTreeMap::new();
-    let mut found: BTreeMap<String, Secret> = BTreeMap::new();
-    for which in [plan::IDENTITY, plan::SIGNING_1] {
-        let name = generated_secret_name(s.name, s.kind, which);
-        if let Some(secret) = secrets
-            .get_opt(&name)
-            .await
-            .map_err(kube_err(format!("Secret {}/{name}", s.namespace)))?
-        {
+    let found = generated_secrets(&secrets, &s).await?;
+    let seen: BTreeMap<String, SeenSecret> = found
+        .iter()
+        .map(|(name, secret)| {
             let generated_for = secret
                 .metadata
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(GENERATED_FOR_ANNOTATION))
                 .cloned();
-            seen.insert(name.clone(), SeenSecret { generated_for });
-            found.insert(name, secret);
-        }
-    }
+            (name.clone(), SeenSecret { generated_for })
+        })
+        .collect();
     let key_plan = match plan::key_plan(
         s.kind,
         s.name,
@@ -138,74 +133,23 @@ pub(crate) async fn resolve(
         Ok(p) => p,
         Err(r) => return Ok(Err(NotReady::Refused(r))),
     };
-    let kind = plan::seed_kind(s.kind);
-    let read = async |which: &str, source: &SeedSource| -> Result<Result<NKey, NotReady>, Error> {
-        match source {
-            SeedSource::Adopt { secret, key } => {
-                let got = match found.get(secret) {
-                    Some(x) => Some(x.clone()),
-                    None => secrets
-                        .get_opt(secret)
-                        .await
-                        .map_err(kube_err(format!("Secret {}/{secret}", s.namespace)))?,
-                };
-                let Some(got) = got else {
-                    return Ok(Err(NotReady::Pending(format!(
-                        "Secret {secret} named by keys is not found"
-                    ))));
-                };
-                Ok(seed_of(&got, secret, key, kind))
-            }
-            SeedSource::Generated { secret } => match found.get(secret) {
-                Some(got) => Ok(seed_of(got, secret, DEFAULT_SEED_KEY, kind)),
-                None => Ok(Err(NotReady::Pending(format!("Secret {secret} vanished")))),
-            },
-            SeedSource::Generate { secret } => {
-                if !s.may_generate {
-                    return Ok(Err(NotReady::Pending(format!(
-                        "Secret {secret} is not generated yet"
-                    ))));
-                }
-                let key = NKey::generate(kind);
-                let body = plan::generated_secret(s.kind, s.name, s.namespace, which, &key);
-                match secrets.create(&PostParams::default(), &body).await {
-                    Ok(_) => Ok(Ok(key)),
-                    // Another pass generated it first: read that one next time.
-                    Err(kube::Error::Api(e)) if e.code == 409 => Ok(Err(NotReady::Pending(
-                        format!("Secret {secret} was generated concurrently"),
-                    ))),
-                    Err(e) => Err(kube_err(format!("Secret {}/{secret}", s.namespace))(e)),
-                }
-            }
-        }
+    let seeds = Seeds {
+        secrets,
+        found,
+        s: &s,
+        kind: plan::seed_kind(s.kind),
     };
     let identity = match &key_plan.identity {
         IdentityPlan::Offline => None,
-        IdentityPlan::Seed(source) => match read(plan::IDENTITY, source).await? {
+        IdentityPlan::Seed(source) => match seeds.read(plan::IDENTITY, source).await? {
             Ok(k) => Some(k),
             Err(e) => return Ok(Err(e)),
         },
     };
-    let mut signing = Vec::new();
-    for (name, source) in &key_plan.signing {
-        let which = if matches!(source, SeedSource::Adopt { .. }) {
-            name.as_str()
-        } else {
-            plan::SIGNING_1
-        };
-        let key = match read(which, source).await? {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(e)),
-        };
-        let spec = s
-            .keys
-            .and_then(|k| k.signing.iter().find(|k| &k.name == name));
-        signing.push(SigningSeed {
-            key,
-            retiring: spec.is_some_and(|k| k.retiring),
-            scope: spec.and_then(|k| k.scope.clone()),
-        });
-    }
+    let signing = match seeds.signing(&key_plan).await? {
+        Ok(signing) => signing,
+        Err(e) => return Ok(Err(e)),
+    };
     let public_key = match (&identity, &s.offline) {
         (Some(k), _) => k.public_key(),
         (None, Some(pk)) => pk.clone(),
@@ -217,6 +161,117 @@ pub(crate) async fn resolve(
         signing,
         seed_secrets: plan::seed_secrets(&key_plan),
     }))
+}
+
+/// The generated Secrets of the subject that exist (identity, first signing key), by name.
+async fn generated_secrets(
+    secrets: &Api<Secret>,
+    s: &Subject<'_>,
+) -> Result<BTreeMap<String, Secret>, Error> {
+    let mut found = BTreeMap::new();
+    for which in [plan::IDENTITY, plan::SIGNING_1] {
+        let name = generated_secret_name(s.name, s.kind, which);
+        if let Some(secret) = secrets
+            .get_opt(&name)
+            .await
+            .map_err(kube_err(format!("Secret {}/{name}", s.namespace)))?
+        {
+            found.insert(name, secret);
+        }
+    }
+    Ok(found)
+}
+
+/// Reads the seeds a key plan names: from the Secrets found, from an adopted Secret, or
+/// generated into a new Secret.
+struct Seeds<'a> {
+    secrets: Api<Secret>,
+    found: BTreeMap<String, Secret>,
+    s: &'a Subject<'a>,
+    kind: nats_claims::KeyKind,
+}
+
+impl Seeds<'_> {
+    /// Every signing seed of the plan, in spec order, with what its spec entry says.
+    async fn signing(
+        &self,
+        key_plan: &KeyPlan,
+    ) -> Result<Result<Vec<SigningSeed>, NotReady>, Error> {
+        let mut signing = Vec::new();
+        for (name, source) in &key_plan.signing {
+            let which = if matches!(source, SeedSource::Adopt { .. }) {
+                name.as_str()
+            } else {
+                plan::SIGNING_1
+            };
+            let key = match self.read(which, source).await? {
+                Ok(k) => k,
+                Err(e) => return Ok(Err(e)),
+            };
+            let spec = self
+                .s
+                .keys
+                .and_then(|k| k.signing.iter().find(|k| &k.name == name));
+            signing.push(SigningSeed {
+                key,
+                retiring: spec.is_some_and(|k| k.retiring),
+                scope: spec.and_then(|k| k.scope.clone()),
+            });
+        }
+        Ok(Ok(signing))
+    }
+
+    /// One seed from `source` (`which`: the generated Secret's role).
+    async fn read(
+        &self,
+        which: &str,
+        source: &SeedSource,
+    ) -> Result<Result<NKey, NotReady>, Error> {
+        let (s, kind) = (self.s, self.kind);
+        match source {
+            SeedSource::Adopt { secret, key } => {
+                let got = match self.found.get(secret) {
+                    Some(x) => Some(x.clone()),
+                    None => self
+                        .secrets
+                        .get_opt(secret)
+                        .await
+                        .map_err(kube_err(format!("Secret {}/{secret}", s.namespace)))?,
+                };
+                let Some(got) = got else {
+                    return Ok(Err(NotReady::Pending(format!(
+                        "Secret {secret} named by keys is not found"
+                    ))));
+                };
+                Ok(seed_of(&got, secret, key, kind))
+            }
+            SeedSource::Generated { secret } => match self.found.get(secret) {
+                Some(got) => Ok(seed_of(got, secret, DEFAULT_SEED_KEY, kind)),
+                None => Ok(Err(NotReady::Pending(format!("Secret {secret} vanished")))),
+            },
+            SeedSource::Generate { secret } => self.generate(which, secret).await,
+        }
+    }
+
+    /// A new seed in generated Secret `secret`, where the subject's own pass may generate it.
+    async fn generate(&self, which: &str, secret: &str) -> Result<Result<NKey, NotReady>, Error> {
+        let s = self.s;
+        if !s.may_generate {
+            return Ok(Err(NotReady::Pending(format!(
+                "Secret {secret} is not generated yet"
+            ))));
+        }
+        let key = NKey::generate(self.kind);
+        let body = plan::generated_secret(s.kind, s.name, s.namespace, which, &key);
+        match self.secrets.create(&PostParams::default(), &body).await {
+            Ok(_) => Ok(Ok(key)),
+            // Another pass generated it first: read that one next time.
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(Err(NotReady::Pending(format!(
+                "Secret {secret} was generated concurrently"
+            )))),
+            Err(e) => Err(kube_err(format!("Secret {}/{secret}", s.namespace))(e)),
+        }
+    }
 }
 
 fn seed_of(

@@ -13,7 +13,8 @@ use nats_claims::{Account, Operator, decode_unverified};
 use nats_wire::monitor::Statsz;
 use nats_wire::{Collect, ConnectionConfig, PingReplies, ServerFilter, Wire};
 
-use super::{Context, time_of, unix_now};
+use super::Context;
+use super::time::{time_of, unix_now};
 use crate::distribution;
 use crate::push::{self, Held};
 use crate::roster::{self, Roster};
@@ -77,12 +78,12 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
     let mut material = conn.spec.servers.join(",");
     if let Some(c) = &conn.spec.credentials {
         let creds = read(&c.secret_key_ref.name, c.key()).await?;
-        material.push_str(&super::jwt_hash(&String::from_utf8_lossy(&creds)));
+        material.push_str(&super::jwt::jwt_hash(&String::from_utf8_lossy(&creds)));
         config = config.with_creds(String::from_utf8_lossy(&creds).into_owned());
     }
     if let Some(ca) = conn.spec.tls.as_ref().and_then(|t| t.ca.as_ref()) {
         let pem = read(&ca.secret_key_ref.name, ca.key()).await?;
-        material.push_str(&super::jwt_hash(&String::from_utf8_lossy(&pem)));
+        material.push_str(&super::jwt::jwt_hash(&String::from_utf8_lossy(&pem)));
         config = config.with_ca_pem(pem);
     }
     let mut slot = ctx.system.lock().await;
@@ -318,7 +319,7 @@ pub(crate) async fn distribute<K>(
     account: &str,
     jwt: &str,
     prev: Option<&Distribution>,
-) -> (Option<Distribution>, super::Cond)
+) -> (Option<Distribution>, super::status::Cond)
 where
     K: kube::Resource<DynamicType = ()>,
 {
@@ -330,7 +331,7 @@ where
                 .unwrap_or((false, reason::NO_SYSTEM_CONNECTION));
             return (
                 prev.cloned(),
-                super::Cond::new(
+                super::status::Cond::new(
                     DISTRIBUTED,
                     status,
                     reason,
@@ -341,7 +342,7 @@ where
         Err(e) => {
             return (
                 prev.cloned(),
-                super::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+                super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
             );
         }
     };
@@ -359,9 +360,9 @@ where
                     .await;
             }
             let cond = if distribution::all_current(&d) {
-                super::Cond::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
+                super::status::Cond::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
             } else {
-                super::Cond::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
+                super::status::Cond::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
             };
             (Some(d), cond)
         }
@@ -377,12 +378,12 @@ where
             };
             (
                 prev.cloned(),
-                super::Cond::new(DISTRIBUTED, false, reason, h.to_string()),
+                super::status::Cond::new(DISTRIBUTED, false, reason, h.to_string()),
             )
         }
         Spread::Unreachable(e) => (
             prev.cloned(),
-            super::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+            super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
         ),
     }
 }

@@ -10,35 +10,26 @@ use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsAccount, NatsOperator};
 use nats_api::nats::{
     NatsAccountTrust, NatsAccountTrustStatus, NatsOperatorTrust, NatsOperatorTrustStatus,
-    NatsReferenceGrant, condition, reason,
+    condition, reason,
 };
 
-use super::{
-    Cond, Context, Error, describe, kube_err, merge_conditions, previous_conditions, settled,
-    write_status,
-};
+use super::error::{describe, kube_err};
+use super::index::Kind;
+use super::pass::{self, retry_later, settled};
+use super::status::{Cond, merge_conditions, previous_conditions, write_status};
+use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
 
 /// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
 pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsOperatorTrust>(&ctx);
-    let c = super::wake_all_on::<NatsOperatorTrust, NatsOperator>(c, &ctx);
-    let c = super::wake_all_on::<NatsOperatorTrust, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile_operator_trust))
-    })
-    .await;
+    let c = pass::watched::<NatsOperatorTrust>(&ctx, &[Kind::Operator, Kind::Grant]);
+    pass::drive(c, ctx, reconcile_operator_trust).await;
 }
 
 /// The NatsAccountTrust controller: wakes on NatsAccounts and grants.
 pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
-    let c = super::controller_for::<NatsAccountTrust>(&ctx);
-    let c = super::wake_all_on::<NatsAccountTrust, NatsAccount>(c, &ctx);
-    let c = super::wake_all_on::<NatsAccountTrust, NatsReferenceGrant>(c, &ctx);
-    super::drive(c, ctx, |obj, ctx| {
-        Box::pin(super::instrumented(obj, ctx, reconcile_account_trust))
-    })
-    .await;
+    let c = pass::watched::<NatsAccountTrust>(&ctx, &[Kind::Account, Kind::Grant]);
+    pass::drive(c, ctx, reconcile_account_trust).await;
 }
 
 /// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when
@@ -133,7 +124,7 @@ async fn reconcile_operator_trust(
         settled(&ctx, &*t);
         Ok(Action::requeue(ctx.settings.resync))
     } else {
-        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+        Ok(Action::requeue(retry_later(&ctx, &*t)))
     }
 }
 
@@ -173,6 +164,6 @@ async fn reconcile_account_trust(
         settled(&ctx, &*t);
         Ok(Action::requeue(ctx.settings.resync))
     } else {
-        Ok(Action::requeue(super::retry_later(&ctx, &*t)))
+        Ok(Action::requeue(retry_later(&ctx, &*t)))
     }
 }

@@ -1,0 +1,81 @@
+//! A deleted NatsAccount that was signed stays until its NatsOperator's status.deletedAccounts
+//! records it (that NatsOperator sends CLAIMS.DELETE, and again to servers that rejoin); then
+//! its finalizer is released and its metrics go.
+
+use std::time::Duration;
+
+use controller_kit::metrics;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator, condition, reason};
+
+use crate::controller::Context;
+use crate::controller::error::Error;
+use crate::controller::finalizer::{deletion_held, force_deleted, has_finalizer, remove_finalizer};
+use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::deletion_hold::{self, Held, Hold};
+use crate::deletions;
+
+/// The pass of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again in
+/// a second) until `op` (its NatsOperator, from the index) records the deletion or the deletion
+/// is forced; then released.
+pub(super) async fn deleting(
+    ctx: &Context,
+    acct: &NatsAccount,
+    op: Option<&NatsOperator>,
+) -> Result<Action, Error> {
+    if !has_finalizer(acct) {
+        return Ok(Action::await_change());
+    }
+    let prev = acct.status.clone().unwrap_or_default();
+    let signed = prev.jwt.as_deref().is_some_and(|j| !j.is_empty());
+    if let (Some(pk), Some(op), true) = (&prev.public_key, op, signed) {
+        let recorded = op
+            .status
+            .as_ref()
+            .is_some_and(|s| deletions::may_clear_jwt(&s.deleted_accounts, pk));
+        if !recorded {
+            let waiting_for = format!(
+                "NatsOperator {} to record the deletion of {pk}",
+                op.name_any()
+            );
+            let force = deletion_hold::force_delete(acct.annotations());
+            match deletion_hold::hold(Held::Account, &waiting_for, force) {
+                Hold::Wait(message) => return held(ctx, acct, prev, message).await,
+                Hold::Release(message) => force_deleted(ctx, acct, message).await,
+            }
+        }
+    }
+    remove_finalizer(ctx, acct).await?;
+    let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+    ctx.metrics.forget("NatsAccount", &ns, &name);
+    ctx.metrics.remove_gauge(
+        metrics::ACCOUNT_JWT_EXPIRY,
+        &[("namespace", &ns), ("name", &name)],
+    );
+    Ok(Action::await_change())
+}
+
+/// Ready False Distributing saying what the deletion waits for, and a DeletionHeld Event.
+async fn held(
+    ctx: &Context,
+    acct: &NatsAccount,
+    prev: NatsAccountStatus,
+    message: String,
+) -> Result<Action, Error> {
+    let generation = acct.meta().generation;
+    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+    let status = NatsAccountStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(
+            &previous_conditions(acct),
+            generation,
+            std::slice::from_ref(&cond),
+            &[],
+        ),
+        ..prev
+    };
+    write_status(ctx, acct, &status).await?;
+    deletion_held(ctx, acct, &cond).await;
+    Ok(Action::requeue(Duration::from_secs(1)))
+}

@@ -1,0 +1,118 @@
+//! NatsAccount: admission to its NatsOperator (ReferenceNotPermitted before any key is
+//! recorded), keys, PublicKeyInUse, imports resolved from the exports they name (activations
+//! read from the exporter's status), activation tokens for its own private exports, the account
+//! JWT signed by the NatsOperator's signing key (re-signed at half its jwtTTL), pushed, counted.
+//!
+//! A pass, phase by phase (a refusal ends it, written over the status as far as it got; a
+//! deleted account goes to [`deleting`] instead):
+//!
+//! 1. gather [`gather::operator`]: the NatsOperator its operatorRef names, from the index.
+//! 2. refuse [`gather::admitted`]: found and admitted, before any key is recorded (ReferenceNot*).
+//! 3. gather [`gather::own_keys`]: its own keys, generated here first → status.publicKey.
+//! 4. refuse [`gather::key_in_use`]: PublicKeyInUse under the NatsOperator.
+//! 5. gather [`gather::operator_signer`]: the NatsOperator's JWT and signing key (KeysPending).
+//! 6. plan [`imports::resolve`]: each import from the export it names → status.imports.
+//! 7. sign [`activations::sign`]: tokens for its private exports → status.activations.
+//! 8. observe [`recovery::record`], [`recovery::recover`]: users, servers → status.revocations.
+//! 9. sign [`sign::sign`]: the account JWT (AdoptionDropsClaims) → status.jwt, jwtHash.
+//! 10. push [`push::push`]: to every server → status.distribution, Distributed.
+//! 11. write status [`status::ready`], [`status::write`]: at the resourceVersion read.
+
+mod activations;
+mod deleting;
+mod gather;
+mod imports;
+mod push;
+mod recovery;
+mod sign;
+mod status;
+mod stop;
+
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::runtime::controller::Action;
+use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator};
+
+use self::status::Signed;
+use self::stop::Stop;
+use super::finalizer::{add_finalizer, has_finalizer};
+use super::index::{Feed, Kind};
+use super::jwt::jwt_hash;
+use super::time::unix_now;
+use super::{Context, Error, pass};
+
+/// The NatsAccount controller: wakes on NatsOperators, other accounts (imports, activations,
+/// key uniqueness), system accounts, grants and users.
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
+    let wakes = [
+        Kind::Operator,
+        Kind::Account,
+        Kind::SystemAccount,
+        Kind::Grant,
+        Kind::User,
+    ];
+    pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
+}
+
+async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let op = gather::operator(&ctx, &acct);
+    if acct.meta().deletion_timestamp.is_some() {
+        return deleting::deleting(&ctx, &acct, op.as_deref()).await;
+    }
+    // The finalizer holds a deleted account until its NatsOperator records the deletion.
+    if !has_finalizer(&*acct) {
+        add_finalizer(&ctx, &*acct).await?;
+    }
+    let mut status = acct.status.clone().unwrap_or_default();
+    let end = phases(&ctx, &acct, op, &mut status).await;
+    status::write(&ctx, &acct, status, end).await
+}
+
+/// The phases in order, each adding to `status` what it decided.
+async fn phases(
+    ctx: &Context,
+    acct: &NatsAccount,
+    op: Option<Arc<NatsOperator>>,
+    status: &mut NatsAccountStatus,
+) -> Result<Signed, Stop> {
+    let prev = acct.status.clone().unwrap_or_default();
+    let admitted = gather::admitted(ctx, acct, op, &prev)?;
+    let keys = gather::own_keys(ctx, acct, &prev).await?;
+    status.public_key = Some(keys.public_key.clone());
+    gather::key_in_use(ctx, acct, &admitted, &keys.public_key)?;
+    let operator = gather::operator_signer(ctx, &admitted).await?;
+    let imports = imports::resolve(ctx, acct, &keys.public_key).await?;
+    status.imports = imports.states;
+    let now = unix_now();
+    let activations = activations::sign(ctx, acct, &keys, &prev, now)?;
+    status.activations = activations.tokens.clone();
+    let record = recovery::record(ctx, acct, &keys, &prev, now);
+    let recovered = recovery::recover(ctx, &keys, &prev, record, now).await?;
+    status.revocations = recovered.record.clone();
+    let signed = sign::sign(
+        ctx,
+        acct,
+        &operator.signer,
+        &keys,
+        &imports.imports,
+        &recovered,
+        now,
+    )?;
+    status.jwt_hash = Some(jwt_hash(&signed.jwt));
+    status.jwt = Some(signed.jwt.clone());
+    status::record_expiry(ctx, acct, signed.exp);
+    let asked = recovered.holding.is_some();
+    let pk = &keys.public_key;
+    let pushed = push::push(ctx, acct, &operator.jwt, pk, &signed.jwt, asked).await;
+    status.distribution = pushed.distribution;
+    let unrecovered = recovered.unrecovered;
+    let unrecovered_now = unrecovered.as_ref().is_some_and(|c| c.status);
+    let mut conds = status::ready(acct, &admitted, &activations, &signed);
+    conds.extend(pushed.conds);
+    conds.extend(status::retiring_in_use(ctx, acct, &keys).await?);
+    conds.extend(unrecovered);
+    let soon = !pushed.current || activations.unsigned > 0 || unrecovered_now;
+    let wait = status::again(ctx, &signed, now, soon);
+    Ok(Signed { conds, wait })
+}

@@ -1,0 +1,209 @@
+//! The end of a NatsAccount pass: the conditions of a signed account (Ready, ReferencesResolved,
+//! RetiringKeysInUse), when to look again (at half the JWT's TTL, sooner while the servers are
+//! behind or an importer has no key), the expiry gauge, and the status written at the
+//! resourceVersion it was read at.
+
+use std::time::Duration;
+
+use controller_kit::metrics;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{AccountKind, NatsAccount, NatsAccountStatus, condition, reason};
+
+use super::activations::Activations;
+use super::gather::Admitted;
+use super::sign::AccountJwt;
+use super::stop::Stop;
+use crate::controller::error::Error;
+use crate::controller::keys::Resolved;
+use crate::controller::pass::{retry_later, settled};
+use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status_at};
+use crate::controller::time::time_of;
+use crate::controller::{Context, WAIT_RETRY, creds};
+
+/// A signed account's conditions and when it is looked at again.
+pub(super) struct Signed {
+    pub conds: Vec<Cond>,
+    pub wait: Duration,
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Ready (Signed, or ActivationsUnsigned while an importer has no key) and ReferencesResolved.
+pub(super) fn ready(
+    acct: &NatsAccount,
+    admitted: &Admitted,
+    activations: &Activations,
+    signed: &AccountJwt,
+) -> Vec<Cond> {
+    let (op_ns, op_name) = (&admitted.namespace, &admitted.name);
+    let expires = if signed.exp == 0 {
+        "never expires".to_string()
+    } else {
+        format!("expires {}", time_of(signed.exp).0)
+    };
+    let (exports, imports) = (acct.spec.exports.len(), acct.spec.imports.len());
+    let what = if exports > 0 || imports > 0 {
+        format!(
+            "; {exports} export{}, {imports} import{}, {} activation token{} minted",
+            plural(exports),
+            plural(imports),
+            activations.minted,
+            plural(activations.minted)
+        )
+    } else {
+        String::new()
+    };
+    let unsigned = activations.unsigned;
+    let ready = if unsigned > 0 {
+        Cond::new(
+            condition::READY,
+            true,
+            reason::ACTIVATIONS_UNSIGNED,
+            format!(
+                "account JWT signed by NatsOperator {op_ns}/{op_name}, {expires}; {unsigned} importer{} without a public key yet",
+                plural(unsigned)
+            ),
+        )
+    } else {
+        Cond::new(
+            condition::READY,
+            true,
+            reason::SIGNED,
+            format!("account JWT signed by NatsOperator {op_ns}/{op_name}, {expires}{what}"),
+        )
+    };
+    let resolved = Cond::new(
+        condition::REFERENCES_RESOLVED,
+        true,
+        reason::REFERENCES_RESOLVED,
+        format!("operatorRef {op_ns}/{op_name}{}", admitted.by),
+    );
+    vec![ready, resolved]
+}
+
+/// RetiringKeysInUse: a retiring signing key is removed only once no live user JWT (of the
+/// account's users in the index) is signed by it.
+pub(super) async fn retiring_in_use(
+    ctx: &Context,
+    acct: &NatsAccount,
+    keys: &Resolved,
+) -> Result<Option<Cond>, Error> {
+    let retiring: Vec<String> = keys
+        .signing
+        .iter()
+        .filter(|k| k.retiring)
+        .map(|k| k.key.public_key())
+        .collect();
+    if retiring.is_empty() {
+        return Ok(None);
+    }
+    let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+    let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
+    let issuers = creds::issuers(ctx, &users).await?;
+    let in_use = crate::gates::retiring_in_use(&retiring, issuers.iter().map(String::as_str));
+    Ok((!in_use.is_empty()).then(|| {
+        Cond::new(
+            condition::RETIRING_KEYS_IN_USE,
+            true,
+            condition::RETIRING_KEYS_IN_USE,
+            format!(
+                "retiring signing key(s) {} still sign live users; they are being re-signed",
+                in_use.join(", ")
+            ),
+        )
+    }))
+}
+
+/// Again at half the TTL, sooner while the servers are behind, an importer has no key, or
+/// revocations are unrecovered.
+pub(super) fn again(ctx: &Context, signed: &AccountJwt, now: i64, soon: bool) -> Duration {
+    let mut wait = ctx.settings.resync;
+    if signed.exp != 0 {
+        let half = signed.iat + (signed.exp - signed.iat) / 2 - now;
+        wait = wait.min(Duration::from_secs(u64::try_from(half.max(1)).unwrap_or(1)));
+    }
+    if soon {
+        wait = wait.min(WAIT_RETRY);
+    }
+    wait
+}
+
+/// The account JWT expiry gauge: when the signed JWT lapses, or no series for one that never does
+/// (a series at 0 would read as long expired).
+pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
+    let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+    let labels = [("namespace", ns.as_str()), ("name", name.as_str())];
+    if exp == 0 {
+        ctx.metrics
+            .remove_gauge(metrics::ACCOUNT_JWT_EXPIRY, &labels);
+    } else {
+        ctx.metrics.set_gauge(
+            metrics::ACCOUNT_JWT_EXPIRY,
+            "When the account JWT the controller signed expires (Unix seconds).",
+            &labels,
+            exp as f64,
+        );
+    }
+}
+
+/// Writes the status as the pass left it, only at the resourceVersion the account was read at
+/// (changed since: its status removed, or a finalizer this pass added; looked at again in
+/// 200 ms). Signed: settled, again after its wait; refused: again after the backoff.
+pub(super) async fn write(
+    ctx: &Context,
+    acct: &NatsAccount,
+    mut status: NatsAccountStatus,
+    end: Result<Signed, Stop>,
+) -> Result<Action, Error> {
+    let (conds, wait) = match end {
+        Ok(s) => (s.conds, Some(s.wait)),
+        Err(Stop::Refused(conds)) => (conds, None),
+        Err(Stop::Forgotten(conds)) => {
+            status.jwt = None;
+            status.jwt_hash = None;
+            status.distribution = None;
+            (conds, None)
+        }
+        Err(Stop::Held { roster, conds }) => {
+            if let Some(d) = status.distribution.as_mut() {
+                d.roster = roster;
+            }
+            (conds, None)
+        }
+        Err(Stop::Failed(e)) => return Err(e),
+    };
+    let generation = acct.meta().generation;
+    let remove = [
+        condition::SIGNING_KEY_UNTRUSTED,
+        condition::RETIRING_KEYS_IN_USE,
+    ];
+    let status = NatsAccountStatus {
+        observed_generation: generation,
+        conditions: merge_conditions(&previous_conditions(acct), generation, &conds, &remove),
+        ..status
+    };
+    if !write_status_at(ctx, acct, &status).await? {
+        return Ok(Action::requeue(Duration::from_millis(200)));
+    }
+    match wait {
+        Some(w) => {
+            settled(ctx, acct);
+            Ok(Action::requeue(w))
+        }
+        None => Ok(Action::requeue(retry_later(ctx, acct))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_of_one_is_bare() {
+        assert_eq!(plural(1), "");
+        assert_eq!(plural(0), "s");
+    }
+}

@@ -1,0 +1,49 @@
+//! Why a NatsAccount pass stops before it signs: a refusal, written as its conditions over the
+//! status as far as the pass got, or a failure of the Kubernetes API.
+
+use nats_api::auth::{RosterServer, condition};
+
+use crate::controller::error::Error;
+use crate::controller::status::Cond;
+
+/// How a pass ends unsigned.
+pub(super) enum Stop {
+    /// Refused or waiting on another object: these conditions, a requeue with backoff.
+    Refused(Vec<Cond>),
+    /// Not admitted, and the NatsOperator recorded the deletion: the JWT is gone for good, so
+    /// status.jwt, jwtHash and distribution go too.
+    Forgotten(Vec<Cond>),
+    /// A silent server may hold a newer JWT: not signed. The distribution is kept as recorded
+    /// with this roster, its silence included, so the next pass (maybe of a new process) still
+    /// counts the silent server.
+    Held {
+        roster: Vec<RosterServer>,
+        conds: Vec<Cond>,
+    },
+    /// The Kubernetes API failed: retried by the error policy.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Ready False for `reason`.
+pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
+    Stop::Refused(not_ready_conds(reason, message))
+}
+
+/// Ready False for `reason`, as a list of conditions.
+pub(super) fn not_ready_conds(reason: &'static str, message: String) -> Vec<Cond> {
+    vec![Cond::new(condition::READY, false, reason, message)]
+}
+
+/// Ready and ReferencesResolved False for `reason`, with a message each.
+pub(super) fn unresolved_conds(reason: &'static str, ready: String, refs: String) -> Vec<Cond> {
+    vec![
+        Cond::new(condition::READY, false, reason, ready),
+        Cond::new(condition::REFERENCES_RESOLVED, false, reason, refs),
+    ]
+}

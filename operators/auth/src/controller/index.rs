@@ -1,0 +1,478 @@
+//! The index: one watch per auth kind (NatsOperator, NatsSystemAccount, NatsAccount, NatsUser,
+//! NatsReferenceGrant), each feeding an in-memory store every controller reads, so a pass asks
+//! its cross-object questions of memory instead of listing the cluster (with 1,000 users, a LIST
+//! of every NatsUser per user pass was O(N²)).
+//!
+//! # Feeds
+//!
+//! The watch of a controller's own kind is the index's: [`Feed::trigger`] applies each event to
+//! the store, then hands the applied objects to `Controller::for_stream`, so the controller and
+//! the index share one watch and one store. The grants have no controller; their watch is driven
+//! by [`follow`]. Every event that changes a store (an object applied or deleted, a relist done)
+//! then wakes every controller that depends on that kind ([`Index::wakes`]: each of its objects
+//! is reconciled, as every change of a kind always did), so a wake always finds the store
+//! holding the change that caused it. No pass runs before every store has had its first list
+//! ([`Index::ready`], awaited before each pass): a store still empty would read as "no grant",
+//! "no user". That wait is on a signal of the feed's own, set once the first list is in the
+//! store: the store's `wait_until_ready` wakes only the last of several waiters, and its
+//! Controller's runner is one already.
+//!
+//! # Questions
+//!
+//! - "operator of": [`Index::operator`], [`Index::system_account`], [`Index::account`] by name;
+//!   [`Index::accounts_of`] a NatsOperator.
+//! - "users of this account": [`Index::users_of`], for the revocation record, the RetiringKeysInUse
+//!   issuers ([`super::creds::issuers`]) and PublicKeyInUse among users.
+//! - "admitted": [`Index::admits`], [`Index::account_admitted`], [`Index::grants_in`], from the
+//!   grants of the target's namespace (§7).
+//!
+//! Results come in the order a LIST gives (by `namespace/name`), so what is derived from them
+//! (the order of status.revocations and status.deletedAccounts, the holder a refusal names, the
+//! grant a message names) is what it was when each pass listed.
+//!
+//! # Why reading the index is safe
+//!
+//! A store lags the apiserver by at most the events still on their way, and only moves forward
+//! (a relist swaps in a newer list whole). A pass reading it reads what a LIST would have
+//! returned a moment before, and a LIST too was stale by the time the pass wrote; a change the
+//! store has not seen wakes the pass again once it has. What the object of a pass says of itself
+//! is never read here: each pass reads its own object fresh ([`super::pass::instrumented`]),
+//! since its own last status write is what a lagging read would undo. Secrets are not indexed:
+//! keys, activation tokens and creds are read from the apiserver as before. Each read, and why a
+//! read one event behind does no harm:
+//!
+//! - Users of an account, for the revocation record: a user is revoked only where the store
+//!   shows it with a deletionTimestamp (which never goes away) and the finalizer, or lists a key
+//!   it replaced; a user missing from the store revokes nothing and removes nothing (the record
+//!   keeps its entries until their signing keys go), so a lag delays a revocation by one wake,
+//!   never drops one, and never revokes a user that is not being deleted. A user just created
+//!   changes nothing in the account JWT (it names no users), so signing without it is right.
+//! - A user's account, for its deletion: the finalizer is released only on an account status
+//!   whose JWT revokes the user from its deletion time and whose distribution counts every
+//!   server current. A copy the store still holds is a status an account pass wrote whole, one a
+//!   pass reading the apiserver could have read a moment before; the revocation stays in every
+//!   later JWT (the record keeps it) and a server never goes back to an older JWT, so what such a
+//!   copy says stays true, and a copy that does not say it yet only holds the finalizer longer.
+//! - Grants, for admission: the account pass and the NatsOperator's deletedAccounts read the
+//!   same store, which moves forward only, so an account signed because a grant admitted it is
+//!   not recorded deleted by a later operator pass unless that grant was withdrawn. A grant the
+//!   store has not seen refuses for one wake (a condition, then a wake when it arrives); a
+//!   withdrawal not yet seen lets one more push through, which a LIST-based pass could do as
+//!   well: the deletion voids confirmations of a push after it ([`crate::deletions::Pushes`]).
+//! - A NatsOperator's status (deletedAccounts, its JWT, the system account JWT it signed,
+//!   RevocationsUnrecovered): deletedAccounts only grows until entries expire, so an older copy
+//!   holds an account's finalizer longer and never releases it early. The system account pass
+//!   pushes the JWT of the copy it reads, held back by that same copy's RevocationsUnrecovered,
+//!   and copies come in the order they were written, so no JWT is pushed after a newer one (a
+//!   server takes no older JWT either).
+//! - Accounts and users, for PublicKeyInUse, imports, activation tokens, stepdown imports and
+//!   RetiringKeysInUse (a condition only): each decision is made again on the wake of the change
+//!   it missed, as after a LIST that preceded the change; PublicKeyInUse refuses the newer holder
+//!   of a key whichever pass sees the other first, and settles the same way.
+//! - A NatsSystemAccount's revocation record, which the NatsOperator signs into the system
+//!   account JWT: the store moves forward, so no pass signs from an older record than an earlier
+//!   pass did; an entry not yet seen is signed on its wake.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::api::Api;
+use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use nats_api::auth::{AccountKind, NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
+use nats_api::nats::NatsReferenceGrant;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use super::error::Error;
+use super::refs::{account_of, operator_of};
+use crate::grants::{self, Referrer, Target};
+
+/// A kind the index watches; a controller wakes on the kinds its passes read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Operator,
+    SystemAccount,
+    Account,
+    User,
+    Grant,
+}
+
+/// The stores every pass reads, and the signals of each kind.
+pub(crate) struct Index {
+    operators: Store<NatsOperator>,
+    system_accounts: Store<NatsSystemAccount>,
+    accounts: Store<NatsAccount>,
+    users: Store<NatsUser>,
+    grants: Store<NatsReferenceGrant>,
+    signals: [Signals; 5],
+}
+
+/// What a kind's feed tells the passes besides its store.
+struct Signals {
+    kind: Kind,
+    /// Moves on every change the store took in: a wake is a counter that moved.
+    changed: Arc<watch::Sender<u64>>,
+    /// True once the store has had its first list. Not the store's own `wait_until_ready`: that
+    /// keeps the waker of one waiter only (its Controller's runner), and a second waiter, such as
+    /// a pass, takes it over, so one of them would never wake.
+    listed: watch::Receiver<bool>,
+}
+
+/// The write side of the index: one feed per kind, taken once by `run`.
+pub(crate) struct Feeds {
+    pub operators: Feed<NatsOperator>,
+    pub system_accounts: Feed<NatsSystemAccount>,
+    pub accounts: Feed<NatsAccount>,
+    pub users: Feed<NatsUser>,
+    pub grants: Feed<NatsReferenceGrant>,
+}
+
+/// The writer of one kind's store and the signals its events move.
+pub(crate) struct Feed<K: Resource<DynamicType = ()> + Clone + 'static> {
+    writer: Writer<K>,
+    changed: Arc<watch::Sender<u64>>,
+    listed: watch::Sender<bool>,
+}
+
+/// The bounds of a kind the index watches.
+pub(crate) trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+fn feed<K: Watched>(kind: Kind) -> (Store<K>, Feed<K>, Signals) {
+    let (store, writer) = reflector::store();
+    let changed = Arc::new(watch::channel(0u64).0);
+    let (listed, listed_rx) = watch::channel(false);
+    let signals = Signals {
+        kind,
+        changed: changed.clone(),
+        listed: listed_rx,
+    };
+    let feed = Feed {
+        writer,
+        changed,
+        listed,
+    };
+    (store, feed, signals)
+}
+
+/// An empty index and the feeds that fill it.
+pub(crate) fn new() -> (Index, Feeds) {
+    let (operators, operators_feed, operators_signals) = feed(Kind::Operator);
+    let (system_accounts, system_accounts_feed, system_accounts_signals) =
+        feed(Kind::SystemAccount);
+    let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account);
+    let (users, users_feed, users_signals) = feed(Kind::User);
+    let (grants, grants_feed, grants_signals) = feed(Kind::Grant);
+    let index = Index {
+        operators,
+        system_accounts,
+        accounts,
+        users,
+        grants,
+        signals: [
+            operators_signals,
+            system_accounts_signals,
+            accounts_signals,
+            users_signals,
+            grants_signals,
+        ],
+    };
+    let feeds = Feeds {
+        operators: operators_feed,
+        system_accounts: system_accounts_feed,
+        accounts: accounts_feed,
+        users: users_feed,
+        grants: grants_feed,
+    };
+    (index, feeds)
+}
+
+impl Kind {
+    /// The kind's name, for logs and errors.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Operator => "NatsOperator",
+            Kind::SystemAccount => "NatsSystemAccount",
+            Kind::Account => "NatsAccount",
+            Kind::User => "NatsUser",
+            Kind::Grant => "NatsReferenceGrant",
+        }
+    }
+}
+
+impl<K: Watched> Feed<K> {
+    /// The store reader this feed writes.
+    pub fn store(&self) -> Store<K> {
+        self.writer.as_reader()
+    }
+
+    /// The watch of every `K`, each event applied to the store and then waking the controllers
+    /// of the kinds that read `K` (a first list done also says the store is listed), as the
+    /// stream of events.
+    fn events(
+        self,
+        client: kube::Client,
+    ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> {
+        self.apply(watcher(Api::<K>::all(client), watcher::Config::default()))
+    }
+
+    /// `events` applied to the store, then moving the signals.
+    fn apply(
+        self,
+        events: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+    ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> {
+        let (changed, listed) = (self.changed, self.listed);
+        reflector::reflector(self.writer, events).inspect(move |event| match event {
+            Ok(watcher::Event::InitDone) => {
+                listed.send_replace(true);
+                changed.send_modify(|n| *n = n.wrapping_add(1));
+            }
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                changed.send_modify(|n| *n = n.wrapping_add(1));
+            }
+            _ => {}
+        })
+    }
+
+    /// The objects the watch applied, for `Controller::for_stream` of the kind's own controller.
+    pub fn trigger(
+        self,
+        client: kube::Client,
+    ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
+        self.events(client).applied_objects()
+    }
+}
+
+/// Drives the watch of a kind no controller owns (the grants) for the life of the process.
+pub(crate) async fn follow<K: Watched>(feed: Feed<K>, client: kube::Client) {
+    let kind = K::kind(&()).to_string();
+    feed.events(client)
+        .default_backoff()
+        .for_each(|event| {
+            if let Err(e) = event {
+                tracing::warn!(kind, error = %e, "watching for the index failed");
+            }
+            futures::future::ready(())
+        })
+        .await;
+}
+
+/// The objects of `store` that `keep`, in the order a LIST gives (by `namespace/name`).
+fn listed<K: Watched>(store: &Store<K>, keep: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+    let mut out = store.state_filter(|o| keep(o));
+    out.sort_by_cached_key(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()));
+    out
+}
+
+fn named<K: Watched>(store: &Store<K>, namespace: &str, name: &str) -> Option<Arc<K>> {
+    store.get(&ObjectRef::new(name).within(namespace))
+}
+
+impl Index {
+    /// Waits until every store has had its first list.
+    pub async fn ready(&self) -> Result<(), Error> {
+        for s in &self.signals {
+            let mut listed = s.listed.clone();
+            listed
+                .wait_for(|l| *l)
+                .await
+                .map_err(|_| Error::IndexStopped {
+                    kind: s.kind.name(),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The kinds whose store has not had its first list yet.
+    fn unready(&self) -> Vec<&'static str> {
+        self.signals
+            .iter()
+            .filter(|s| !*s.listed.borrow())
+            .map(|s| s.kind.name())
+            .collect()
+    }
+
+    /// Says, every 30 s until it is, which stores are not filled yet (no pass runs before).
+    pub async fn report_until_ready(&self) {
+        while tokio::time::timeout(Duration::from_secs(30), self.ready())
+            .await
+            .is_err()
+        {
+            tracing::warn!(kinds = ?self.unready(), "no pass runs until the index has listed every kind");
+        }
+    }
+
+    /// One item per change of `kind` the stores took in (changes close together may be one).
+    pub fn wakes(&self, kind: Kind) -> impl Stream<Item = ()> + Send + 'static {
+        let changed = self
+            .signals
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|s| s.changed.subscribe());
+        futures::stream::unfold(changed, |rx| async move {
+            let mut rx = rx?;
+            rx.changed().await.ok()?;
+            Some(((), Some(rx)))
+        })
+    }
+
+    /// NatsOperator `namespace`/`name`.
+    pub fn operator(&self, namespace: &str, name: &str) -> Option<Arc<NatsOperator>> {
+        named(&self.operators, namespace, name)
+    }
+
+    /// NatsSystemAccount `namespace`/`name`.
+    pub fn system_account(&self, namespace: &str, name: &str) -> Option<Arc<NatsSystemAccount>> {
+        named(&self.system_accounts, namespace, name)
+    }
+
+    /// NatsAccount `namespace`/`name`.
+    pub fn account(&self, namespace: &str, name: &str) -> Option<Arc<NatsAccount>> {
+        named(&self.accounts, namespace, name)
+    }
+
+    /// Every NatsAccount naming NatsOperator `namespace`/`name`.
+    pub fn accounts_of(&self, namespace: &str, name: &str) -> Vec<Arc<NatsAccount>> {
+        listed(&self.accounts, |a| {
+            let (ns, n) = operator_of(a);
+            ns == namespace && n == name
+        })
+    }
+
+    /// Every NatsUser of account `kind` `namespace`/`name`.
+    pub fn users_of(&self, kind: AccountKind, namespace: &str, name: &str) -> Vec<Arc<NatsUser>> {
+        listed(&self.users, |u| {
+            let (k, ns, n) = account_of(u);
+            k == kind && ns == namespace && n == name
+        })
+    }
+
+    /// The grants of `namespace`, by name.
+    pub fn grants_in(&self, namespace: &str) -> Vec<NatsReferenceGrant> {
+        listed(&self.grants, |g| {
+            g.namespace().as_deref() == Some(namespace)
+        })
+        .into_iter()
+        .map(|g| (*g).clone())
+        .collect()
+    }
+
+    /// Whether the grants of the target's namespace admit the reference (§7).
+    pub fn admits(&self, from: Referrer<'_>, to: Target<'_>) -> bool {
+        from.namespace == to.namespace
+            || controller_kit::grants::admits(&self.grants_in(to.namespace), from, to)
+    }
+
+    /// Whether NatsAccount `a` is admitted to its NatsOperator by the grants of that namespace.
+    pub fn account_admitted(&self, a: &NatsAccount) -> bool {
+        let ns = a.namespace().unwrap_or_default();
+        let (op_ns, op_name) = operator_of(a);
+        ns == op_ns
+            || grants::account_admission(&ns, &op_ns, &op_name, &self.grants_in(&op_ns)).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::ObjectMeta;
+    use nats_api::nats::NatsReferenceGrantSpec;
+
+    /// A first list of `objects` as the watcher yields it.
+    fn first_list<K: Watched>(objects: Vec<K>) -> Vec<watcher::Result<watcher::Event<K>>> {
+        let mut events = vec![Ok(watcher::Event::Init)];
+        events.extend(
+            objects
+                .into_iter()
+                .map(|o| Ok(watcher::Event::InitApply(o))),
+        );
+        events.push(Ok(watcher::Event::InitDone));
+        events
+    }
+
+    async fn drain<K: Watched>(feed: Feed<K>, events: Vec<watcher::Result<watcher::Event<K>>>) {
+        feed.apply(futures::stream::iter(events))
+            .for_each(|_| futures::future::ready(()))
+            .await;
+    }
+
+    fn grant(ns: &str, name: &str) -> NatsReferenceGrant {
+        NatsReferenceGrant {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(ns.into()),
+                ..ObjectMeta::default()
+            },
+            spec: NatsReferenceGrantSpec {
+                from: vec![],
+                to: vec![],
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn every_pass_waiting_for_the_index_wakes_once_each_kind_is_listed() {
+        let (index, feeds) = new();
+        let index = Arc::new(index);
+        let waiting: Vec<_> = (0..8)
+            .map(|_| {
+                let index = index.clone();
+                tokio::spawn(async move { index.ready().await.is_ok() })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        assert_eq!(index.unready().len(), 5, "nothing listed yet");
+        drain(feeds.operators, first_list(vec![])).await;
+        drain(feeds.system_accounts, first_list(vec![])).await;
+        drain(feeds.accounts, first_list(vec![])).await;
+        drain(feeds.users, first_list(vec![])).await;
+        drain(
+            feeds.grants,
+            first_list(vec![grant("b", "g2"), grant("b", "g1")]),
+        )
+        .await;
+        for w in waiting {
+            let woke = tokio::time::timeout(Duration::from_secs(5), w).await;
+            assert!(matches!(woke, Ok(Ok(true))), "a waiter was never woken");
+        }
+        assert!(index.unready().is_empty());
+        let names: Vec<String> = index.grants_in("b").iter().map(|g| g.name_any()).collect();
+        assert_eq!(names, ["g1", "g2"], "in the order a LIST gives");
+    }
+
+    #[tokio::test]
+    async fn a_feed_that_ends_before_its_first_list_stops_the_index() {
+        let (index, feeds) = new();
+        drop(feeds);
+        let stopped = index.ready().await;
+        assert!(matches!(
+            stopped,
+            Err(Error::IndexStopped {
+                kind: "NatsOperator"
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_change_wakes_the_controllers_of_its_kind_only() {
+        let (index, feeds) = new();
+        let mut grants = Box::pin(index.wakes(Kind::Grant));
+        let mut users = Box::pin(index.wakes(Kind::User));
+        drain(feeds.grants, first_list(vec![grant("a", "g")])).await;
+        let woke = tokio::time::timeout(Duration::from_secs(5), grants.next()).await;
+        assert_eq!(woke.ok(), Some(Some(())));
+        let idle = tokio::time::timeout(Duration::from_millis(50), users.next()).await;
+        assert!(idle.is_err(), "no user changed");
+    }
+}

@@ -1,0 +1,34 @@
+//! Why a NatsOperator pass stops before it signs: a refusal, written as its conditions over the
+//! status as far as the pass got, or a failure of the Kubernetes API.
+
+use nats_api::auth::condition;
+
+use crate::controller::error::Error;
+use crate::controller::status::Cond;
+
+/// How a pass ends unsigned.
+pub(super) enum Stop {
+    /// Refused or waiting on another object: these conditions, a requeue with backoff.
+    Refused(Vec<Cond>),
+    /// The Kubernetes API failed: retried by the error policy.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Ready False for `reason`.
+pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
+    Stop::Refused(vec![Cond::new(condition::READY, false, reason, message)])
+}
+
+/// Ready and ReferencesResolved False for `reason`: a reference that does not resolve.
+pub(super) fn unresolved(reason: &'static str, message: String) -> Stop {
+    Stop::Refused(vec![
+        Cond::new(condition::READY, false, reason, message.clone()),
+        Cond::new(condition::REFERENCES_RESOLVED, false, reason, message),
+    ])
+}

@@ -1,0 +1,181 @@
+//! Conditions and status writes shared by every pass: [`Cond`], one condition as a pass decides
+//! it; the previous conditions merged with a pass's; the status written by server-side apply on
+//! the status subresource ([`write_status`]), or only at the resourceVersion it was read at
+//! ([`write_status_at`], for a status that is a record); and the condition gauge.
+
+use std::fmt::Debug;
+
+use controller_kit::conditions::{self, Desired};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+use nats_api::auth::FIELD_MANAGER;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::Context;
+use super::error::{Error, describe, kube_err};
+
+/// One condition as a pass decides it.
+#[derive(Debug, Clone)]
+pub(crate) struct Cond {
+    pub type_: &'static str,
+    pub status: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Cond {
+    pub fn new(type_: &'static str, status: bool, reason: &'static str, message: String) -> Self {
+        Cond {
+            type_,
+            status,
+            reason,
+            message,
+        }
+    }
+}
+
+/// The previous conditions with `set` upserted and `remove` removed.
+pub(crate) fn merge_conditions(
+    prev: &[Condition],
+    generation: Option<i64>,
+    set: &[Cond],
+    remove: &[&str],
+) -> Vec<Condition> {
+    let now = conditions::now();
+    let mut out = prev.to_vec();
+    for c in set {
+        conditions::upsert(
+            &mut out,
+            &Desired::new(c.type_, c.status, c.reason, c.message.clone()),
+            generation,
+            &now,
+        );
+    }
+    for r in remove {
+        if !set.iter().any(|c| c.type_ == *r) {
+            conditions::remove(&mut out, r);
+        }
+    }
+    out
+}
+
+/// The previous status of an object as JSON (an empty object when it has none).
+pub(crate) fn previous_status<K: Serialize>(obj: &K) -> serde_json::Value {
+    serde_json::to_value(obj)
+        .ok()
+        .and_then(|v| v.get("status").cloned())
+        .filter(|v| v.is_object())
+        .unwrap_or_else(|| serde_json::json!({}))
+}
+
+/// The previous conditions of an object.
+pub(crate) fn previous_conditions<K: Serialize>(obj: &K) -> Vec<Condition> {
+    previous_status(obj)
+        .get("conditions")
+        .cloned()
+        .and_then(|c| serde_json::from_value(c).ok())
+        .unwrap_or_default()
+}
+
+/// Writes `status` (the whole status this controller owns) by server-side apply on the status
+/// subresource and updates the condition gauge. A field left out is removed.
+pub(crate) async fn write_status<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+    S: Serialize,
+{
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, status)
+        .await
+        .map_err(kube_err(describe(obj)))?;
+    conditions_gauge(ctx, obj, status);
+    Ok(())
+}
+
+/// The condition gauge of `obj`, from the status just written.
+fn conditions_gauge<K: Resource<DynamicType = ()>, S: Serialize>(
+    ctx: &Context,
+    obj: &K,
+    status: &S,
+) {
+    let conds: Vec<Condition> = serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.get("conditions").cloned())
+        .and_then(|c| serde_json::from_value(c).ok())
+        .unwrap_or_default();
+    ctx.metrics.set_conditions(
+        &K::kind(&()),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+        &conds,
+    );
+}
+
+/// Writes `status` as [`write_status`] does, only while `obj` is at the resourceVersion it was
+/// read at; `Ok(false)` when it changed since (the caller looks again). For the status that is a
+/// record (an account's revocations): a pass must never write back a status someone removed.
+pub(crate) async fn write_status_at<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<bool, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+    S: Serialize,
+{
+    let Some(rv) = obj.meta().resource_version.as_deref() else {
+        return write_status(ctx, obj, status).await.map(|()| true);
+    };
+    let ns = obj.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    match controller_kit::status::apply_at(&api, &obj.name_any(), rv, FIELD_MANAGER, status).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(false),
+        Err(e) => return Err(kube_err(describe(obj))(e)),
+    }
+    conditions_gauge(ctx, obj, status);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::time::time_of;
+
+    fn cond(type_: &str, status: &str, reason: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: String::new(),
+            last_transition_time: time_of(1_000),
+            observed_generation: Some(1),
+        }
+    }
+
+    #[test]
+    fn merging_conditions_upserts_and_removes_only_what_is_not_set() {
+        let prev = vec![
+            cond("Ready", "False", "KeysPending"),
+            cond("Distributed", "False", "NoSystemConnection"),
+        ];
+        let out = merge_conditions(
+            &prev,
+            Some(2),
+            &[Cond::new("Ready", true, "Signed", "signed".into())],
+            &["Distributed", "Ready"],
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].reason, "Signed");
+        assert_eq!(out[0].status, "True");
+        assert_eq!(out[0].observed_generation, Some(2));
+    }
+}

@@ -1,0 +1,32 @@
+//! Why a NatsSystemAccount pass stops before it pushes: a refusal, written as its conditions over
+//! the status as far as the pass got, or a failure of the Kubernetes API.
+
+use nats_api::auth::condition;
+
+use crate::controller::error::Error;
+use crate::controller::status::Cond;
+
+/// How a pass ends before its push.
+pub(super) enum Stop {
+    /// Refused or waiting on its NatsOperator: these conditions, a requeue with backoff.
+    Refused(Vec<Cond>),
+    /// Not the system account its NatsOperator selects: not signed, so the JWT hash and the
+    /// distribution of before are dropped too.
+    NotSelected(Vec<Cond>),
+    /// The Kubernetes API failed: retried by the error policy.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Ready and ReferencesResolved False for `reason`: a reference that does not resolve.
+pub(super) fn unresolved(reason: &'static str, message: String) -> Stop {
+    Stop::Refused(vec![
+        Cond::new(condition::READY, false, reason, message.clone()),
+        Cond::new(condition::REFERENCES_RESOLVED, false, reason, message),
+    ])
+}

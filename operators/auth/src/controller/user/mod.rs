@@ -1,0 +1,109 @@
+//! NatsUser: admission (AccountNotAdmitted), PublicKeyInUse within its account, the user JWT
+//! signed by the account signing key its role or the first plain one names, and the creds file
+//! written to credentials.secretKeyRef (or, with publicKey, the JWT alone in status).
+//!
+//! A pass, phase by phase (a refusal ends it, written over the status of before; a deleted user
+//! goes to [`deleting`] instead):
+//!
+//! 1. gather [`gather::account`]: its account, from the index (ReferenceNotFound); finalizer.
+//! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace.
+//! 3. gather [`gather::account_keys`]: the account's public key and signing keys (KeysPending).
+//! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one.
+//! 5. refuse [`refuse::key_in_use`]: PublicKeyInUse among the account's users.
+//! 6. sign [`sign::issue`]: the user JWT, and the creds file (InvalidKeys).
+//! 7. apply [`publish::publish`]: status.jwt, or the creds Secret replaced at its version.
+//! 8. write status [`status::signed`], [`status::write`]: status.replacedKeys, Ready.
+
+mod deleting;
+mod gather;
+mod key;
+mod kick;
+mod publish;
+mod refuse;
+mod sign;
+mod status;
+mod stop;
+
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::runtime::controller::Action;
+use nats_api::auth::{NatsUser, reason};
+
+use self::gather::AccountView;
+use self::status::Signed;
+use self::stop::Stop;
+use super::finalizer::{add_finalizer, has_finalizer};
+use super::index::{Feed, Kind};
+use super::status::Cond;
+use super::time::unix_now;
+use super::{Context, Error, pass};
+
+/// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
+/// NatsOperators and grants.
+pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
+    let wakes = [
+        Kind::Account,
+        Kind::SystemAccount,
+        Kind::Operator,
+        Kind::User,
+        Kind::Grant,
+    ];
+    pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
+}
+
+async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let view = gather::account(&ctx, &u);
+    if u.meta().deletion_timestamp.is_some() {
+        return deleting::deleting(&ctx, &u, view.as_ref()).await;
+    }
+    let end = match view {
+        None => Err(not_found(&u)),
+        Some(view) => phases(&ctx, &u, &view).await,
+    };
+    status::write(&ctx, &u, end).await
+}
+
+/// ReferenceNotFound: the account its accountRef names is not there.
+fn not_found(u: &NatsUser) -> Stop {
+    let (kind, ns, name) = super::refs::account_of(u);
+    let m = format!(
+        "accountRef {} {ns}/{name} not found",
+        super::refs::kind_name(kind)
+    );
+    Stop::Refused(vec![
+        Cond::new(
+            nats_api::auth::condition::READY,
+            false,
+            reason::REFERENCE_NOT_FOUND,
+            m.clone(),
+        ),
+        Cond::new(
+            nats_api::auth::condition::REFERENCES_RESOLVED,
+            false,
+            reason::REFERENCE_NOT_FOUND,
+            m,
+        ),
+    ])
+}
+
+/// The phases in order, from the account found to the status of a signed user.
+async fn phases(ctx: &Context, u: &NatsUser, view: &AccountView) -> Result<Signed, Stop> {
+    // The finalizer holds a deleted user until its key is revoked everywhere (§5.3).
+    if !has_finalizer(u) {
+        add_finalizer(ctx, u).await?;
+    }
+    let prev = u.status.clone().unwrap_or_default();
+    refuse::admission(ctx, u, view)?;
+    let resolved = status::resolved(view);
+    let (account_pk, account_keys) = gather::account_keys(ctx, view, &resolved).await?;
+    let key = key::user_key(ctx, u, &prev, &resolved).await?;
+    refuse::key_in_use(ctx, u, view, &key.public_key, &resolved)?;
+    let now = unix_now();
+    let issued = sign::issue(u, &key, &account_pk, &account_keys, now, &resolved)?;
+    let published = publish::publish(ctx, u, view, &key, issued, &resolved).await?;
+    let public_key = key.public_key;
+    Ok(status::signed(
+        &prev, view, public_key, published, resolved, now,
+    ))
+}

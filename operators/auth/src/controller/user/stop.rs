@@ -1,0 +1,36 @@
+//! Why a NatsUser pass stops before it signs: a refusal, written as its conditions over the
+//! status of before, a creds Secret that changed under the pass, or a failure of the Kubernetes
+//! API.
+
+use nats_api::auth::condition;
+
+use crate::controller::error::Error;
+use crate::controller::status::Cond;
+
+/// How a pass ends unsigned.
+pub(super) enum Stop {
+    /// Refused or waiting on its account: these conditions over the status of before, a requeue
+    /// with backoff.
+    Refused(Vec<Cond>),
+    /// PublicKeyInUse: only the key recorded before is kept (no JWT, no replaced keys).
+    KeyInUse(Vec<Cond>),
+    /// The creds Secret was deleted or rewritten since it was read: nothing written, judged again
+    /// in 200 ms from what is there now.
+    SecretChanged,
+    /// The Kubernetes API failed: retried by the error policy.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Ready False for `reason`, with ReferencesResolved True (`resolved`) once the account is.
+pub(super) fn not_ready(reason: &'static str, message: String, resolved: &Cond) -> Stop {
+    Stop::Refused(vec![
+        Cond::new(condition::READY, false, reason, message),
+        resolved.clone(),
+    ])
+}
