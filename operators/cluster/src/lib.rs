@@ -1,17 +1,17 @@
 //! The cluster controller: a NatsCluster becomes running NATS servers.
 //!
-//! The pure core — planning servers ([`plan`], [`local_layout`] for the sim's local servers),
-//! rendering a server's nats.conf ([`render`]), deciding reload or restart ([`apply_mode`]), the
-//! Kubernetes objects a NatsCluster renders ([`objects`]), the route CA ([`route_ca`]), what is
-//! refused ([`refusals`]) and how the system connection dials ([`system_connection`]) — lives
-//! here; the shells that talk to Kubernetes and to NATS call it.
+//! The pure core — planning servers ([`plan`]), rendering a server's nats.conf ([`render`]),
+//! deciding reload or restart ([`apply_mode`]), the Kubernetes objects a NatsCluster renders
+//! ([`objects`]), the route CA ([`route_ca`]), what is refused ([`refusals`]) and how the system
+//! connection dials ([`system_connection`]) — lives here; the shells that talk to Kubernetes and
+//! to NATS call it. The servers are reached through the [`lifecycle`] port only; its Kubernetes
+//! adapter lives here, the local one (nats-server processes) in the sim.
 
 pub mod apply_mode;
 pub mod certificate_reload;
 pub mod controller;
 pub mod deletion_guard;
 pub mod lifecycle;
-pub mod local_layout;
 pub mod objects;
 pub mod plan;
 pub mod quantity;

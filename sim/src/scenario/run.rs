@@ -290,7 +290,7 @@ pub async fn run(
     let mut restart_order = Vec::new();
     let mut log = Vec::new();
     if let Some(host) = &ctx.host {
-        use cluster_controller::lifecycle::local::LocalEvent;
+        use crate::local::LocalEvent;
         // The servers' lives go into the timeline beside the steps and the traffic.
         for e in host.lifecycle().events() {
             let at_ms = ledger

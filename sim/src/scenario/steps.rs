@@ -300,7 +300,7 @@ async fn run_server_step(
             return Ok(Some(names.join(", ")));
         }
         Action::WaitServerRestarted { server, timeout } => {
-            use cluster_controller::lifecycle::local::LocalEvent;
+            use crate::local::LocalEvent;
             let host = ctx.host()?.clone();
             crate::wait::poll(
                 &format!("the controller restarting {server}"),
