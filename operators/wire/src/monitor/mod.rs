@@ -4,8 +4,7 @@
 //!
 //! Here: the subjects and the requests; [`options`] what each request takes; [`server`] what a
 //! server says of itself (STATSZ, VARZ, HEALTHZ); [`jsz`] JetStream as it sees it (JSZ and the
-//! JetStream block of VARZ and STATSZ);
-//! [`connections`] its clients, leaf nodes and gateways.
+//! JetStream block of VARZ and STATSZ); [`connections`] its clients, leaf nodes and gateways.
 
 mod connections;
 mod jsz;
