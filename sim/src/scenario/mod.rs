@@ -13,6 +13,7 @@ mod run;
 mod steps;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
