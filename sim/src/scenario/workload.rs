@@ -9,7 +9,8 @@ use tokio::task::JoinHandle;
 
 use super::run::line;
 use super::steps::Deployed;
-use super::{DRAIN_DEADLINE, Scenario};
+use super::{DRAIN_DEADLINE, Scenario, StreamDecl};
+use crate::backend::Deployment;
 use crate::ledger::Ledger;
 use crate::traffic;
 
@@ -52,33 +53,7 @@ impl Traffic {
         let js = jetstream::new(client);
         let mut t = Traffic::default();
         for st in &scenario.workload.streams {
-            let cfg = jetstream::stream::Config {
-                name: st.name.clone(),
-                subjects: st.subjects.clone(),
-                num_replicas: st.replicas,
-                duplicate_window: Duration::from_secs(120),
-                ..Default::default()
-            };
-            crate::wait::poll(
-                &format!("stream {} created", st.name),
-                Duration::from_secs(30),
-                || async {
-                    js.get_or_create_stream(cfg.clone())
-                        .await
-                        .map(Some)
-                        .map_err(|e| e.to_string())
-                },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            let leader = dep
-                .stream_leader(&st.name, Duration::from_secs(30))
-                .await
-                .map_err(|e| e.to_string())?;
-            t.lines.push(format!(
-                "stream {} R{} led by {leader}",
-                st.name, st.replicas
-            ));
+            t.lines.push(create_stream(&js, dep, st).await?);
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         t.stop = Some(stop_tx);
@@ -151,4 +126,40 @@ impl Traffic {
         }
         drained
     }
+}
+
+/// Creates stream `st` (retrying until the meta group answers) and waits for its leader; the
+/// progress line saying who leads it.
+async fn create_stream(
+    js: &jetstream::Context,
+    dep: &dyn Deployment,
+    st: &StreamDecl,
+) -> Result<String, String> {
+    let cfg = jetstream::stream::Config {
+        name: st.name.clone(),
+        subjects: st.subjects.clone(),
+        num_replicas: st.replicas,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    };
+    crate::wait::poll(
+        &format!("stream {} created", st.name),
+        Duration::from_secs(30),
+        || async {
+            js.get_or_create_stream(cfg.clone())
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let leader = dep
+        .stream_leader(&st.name, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "stream {} R{} led by {leader}",
+        st.name, st.replicas
+    ))
 }
