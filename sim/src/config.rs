@@ -92,9 +92,38 @@ impl ServerConfig {
         }
     }
 
-    /// The nats.conf text.
+    /// The nats.conf text: the server's own settings, then its jetstream, cluster, gateway and
+    /// leafnodes blocks, then the raw extra text.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        self.render_server(&mut out);
+        if let Some(js) = &self.jetstream {
+            render_jetstream(&mut out, js);
+        }
+        if let Some(c) = &self.cluster {
+            let _ = writeln!(out, "cluster {{");
+            let _ = writeln!(out, "  name: {}", q(&c.name));
+            let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, c.port)));
+            let _ = writeln!(out, "  routes: [{}]", list(&c.routes));
+            let _ = writeln!(out, "}}");
+        }
+        if let Some(g) = &self.gateway {
+            self.render_gateway(&mut out, g);
+        }
+        if let Some(l) = &self.leafnodes {
+            self.render_leafnodes(&mut out, l);
+        }
+        if !self.extra.is_empty() {
+            out.push_str(&self.extra);
+            if !self.extra.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Name, listeners, pid file, lame duck and tags.
+    fn render_server(&self, out: &mut String) {
         let _ = writeln!(out, "server_name: {}", q(&self.name));
         let _ = writeln!(
             out,
@@ -117,85 +146,74 @@ impl ServerConfig {
             let tags: Vec<String> = self.tags.iter().map(|t| q(t)).collect();
             let _ = writeln!(out, "server_tags: [{}]", tags.join(", "));
         }
-        if let Some(js) = &self.jetstream {
-            let _ = writeln!(out, "jetstream {{");
+    }
+
+    fn render_gateway(&self, out: &mut String, g: &GatewayBlock) {
+        let _ = writeln!(out, "gateway {{");
+        let _ = writeln!(out, "  name: {}", q(&g.name));
+        let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, g.port)));
+        if let Some(a) = &g.advertise {
+            let _ = writeln!(out, "  advertise: {}", q(a));
+        }
+        if g.reject_unknown_cluster {
+            let _ = writeln!(out, "  reject_unknown_cluster: true");
+        }
+        let _ = writeln!(out, "  gateways: [");
+        for r in &g.gateways {
             let _ = writeln!(
                 out,
-                "  store_dir: {}",
-                q(&js.store_dir.display().to_string())
+                "    {{ name: {}, urls: [{}] }}",
+                q(&r.name),
+                list(&r.urls)
             );
-            if let Some(d) = &js.domain {
-                let _ = writeln!(out, "  domain: {}", q(d));
-            }
-            if let Some(m) = js.max_memory_store {
-                let _ = writeln!(out, "  max_memory_store: {m}");
-            }
-            if let Some(m) = js.max_file_store {
-                let _ = writeln!(out, "  max_file_store: {m}");
-            }
-            let _ = writeln!(out, "}}");
         }
-        if let Some(c) = &self.cluster {
-            let _ = writeln!(out, "cluster {{");
-            let _ = writeln!(out, "  name: {}", q(&c.name));
-            let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, c.port)));
-            let _ = writeln!(out, "  routes: [{}]", list(&c.routes));
-            let _ = writeln!(out, "}}");
+        let _ = writeln!(out, "  ]");
+        let _ = writeln!(out, "}}");
+    }
+
+    fn render_leafnodes(&self, out: &mut String, l: &LeafNodesBlock) {
+        let _ = writeln!(out, "leafnodes {{");
+        if let Some(p) = l.port {
+            let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, p)));
         }
-        if let Some(g) = &self.gateway {
-            let _ = writeln!(out, "gateway {{");
-            let _ = writeln!(out, "  name: {}", q(&g.name));
-            let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, g.port)));
-            if let Some(a) = &g.advertise {
-                let _ = writeln!(out, "  advertise: {}", q(a));
-            }
-            if g.reject_unknown_cluster {
-                let _ = writeln!(out, "  reject_unknown_cluster: true");
-            }
-            let _ = writeln!(out, "  gateways: [");
-            for r in &g.gateways {
-                let _ = writeln!(
-                    out,
-                    "    {{ name: {}, urls: [{}] }}",
-                    q(&r.name),
-                    list(&r.urls)
-                );
+        if let Some(a) = &l.advertise {
+            let _ = writeln!(out, "  advertise: {}", q(a));
+        }
+        if !l.remotes.is_empty() {
+            let _ = writeln!(out, "  remotes: [");
+            for r in &l.remotes {
+                let mut fields = vec![format!("urls: [{}]", list(&r.urls))];
+                if let Some(a) = &r.account {
+                    fields.push(format!("account: {}", q(a)));
+                }
+                if let Some(c) = &r.credentials {
+                    fields.push(format!("credentials: {}", q(&c.display().to_string())));
+                }
+                let _ = writeln!(out, "    {{ {} }}", fields.join(", "));
             }
             let _ = writeln!(out, "  ]");
-            let _ = writeln!(out, "}}");
         }
-        if let Some(l) = &self.leafnodes {
-            let _ = writeln!(out, "leafnodes {{");
-            if let Some(p) = l.port {
-                let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, p)));
-            }
-            if let Some(a) = &l.advertise {
-                let _ = writeln!(out, "  advertise: {}", q(a));
-            }
-            if !l.remotes.is_empty() {
-                let _ = writeln!(out, "  remotes: [");
-                for r in &l.remotes {
-                    let mut fields = vec![format!("urls: [{}]", list(&r.urls))];
-                    if let Some(a) = &r.account {
-                        fields.push(format!("account: {}", q(a)));
-                    }
-                    if let Some(c) = &r.credentials {
-                        fields.push(format!("credentials: {}", q(&c.display().to_string())));
-                    }
-                    let _ = writeln!(out, "    {{ {} }}", fields.join(", "));
-                }
-                let _ = writeln!(out, "  ]");
-            }
-            let _ = writeln!(out, "}}");
-        }
-        if !self.extra.is_empty() {
-            out.push_str(&self.extra);
-            if !self.extra.ends_with('\n') {
-                out.push('\n');
-            }
-        }
-        out
+        let _ = writeln!(out, "}}");
     }
+}
+
+fn render_jetstream(out: &mut String, js: &JetStreamBlock) {
+    let _ = writeln!(out, "jetstream {{");
+    let _ = writeln!(
+        out,
+        "  store_dir: {}",
+        q(&js.store_dir.display().to_string())
+    );
+    if let Some(d) = &js.domain {
+        let _ = writeln!(out, "  domain: {}", q(d));
+    }
+    if let Some(m) = js.max_memory_store {
+        let _ = writeln!(out, "  max_memory_store: {m}");
+    }
+    if let Some(m) = js.max_file_store {
+        let _ = writeln!(out, "  max_file_store: {m}");
+    }
+    let _ = writeln!(out, "}}");
 }
 
 /// A double-quoted config string (JSON escaping is a subset the config parser accepts).

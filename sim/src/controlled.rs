@@ -1,5 +1,5 @@
 //! A deployment whose servers the cluster controller started: the NatsClusters applied through a
-//! [`Host`] run as local processes of its [`LocalLifecycle`], and the scenario runner's
+//! [`Host`] run as local processes of its [`LocalLifecycle`](crate::local::LocalLifecycle), and the scenario runner's
 //! workload, ledger and faults reach them as they reach a sim topology.
 
 use std::collections::BTreeSet;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cluster_controller::lifecycle::local::LocalLifecycle;
+use crate::local::LocalLifecycle;
 use futures::future::BoxFuture;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -304,10 +304,9 @@ impl Host {
             .prefix("sim-host-")
             .tempdir()
             .map_err(HostError::Dir)?;
-        let lifecycle = LocalLifecycle::with_ports(
+        let lifecycle = LocalLifecycle::new(
             dir.path().join("servers"),
             Arc::new(|v: &str| crate::install::nats_server(v).map_err(|e| e.to_string())),
-            Arc::new(crate::ports::free_port),
         );
         let host = Host {
             running: Mutex::new(BTreeMap::new()),

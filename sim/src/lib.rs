@@ -10,6 +10,7 @@ pub mod host;
 pub mod install;
 pub mod k3s;
 pub mod ledger;
+pub mod local;
 pub mod ports;
 pub mod proxy;
 pub mod scenario;

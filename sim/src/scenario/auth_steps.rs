@@ -46,20 +46,7 @@ pub(super) async fn run(
             ctx.host()?.delete(&r).await.map_err(|e| e.to_string())?;
             Ok(done(r.to_string()))
         }
-        Action::WaitGone { object: o, timeout } => {
-            let r = object(o)?;
-            let host = ctx.host()?;
-            crate::wait::poll(&format!("{r} gone"), *timeout, || async {
-                match host.exists(&r).await {
-                    Ok(false) => Ok(Some(())),
-                    Ok(true) => Err(format!("{r} still exists{}", holding(host, &r).await)),
-                    Err(e) => Err(e.to_string()),
-                }
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-            Ok(done(r.to_string()))
-        }
+        Action::WaitGone { object: o, timeout } => wait_gone(ctx, o, *timeout).await,
         Action::WipeStatus { object: o } => {
             let r = object(o)?;
             ctx.host()?
@@ -69,25 +56,7 @@ pub(super) async fn run(
             Ok(done(r.to_string()))
         }
         Action::WaitDisconnected { client: c, timeout } => {
-            let run = client(ctx, c)?;
-            let at = crate::wait::poll(
-                &format!("the server closing client {c}'s connection"),
-                *timeout,
-                || async { Ok(run.report().closed_at_ms) },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            let r = run.report();
-            Ok(Done {
-                target: Some(format!(
-                    "{c} closed at {:.1} s{}",
-                    at as f64 / 1000.0,
-                    r.closed_because
-                        .map(|b| format!(" ({b})"))
-                        .unwrap_or_default()
-                )),
-                observed_at_ms: Some(at),
-            })
+            wait_disconnected(ctx, c, *timeout).await
         }
         Action::ExpectRefused { client: c } => {
             let run = client(ctx, c)?;
@@ -107,31 +76,83 @@ pub(super) async fn run(
             object: o,
             server,
             timeout,
-        } => {
-            let r = object(o)?;
-            let pk = match ctx.account_keys.get(&r.to_string()) {
-                Some(pk) => pk.clone(),
-                None => {
-                    let obj = ctx.host()?.get(&r).await.map_err(|e| e.to_string())?;
-                    obj.pointer("/status/publicKey")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| format!("{r}'s key was not recorded and it has none"))?
-                        .to_string()
-                }
-            };
-            let s = resolve(deployed.dep(), server, last_faulted).await?;
-            // An account the server never held is not "gone" from it: the wait would prove
-            // nothing (and a resolver laid out otherwise would pass it unseen).
-            if !ctx.resolver_held.get(&pk).is_some_and(|h| h.contains(&s)) {
-                return Err(format!(
-                    "{s} did not hold the JWT of {r} ({pk}) when the workload started"
-                ));
-            }
-            wait_account_absent(deployed, &s, &pk, *timeout).await?;
-            Ok(done(format!("{s} holds no JWT of {pk}")))
-        }
+        } => account_absent_step(deployed, ctx, o, server, last_faulted, *timeout).await,
         other => Err(format!("{} is not a step on objects", other.describe())),
     }
+}
+
+/// `wait_gone`: waits until the object no longer exists, saying what still holds it.
+async fn wait_gone(ctx: &StepContext, o: &str, timeout: Duration) -> Result<Done, String> {
+    let r = object(o)?;
+    let host = ctx.host()?;
+    crate::wait::poll(&format!("{r} gone"), timeout, || async {
+        match host.exists(&r).await {
+            Ok(false) => Ok(Some(())),
+            Ok(true) => Err(format!("{r} still exists{}", holding(host, &r).await)),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(done(r.to_string()))
+}
+
+/// `wait_disconnected`: waits until the server closes client `c`'s connection; observed at
+/// the moment it closed.
+async fn wait_disconnected(ctx: &StepContext, c: &str, timeout: Duration) -> Result<Done, String> {
+    let run = client(ctx, c)?;
+    let at = crate::wait::poll(
+        &format!("the server closing client {c}'s connection"),
+        timeout,
+        || async { Ok(run.report().closed_at_ms) },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let r = run.report();
+    Ok(Done {
+        target: Some(format!(
+            "{c} closed at {:.1} s{}",
+            at as f64 / 1000.0,
+            r.closed_because
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        )),
+        observed_at_ms: Some(at),
+    })
+}
+
+/// `wait_account_absent`: the account's key (as recorded when the workload started, else from
+/// its status), the server the selector names, which must have held its JWT, then the wait
+/// until that server holds it no more.
+async fn account_absent_step(
+    deployed: &Deployed,
+    ctx: &StepContext,
+    o: &str,
+    server: &str,
+    last_faulted: &Option<String>,
+    timeout: Duration,
+) -> Result<Done, String> {
+    let r = object(o)?;
+    let pk = match ctx.account_keys.get(&r.to_string()) {
+        Some(pk) => pk.clone(),
+        None => {
+            let obj = ctx.host()?.get(&r).await.map_err(|e| e.to_string())?;
+            obj.pointer("/status/publicKey")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{r}'s key was not recorded and it has none"))?
+                .to_string()
+        }
+    };
+    let s = resolve(deployed.dep(), server, last_faulted).await?;
+    // An account the server never held is not "gone" from it: the wait would prove
+    // nothing (and a resolver laid out otherwise would pass it unseen).
+    if !ctx.resolver_held.get(&pk).is_some_and(|h| h.contains(&s)) {
+        return Err(format!(
+            "{s} did not hold the JWT of {r} ({pk}) when the workload started"
+        ));
+    }
+    wait_account_absent(deployed, &s, &pk, timeout).await?;
+    Ok(done(format!("{s} holds no JWT of {pk}")))
 }
 
 /// What holds a deleted object: its finalizers and its Ready condition, for a wait's last text.

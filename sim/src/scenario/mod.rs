@@ -13,6 +13,7 @@ mod run;
 mod steps;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -313,7 +314,8 @@ pub enum Action {
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
-    // Steps that need the controllers (they plug in here when the controller issues land).
+    // Steps on the host: its kube-apiserver and the controllers running against it (a scenario
+    // with any of them runs on the local backend, see `Scenario::needs_host`).
     ApplyManifest {
         path: String,
     },

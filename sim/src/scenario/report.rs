@@ -288,14 +288,8 @@ pub struct RolloutStep {
 }
 
 /// The rollout steps from the lifecycle's log, as (at_ms, server, event) in time order.
-pub fn rollout_steps(
-    log: &[(
-        u64,
-        String,
-        cluster_controller::lifecycle::local::LocalEvent,
-    )],
-) -> Vec<RolloutStep> {
-    use cluster_controller::lifecycle::local::LocalEvent;
+pub fn rollout_steps(log: &[(u64, String, crate::local::LocalEvent)]) -> Vec<RolloutStep> {
+    use crate::local::LocalEvent;
     let mut out: Vec<RolloutStep> = Vec::new();
     let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
     for (at, server, event) in log {

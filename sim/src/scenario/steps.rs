@@ -200,6 +200,48 @@ async fn run_server_step(
     last_faulted: &mut Option<String>,
     ctx: &mut StepContext,
 ) -> Result<Option<String>, String> {
+    match action {
+        Action::Kill9 { .. }
+        | Action::Sigterm { .. }
+        | Action::LameDuck { .. }
+        | Action::Pause { .. }
+        | Action::Resume { .. }
+        | Action::Restart { .. }
+        | Action::WipeStore { .. } => fault_step(dep, action, last_faulted).await,
+        Action::Reload { .. }
+        | Action::CutGateway { .. }
+        | Action::RestoreGateway { .. }
+        | Action::CutLeaf { .. }
+        | Action::RestoreLeaf { .. }
+        | Action::WaitMetaLeader { .. }
+        | Action::WaitStreamLeader { .. }
+        | Action::WaitHealthz { .. } => deployment_step(dep, action, last_faulted).await,
+        Action::ApplyManifest { .. }
+        | Action::ApplyNatsCluster { .. }
+        | Action::WaitServerRestarted { .. }
+        | Action::Annotate { .. }
+        | Action::WaitCondition { .. }
+        | Action::RestartController { .. } => host_step(action, ctx).await,
+        Action::Delete { .. }
+        | Action::WaitGone { .. }
+        | Action::WipeStatus { .. }
+        | Action::WaitDisconnected { .. }
+        | Action::ExpectRefused { .. }
+        | Action::ExpectJwtRevokes { .. }
+        | Action::WaitAccountAbsent { .. } => not_a_server_step(action),
+    }
+}
+
+fn not_a_server_step(action: &Action) -> Result<Option<String>, String> {
+    Err(format!("{} is not a step on servers", action.describe()))
+}
+
+/// A fault on one server (the one the selector names); it becomes the last faulted server.
+async fn fault_step(
+    dep: &mut dyn Deployment,
+    action: &Action,
+    last_faulted: &mut Option<String>,
+) -> Result<Option<String>, String> {
     let (selector, f) = match action {
         Action::Kill9 { server } => (server, Fault::Kill9),
         Action::Sigterm { server } => (server, Fault::Sigterm),
@@ -208,42 +250,55 @@ async fn run_server_step(
         Action::Resume { server } => (server, Fault::Resume),
         Action::Restart { server } => (server, Fault::Restart),
         Action::WipeStore { server } => (server, Fault::WipeStore),
+        _ => return not_a_server_step(action),
+    };
+    let s = resolve(dep, selector, last_faulted).await?;
+    dep.fault(&s, f).await.map_err(|e| e.to_string())?;
+    *last_faulted = Some(s.clone());
+    Ok(Some(s))
+}
+
+/// A reload, a link cut or restored, or a wait on the deployment's servers.
+async fn deployment_step(
+    dep: &mut dyn Deployment,
+    action: &Action,
+    last_faulted: &mut Option<String>,
+) -> Result<Option<String>, String> {
+    match action {
         Action::Reload { server, append } => {
             let s = resolve(dep, server, last_faulted).await?;
             dep.reload_with(&s, append)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Some(s));
+            Ok(Some(s))
         }
         Action::CutGateway { a, b } => {
             dep.gateway_link(a, b, true)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(None);
+            Ok(None)
         }
         Action::RestoreGateway { a, b } => {
             dep.gateway_link(a, b, false)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(None);
+            Ok(None)
         }
         Action::CutLeaf { leaf } => {
             dep.leaf_link(leaf, true).await.map_err(|e| e.to_string())?;
-            return Ok(None);
+            Ok(None)
         }
         Action::RestoreLeaf { leaf } => {
             dep.leaf_link(leaf, false)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(None);
+            Ok(None)
         }
-        Action::WaitMetaLeader { timeout } => {
-            return dep
-                .meta_leader(*timeout)
-                .await
-                .map(Some)
-                .map_err(|e| e.to_string());
-        }
+        Action::WaitMetaLeader { timeout } => dep
+            .meta_leader(*timeout)
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string()),
         Action::WaitStreamLeader {
             stream,
             other_than,
@@ -253,35 +308,55 @@ async fn run_server_step(
                 Some(sel) => Some(resolve(dep, sel, last_faulted).await?),
                 None => None,
             };
-            let deadline = tokio::time::Instant::now() + *timeout;
-            loop {
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                let leader = dep
-                    .stream_leader(stream, left)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if avoid.as_deref() != Some(leader.as_str()) {
-                    return Ok(Some(leader));
-                }
-                if left.is_zero() {
-                    return Err(format!("{stream} is still led by {leader}"));
-                }
-                tokio::time::sleep(crate::wait::POLL_INTERVAL).await;
-            }
+            wait_stream_leader(dep, stream, avoid.as_deref(), *timeout)
+                .await
+                .map(Some)
         }
         Action::WaitHealthz { timeout } => {
             dep.wait_healthz(*timeout)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(None);
+            Ok(None)
         }
+        _ => not_a_server_step(action),
+    }
+}
+
+/// Waits until `stream` has a leader other than `avoid`; returns it.
+async fn wait_stream_leader(
+    dep: &mut dyn Deployment,
+    stream: &str,
+    avoid: Option<&str>,
+    timeout: Duration,
+) -> Result<String, String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let leader = dep
+            .stream_leader(stream, left)
+            .await
+            .map_err(|e| e.to_string())?;
+        if avoid != Some(leader.as_str()) {
+            return Ok(leader);
+        }
+        if left.is_zero() {
+            return Err(format!("{stream} is still led by {leader}"));
+        }
+        tokio::time::sleep(crate::wait::POLL_INTERVAL).await;
+    }
+}
+
+/// A step on the host: a manifest applied, a NatsCluster applied and waited for, an object
+/// annotated or waited on, a controller restarted, a server's restart by the controller awaited.
+async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<String>, String> {
+    match action {
         Action::ApplyManifest { path } => {
             let applied = ctx
                 .host()?
                 .apply_manifest(&manifest_path(path), &ctx.vars)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Some(applied.join(", ")));
+            Ok(Some(applied.join(", ")))
         }
         Action::ApplyNatsCluster { path, timeout } => {
             let p = manifest_path(path);
@@ -297,30 +372,11 @@ async fn run_server_step(
                 controlled::wait_servers(&host, ns, n, *timeout).await?;
             }
             let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
-            return Ok(Some(names.join(", ")));
+            Ok(Some(names.join(", ")))
         }
         Action::WaitServerRestarted { server, timeout } => {
-            use cluster_controller::lifecycle::local::LocalEvent;
-            let host = ctx.host()?.clone();
-            crate::wait::poll(
-                &format!("the controller restarting {server}"),
-                *timeout,
-                || async {
-                    let done = host
-                        .lifecycle()
-                        .events()
-                        .iter()
-                        .any(|e| e.server == *server && e.event == LocalEvent::Restarted);
-                    if done {
-                        Ok(Some(()))
-                    } else {
-                        Err(format!("{server} not restarted yet"))
-                    }
-                },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            return Ok(Some(server.clone()));
+            wait_server_restarted(ctx.host()?, server, *timeout).await?;
+            Ok(Some(server.clone()))
         }
         Action::Annotate { object, annotation } => {
             let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
@@ -328,7 +384,7 @@ async fn run_server_step(
                 .annotate(&r, annotation)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Some(r.to_string()));
+            Ok(Some(r.to_string()))
         }
         Action::WaitCondition {
             object,
@@ -341,27 +397,38 @@ async fn run_server_step(
                 .wait_condition_saying(&r, condition, message.as_deref(), *timeout)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Some(r.to_string()));
+            Ok(Some(r.to_string()))
         }
         Action::RestartController { controller } => {
             ctx.host()?
                 .restart_controller(controller)
                 .await
                 .map_err(|e| e.to_string())?;
-            return Ok(Some(controller.clone()));
+            Ok(Some(controller.clone()))
         }
-        Action::Delete { .. }
-        | Action::WaitGone { .. }
-        | Action::WipeStatus { .. }
-        | Action::WaitDisconnected { .. }
-        | Action::ExpectRefused { .. }
-        | Action::ExpectJwtRevokes { .. }
-        | Action::WaitAccountAbsent { .. } => {
-            return Err(format!("{} is not a step on servers", action.describe()));
-        }
-    };
-    let s = resolve(dep, selector, last_faulted).await?;
-    dep.fault(&s, f).await.map_err(|e| e.to_string())?;
-    *last_faulted = Some(s.clone());
-    Ok(Some(s))
+        _ => not_a_server_step(action),
+    }
+}
+
+/// Waits until the local lifecycle has restarted `server` (a rollout step the controller took).
+async fn wait_server_restarted(host: &Host, server: &str, timeout: Duration) -> Result<(), String> {
+    use crate::local::LocalEvent;
+    crate::wait::poll(
+        &format!("the controller restarting {server}"),
+        timeout,
+        || async {
+            let done = host
+                .lifecycle()
+                .events()
+                .iter()
+                .any(|e| e.server == server && e.event == LocalEvent::Restarted);
+            if done {
+                Ok(Some(()))
+            } else {
+                Err(format!("{server} not restarted yet"))
+            }
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())
 }

@@ -56,7 +56,7 @@ fn unknown_fields_actions_and_figures_are_refused() {
 
 #[test]
 fn rollout_steps_pair_lame_duck_and_restart_and_measure_the_gate() {
-    use cluster_controller::lifecycle::local::LocalEvent::*;
+    use crate::local::LocalEvent::*;
     let log = vec![
         (100, "demo-0".to_string(), Started),
         (1000, "demo-2".to_string(), LameDuck),

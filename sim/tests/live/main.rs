@@ -1,8 +1,9 @@
 //! The sim against real nats-servers: its CLI, clusters, superclusters and leaf nodes, operator
-//! mode, and every fault it injects.
+//! mode, every fault it injects, and the local server lifecycle driven through its port.
 
 mod cli;
 mod cluster;
 mod faults;
+mod local_lifecycle;
 mod operator;
 mod supercluster;

@@ -1,11 +1,11 @@
 //! The server-lifecycle port (ARCHITECTURE.md §2): the only way the cluster controller reaches
 //! its servers. The Kubernetes implementation writes ConfigMaps, StatefulSets and the cluster's
-//! shared objects and reads Pods; the sim's local implementation runs nats-server processes
-//! (a restart is lame duck, wait for exit, start with the new config). Everything else — rollout
-//! order, the gate, reload through `$SYS`, removal, status — is the same code over both.
+//! shared objects and reads Pods; the sim's local implementation (`sim::local`) runs
+//! nats-server processes (a restart is lame duck, wait for exit, start with the new config).
+//! Everything else — rollout order, the gate, reload through `$SYS`, removal, status — is the
+//! same code over both.
 
 pub mod kubernetes;
-pub mod local;
 
 use std::future::Future;
 

@@ -1,14 +1,16 @@
-//! One nats-server process: start, stop, signals, restart on the same store, wipe the store,
-//! config edit + reload. The process is killed by PID when this value drops (also on panic).
+//! One nats-server of a sim topology: start, stop, signals, restart on the same store, wipe the
+//! store, config edit + reload. Its process ([`process`], shared with the local server
+//! lifecycle) is killed by PID when this value drops (also on panic).
 
-use std::fs::OpenOptions;
+pub mod process;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use self::process::{CONFIG_FILE, LOG_FILE, NotStarted, Process, SpawnError, log_tail};
 use crate::config::ServerConfig;
 use crate::wait;
 
@@ -67,7 +69,7 @@ pub struct Server {
     pub cluster: String,
     binary: PathBuf,
     dir: PathBuf,
-    child: Option<Child>,
+    child: Option<Process>,
     paused: bool,
 }
 
@@ -104,10 +106,10 @@ impl Server {
         &self.binary
     }
     pub fn config_path(&self) -> PathBuf {
-        self.dir.join("nats.conf")
+        self.dir.join(CONFIG_FILE)
     }
     pub fn log_path(&self) -> PathBuf {
-        self.dir.join("server.log")
+        self.dir.join(LOG_FILE)
     }
     pub fn store_dir(&self) -> Option<&Path> {
         self.config
@@ -122,7 +124,7 @@ impl Server {
         format!("http://{}:{}", self.config.host, self.config.http_port)
     }
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.id())
+        self.child.as_ref().map(Process::pid)
     }
 
     pub fn state(&self) -> ProcessState {
@@ -156,31 +158,27 @@ impl Server {
             return Ok(());
         }
         self.write_config()?;
-        let log_path = self.log_path();
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(self.io(&log_path))?;
-        let log_err = log.try_clone().map_err(self.io(&log_path))?;
-        let log_len = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
-        let child = Command::new(&self.binary)
-            .arg("-c")
-            .arg(self.config_path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(self.io(&self.binary.clone()))?;
-        self.child = Some(child);
+        let process = Process::spawn(&self.binary, &self.dir, None).map_err(|e| match e {
+            SpawnError::Log { path, source } => self.io(&path)(source),
+            SpawnError::Start { binary, source } => self.io(&binary)(source),
+        })?;
+        let log_len = process.log_start();
+        let process = self.child.insert(process);
         self.paused = false;
         let addr = format!("{}:{}", self.config.host, self.config.port);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.try_reap() {
+        let within = Duration::from_secs(30);
+        let started = process
+            .wait_started(within, Duration::from_millis(20), || async {
+                tokio::net::TcpStream::connect(&addr).await.is_ok()
+            })
+            .await;
+        let server = self.config.name.clone();
+        match started {
+            Ok(()) => Ok(()),
+            Err(NotStarted::Exited(status)) => {
+                self.child = None;
                 let tail = self.log_since(log_len);
-                let server = self.config.name.clone();
-                return Err(if tail.contains("address already in use") {
+                Err(if tail.contains("address already in use") {
                     ServerError::PortInUse {
                         server,
                         log_tail: tail,
@@ -191,40 +189,25 @@ impl Server {
                         status,
                         log_tail: tail,
                     }
-                });
+                })
             }
-            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(ServerError::Wait {
-                    server: self.config.name.clone(),
-                    source: wait::WaitError {
-                        what: format!("client port {addr} to accept"),
-                        after: Duration::from_secs(30),
-                        last: self.log_since(log_len),
-                    },
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err(NotStarted::Silent) => Err(ServerError::Wait {
+                server,
+                source: wait::WaitError {
+                    what: format!("client port {addr} to accept"),
+                    after: within,
+                    last: self.log_since(log_len),
+                },
+            }),
         }
     }
 
     /// If the process has exited, forget it and return its exit status.
     fn try_reap(&mut self) -> Option<String> {
-        let child = self.child.as_mut()?;
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                self.child = None;
-                self.paused = false;
-                Some(status.to_string())
-            }
-            Ok(None) => None,
-            Err(e) => {
-                self.child = None;
-                Some(format!("unknown ({e})"))
-            }
-        }
+        let status = self.child.as_mut()?.exited()?;
+        self.child = None;
+        self.paused = false;
+        Some(status)
     }
 
     /// Whether the process is alive (reaps it if it exited on its own).
@@ -234,11 +217,7 @@ impl Server {
     }
 
     fn log_since(&self, offset: u64) -> String {
-        let text = std::fs::read(self.log_path()).unwrap_or_default();
-        let start = (offset as usize).min(text.len());
-        let tail = String::from_utf8_lossy(&text[start..]).to_string();
-        let lines: Vec<&str> = tail.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        log_tail(&self.log_path(), offset, 20)
     }
 
     /// The last lines of the server's log.
@@ -266,31 +245,30 @@ impl Server {
     }
 
     fn reap_blocking(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.wait();
+        if let Some(p) = self.child.take() {
+            p.kill_and_reap();
         }
         self.paused = false;
     }
 
     /// Waits (polling, with a deadline) until the process has exited by itself.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Result<(), ServerError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if !self.is_running() {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(ServerError::Wait {
-                    server: self.config.name.clone(),
-                    source: wait::WaitError {
-                        what: "process exit".to_string(),
-                        after: timeout,
-                        last: format!("pid {:?} still alive", self.pid()),
-                    },
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        let Some(process) = self.child.as_mut() else {
+            return Ok(());
+        };
+        if process.wait_exit(timeout).await {
+            self.child = None;
+            self.paused = false;
+            return Ok(());
         }
+        Err(ServerError::Wait {
+            server: self.config.name.clone(),
+            source: wait::WaitError {
+                what: "process exit".to_string(),
+                after: timeout,
+                last: format!("pid {:?} still alive", self.pid()),
+            },
+        })
     }
 
     /// SIGTERM and wait for a clean exit.
@@ -324,16 +302,13 @@ impl Server {
                 server: self.config.name.clone(),
             });
         }
-        let arg = format!("{what}={}", self.config.pid_file.display());
-        let out = Command::new(&self.binary)
-            .arg("--signal")
-            .arg(&arg)
+        let out = process::signal_command(&self.binary, what, &self.config.pid_file)
             .output()
             .map_err(self.io(&self.binary))?;
         if !out.status.success() {
             return Err(ServerError::SignalCommand {
                 server: self.config.name.clone(),
-                what: arg,
+                what: format!("{what}={}", self.config.pid_file.display()),
                 stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }
@@ -393,16 +368,6 @@ impl Server {
         edit(&mut self.config);
         self.write_config()?;
         self.reload()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // SIGKILL also ends a SIGSTOPped process.
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 

@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::local::LocalLifecycle;
 use cluster_controller::lifecycle::{DesiredServer, ServerFile, ServerLifecycle};
 use cluster_controller::objects::configmap::revision;
 use cluster_controller::plan::{ClusterInputs, plan_servers};
 use cluster_controller::render::render;
 use cluster_controller::route_ca::RouteCa;
 use nats_api::cluster::NatsCluster;
+use sim::local::LocalLifecycle;
 
 fn quickstart() -> NatsCluster {
     sim::testkit::story_object(
@@ -246,7 +246,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         .status()
         .expect("kill");
     // Revived is logged just after the new pid is stored, so the log is what is awaited.
-    use cluster_controller::lifecycle::local::LocalEvent;
+    use sim::local::LocalEvent;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !lc
         .events()

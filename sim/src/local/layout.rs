@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::plan::{Layout, Ports};
+use cluster_controller::plan::{Layout, Ports};
 
 /// Servers on loopback; `ports[i]` are server i's, allocated by the caller (the sim picks free
 /// ones), and `root/<ordinal>/` holds each server's data, pid file, TLS files and leaf remotes.
@@ -70,8 +70,12 @@ impl Layout for LocalLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::testing::spec;
-    use crate::plan::{ClusterInputs, plan_servers};
+    use cluster_controller::plan::{ClusterInputs, plan_servers};
+    use nats_api::cluster::NatsClusterSpec;
+
+    fn spec(yaml: &str) -> NatsClusterSpec {
+        serde_yaml::from_str(yaml).expect("spec")
+    }
 
     fn ports(base: u16) -> Ports {
         Ports {

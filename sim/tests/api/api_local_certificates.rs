@@ -250,15 +250,14 @@ async fn without_a_system_user_a_reissued_route_certificate_restarts_each_server
         );
     }
     // One at a time: the restarts never overlap (each lame duck follows the previous start).
-    let events: Vec<(String, cluster_controller::lifecycle::local::LocalEvent)> = host
+    let events: Vec<(String, sim::local::LocalEvent)> = host
         .lifecycle()
         .events()
         .into_iter()
         .filter(|e| {
             matches!(
                 e.event,
-                cluster_controller::lifecycle::local::LocalEvent::LameDuck
-                    | cluster_controller::lifecycle::local::LocalEvent::Restarted
+                sim::local::LocalEvent::LameDuck | sim::local::LocalEvent::Restarted
             )
         })
         .map(|e| (e.server, e.event))

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::lifecycle::ServerLifecycle;
-use cluster_controller::lifecycle::local::LocalEvent;
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
+use sim::local::LocalEvent;
 use sim::testkit::wait_object;
 
 const WAIT: Duration = Duration::from_secs(180);

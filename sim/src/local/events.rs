@@ -1,0 +1,46 @@
+//! The local lifecycle's log: every start, lame duck, restart, revival and delete of a server,
+//! in order, for the sim's timeline and its restart order.
+
+use std::sync::{Arc, Mutex};
+
+/// What happened to a server, for the sim's timeline and its restart order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalEvent {
+    /// First start (or a start after a delete).
+    Started,
+    /// Put in lame duck to restart under a new revision or binary.
+    LameDuck,
+    /// Started again under the new revision after the lame-duck exit.
+    Restarted,
+    /// Started again after it died on its own (the kubelet's restart).
+    Revived,
+    /// Stopped and deleted.
+    Deleted,
+}
+
+/// One [`LocalEvent`] of server `server` (its server name) at `at`.
+#[derive(Clone, Debug)]
+pub struct LifecycleEvent {
+    pub at: std::time::Instant,
+    pub server: String,
+    pub event: LocalEvent,
+}
+
+/// The log every clone of a lifecycle and every server entry appends to.
+pub(super) type EventLog = Arc<Mutex<Vec<LifecycleEvent>>>;
+
+pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent) {
+    events
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(LifecycleEvent {
+            at: std::time::Instant::now(),
+            server: server.to_string(),
+            event,
+        });
+}
+
+/// Every event so far, in order.
+pub(super) fn all(events: &EventLog) -> Vec<LifecycleEvent> {
+    events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}

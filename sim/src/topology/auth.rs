@@ -1,0 +1,51 @@
+//! The auth text every server of a topology appends to its config: the accounts block or the
+//! operator's trust and resolver, then the spec's own extra config.
+
+use std::path::Path;
+
+use super::spec::{Auth, TopologySpec};
+
+/// The user/password of the system account in [`Auth::Accounts`] mode.
+pub const SYS_USER: (&str, &str) = ("sys", "sys");
+/// The user/password of the application account in [`Auth::Accounts`] mode (also the no-auth user).
+pub const APP_USER: (&str, &str) = ("app", "app");
+/// The application account's name in [`Auth::Accounts`] mode.
+pub const APP_ACCOUNT: &str = "APP";
+
+/// What a server's config ends with (its `extra`): in operator mode the resolver over the
+/// server's own `dir/jwt`, then the auth block of `spec.auth`, then `spec.extra_config`.
+pub(super) fn server_extra(spec: &TopologySpec, server_dir: &Path) -> String {
+    let resolver = match &spec.auth {
+        Auth::Operator(_) => render_resolver(server_dir),
+        _ => String::new(),
+    };
+    format!("{resolver}{}{}", render_auth(&spec.auth), spec.extra_config)
+}
+
+fn render_auth(auth: &Auth) -> String {
+    match auth {
+        Auth::None => String::new(),
+        Auth::Accounts => format!(
+            "accounts {{\n  SYS: {{ users: [{{ user: \"{}\", password: \"{}\" }}] }}\n  {APP_ACCOUNT}: {{ jetstream: enabled, users: [{{ user: \"{}\", password: \"{}\" }}] }}\n}}\nsystem_account: SYS\nno_auth_user: \"{}\"\n",
+            SYS_USER.0, SYS_USER.1, APP_USER.0, APP_USER.1, APP_USER.0
+        ),
+        Auth::Operator(op) => {
+            let mut s = format!(
+                "operator: \"{}\"\nsystem_account: \"{}\"\nresolver_preload: {{\n",
+                op.operator_jwt, op.system_account
+            );
+            for (key, jwt) in &op.preload {
+                s.push_str(&format!("  \"{key}\": \"{jwt}\"\n"));
+            }
+            s.push_str("}\n");
+            s
+        }
+    }
+}
+
+fn render_resolver(server_dir: &Path) -> String {
+    format!(
+        "resolver: {{ type: full, dir: \"{}\", allow_delete: true, interval: \"2m\" }}\n",
+        server_dir.join("jwt").display()
+    )
+}
