@@ -166,53 +166,10 @@ impl Helm {
         }
     }
 
-    /// `helm install` (or `upgrade`) of the chart as `name` into `namespace` of the cluster
-    /// `kubeconfig` names.
-    pub fn install_or_upgrade(
-        &self,
-        command: &str,
-        name: &str,
-        namespace: &str,
-        kubeconfig: &Path,
-        values: &[&Path],
-    ) -> Result<String, HelmError> {
-        let chart = chart_dir();
-        let mut args = vec![
-            command.to_string(),
-            chart.display().to_string(),
-            name.into(),
-            "--kubeconfig".into(),
-            kubeconfig.display().to_string(),
-            "--namespace".into(),
-            namespace.into(),
-        ];
-        for v in values {
-            args.push("-f".into());
-            args.push(v.display().to_string());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.run(&args)
+    /// `helm.py ARGS...`: what it printed, or why Helm refused.
+    pub fn run_args(&self, args: &[&str]) -> Result<String, HelmError> {
+        self.run(args)
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// `helm uninstall name` (waiting for the objects to go).
-    pub fn uninstall(
-        &self,
-        name: &str,
-        namespace: &str,
-        kubeconfig: &Path,
-    ) -> Result<String, HelmError> {
-        let kubeconfig = kubeconfig.display().to_string();
-        self.run(&[
-            "uninstall",
-            name,
-            "--kubeconfig",
-            &kubeconfig,
-            "--namespace",
-            namespace,
-            "--wait",
-        ])
-        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// `helm test name`, as a child process (the caller plays the kubelet for its pod).

@@ -65,7 +65,8 @@ fn values_file(yaml: &str) -> tempfile::NamedTempFile {
 /// The renders every strict test looks at: default, full, and cluster-wide with everything on.
 fn renders(helm: &Helm) -> Vec<(String, Vec<Rendered>)> {
     let full = testdata("full-values.yaml");
-    let everything = "metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}\n";
+    let everything =
+        "metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}\n";
     vec![
         ("default values".into(), render_files(helm, &[])),
         ("full-values.yaml".into(), render_files(helm, &[&full])),
@@ -213,7 +214,11 @@ fn every_rendered_document_decodes_strictly_into_its_type_and_back() {
         for doc in &docs {
             kinds.insert(doc.kind().to_string());
             for problem in decode(doc) {
-                failures.push(format!("{what}: {} ({}): {problem}", doc.describe(), doc.source));
+                failures.push(format!(
+                    "{what}: {} ({}): {problem}",
+                    doc.describe(),
+                    doc.source
+                ));
             }
         }
     }
@@ -253,7 +258,9 @@ fn a_typo_in_a_template_fails_the_strict_decode_naming_the_field() {
     let spec = deployment.value["spec"]["template"]["spec"]
         .as_object_mut()
         .expect("a pod spec");
-    let sa = spec.remove("serviceAccountName").expect("serviceAccountName");
+    let sa = spec
+        .remove("serviceAccountName")
+        .expect("serviceAccountName");
     spec.insert("serviceAccountNmae".into(), sa);
     let problems = decode(&deployment);
     assert!(
@@ -396,7 +403,11 @@ fn cluster_wide_each_controller_gets_a_cluster_role_of_its_table_rows() {
             .iter()
             .find(|d| d.kind() == "ClusterRole" && d.name() == name)
             .unwrap_or_else(|| panic!("no ClusterRole {name}"));
-        assert_eq!(rules_of(role), expected(controller, "served", true), "{name}");
+        assert_eq!(
+            rules_of(role),
+            expected(controller, "served", true),
+            "{name}"
+        );
         let own = docs
             .iter()
             .find(|d| d.kind() == "Role" && d.name() == format!("{name}-self"))
@@ -411,7 +422,11 @@ fn cluster_wide_each_controller_gets_a_cluster_role_of_its_table_rows() {
         assert_eq!(binding.value["subjects"][0]["name"], name.as_str());
         assert_eq!(binding.value["subjects"][0]["namespace"], NAMESPACE);
     }
-    assert!(!docs.iter().any(|d| d.kind() == "Role" && !d.name().ends_with("-self")));
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d.kind() == "Role" && !d.name().ends_with("-self"))
+    );
 }
 
 #[test]
@@ -423,7 +438,11 @@ fn namespaced_each_controller_gets_a_role_in_each_watched_namespace_and_the_flag
          controllers: {cluster: {replicas: 1}, auth: {replicas: 1}, jetstream: {replicas: 1}}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!docs.iter().any(|d| d.kind().starts_with("Cluster") && d.kind() != "CustomResourceDefinition"));
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d.kind().starts_with("Cluster") && d.kind() != "CustomResourceDefinition")
+    );
     for controller in CONTROLLERS {
         let name = format!("{RELEASE}-{controller}");
         for ns in ["apps", "tenants"] {
@@ -496,31 +515,54 @@ fn the_chart_crds_are_the_types_with_the_chart_metadata() {
     let none = render_yaml(&helm, "crds: {install: false}\n").unwrap_or_else(|e| panic!("{e}"));
     assert!(!none.iter().any(|d| d.kind() == "CustomResourceDefinition"));
     let unkept = render_yaml(&helm, "crds: {keep: false}\n").unwrap_or_else(|e| panic!("{e}"));
-    assert!(unkept
-        .iter()
-        .filter(|d| d.kind() == "CustomResourceDefinition")
-        .all(|d| d.value["metadata"]["annotations"].is_null()));
+    assert!(
+        unkept
+            .iter()
+            .filter(|d| d.kind() == "CustomResourceDefinition")
+            .all(|d| d.value["metadata"]["annotations"].is_null())
+    );
 }
 
 // ---- values.schema.json and the templates' refusals
 
 #[rstest]
-#[case::a_string_for_an_integer("controllers:\n  cluster:\n    replicas: two\n", "/controllers/cluster/replicas")]
-#[case::a_misspelled_key("controllers:\n  cluster:\n    replicass: 2\n", "'replicass' not allowed")]
-#[case::a_misspelled_top_level_key("leaderElections:\n  enabled: true\n", "'leaderElections' not allowed")]
+#[case::a_string_for_an_integer(
+    "controllers:\n  cluster:\n    replicas: two\n",
+    "/controllers/cluster/replicas"
+)]
+#[case::a_misspelled_key(
+    "controllers:\n  cluster:\n    replicass: 2\n",
+    "'replicass' not allowed"
+)]
+#[case::a_misspelled_top_level_key(
+    "leaderElections:\n  enabled: true\n",
+    "'leaderElections' not allowed"
+)]
 #[case::a_string_for_a_port("metrics:\n  port: \"8080\"\n", "/metrics/port")]
 #[case::a_string_for_a_list("watchNamespaces: apps\n", "/watchNamespaces")]
 #[case::a_namespace_no_dns_label_allows("watchNamespaces: [Apps]\n", "/watchNamespaces/0")]
-#[case::a_digest_that_is_a_tag("controllers:\n  auth:\n    image:\n      digest: latest\n", "/controllers/auth/image/digest")]
+#[case::a_digest_that_is_a_tag(
+    "controllers:\n  auth:\n    image:\n      digest: latest\n",
+    "/controllers/auth/image/digest"
+)]
 #[case::an_unknown_log_format("logFormat: yaml\n", "/logFormat")]
-#[case::a_resync_no_go_duration("controllers:\n  jetstream:\n    resync: 5 minutes\n", "/controllers/jetstream/resync")]
-#[case::a_system_connection_without_namespace("controllers:\n  auth:\n    systemConnection: sys\n", "/controllers/auth/systemConnection")]
+#[case::a_resync_no_go_duration(
+    "controllers:\n  jetstream:\n    resync: 5 minutes\n",
+    "/controllers/jetstream/resync"
+)]
+#[case::a_system_connection_without_namespace(
+    "controllers:\n  auth:\n    systemConnection: sys\n",
+    "/controllers/auth/systemConnection"
+)]
 fn values_schema_refuses_naming_the_field(#[case] values: &str, #[case] names: &str) {
     let Some(helm) = Helm::find() else { return };
-    let err = render_yaml(&helm, values).err().unwrap_or_else(|| {
-        panic!("the chart rendered values it should refuse:\n{values}")
-    });
-    assert!(err.contains(names), "refused, but without naming {names:?}:\n{err}");
+    let err = render_yaml(&helm, values)
+        .err()
+        .unwrap_or_else(|| panic!("the chart rendered values it should refuse:\n{values}"));
+    assert!(
+        err.contains(names),
+        "refused, but without naming {names:?}:\n{err}"
+    );
 }
 
 #[rstest]
@@ -567,7 +609,10 @@ fn args_of(docs: &[Rendered], controller: &str) -> Vec<String> {
 #[rstest]
 #[case::the_app_version_by_default("", "nats-operators/cluster-controller:0.1.0")]
 #[case::the_shared_tag("image: {tag: 1.2.3}\n", "nats-operators/cluster-controller:1.2.3")]
-#[case::its_own_tag_over_the_shared("image: {tag: 1.2.3}\ncontrollers: {cluster: {image: {tag: 2.0.0}}}\n", "nats-operators/cluster-controller:2.0.0")]
+#[case::its_own_tag_over_the_shared(
+    "image: {tag: 1.2.3}\ncontrollers: {cluster: {image: {tag: 2.0.0}}}\n",
+    "nats-operators/cluster-controller:2.0.0"
+)]
 #[case::a_digest_over_any_tag(
     "image: {tag: 1.2.3}\ncontrollers: {cluster: {image: {tag: 2.0.0, digest: \"sha256:abababababababababababababababababababababababababababababababab\"}}}\n",
     "nats-operators/cluster-controller@sha256:abababababababababababababababababababababababababababababababab"
@@ -585,14 +630,19 @@ fn each_controller_is_enabled_on_its_own() {
         .unwrap_or_else(|e| panic!("{e}"));
     let auth = docs
         .iter()
-        .filter(|d| d.value["metadata"]["labels"]["app.kubernetes.io/component"] == "auth-controller")
+        .filter(|d| {
+            d.value["metadata"]["labels"]["app.kubernetes.io/component"] == "auth-controller"
+        })
         .map(Rendered::describe)
         .collect::<Vec<_>>();
     assert!(auth.is_empty(), "auth disabled, yet rendered: {auth:?}");
     for controller in ["cluster", "jetstream"] {
         deployment(&docs, controller);
     }
-    let test_pod = docs.iter().find(|d| d.kind() == "Pod").expect("the test pod");
+    let test_pod = docs
+        .iter()
+        .find(|d| d.kind() == "Pod")
+        .expect("the test pod");
     let urls = test_pod.value["spec"]["containers"][0]["args"].to_string();
     assert!(!urls.contains("-auth-metrics"), "{urls}");
 }
@@ -611,7 +661,10 @@ fn the_default_flags_of_each_controller() {
     let own: [(&str, &[&str]); 3] = [
         (
             "cluster",
-            &["--controller-namespace=nats-system", "--cluster-domain=cluster.local"],
+            &[
+                "--controller-namespace=nats-system",
+                "--cluster-domain=cluster.local",
+            ],
         ),
         ("auth", &["--resync=5m"]),
         ("jetstream", &["--resync=5m"]),
@@ -620,8 +673,11 @@ fn the_default_flags_of_each_controller() {
         let want: Vec<String> = common.iter().chain(own).map(|s| s.to_string()).collect();
         assert_eq!(args_of(&docs, controller), want, "{controller}");
     }
-    let extra = render_yaml(&helm, "controllers: {jetstream: {extraArgs: [--future-flag=1]}}\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    let extra = render_yaml(
+        &helm,
+        "controllers: {jetstream: {extraArgs: [--future-flag=1]}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         args_of(&extra, "jetstream").last().map(String::as_str),
         Some("--future-flag=1")
@@ -647,7 +703,8 @@ fn the_default_flags_of_each_controller() {
 fn restricted_violations(spec: &PodSpec) -> Vec<String> {
     let mut out = Vec::new();
     let pod = spec.security_context.clone().unwrap_or_default();
-    if spec.host_network == Some(true) || spec.host_pid == Some(true) || spec.host_ipc == Some(true) {
+    if spec.host_network == Some(true) || spec.host_pid == Some(true) || spec.host_ipc == Some(true)
+    {
         out.push("host namespaces".into());
     }
     for v in spec.volumes.iter().flatten() {
@@ -665,7 +722,11 @@ fn restricted_violations(spec: &PodSpec) -> Vec<String> {
     }
     let seccomp_ok = |t: Option<&str>| matches!(t, Some("RuntimeDefault" | "Localhost"));
     let pod_seccomp = pod.seccomp_profile.as_ref().map(|s| s.type_.as_str());
-    for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+    for c in spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+    {
         let sc = c.security_context.clone().unwrap_or_default();
         let name = &c.name;
         if sc.privileged == Some(true) {
@@ -689,7 +750,9 @@ fn restricted_violations(spec: &PodSpec) -> Vec<String> {
         }
         let own = sc.seccomp_profile.as_ref().map(|s| s.type_.as_str());
         if !seccomp_ok(own.or(pod_seccomp)) {
-            out.push(format!("{name}: seccompProfile is not RuntimeDefault or Localhost"));
+            out.push(format!(
+                "{name}: seccompProfile is not RuntimeDefault or Localhost"
+            ));
         }
         if c.ports.iter().flatten().any(|p| p.host_port.is_some()) {
             out.push(format!("{name}: hostPort"));
@@ -709,7 +772,9 @@ fn every_pod_meets_the_restricted_pod_security_standard() {
                 "Deployment" => serde_json::from_value::<Deployment>(doc.value.clone())
                     .ok()
                     .and_then(|d| d.spec?.template.spec),
-                "Pod" => serde_json::from_value::<Pod>(doc.value.clone()).ok().and_then(|p| p.spec),
+                "Pod" => serde_json::from_value::<Pod>(doc.value.clone())
+                    .ok()
+                    .and_then(|p| p.spec),
                 _ => continue,
             };
             let spec = spec.unwrap_or_else(|| panic!("{what}: {} has no pod spec", doc.describe()));
@@ -755,19 +820,32 @@ fn the_alerts_read_metrics_the_controllers_export() {
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.starts_with("nats_operator_"))
             .collect();
-        assert!(!used.is_empty(), "{}: reads no nats_operator_ metric", r.alert);
+        assert!(
+            !used.is_empty(),
+            "{}: reads no nats_operator_ metric",
+            r.alert
+        );
         for m in used {
-            assert!(exported.contains(m), "{}: {m} is not a metric the controllers export", r.alert);
+            assert!(
+                exported.contains(m),
+                "{}: {m} is not a metric the controllers export",
+                r.alert
+            );
         }
     }
     assert_eq!(
         alerts,
-        ["NatsAccountJWTPastHalfTTL", "NatsClusterGateBlocked", "NatsResourceNotReady"]
+        [
+            "NatsAccountJWTPastHalfTTL",
+            "NatsClusterGateBlocked",
+            "NatsResourceNotReady"
+        ]
     );
     // The GateBlocked alert names the reason the cluster controller writes.
-    assert!(rule.spec.groups[0].rules[1]
-        .expr
-        .contains(&format!("reason=\"{}\"", nats_api::cluster::reason::GATE_BLOCKED)));
+    assert!(rule.spec.groups[0].rules[1].expr.contains(&format!(
+        "reason=\"{}\"",
+        nats_api::cluster::reason::GATE_BLOCKED
+    )));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod api_tier;
 mod cel_at_apply;
+mod chart_install;
 mod chart_render;
 mod events;
 mod stories_decode;

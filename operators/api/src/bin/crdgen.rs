@@ -49,7 +49,11 @@ fn main() -> ExitCode {
     }
     let mut worst = ExitCode::SUCCESS;
     for dir in &dirs {
-        let code = if check { check_dir(dir) } else { write_dir(dir) };
+        let code = if check {
+            check_dir(dir)
+        } else {
+            write_dir(dir)
+        };
         if code != ExitCode::SUCCESS {
             worst = code;
         }
