@@ -32,10 +32,10 @@ crds-check:
 
 # Regenerate everything the Helm chart derives: its CRDs (with deploy/crds), the goldens of its renders
 # (deploy/helm/testdata/*.golden.yaml) and the permission table of docs/controllers.md (from
-# files/rbac.yaml). CI fails when any of them drifts (crdgen --check, e2e's chart_render tests).
+# files/rbac.yaml). CI fails when any of them drifts (crdgen --check, e2e's chart_render and chart_rbac tests).
 chart:
     cargo run -q -p nats-api --bin crdgen
-    CHART_UPDATE=1 cargo nextest run -p e2e --test api chart_render::
+    CHART_UPDATE=1 cargo nextest run -p e2e --test api -E 'test(/^chart_(render|rbac)::/)'
     python3 scripts/helm.py lint --strict deploy/helm/nats-operators
 
 # Run one scripted scenario on the local backend and print its report, e.g. `just scenario baseline`.

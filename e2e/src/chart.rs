@@ -253,6 +253,75 @@ pub fn documents(render: &str) -> Result<Vec<Rendered>, String> {
     Ok(out)
 }
 
+/// The release name and namespace the chart tests render as.
+pub const RELEASE: &str = "nats-operators";
+/// The release namespace of the chart tests.
+pub const NAMESPACE: &str = "nats-system";
+
+/// A file of [`testdata_dir`].
+pub fn testdata(name: &str) -> PathBuf {
+    testdata_dir().join(name)
+}
+
+/// The render of the chart with `values` files as [`RELEASE`] in [`NAMESPACE`]; panics saying
+/// why it does not render or parse.
+pub fn render(helm: &Helm, values: &[&Path]) -> Vec<Rendered> {
+    let text = helm
+        .template(values, RELEASE, NAMESPACE)
+        .unwrap_or_else(|e| panic!("the chart does not render: {e}"));
+    documents(&text).unwrap_or_else(|e| panic!("the render does not parse: {e}"))
+}
+
+/// The render with `yaml` as the only values file, or Helm's reason for refusing it.
+pub fn render_yaml(helm: &Helm, yaml: &str) -> Result<Vec<Rendered>, String> {
+    let file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .map_err(|e| format!("a temp values file: {e}"))?;
+    std::fs::write(file.path(), yaml).map_err(|e| format!("writing the values: {e}"))?;
+    let text = helm
+        .template(&[file.path()], RELEASE, NAMESPACE)
+        .map_err(|e| e.stderr)?;
+    documents(&text)
+}
+
+/// The renders every whole-chart check looks at: the default values, `full-values.yaml`
+/// (namespaced, every value set) and the default with the ServiceMonitor and PrometheusRule on.
+pub fn renders(helm: &Helm) -> Vec<(String, Vec<Rendered>)> {
+    let full = testdata("full-values.yaml");
+    let monitoring =
+        "metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}\n";
+    vec![
+        ("default values".into(), render(helm, &[])),
+        ("full-values.yaml".into(), render(helm, &[&full])),
+        (
+            "monitoring on, cluster-wide".into(),
+            render_yaml(helm, monitoring).unwrap_or_else(|e| panic!("{e}")),
+        ),
+    ]
+}
+
+/// The Deployment of `controller` (`cluster`, `auth`, `jetstream`) in `docs`; panics when none.
+pub fn deployment<'a>(docs: &'a [Rendered], controller: &str) -> &'a Rendered {
+    docs.iter()
+        .find(|d| {
+            d.kind() == "Deployment"
+                && d.value["metadata"]["labels"]["app.kubernetes.io/component"]
+                    == format!("{controller}-controller").as_str()
+        })
+        .unwrap_or_else(|| panic!("no Deployment of the {controller} controller"))
+}
+
+/// The controller container of `controller`'s Deployment.
+pub fn container(docs: &[Rendered], controller: &str) -> Value {
+    deployment(docs, controller).value["spec"]["template"]["spec"]["containers"][0].clone()
+}
+
+/// The flags `controller` is started with.
+pub fn args_of(docs: &[Rendered], controller: &str) -> Vec<String> {
+    serde_json::from_value(container(docs, controller)["args"].clone()).unwrap_or_default()
+}
+
 /// One rule of `files/rbac.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -3,9 +3,11 @@
 //!
 //! [`stories`] finds and parses `docs/stories/`: every manifest document and every status example, for the
 //! decode test (`tests/api/stories_decode.rs`) and the API-tier tests that apply them to a real apiserver.
-//! [`chart`] reaches Helm and reads the chart's RBAC table (`tests/api/chart_render.rs`,
-//! `tests/api/chart_install.rs`); [`decode`] decodes a document strictly into its type.
+//! [`chart`] reaches Helm, renders the chart and reads its RBAC table (`tests/api/chart_*.rs`);
+//! [`decode`] decodes a document strictly into its type, [`monitoring`] holds the Prometheus
+//! Operator kinds the chart writes.
 
 pub mod chart;
 pub mod decode;
+pub mod monitoring;
 pub mod stories;

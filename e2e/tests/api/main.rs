@@ -5,6 +5,8 @@
 mod api_tier;
 mod cel_at_apply;
 mod chart_install;
+mod chart_rbac;
 mod chart_render;
+mod chart_values;
 mod events;
 mod stories_decode;
