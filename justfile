@@ -22,13 +22,21 @@ nightly:
     scripts/test-report target/nextest/nightly/junit.xml
     cargo nextest run --workspace --profile nightly --no-fail-fast -E 'test-group(apiserver)' --stress-count 3
 
-# Regenerate the CRD YAML from the Rust types (CI fails when the committed copy drifts).
+# Regenerate the CRD YAML from the Rust types, into deploy/crds and the chart (CI fails when a copy drifts).
 crds:
     cargo run -q -p nats-api --bin crdgen
 
-# Fail when deploy/crds differs from what the types generate.
+# Fail when deploy/crds or the chart's copy differs from what the types generate.
 crds-check:
     cargo run -q -p nats-api --bin crdgen -- --check
+
+# Regenerate everything the Helm chart derives: its CRDs (with deploy/crds), the goldens of its renders
+# (deploy/helm/testdata/*.golden.yaml) and the permission table of docs/controllers.md (from
+# files/rbac.yaml). CI fails when any of them drifts (crdgen --check, e2e's chart_render and chart_rbac tests).
+chart:
+    cargo run -q -p nats-api --bin crdgen
+    CHART_UPDATE=1 cargo nextest run -p e2e --test api -E 'test(/^chart_(render|rbac)::/)'
+    python3 scripts/helm.py lint --strict deploy/helm/nats-operators
 
 # Run one scripted scenario on the local backend and print its report, e.g. `just scenario baseline`.
 scenario NAME:

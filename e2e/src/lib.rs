@@ -1,6 +1,13 @@
-//! The user stories run end to end against a real apiserver and real NATS servers.
+//! The user stories run end to end against a real apiserver and real NATS servers, and the Helm
+//! chart rendered, decoded and installed.
 //!
 //! [`stories`] finds and parses `docs/stories/`: every manifest document and every status example, for the
-//! decode test (`tests/stories_decode.rs`) and the API-tier tests that apply them to a real apiserver.
+//! decode test (`tests/api/stories_decode.rs`) and the API-tier tests that apply them to a real apiserver.
+//! [`chart`] reaches Helm, renders the chart and reads its RBAC table (`tests/api/chart_*.rs`);
+//! [`decode`] decodes a document strictly into its type, [`monitoring`] holds the Prometheus
+//! Operator kinds the chart writes.
 
+pub mod chart;
+pub mod decode;
+pub mod monitoring;
 pub mod stories;

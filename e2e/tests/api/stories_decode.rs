@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use e2e::decode::strict;
 use e2e::stories::{self, Document, StatusExample, Story};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
@@ -13,23 +14,6 @@ use kube::core::object::HasStatus;
 use nats_api::{auth, cluster, jetstream, nats};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-/// Decodes `value` into `T`, returning every problem: a field `T` does not know (by path) and the first
-/// type error (by path). Empty when the decode is exact.
-fn strict<T: DeserializeOwned>(value: &Value) -> Vec<String> {
-    let mut unknown = Vec::new();
-    let mut record = |path: serde_ignored::Path| unknown.push(format!("unknown field `{path}`"));
-    let decoded: Result<T, _> = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
-        value.clone(),
-        &mut record,
-    ));
-    let mut problems = match decoded {
-        Ok(_) => Vec::new(),
-        Err(err) => vec![format!("at `{}`: {}", err.path(), err.inner())],
-    };
-    problems.extend(unknown);
-    problems
-}
 
 type Decode = fn(&Value) -> Vec<String>;
 

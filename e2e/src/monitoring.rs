@@ -1,0 +1,82 @@
+//! The Prometheus Operator's kinds (monitoring.coreos.com/v1) as far as the chart writes them,
+//! for strict decoding: no k8s-openapi type exists for them. Every field the chart renders is here
+//! and nothing else, so a typo'd or unexpected field fails the decode.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde::Deserialize;
+
+/// A ServiceMonitor: which Services Prometheus scrapes, and how.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceMonitor {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: ServiceMonitorSpec,
+}
+
+/// `spec` of a [`ServiceMonitor`].
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServiceMonitorSpec {
+    pub selector: LabelSelector,
+    pub namespace_selector: Option<NamespaceSelector>,
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// The namespaces a [`ServiceMonitor`] looks for Services in.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceSelector {
+    pub any: Option<bool>,
+    pub match_names: Option<Vec<String>>,
+}
+
+/// One scraped port of the selected Services.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Endpoint {
+    pub port: String,
+    pub path: Option<String>,
+    pub interval: Option<String>,
+    pub scrape_timeout: Option<String>,
+}
+
+/// A PrometheusRule: alerting and recording rules.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusRule {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: RuleSpec,
+}
+
+/// `spec` of a [`PrometheusRule`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub groups: Vec<RuleGroup>,
+}
+
+/// A group of rules evaluated together.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleGroup {
+    pub name: String,
+    pub rules: Vec<Rule>,
+}
+
+/// One alerting rule.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub alert: String,
+    pub expr: String,
+    #[serde(rename = "for")]
+    pub for_: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
