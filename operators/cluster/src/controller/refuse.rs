@@ -4,14 +4,14 @@
 //! goes ahead at all ([`go`]): the NatsCluster must be able to own its objects, and neither a
 //! hold nor the plan may refuse it.
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
-use nats_api::cluster::{NatsCluster, annotation};
+use nats_api::cluster::{NatsCluster, annotation, condition};
 
 use super::context::Settings;
 use super::gather::Gathered;
 use super::observe::Seen;
 use super::plan::Planned;
-use crate::conditions::Verdict;
 use crate::objects::Owner;
 use crate::observation::running_with_auth;
 use crate::refusals::{self, Hold, Refusal};
@@ -105,8 +105,13 @@ pub fn go(cluster: &NatsCluster, holds: &Holds, planned: &Planned) -> Go {
 }
 
 /// Progressing for a hold: True while the controller waits, False when it refuses.
-pub fn held(r: &Refusal) -> Verdict {
-    Verdict::new(r.hold == Hold::Waiting, r.reason, r.message.clone())
+pub fn held(r: &Refusal) -> Decided {
+    Decided::new(
+        condition::PROGRESSING,
+        r.hold == Hold::Waiting,
+        r.reason,
+        r.message.clone(),
+    )
 }
 
 #[cfg(test)]
