@@ -9,7 +9,7 @@ use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, condition,
 use super::gather::Gathered;
 use super::observe::Seen;
 use super::plan::Planned;
-use super::refuse::{Holds, held};
+use super::refuse::Holds;
 use super::written::Written;
 use crate::conditions::gateways::gateways;
 use crate::conditions::leafnodes::leafnodes;
@@ -52,7 +52,7 @@ pub fn judge(
     let refused_gateway = holds.gateway_without_tls.as_ref();
     let foreign = written.rolled().map_or(&[][..], |r| &r.foreign);
     let ready = match (refused_gateway, written.failure()) {
-        (Some(r), _) => Decided::new(condition::READY, false, r.reason, r.message.clone()),
+        (Some(r), _) => r.condition(condition::READY),
         (None, Some(f)) => Decided::new(condition::READY, false, reason::RECONCILE_FAILED, f),
         (None, None) => ready(spec.replicas.max(0) as u32, written.observed(), foreign),
     };
@@ -61,12 +61,12 @@ pub fn judge(
         None => seen.settled.clone(),
     };
     let progressing = match written {
-        Written::Held { hold, .. } => Some(held(hold)),
+        Written::Held { hold, .. } => Some(hold.progressing()),
         Written::Rolled(r) => r.report.progressing.clone(),
         Written::Unowned(_) | Written::Failed { .. } => None,
     };
     let progressing = progressing.unwrap_or_else(|| match refused_gateway {
-        Some(r) => held(r),
+        Some(r) => r.progressing(),
         None => {
             let target = revision(planned, written).unwrap_or_default();
             let message = format!("every server runs revision {target}");

@@ -4,9 +4,8 @@
 //! goes ahead at all ([`go`]): the NatsCluster must be able to own its objects, and neither a
 //! hold nor the plan may refuse it.
 
-use controller_kit::conditions::Decided;
 use kube::ResourceExt;
-use nats_api::cluster::{NatsCluster, annotation, condition};
+use nats_api::cluster::{NatsCluster, annotation};
 
 use super::context::Settings;
 use super::gather::Gathered;
@@ -14,7 +13,7 @@ use super::observe::Seen;
 use super::plan::Planned;
 use crate::objects::Owner;
 use crate::observation::running_with_auth;
-use crate::refusals::{self, Hold, Refusal};
+use crate::refusals::{self, Refusal};
 
 /// What holds the pass.
 #[derive(Clone, Debug, Default)]
@@ -101,36 +100,5 @@ pub fn go(cluster: &NatsCluster, holds: &Holds, planned: &Planned) -> Go {
     match first {
         Some(r) => Go::Held(r.clone()),
         None => Go::Ahead(owner),
-    }
-}
-
-/// Progressing for a hold: True while the controller waits, False when it refuses.
-pub fn held(r: &Refusal) -> Decided {
-    Decided::new(
-        condition::PROGRESSING,
-        r.hold == Hold::Waiting,
-        r.reason,
-        r.message.clone(),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use nats_api::cluster::reason;
-
-    #[test]
-    fn a_waiting_hold_progresses_a_refusal_does_not() {
-        let r = Refusal {
-            reason: reason::TRUST_NOT_FOUND,
-            message: "m".into(),
-            hold: Hold::Waiting,
-        };
-        assert!(held(&r).status);
-        let r = Refusal {
-            hold: Hold::Refused,
-            ..r
-        };
-        assert!(!held(&r).status);
     }
 }

@@ -203,11 +203,7 @@ pub fn progressing(
                     .join(", ")
             ),
         ),
-        Action::Held(Hold::AuthChange(r)) => progress(
-            r.hold == crate::refusals::Hold::Waiting,
-            r.reason,
-            r.message.clone(),
-        ),
+        Action::Held(Hold::AuthChange(r)) => r.progressing(),
         Action::Held(Hold::Paused) => progress(
             true,
             reason::ROLLOUT_PAUSED,
@@ -321,7 +317,7 @@ mod tests {
     #[case::gate_blocked(decision(Action::Held(Hold::Gate), vec![step(1, StepKind::Restart)]), None, Some(closed_since(1000 - 600)), true, reason::GATE_BLOCKED)]
     #[case::scale_down_pending(decision(Action::Held(Hold::Gate), vec![step(3, StepKind::ScaleDown)]), None, Some(closed_since(1000)), true, reason::SCALE_DOWN_PENDING)]
     #[case::paused(decision(Action::Held(Hold::Paused), vec![step(1, StepKind::Restart)]), None, None, true, reason::ROLLOUT_PAUSED)]
-    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal { reason: reason::AUTH_CHANGE_BLOCKED, message: "adding spec.auth".into(), hold: RefusalHold::Waiting })), vec![]), None, None, true, reason::AUTH_CHANGE_BLOCKED)]
+    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal::new(reason::AUTH_CHANGE_BLOCKED, RefusalHold::Waiting, "adding spec.auth"))), vec![]), None, None, true, reason::AUTH_CHANGE_BLOCKED)]
     #[case::restart_all(decision(Action::RestartAll(vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), None, None, true, reason::ROLLING_RESTART)]
     #[case::scaling_down(decision(Action::ContinueRemoval(step(3, StepKind::ScaleDown)), vec![]), Some(RemovalStep::RemovePeer), None, true, reason::SCALING_DOWN)]
     #[case::replacing(decision(Action::ContinueRemoval(step(2, StepKind::Replace)), vec![]), Some(RemovalStep::WaitRejoin { waiting_for: "demo-2 rejoining".into() }), None, true, reason::REPLACING_SERVER)]
