@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use controller_kit::error::ReconcileError;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::NatsCluster;
