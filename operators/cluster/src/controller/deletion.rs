@@ -13,7 +13,7 @@ use kube::api::{Api, Patch, PatchParams};
 use nats_api::cluster::{NatsCluster, annotation, condition};
 use nats_wire::{Reply, ServerInfo};
 
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::observe::system_access;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
@@ -21,6 +21,7 @@ use crate::lifecycle::ServerLifecycle;
 use crate::nats::observe;
 use crate::nats::system_connection::dial_system;
 use crate::objects::apply::FIELD_MANAGER;
+use controller_kit::reconcile::describe;
 
 /// The cluster controller's finalizer on a NatsCluster with JetStream.
 pub const FINALIZER: &str = "cluster.nats.mikluko.io/deletion-guard";
@@ -42,8 +43,10 @@ async fn set_finalizers<L: ServerLifecycle>(
     cluster: &NatsCluster,
     finalizers: Vec<String>,
 ) -> Result<(), Error> {
-    let api: Api<NatsCluster> =
-        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let api: Api<NatsCluster> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &cluster.namespace().unwrap_or_default(),
+    );
     // A JSON merge patch replaces the list whole; the resourceVersion guards against dropping
     // a finalizer another controller added meanwhile (a conflict retries the pass).
     let patch = serde_json::json!({
@@ -114,7 +117,7 @@ async fn observe_data<L: ServerLifecycle>(
     if present.is_empty() {
         return Ok(DataObservation::Failed("no server is Ready".into()));
     }
-    if let Some(access) = system_access(&ctx.client, cluster).await? {
+    if let Some(access) = system_access(&ctx.shared.client, cluster).await? {
         return Ok(match dial_system(&present, &access).await {
             Ok(wire) => {
                 crate::nats::deletion_guard::observe(&wire, &name, present.len(), OBSERVE_DEADLINE)
@@ -187,8 +190,10 @@ pub async fn on_delete<L: ServerLifecycle>(
                 cluster.metadata.generation,
                 &conditions::now(),
             );
-            let api: Api<NatsCluster> =
-                Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+            let api: Api<NatsCluster> = Api::namespaced(
+                ctx.shared.client.clone(),
+                &cluster.namespace().unwrap_or_default(),
+            );
             controller_kit::status::apply(&api, &cluster.name_any(), FIELD_MANAGER, &status)
                 .await
                 .map_err(|source| Error::Kube {

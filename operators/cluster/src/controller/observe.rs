@@ -54,7 +54,7 @@ pub async fn observe<L: ServerLifecycle>(
         gateways: spec.gateway.is_some(),
         leafnodes: !spec.leaf_remotes.is_empty(),
     };
-    let system = system_access(&ctx.client, cluster).await?;
+    let system = system_access(&ctx.shared.client, cluster).await?;
     let observation = if ready.is_empty() {
         Observation {
             failure: Some("no server is Ready".into()),

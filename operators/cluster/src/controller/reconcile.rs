@@ -10,10 +10,11 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::NatsCluster;
 
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::{deletion, gauges, pass};
 use crate::lifecycle::ServerLifecycle;
+use controller_kit::reconcile::describe;
 
 /// Reconciles `cached` (its watch copy), read fresh.
 pub async fn reconcile<L: ServerLifecycle>(
@@ -24,12 +25,14 @@ pub async fn reconcile<L: ServerLifecycle>(
     // Each pass reads its object fresh: the watch cache may still hold the object from before
     // the last pass's status write, and a pass over that stale status would drop what the
     // last one recorded (a replace-server read into status.removals and already cleared).
-    let api: kube::Api<NatsCluster> =
-        kube::Api::namespaced(ctx.client.clone(), &cached.namespace().unwrap_or_default());
+    let api: kube::Api<NatsCluster> = kube::Api::namespaced(
+        ctx.shared.client.clone(),
+        &cached.namespace().unwrap_or_default(),
+    );
     let fresh = api
         .get_opt(&cached.name_any())
         .await
-        .map_err(Error::kube(describe(&cached)))?;
+        .map_err(Error::kube(describe(&*cached)))?;
     let Some(cluster) = fresh.map(Arc::new) else {
         return Ok(Action::await_change());
     };
@@ -49,9 +52,11 @@ pub async fn reconcile<L: ServerLifecycle>(
     }
     .instrument(span)
     .await;
-    ctx.metrics.reconciled("NatsCluster", started.elapsed());
+    ctx.shared
+        .metrics
+        .reconciled("NatsCluster", started.elapsed());
     if result.is_ok() {
-        ctx.backoff.succeeded(&describe(&cluster));
+        ctx.shared.backoff.succeeded(&describe(&*cluster));
     }
     result
 }
@@ -66,8 +71,8 @@ async fn deleted<L: ServerLifecycle>(
         return Ok(Action::requeue(wait));
     }
     let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
-    ctx.metrics.forget("NatsCluster", &ns, &name);
-    gauges::forget_rollout(&ctx.metrics, &ns, &name);
+    ctx.shared.metrics.forget("NatsCluster", &ns, &name);
+    gauges::forget_rollout(&ctx.shared.metrics, &ns, &name);
     Ok(Action::await_change())
 }
 
@@ -78,9 +83,9 @@ pub fn error_policy<L: ServerLifecycle>(
     err: &Error,
     ctx: Arc<Context<L>>,
 ) -> Action {
-    let key = describe(&cluster);
-    ctx.metrics.failed("NatsCluster", err.metric_label());
-    let wait = ctx.backoff.failed(&key);
+    let key = describe(&*cluster);
+    ctx.shared.metrics.failed("NatsCluster", err.metric_label());
+    let wait = ctx.shared.backoff.failed(&key);
     tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
     Action::requeue(wait)
 }

@@ -66,7 +66,8 @@ pub async fn reload_rotated<L: ServerLifecycle>(
                     "reloaded {server}: it serves the rotated certificates of {}",
                     listeners.join(", ")
                 );
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(cluster, false, "CertificatesReloaded", message)
                     .await;
             }

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use controller_kit::conditions::{self, Decided};
+use controller_kit::reconcile::describe;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -17,7 +18,7 @@ use nats_api::cluster::{
 };
 
 use super::apply::Applied;
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::observe::Seen;
 use super::refuse::Holds;
@@ -143,7 +144,8 @@ async fn replace_server<L: ServerLifecycle>(
         clear_annotation(ctx, cluster, annotation::REPLACE_SERVER).await?;
     }
     if let Some(unknown) = &read.unknown {
-        ctx.events
+        ctx.shared
+            .events
             .publish(
                 cluster,
                 true,
@@ -162,8 +164,10 @@ async fn clear_annotation<L: ServerLifecycle>(
     cluster: &NatsCluster,
     key: &str,
 ) -> Result<(), Error> {
-    let api: Api<NatsCluster> =
-        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let api: Api<NatsCluster> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &cluster.namespace().unwrap_or_default(),
+    );
     let patch = serde_json::json!({"metadata": {"annotations": {key: null}}});
     api.patch(
         &cluster.name_any(),

@@ -158,7 +158,7 @@ fn readers<K: Resource<DynamicType = ()>>(
 /// Runs the NatsCluster controller until it ends (it runs forever).
 pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     use nats_api::nats::{NatsAccountTrust, NatsConnection, NatsOperatorTrust, NatsReferenceGrant};
-    let client = ctx.client.clone();
+    let client = ctx.shared.client.clone();
     let pods =
         watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
     let controller = Controller::new(

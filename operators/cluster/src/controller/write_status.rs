@@ -7,16 +7,16 @@
 use std::time::Duration;
 
 use controller_kit::conditions;
+use controller_kit::reconcile::describe;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kube::api::Api;
 use nats_api::cluster::{
     ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster, NatsClusterStatus, ServerStatus,
     condition, names,
 };
 
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::gauges;
 use super::judge::{Verdicts, revision};
@@ -25,7 +25,6 @@ use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
 use crate::lifecycle::ServerLifecycle;
-use crate::objects::apply::FIELD_MANAGER;
 use crate::observation::{common_version, meta_leader};
 use crate::quantity;
 
@@ -65,18 +64,15 @@ pub async fn write_status<L: ServerLifecycle>(
         leaf_remotes: verdicts.leafnodes.clone().map(|l| l.0).unwrap_or_default(),
         servers: servers(seen, written),
     };
-    let api: Api<NatsCluster> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &name, FIELD_MANAGER, &status)
+    ctx.shared
+        .write_status(cluster, &status)
         .await
         .map_err(Error::kube(describe(cluster)))?;
-    ctx.metrics
-        .set_conditions("NatsCluster", &ns, &name, &status.conditions);
-    gauges::export_rollout(&ctx.metrics, &ns, &name, status.rollout.as_ref());
-    let key = format!("{} (failing)", describe(cluster));
+    gauges::export_rollout(&ctx.shared.metrics, &ns, &name, status.rollout.as_ref());
     if written.failure().is_some() {
-        return Ok(ctx.backoff.failed(&key));
+        return Ok(ctx.shared.retry_later(cluster));
     }
-    ctx.backoff.succeeded(&key);
+    ctx.shared.settled(cluster);
     Ok(if verdicts.busy() {
         ctx.settings.recheck
     } else {
