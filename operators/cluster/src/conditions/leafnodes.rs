@@ -70,8 +70,20 @@ pub fn leafnodes(
             account: r.account.clone(),
         });
     }
+    let connected = leafnodes_connected(remotes, per_server.len(), &down, obs);
+    (statuses, connected)
+}
+
+/// LeafnodesConnected: False naming the remotes rendered out, if any; else True when servers
+/// answer (`answering` of them) and every one holds every remote (none is `down`).
+fn leafnodes_connected(
+    remotes: &[LeafRemoteView],
+    answering: usize,
+    down: &[String],
+    obs: &Observation,
+) -> Decided {
     let refused: Vec<&LeafRemoteView> = remotes.iter().filter(|r| r.refused.is_some()).collect();
-    let verdict = if let Some(first) = refused.first() {
+    if let Some(first) = refused.first() {
         let reason = first
             .refused
             .as_ref()
@@ -86,7 +98,7 @@ pub fn leafnodes(
             reason,
             format!("rendered out: {}", msgs.join("; ")),
         )
-    } else if per_server.is_empty() {
+    } else if answering == 0 {
         Decided::new(
             condition::LEAFNODES_CONNECTED,
             false,
@@ -107,8 +119,7 @@ pub fn leafnodes(
             condition::LEAFNODES_CONNECTED,
             false,
             reason::REMOTES_DISCONNECTED,
-            format!("not every server holds {}", names(&down)),
+            format!("not every server holds {}", names(down)),
         )
-    };
-    (statuses, verdict)
+    }
 }
