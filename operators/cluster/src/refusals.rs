@@ -2,8 +2,10 @@
 //! decisions over the spec and what the reconciler observed. Each refusal carries the reason a
 //! condition reports and how it holds the NatsCluster.
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use nats_api::cluster::{NatsClusterSpec, ResolverType, reason};
+use nats_api::cluster::{NatsClusterSpec, ResolverType, condition, reason};
 use nats_api::nats::NatsOperatorTrust;
 use nats_claims::{Account, Operator};
 
@@ -20,21 +22,40 @@ pub enum Hold {
     Failed,
 }
 
-/// A refusal: the reason a condition reports, a message naming what is wrong, and its hold.
+/// A refusal: what blocks the NatsCluster (the kit's [`Blocked`]: the reason a condition
+/// reports and a message naming what is wrong) and how it holds it. It reads as its
+/// [`Blocked`]: `refusal.reason`, `refusal.message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub reason: &'static str,
-    pub message: String,
+    pub blocked: Blocked,
     pub hold: Hold,
 }
 
 impl Refusal {
-    fn new(reason: &'static str, hold: Hold, message: impl Into<String>) -> Self {
+    /// A refusal for `reason`, saying `message`, holding as `hold`.
+    pub fn new(reason: &'static str, hold: Hold, message: impl Into<String>) -> Self {
         Self {
-            reason,
-            message: message.into(),
+            blocked: Blocked::new(reason, message),
             hold,
         }
+    }
+
+    /// Progressing for this hold: True while the controller waits, False when it refuses.
+    pub fn progressing(&self) -> Decided {
+        Decided::new(
+            condition::PROGRESSING,
+            self.hold == Hold::Waiting,
+            self.reason,
+            self.message.clone(),
+        )
+    }
+}
+
+impl std::ops::Deref for Refusal {
+    type Target = Blocked;
+
+    fn deref(&self) -> &Blocked {
+        &self.blocked
     }
 }
 
@@ -465,5 +486,16 @@ mod tests {
         assert!(!r.message.contains("demo-0,"));
         assert!(foreign_objects(&observed[..1], "mine").is_none());
         assert!(foreign_objects(&[], "mine").is_none());
+    }
+
+    #[test]
+    fn a_waiting_hold_progresses_a_refusal_does_not() {
+        let r = Refusal::new(reason::TRUST_NOT_FOUND, Hold::Waiting, "m");
+        assert!(r.progressing().status);
+        let r = Refusal {
+            hold: Hold::Refused,
+            ..r
+        };
+        assert!(!r.progressing().status);
     }
 }

@@ -1,15 +1,16 @@
 //! GatewaysConnected and `status.gateways`: a member of the supercluster is reachable when
 //! every answering server holds an outbound gateway connection to it.
 
-use nats_api::cluster::{GatewayStatus, reason};
+use controller_kit::conditions::Decided;
+use nats_api::cluster::{GatewayStatus, condition, reason};
 use nats_wire::monitor::Gatewayz;
 
-use super::{Verdict, names};
+use super::names;
 use crate::observation::Observation;
 
 /// status.gateways and GatewaysConnected: a member is reachable when every answering server
 /// holds an outbound gateway connection to it.
-pub fn gateways(remotes: &[String], obs: &Observation) -> (Vec<GatewayStatus>, Verdict) {
+pub fn gateways(remotes: &[String], obs: &Observation) -> (Vec<GatewayStatus>, Decided) {
     let answering: Vec<&Gatewayz> = obs
         .answers
         .values()
@@ -48,7 +49,8 @@ pub fn gateways(remotes: &[String], obs: &Observation) -> (Vec<GatewayStatus>, V
         .map(|s| s.name.clone())
         .collect();
     let verdict = if answering.is_empty() {
-        Verdict::new(
+        Decided::new(
+            condition::GATEWAYS_CONNECTED,
             false,
             reason::MEMBERS_UNREACHABLE,
             obs.failure
@@ -56,7 +58,8 @@ pub fn gateways(remotes: &[String], obs: &Observation) -> (Vec<GatewayStatus>, V
                 .unwrap_or_else(|| "no server answered GATEWAYZ".into()),
         )
     } else if unreachable.is_empty() {
-        Verdict::new(
+        Decided::new(
+            condition::GATEWAYS_CONNECTED,
             true,
             reason::ALL_MEMBERS_REACHABLE,
             if remotes.is_empty() {
@@ -66,7 +69,8 @@ pub fn gateways(remotes: &[String], obs: &Observation) -> (Vec<GatewayStatus>, V
             },
         )
     } else {
-        Verdict::new(
+        Decided::new(
+            condition::GATEWAYS_CONNECTED,
             false,
             reason::MEMBERS_UNREACHABLE,
             format!(

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use nats_api::cluster::{LeafRemoteStatus, reason};
+use controller_kit::conditions::Decided;
+use nats_api::cluster::{LeafRemoteStatus, condition, reason};
 
-use super::{Verdict, names};
+use super::names;
 use crate::observation::Observation;
 
 /// One entry of spec.leafRemotes as the reconciler resolved it.
@@ -29,7 +30,7 @@ const GLOBAL_ACCOUNT: &str = "$G";
 pub fn leafnodes(
     remotes: &[LeafRemoteView],
     obs: &Observation,
-) -> (Vec<LeafRemoteStatus>, Verdict) {
+) -> (Vec<LeafRemoteStatus>, Decided) {
     let per_server: Vec<BTreeMap<&str, usize>> = obs
         .answers
         .values()
@@ -69,8 +70,20 @@ pub fn leafnodes(
             account: r.account.clone(),
         });
     }
+    let connected = leafnodes_connected(remotes, per_server.len(), &down, obs);
+    (statuses, connected)
+}
+
+/// LeafnodesConnected: False naming the remotes rendered out, if any; else True when servers
+/// answer (`answering` of them) and every one holds every remote (none is `down`).
+fn leafnodes_connected(
+    remotes: &[LeafRemoteView],
+    answering: usize,
+    down: &[String],
+    obs: &Observation,
+) -> Decided {
     let refused: Vec<&LeafRemoteView> = remotes.iter().filter(|r| r.refused.is_some()).collect();
-    let verdict = if let Some(first) = refused.first() {
+    if let Some(first) = refused.first() {
         let reason = first
             .refused
             .as_ref()
@@ -79,9 +92,15 @@ pub fn leafnodes(
             .iter()
             .filter_map(|r| r.refused.as_ref().map(|(_, m)| m.clone()))
             .collect();
-        Verdict::new(false, reason, format!("rendered out: {}", msgs.join("; ")))
-    } else if per_server.is_empty() {
-        Verdict::new(
+        Decided::new(
+            condition::LEAFNODES_CONNECTED,
+            false,
+            reason,
+            format!("rendered out: {}", msgs.join("; ")),
+        )
+    } else if answering == 0 {
+        Decided::new(
+            condition::LEAFNODES_CONNECTED,
             false,
             reason::REMOTES_DISCONNECTED,
             obs.failure
@@ -89,17 +108,18 @@ pub fn leafnodes(
                 .unwrap_or_else(|| "no server answered LEAFZ".into()),
         )
     } else if down.is_empty() {
-        Verdict::new(
+        Decided::new(
+            condition::LEAFNODES_CONNECTED,
             true,
             reason::REMOTES_CONNECTED,
             format!("every server holds each of {} remotes", remotes.len()),
         )
     } else {
-        Verdict::new(
+        Decided::new(
+            condition::LEAFNODES_CONNECTED,
             false,
             reason::REMOTES_DISCONNECTED,
-            format!("not every server holds {}", names(&down)),
+            format!("not every server holds {}", names(down)),
         )
-    };
-    (statuses, verdict)
+    }
 }

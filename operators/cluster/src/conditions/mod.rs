@@ -1,6 +1,7 @@
 //! The conditions a NatsCluster's status reads (design §4.7, API.md) as pure functions of what
 //! the reconciler observed: the servers (pods or processes) through the lifecycle port, and the
-//! servers' own answers ([`crate::observation`]). Each condition is a [`Verdict`].
+//! servers' own answers ([`crate::observation`]). Each condition is decided as the kit's
+//! [`Decided`](controller_kit::conditions::Decided): its type, status, reason and message.
 //!
 //! - [`ready`]: Ready, every server or a quorum of them Ready.
 //! - [`settled`]: Settled, every Raft group led and current, every server answering.
@@ -14,24 +15,6 @@ pub mod settled;
 
 #[cfg(test)]
 mod tests;
-
-/// A condition as decided: status, reason, message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    pub status: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-impl Verdict {
-    pub fn new(status: bool, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            reason,
-            message: message.into(),
-        }
-    }
-}
 
 /// Names as a condition message lists them.
 fn names(list: &[String]) -> String {

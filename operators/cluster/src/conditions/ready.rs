@@ -1,16 +1,17 @@
 //! Ready: every server's pod Ready, or a quorum of them, unless an object in the way says
 //! otherwise.
 
-use nats_api::cluster::reason;
+use controller_kit::conditions::Decided;
+use nats_api::cluster::{condition, reason};
 
-use super::Verdict;
 use crate::lifecycle::ObservedServer;
 
 /// Ready: every server's pod Ready, or a quorum of them, unless an object in the way or a
 /// refusal says otherwise.
-pub fn ready(replicas: u32, observed: &[ObservedServer], foreign: &[String]) -> Verdict {
+pub fn ready(replicas: u32, observed: &[ObservedServer], foreign: &[String]) -> Decided {
     if !foreign.is_empty() {
-        return Verdict::new(
+        return Decided::new(
+            condition::READY,
             false,
             reason::RECONCILE_FAILED,
             format!(
@@ -21,19 +22,22 @@ pub fn ready(replicas: u32, observed: &[ObservedServer], foreign: &[String]) -> 
     }
     let ready = ready_count(replicas, observed);
     if ready == replicas {
-        Verdict::new(
+        Decided::new(
+            condition::READY,
             true,
             reason::ALL_SERVERS_READY,
             format!("{ready} of {replicas} servers ready"),
         )
     } else if ready > replicas / 2 {
-        Verdict::new(
+        Decided::new(
+            condition::READY,
             true,
             reason::QUORUM_AVAILABLE,
             format!("{ready} of {replicas} servers ready; the meta group keeps its quorum"),
         )
     } else {
-        Verdict::new(
+        Decided::new(
+            condition::READY,
             false,
             reason::QUORUM_UNAVAILABLE,
             format!("{ready} of {replicas} servers ready; no quorum"),

@@ -2,20 +2,22 @@
 //! current, as the answering servers report; every server answers. Each group is judged by its
 //! leader's own report where the leader's server answered ([`crate::observation::leader_report`]).
 
-use nats_api::cluster::reason;
+use controller_kit::conditions::Decided;
+use nats_api::cluster::{condition, reason};
 use nats_wire::monitor::PeerInfo;
 
-use super::{Verdict, names};
+use super::names;
 use crate::observation::{Observation, leader_report, meta_reports, raft_groups};
 
 /// Settled: the meta group and every stream and consumer group have a leader and every member
 /// current, as the answering servers report; every server answers.
-pub fn settled(expected: &[String], jetstream: bool, obs: &Observation) -> Verdict {
+pub fn settled(expected: &[String], jetstream: bool, obs: &Observation) -> Decided {
     if let Some(unanswered) = unanswered(expected, obs) {
         return unanswered;
     }
     if !jetstream {
-        return Verdict::new(
+        return Decided::new(
+            condition::SETTLED,
             true,
             reason::ALL_GROUPS_CURRENT,
             "every server answers; without JetStream there is no Raft group",
@@ -28,11 +30,12 @@ pub fn settled(expected: &[String], jetstream: bool, obs: &Observation) -> Verdi
 /// servers said before the step; a server the pass has just restarted is not serving its groups
 /// until it rejoins, so the pass does not call the NATS cluster settled. The next pass judges
 /// again from what the servers then say.
-pub fn settled_after_restarts(judged: Verdict, restarted: &[String]) -> Verdict {
+pub fn settled_after_restarts(judged: Decided, restarted: &[String]) -> Decided {
     if !judged.status || restarted.is_empty() {
         return judged;
     }
-    Verdict::new(
+    Decided::new(
+        condition::SETTLED,
         false,
         reason::SERVERS_SILENT,
         format!("{} restarted by this pass, not yet back", names(restarted)),
@@ -40,7 +43,7 @@ pub fn settled_after_restarts(judged: Verdict, restarted: &[String]) -> Verdict 
 }
 
 /// Not Settled because the servers could not be asked, or some of `expected` did not answer.
-fn unanswered(expected: &[String], obs: &Observation) -> Option<Verdict> {
+fn unanswered(expected: &[String], obs: &Observation) -> Option<Decided> {
     let silent: Vec<String> = expected
         .iter()
         .filter(|n| !obs.answers.contains_key(*n))
@@ -49,11 +52,17 @@ fn unanswered(expected: &[String], obs: &Observation) -> Option<Verdict> {
     if obs.answers.is_empty()
         && let Some(f) = &obs.failure
     {
-        return Some(Verdict::new(false, reason::OBSERVATION_FAILED, f.clone()));
+        return Some(Decided::new(
+            condition::SETTLED,
+            false,
+            reason::OBSERVATION_FAILED,
+            f.clone(),
+        ));
     }
     if !silent.is_empty() {
         let verb = if silent.len() == 1 { "does" } else { "do" };
-        return Some(Verdict::new(
+        return Some(Decided::new(
+            condition::SETTLED,
             false,
             reason::SERVERS_SILENT,
             format!("{} {verb} not answer", names(&silent)),
@@ -97,7 +106,7 @@ impl NotCurrent {
     }
 
     /// Leaderless groups first, then members offline, then members catching up.
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> Decided {
         let count = |v: &[String]| {
             if v.len() == 1 {
                 v[0].clone()
@@ -106,27 +115,31 @@ impl NotCurrent {
             }
         };
         if !self.leaderless.is_empty() {
-            return Verdict::new(
+            return Decided::new(
+                condition::SETTLED,
                 false,
                 reason::GROUPS_LEADERLESS,
                 format!("{} without a leader", count(&self.leaderless)),
             );
         }
         if !self.offline.is_empty() {
-            return Verdict::new(
+            return Decided::new(
+                condition::SETTLED,
                 false,
                 reason::MEMBERS_OFFLINE,
                 format!("{} with a member offline", count(&self.offline)),
             );
         }
         if !self.behind.is_empty() {
-            return Verdict::new(
+            return Decided::new(
+                condition::SETTLED,
                 false,
                 reason::GROUPS_CATCHING_UP,
                 format!("{} with a member that is not current", count(&self.behind)),
             );
         }
-        Verdict::new(
+        Decided::new(
+            condition::SETTLED,
             true,
             reason::ALL_GROUPS_CURRENT,
             "the meta group and every stream and consumer group have a leader and every member current",

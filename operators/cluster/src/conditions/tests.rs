@@ -2,14 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use nats_api::cluster::{GatewayStatus, reason};
+use controller_kit::conditions::Decided;
+use nats_api::cluster::{GatewayStatus, condition, reason};
 use nats_wire::monitor::{
     AccountDetail, ClusterInfo, ConnInfo, ConsumerDetail, Gatewayz, Jsz, LeafInfo, Leafz,
     MetaClusterInfo, PeerInfo, RemoteGatewayz, StreamDetail,
 };
 use rstest::rstest;
 
-use super::Verdict;
 use super::gateways::gateways;
 use super::leafnodes::{LeafRemoteView, leafnodes};
 use super::ready::{ready, ready_count};
@@ -40,9 +40,19 @@ fn a_pass_that_restarts_a_server_does_not_write_settled(
     #[case] want: (bool, &str, &str),
 ) {
     let judged = if judged_settled {
-        Verdict::new(true, reason::ALL_GROUPS_CURRENT, "judged")
+        Decided::new(
+            condition::SETTLED,
+            true,
+            reason::ALL_GROUPS_CURRENT,
+            "judged",
+        )
     } else {
-        Verdict::new(false, reason::GROUPS_CATCHING_UP, "judged")
+        Decided::new(
+            condition::SETTLED,
+            false,
+            reason::GROUPS_CATCHING_UP,
+            "judged",
+        )
     };
     let restarted: Vec<String> = restarted.iter().map(|s| s.to_string()).collect();
     let v = settled_after_restarts(judged, &restarted);

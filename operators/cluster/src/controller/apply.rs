@@ -73,7 +73,7 @@ async fn leaf_remotes_secret<L: ServerLifecycle>(
     owner: &Owner,
     files: &[LeafRemoteFiles],
 ) -> Result<Option<String>, Error> {
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), &owner.namespace);
     let uid = owner.reference.uid.as_str();
     match leaf_remotes::leaf_remotes_secret(owner, files) {
         Some(s) => Ok(apply_owned(&secrets, "Secret", uid, &s).await?),

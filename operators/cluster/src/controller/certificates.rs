@@ -53,7 +53,7 @@ pub async fn listeners<L: ServerLifecycle>(
             Some(s) => s.name.clone(),
             None => route_ca::routes_tls_secret(name),
         };
-        if let Some(s) = secret(&ctx.client, ns, &secret_name).await? {
+        if let Some(s) = secret(&ctx.shared.client, ns, &secret_name).await? {
             listeners.insert("routes", tls_files(&s));
         }
     }
@@ -70,8 +70,12 @@ pub async fn listeners<L: ServerLifecycle>(
     ];
     for (listener, tls) in named_listeners {
         if let Some(tls) = tls
-            && let Some(s) =
-                secret(&ctx.client, ns, &tls_secret_name(name, listener, Some(tls))).await?
+            && let Some(s) = secret(
+                &ctx.shared.client,
+                ns,
+                &tls_secret_name(name, listener, Some(tls)),
+            )
+            .await?
         {
             listeners.insert(listener, tls_files(&s));
         }
@@ -103,7 +107,7 @@ async fn route_certificate<L: ServerLifecycle>(
     owner: &Owner,
 ) -> Result<Kept<BTreeMap<String, Vec<u8>>>, Error> {
     let ns = &owner.namespace;
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let api: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), ns);
     let uid = owner.reference.uid.as_str();
     let now = time::OffsetDateTime::now_utc();
     let ca = match route_ca(ctx, owner, &api, now).await? {
@@ -111,7 +115,7 @@ async fn route_certificate<L: ServerLifecycle>(
         Kept::InTheWay(what) => return Ok(Kept::InTheWay(what)),
     };
     let tls_name = route_ca::routes_tls_secret(&owner.name);
-    let current = secret(&ctx.client, ns, &tls_name).await?;
+    let current = secret(&ctx.shared.client, ns, &tls_name).await?;
     if let Some(s) = &current {
         if !refusals::controlled_by(s.owner_references(), uid) {
             return Ok(Kept::InTheWay(format!("Secret/{tls_name}")));
@@ -142,7 +146,7 @@ async fn route_ca<L: ServerLifecycle>(
 ) -> Result<Kept<RouteCa>, Error> {
     let ns = &owner.namespace;
     let ca_name = names::routes_ca_secret(&owner.name);
-    let ca_secret = secret(&ctx.client, ns, &ca_name).await?;
+    let ca_secret = secret(&ctx.shared.client, ns, &ca_name).await?;
     if let Some(s) = &ca_secret
         && !refusals::controlled_by(s.owner_references(), owner.reference.uid.as_str())
     {

@@ -1,15 +1,12 @@
-//! What every pass shares: the client, the server-lifecycle port, the settings, metrics, events,
-//! the failure backoff, and the plans this process rendered.
+//! What every pass shares: the kit's shared parts (the client, metrics, Events, the backoff), the
+//! server-lifecycle port, the settings, and the plans this process rendered. Nothing global.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use controller_kit::backoff::Backoff;
-use controller_kit::events::Events;
+use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
-use kube::ResourceExt;
-use nats_api::cluster::NatsCluster;
 
 use crate::lifecycle::ServerLifecycle;
 use crate::objects::apply::FIELD_MANAGER;
@@ -49,12 +46,13 @@ impl Default for Settings {
 
 /// What every pass shares.
 pub struct Context<L: ServerLifecycle> {
-    pub client: kube::Client,
+    /// The client, metrics, Events, backoff and due times (the kit's), writing as
+    /// [`FIELD_MANAGER`].
+    pub shared: Shared,
+    /// How the servers are reached.
     pub lifecycle: L,
+    /// The process settings.
     pub settings: Settings,
-    pub metrics: Metrics,
-    pub events: Events,
-    pub backoff: Backoff,
     /// The plans this process rendered, by revision: what a running server's config was, so a
     /// step can tell which fields changed (reload or restart, and `restartReason`).
     pub plans: Mutex<HashMap<String, ServerPlan>>,
@@ -62,6 +60,12 @@ pub struct Context<L: ServerLifecycle> {
 
 /// Plans remembered before the oldest are forgotten (a few revisions per server suffice).
 const REMEMBERED_PLANS: usize = 4096;
+
+impl<L: ServerLifecycle> HasShared for Context<L> {
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
 
 impl<L: ServerLifecycle> Context<L> {
     /// Remembers the plan of `revision`.
@@ -90,21 +94,9 @@ pub fn context<L: ServerLifecycle>(
     metrics: Metrics,
 ) -> Arc<Context<L>> {
     Arc::new(Context {
-        events: Events::new(client.clone(), FIELD_MANAGER),
-        client,
+        shared: Shared::new(client, metrics, FIELD_MANAGER),
         lifecycle,
         settings,
-        metrics,
-        backoff: Backoff::default(),
         plans: Default::default(),
     })
-}
-
-/// `NatsCluster <namespace>/<name>`, as errors, logs and the backoff name it.
-pub fn describe(cluster: &NatsCluster) -> String {
-    format!(
-        "NatsCluster {}/{}",
-        cluster.namespace().unwrap_or_default(),
-        cluster.name_any()
-    )
 }

@@ -56,11 +56,7 @@ pub struct GatewayCertificate {
 }
 
 fn wait(reason: &'static str, message: String) -> Refusal {
-    Refusal {
-        reason,
-        message,
-        hold: Hold::Waiting,
-    }
+    Refusal::new(reason, Hold::Waiting, message)
 }
 
 fn target_ns<'a>(r: &'a ObjectReference, own: &'a str) -> &'a str {

@@ -2,15 +2,15 @@
 //! Progressing from what the writes came to, GatewaysConnected and LeafnodesConnected from what
 //! the servers said.
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
-use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, reason};
+use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, condition, reason};
 
 use super::gather::Gathered;
 use super::observe::Seen;
 use super::plan::Planned;
-use super::refuse::{Holds, held};
+use super::refuse::Holds;
 use super::written::Written;
-use crate::conditions::Verdict;
 use crate::conditions::gateways::gateways;
 use crate::conditions::leafnodes::leafnodes;
 use crate::conditions::ready::ready;
@@ -18,13 +18,13 @@ use crate::conditions::settled::settled_after_restarts;
 
 /// The conditions of one pass, with the lists two of them come with.
 pub struct Verdicts {
-    pub ready: Verdict,
-    pub settled: Verdict,
-    pub progressing: Verdict,
+    pub ready: Decided,
+    pub settled: Decided,
+    pub progressing: Decided,
     /// status.gateways and GatewaysConnected, with a gateway.
-    pub gateways: Option<(Vec<GatewayStatus>, Verdict)>,
+    pub gateways: Option<(Vec<GatewayStatus>, Decided)>,
     /// status.leafRemotes and LeafnodesConnected, with leaf remotes.
-    pub leafnodes: Option<(Vec<LeafRemoteStatus>, Verdict)>,
+    pub leafnodes: Option<(Vec<LeafRemoteStatus>, Decided)>,
 }
 
 impl Verdicts {
@@ -52,8 +52,8 @@ pub fn judge(
     let refused_gateway = holds.gateway_without_tls.as_ref();
     let foreign = written.rolled().map_or(&[][..], |r| &r.foreign);
     let ready = match (refused_gateway, written.failure()) {
-        (Some(r), _) => Verdict::new(false, r.reason, r.message.clone()),
-        (None, Some(f)) => Verdict::new(false, reason::RECONCILE_FAILED, f),
+        (Some(r), _) => r.condition(condition::READY),
+        (None, Some(f)) => Decided::new(condition::READY, false, reason::RECONCILE_FAILED, f),
         (None, None) => ready(spec.replicas.max(0) as u32, written.observed(), foreign),
     };
     let settled = match written.rolled() {
@@ -61,16 +61,16 @@ pub fn judge(
         None => seen.settled.clone(),
     };
     let progressing = match written {
-        Written::Held { hold, .. } => Some(held(hold)),
+        Written::Held { hold, .. } => Some(hold.progressing()),
         Written::Rolled(r) => r.report.progressing.clone(),
         Written::Unowned(_) | Written::Failed { .. } => None,
     };
     let progressing = progressing.unwrap_or_else(|| match refused_gateway {
-        Some(r) => held(r),
+        Some(r) => r.progressing(),
         None => {
             let target = revision(planned, written).unwrap_or_default();
             let message = format!("every server runs revision {target}");
-            Verdict::new(false, reason::UP_TO_DATE, message)
+            Decided::new(condition::PROGRESSING, false, reason::UP_TO_DATE, message)
         }
     });
     let gateways = spec.gateway.as_ref().map(|g| {

@@ -1,16 +1,18 @@
 //! The cluster controller's reconciler, generic over the [`ServerLifecycle`] port: the binary
 //! runs it with the Kubernetes implementation, the sim with its local one.
 //!
-//! [`watch`] says what calls for a pass and runs the controller; [`reconcile`] reads the
-//! NatsCluster fresh and either guards its deletion ([`deletion`]) or runs one pass ([`pass`]),
-//! whose phases have a file each: [`gather`], [`observe`], [`refuse`], [`plan`], [`apply`] (with
-//! [`certificates`]), [`step`] (with [`restart`], [`removal`] and [`reload_certificates`]),
-//! [`judge`] and [`write_status`]; [`written`] is what the writes came to. The rules the phases
-//! apply are pure and live outside the shell: [`crate::refusals`], [`crate::plan`],
-//! [`crate::conditions`], [`crate::rollout`].
+//! It is built on the kit's skeleton: [`watch`] says what calls for a pass and hands the controller
+//! to `controller_kit::reconcile::run` (a fresh read, the span, the count, the error policy);
+//! [`reconcile`] runs under the kit's finalizer path (`controller_kit::finalizer`) and either
+//! guards a deletion ([`deletion`]) or runs one pass ([`pass`]), whose phases have a file each:
+//! [`gather`], [`observe`], [`refuse`], [`plan`], [`apply`] (with [`certificates`]), [`step`] (with
+//! [`restart`], [`removal`] and [`reload_certificates`]), [`judge`] and [`write_status`];
+//! [`written`] is what the writes came to. The rules the phases apply are pure and live outside the
+//! shell: [`crate::refusals`], [`crate::plan`], [`crate::conditions`], [`crate::rollout`].
 //!
 //! A refusal, an object in the way or a failing port is a condition, retried with a backoff;
-//! only a failure to reach the Kubernetes API is an [`Error`]. Nothing crashes the loop.
+//! only a failure to reach the Kubernetes API or to write the finalizer is an [`Error`]. Nothing
+//! crashes the loop. [`context`] is what every pass shares, the kit's `Shared` among it.
 //!
 //! [`ServerLifecycle`]: crate::lifecycle::ServerLifecycle
 

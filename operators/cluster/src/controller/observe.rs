@@ -3,13 +3,13 @@
 //! answers say how the servers run (an auth plane or not: the auth-change refusal reads it) and
 //! how they are (Settled, which the rollout gate reads).
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::cluster::{NatsCluster, names};
 
 use super::context::Context;
 use super::error::Error;
 use super::read::{secret, secret_key};
-use crate::conditions::Verdict;
 use crate::conditions::settled::settled;
 use crate::lifecycle::{ServerAddress, ServerLifecycle};
 use crate::nats::observe::{Asks, over_monitor, over_system};
@@ -28,7 +28,7 @@ pub struct Seen {
     pub system: Option<SystemAccess>,
     pub observation: Observation,
     /// Settled as judged from the observation.
-    pub settled: Verdict,
+    pub settled: Decided,
 }
 
 /// Asks the servers of `cluster` the port reports Ready.
@@ -54,7 +54,7 @@ pub async fn observe<L: ServerLifecycle>(
         gateways: spec.gateway.is_some(),
         leafnodes: !spec.leaf_remotes.is_empty(),
     };
-    let system = system_access(&ctx.client, cluster).await?;
+    let system = system_access(&ctx.shared.client, cluster).await?;
     let observation = if ready.is_empty() {
         Observation {
             failure: Some("no server is Ready".into()),

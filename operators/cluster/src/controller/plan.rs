@@ -55,11 +55,11 @@ pub fn plan(
         Ok(p) => (p, None),
         Err(e) => (
             vec![],
-            Some(Refusal {
-                reason: reason::UNSUPPORTED_SPEC,
-                message: e.to_string(),
-                hold: Hold::Refused,
-            }),
+            Some(Refusal::new(
+                reason::UNSUPPORTED_SPEC,
+                Hold::Refused,
+                e.to_string(),
+            )),
         ),
     };
     let revisions = plans

@@ -1,85 +1,57 @@
-//! One reconcile of a NatsCluster: read it fresh, then either its deletion (the deletion guard,
-//! [`super::deletion`]) or the finalizer kept and one pass ([`super::pass`]); and the error
-//! policy: a failed reconcile is counted by its error's label and retried after a backoff.
+//! One reconcile of a NatsCluster, as the kit's run loop hands it over (read fresh,
+//! [`controller_kit::reconcile::Read::Fresh`]: the watch cache may still hold the object from
+//! before the last pass's status write, and a pass over that stale status would drop what the
+//! last one recorded, a replace-server read into status.removals and already cleared). Under the
+//! deletion guard's finalizer, through the kit's finalizer path: one pass ([`super::pass`]) for
+//! a live NatsCluster, the guard ([`super::deletion::guard`]) for one being deleted. Once nothing
+//! holds its deletion, its series go.
 
 use std::sync::Arc;
-use std::time::Instant;
 
+use controller_kit::finalizer;
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::NatsCluster;
 
-use super::context::{Context, describe};
+use super::context::Context;
+use super::deletion::{self, FINALIZER, wants_finalizer};
 use super::error::Error;
-use super::{deletion, gauges, pass};
+use super::gauges;
+use super::pass::pass;
 use crate::lifecycle::ServerLifecycle;
 
-/// Reconciles `cached` (its watch copy), read fresh.
+/// Reconciles `cluster`: one pass, or the deletion guard.
 pub async fn reconcile<L: ServerLifecycle>(
-    cached: Arc<NatsCluster>,
-    ctx: Arc<Context<L>>,
-) -> Result<Action, Error> {
-    use tracing::Instrument;
-    // Each pass reads its object fresh: the watch cache may still hold the object from before
-    // the last pass's status write, and a pass over that stale status would drop what the
-    // last one recorded (a replace-server read into status.removals and already cleared).
-    let api: kube::Api<NatsCluster> =
-        kube::Api::namespaced(ctx.client.clone(), &cached.namespace().unwrap_or_default());
-    let fresh = api
-        .get_opt(&cached.name_any())
-        .await
-        .map_err(Error::kube(describe(&cached)))?;
-    let Some(cluster) = fresh.map(Arc::new) else {
-        return Ok(Action::await_change());
-    };
-    let span = controller_kit::trace::reconcile_span(
-        "NatsCluster",
-        &cluster.namespace().unwrap_or_default(),
-        &cluster.name_any(),
-    );
-    let started = Instant::now();
-    let result = async {
-        if cluster.meta().deletion_timestamp.is_some() {
-            return deleted(&ctx, &cluster).await;
-        }
-        deletion::keep_finalizer(&ctx, &cluster).await?;
-        let wait = pass::pass(&ctx, &cluster).await?;
-        Ok(Action::requeue(wait))
-    }
-    .instrument(span)
-    .await;
-    ctx.metrics.reconciled("NatsCluster", started.elapsed());
-    if result.is_ok() {
-        ctx.backoff.succeeded(&describe(&cluster));
-    }
-    result
-}
-
-/// A NatsCluster being deleted: the deletion guard first; then the owner references take the
-/// objects with it, and its series go.
-async fn deleted<L: ServerLifecycle>(
-    ctx: &Context<L>,
-    cluster: &NatsCluster,
-) -> Result<Action, Error> {
-    if let Some(wait) = deletion::on_delete(ctx, cluster).await? {
-        return Ok(Action::requeue(wait));
-    }
-    let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
-    ctx.metrics.forget("NatsCluster", &ns, &name);
-    gauges::forget_rollout(&ctx.metrics, &ns, &name);
-    Ok(Action::await_change())
-}
-
-/// A failed reconcile: counted by its error's label, logged, retried after a backoff that grows
-/// per consecutive failure.
-pub fn error_policy<L: ServerLifecycle>(
     cluster: Arc<NatsCluster>,
-    err: &Error,
     ctx: Arc<Context<L>>,
-) -> Action {
-    let key = describe(&cluster);
-    ctx.metrics.failed("NatsCluster", err.metric_label());
-    let wait = ctx.backoff.failed(&key);
-    tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
-    Action::requeue(wait)
+) -> Result<Action, Error> {
+    let api: Api<NatsCluster> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &cluster.namespace().unwrap_or_default(),
+    );
+    let deleting = cluster.meta().deletion_timestamp.is_some();
+    let (live, gone) = (ctx.clone(), ctx.clone());
+    let action = finalizer::reconcile(
+        &api,
+        FINALIZER,
+        cluster.clone(),
+        wants_finalizer(&cluster),
+        move |cluster| async move { pass(&live, &cluster).await.map(Action::requeue) },
+        move |cluster| async move { deletion::guard(&gone, &cluster).await },
+    )
+    .await?;
+    // A deletion nothing holds any more (the guard let it go, or the finalizer was not there)
+    // waits for no change: the owner references take the objects with it, and its series go.
+    if deleting && action == Action::await_change() {
+        forget(&ctx, &cluster);
+    }
+    Ok(action)
+}
+
+/// Drops a deleted NatsCluster's condition and rollout series.
+fn forget<L: ServerLifecycle>(ctx: &Context<L>, cluster: &NatsCluster) {
+    let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
+    ctx.shared.metrics.forget("NatsCluster", &ns, &name);
+    gauges::forget_rollout(&ctx.shared.metrics, &ns, &name);
 }

@@ -11,10 +11,9 @@ use super::context::Settings;
 use super::gather::Gathered;
 use super::observe::Seen;
 use super::plan::Planned;
-use crate::conditions::Verdict;
 use crate::objects::Owner;
 use crate::observation::running_with_auth;
-use crate::refusals::{self, Hold, Refusal};
+use crate::refusals::{self, Refusal};
 
 /// What holds the pass.
 #[derive(Clone, Debug, Default)]
@@ -101,31 +100,5 @@ pub fn go(cluster: &NatsCluster, holds: &Holds, planned: &Planned) -> Go {
     match first {
         Some(r) => Go::Held(r.clone()),
         None => Go::Ahead(owner),
-    }
-}
-
-/// Progressing for a hold: True while the controller waits, False when it refuses.
-pub fn held(r: &Refusal) -> Verdict {
-    Verdict::new(r.hold == Hold::Waiting, r.reason, r.message.clone())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use nats_api::cluster::reason;
-
-    #[test]
-    fn a_waiting_hold_progresses_a_refusal_does_not() {
-        let r = Refusal {
-            reason: reason::TRUST_NOT_FOUND,
-            message: "m".into(),
-            hold: Hold::Waiting,
-        };
-        assert!(held(&r).status);
-        let r = Refusal {
-            hold: Hold::Refused,
-            ..r
-        };
-        assert!(!held(&r).status);
     }
 }

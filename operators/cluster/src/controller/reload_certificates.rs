@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use nats_api::cluster::NatsCluster;
 
 use super::apply::Applied;
@@ -18,7 +19,7 @@ use crate::nats::reload::reload_for_certificates;
 use crate::nats::system_connection::dial_system;
 use crate::reload::ReloadTiming;
 use crate::rollout::order::{Action, Decision};
-use crate::rollout::status::{Progress, certificates_pending};
+use crate::rollout::status::certificates_pending;
 
 /// Reloads the servers serving rotated-out certificates. Returns Progressing=True ReloadPending
 /// naming the servers not yet serving the new certificates, if any.
@@ -29,7 +30,7 @@ pub async fn reload_rotated<L: ServerLifecycle>(
     applied: &Applied,
     decision: &Decision,
     reported: &BTreeMap<String, String>,
-) -> Option<Progress> {
+) -> Option<Decided> {
     let access = seen.system.as_ref()?;
     let (want, unreadable) = certs::desired(&applied.listeners);
     if !unreadable.is_empty() {
@@ -65,7 +66,8 @@ pub async fn reload_rotated<L: ServerLifecycle>(
                     "reloaded {server}: it serves the rotated certificates of {}",
                     listeners.join(", ")
                 );
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(cluster, false, "CertificatesReloaded", message)
                     .await;
             }

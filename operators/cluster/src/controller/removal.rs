@@ -111,7 +111,8 @@ pub async fn removal_step<L: ServerLifecycle>(
                 step,
                 RemovalStep::WaitEvacuation { .. } | RemovalStep::WaitRejoin { .. }
             ) {
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(
                         cluster,
                         false,

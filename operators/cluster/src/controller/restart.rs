@@ -51,7 +51,8 @@ pub async fn restart_step<L: ServerLifecycle>(
                     "reloaded {} onto revision {}",
                     d.plan.server_name, d.revision
                 );
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(cluster, false, "RolloutStep", message)
                     .await;
                 let mode = mode.as_ref().unwrap_or(&ApplyMode::Unchanged);
@@ -68,7 +69,8 @@ pub async fn restart_step<L: ServerLifecycle>(
         "restarting {} for revision {}",
         d.plan.server_name, d.revision
     );
-    ctx.events
+    ctx.shared
+        .events
         .publish(cluster, false, "RolloutStep", message)
         .await;
     written?;
@@ -158,7 +160,8 @@ pub async fn restart_all<L: ServerLifecycle>(
         "restarting {} at once (restart-all): {why}",
         names.join(", ")
     );
-    ctx.events
+    ctx.shared
+        .events
         .publish(cluster, false, "RolloutStep", message)
         .await;
     let mut how = None;

@@ -7,21 +7,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use controller_kit::conditions;
+use controller_kit::conditions::{self, Decided};
+use controller_kit::reconcile::describe;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use nats_api::cluster::{
-    ConfigAppliedBy, ConfigStatus, NatsCluster, RolloutStatus, ServerRemoval, annotation, reason,
+    ConfigAppliedBy, ConfigStatus, NatsCluster, RolloutStatus, ServerRemoval, annotation,
+    condition, reason,
 };
 
 use super::apply::Applied;
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::observe::Seen;
 use super::refuse::Holds;
 use super::{reload_certificates, removal, restart};
-use crate::conditions::Verdict;
 use crate::lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
 use crate::rollout::gate::{Gate, MetaObservation, gate_status};
 use crate::rollout::observe::{
@@ -29,7 +30,7 @@ use crate::rollout::observe::{
 };
 use crate::rollout::order::{self, Action, Decision, Member, StepKind};
 use crate::rollout::removal::RemovalStep;
-use crate::rollout::status::{Progress, progressing, removal_entry, rollout_status};
+use crate::rollout::status::{progressing, removal_entry, rollout_status};
 use crate::rollout::step::{StepInput, next_step, reported_revisions, running, settled_view};
 use crate::rollout::volume;
 
@@ -143,7 +144,8 @@ async fn replace_server<L: ServerLifecycle>(
         clear_annotation(ctx, cluster, annotation::REPLACE_SERVER).await?;
     }
     if let Some(unknown) = &read.unknown {
-        ctx.events
+        ctx.shared
+            .events
             .publish(
                 cluster,
                 true,
@@ -162,8 +164,10 @@ async fn clear_annotation<L: ServerLifecycle>(
     cluster: &NatsCluster,
     key: &str,
 ) -> Result<(), Error> {
-    let api: Api<NatsCluster> =
-        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let api: Api<NatsCluster> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &cluster.namespace().unwrap_or_default(),
+    );
     let patch = serde_json::json!({"metadata": {"annotations": {key: null}}});
     api.patch(
         &cluster.name_any(),
@@ -192,7 +196,7 @@ pub struct Taken {
     /// `status.removals` after this pass.
     pub removals: Vec<ServerRemoval>,
     /// Progressing=True ReloadPending while servers still serve rotated-out certificates.
-    pub certificates: Option<Progress>,
+    pub certificates: Option<Decided>,
 }
 
 /// Takes the chosen step, then reloads rotated certificates where nothing else touches the
@@ -274,7 +278,7 @@ pub struct RolloutReport {
     pub status: RolloutStatus,
     /// Progressing as the rollout says: creating, stepping, held by the gate, reloading rotated
     /// certificates; `None` when there is nothing to say beyond the revision.
-    pub progressing: Option<Verdict>,
+    pub progressing: Option<Decided>,
 }
 
 /// `status.rollout` and Progressing of the step chosen and taken.
@@ -302,19 +306,24 @@ pub fn report(
         &chosen.answered,
     );
     let target = &applied.target;
-    let verdict = |p: Progress| Verdict::new(p.status, p.reason, p.message);
     let progressing = if !applied.creating.is_empty() {
-        Some(Verdict::new(
+        Some(Decided::new(
+            condition::PROGRESSING,
             true,
             reason::CREATING,
             format!("creating {}", applied.creating.join(", ")),
         ))
     } else if decision.action == Action::UpToDate {
-        taken.certificates.clone().map(verdict)
+        taken.certificates.clone()
     } else {
         let removal = taken.removal.as_ref();
-        let p = progressing(target, decision, removal, gate.as_ref(), &chosen.now);
-        Some(verdict(p))
+        Some(progressing(
+            target,
+            decision,
+            removal,
+            gate.as_ref(),
+            &chosen.now,
+        ))
     };
     let status =
         rollout_status(target, &servers, decision, gate).unwrap_or_else(|| RolloutStatus {

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use controller_kit::reconcile::Read;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
@@ -17,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use nats_api::cluster::NatsCluster;
 
 use super::context::Context;
-use super::reconcile::{error_policy, reconcile};
+use super::reconcile::reconcile;
 use crate::lifecycle::ServerLifecycle;
 use crate::objects::{labels, tls_secret_name};
 use crate::route_ca;
@@ -155,10 +156,12 @@ fn readers<K: Resource<DynamicType = ()>>(
         .collect()
 }
 
-/// Runs the NatsCluster controller until it ends (it runs forever).
+/// Runs the NatsCluster controller until it ends (it runs forever): its watches, handed to the
+/// kit's run loop (a fresh read, the span, the count, the error policy, the relist redrive),
+/// beside the NatsConnection reflector the Secret watch maps through.
 pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     use nats_api::nats::{NatsAccountTrust, NatsConnection, NatsOperatorTrust, NatsReferenceGrant};
-    let client = ctx.client.clone();
+    let client = ctx.shared.client.clone();
     let pods =
         watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
     let controller = Controller::new(
@@ -184,7 +187,6 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
         )),
     )
     .for_each(|_| async {});
-    let (redrive, again) = controller_kit::relist::redrive("NatsCluster");
     let controller = controller
         .owns(
             Api::<StatefulSet>::all(client.clone()),
@@ -223,14 +225,8 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
             Api::<Secret>::all(client),
             watcher::Config::default(),
             move |o| secret_readers(&s5.state(), &connections.state(), &o),
-        )
-        .reconcile_all_on(again)
-        .run(reconcile::<L>, error_policy::<L>, ctx)
-        .for_each(|r| {
-            redrive.note(&r);
-            controller_kit::trace::run_result("NatsCluster", &r);
-            futures::future::ready(())
-        });
+        );
+    let controller = controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile::<L>);
     futures::join!(controller, connections_in_sync);
 }
 

@@ -6,27 +6,25 @@
 
 use std::time::Duration;
 
-use controller_kit::conditions::{self, Desired};
+use controller_kit::conditions;
+use controller_kit::reconcile::describe;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kube::api::Api;
 use nats_api::cluster::{
     ConfigStatus, JetStreamLimits, JetStreamStatus, NatsCluster, NatsClusterStatus, ServerStatus,
     condition, names,
 };
 
-use super::context::{Context, describe};
+use super::context::Context;
 use super::error::Error;
 use super::gauges;
 use super::judge::{Verdicts, revision};
 use super::observe::Seen;
 use super::plan::Planned;
 use super::written::Written;
-use crate::conditions::Verdict;
 use crate::conditions::ready::ready_count;
 use crate::lifecycle::ServerLifecycle;
-use crate::objects::apply::FIELD_MANAGER;
 use crate::observation::{common_version, meta_leader};
 use crate::quantity;
 
@@ -66,18 +64,15 @@ pub async fn write_status<L: ServerLifecycle>(
         leaf_remotes: verdicts.leafnodes.clone().map(|l| l.0).unwrap_or_default(),
         servers: servers(seen, written),
     };
-    let api: Api<NatsCluster> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &name, FIELD_MANAGER, &status)
+    ctx.shared
+        .write_status(cluster, &status)
         .await
         .map_err(Error::kube(describe(cluster)))?;
-    ctx.metrics
-        .set_conditions("NatsCluster", &ns, &name, &status.conditions);
-    gauges::export_rollout(&ctx.metrics, &ns, &name, status.rollout.as_ref());
-    let key = format!("{} (failing)", describe(cluster));
+    gauges::export_rollout(&ctx.shared.metrics, &ns, &name, status.rollout.as_ref());
     if written.failure().is_some() {
-        return Ok(ctx.backoff.failed(&key));
+        return Ok(ctx.shared.retry_later(cluster));
     }
-    ctx.backoff.succeeded(&key);
+    ctx.shared.settled(cluster);
     Ok(if verdicts.busy() {
         ctx.settings.recheck
     } else {
@@ -85,32 +80,23 @@ pub async fn write_status<L: ServerLifecycle>(
     })
 }
 
-/// The conditions after this pass: `previous` with each verdict upserted; GatewaysConnected and
+/// The conditions after this pass: `previous` with each verdict set; GatewaysConnected and
 /// LeafnodesConnected removed when the spec has no gateway or leaf remotes.
 fn conditions_of(cluster: &NatsCluster, previous: &[Condition], v: &Verdicts) -> Vec<Condition> {
-    let now: Time = conditions::now();
-    let generation = cluster.metadata.generation;
-    let mut conds = previous.to_vec();
-    let set = |conds: &mut Vec<_>, type_: &str, v: &Verdict| {
-        conditions::upsert(
-            conds,
-            &Desired::new(type_, v.status, v.reason, v.message.clone()),
-            generation,
-            &now,
-        )
-    };
-    set(&mut conds, condition::READY, &v.ready);
-    set(&mut conds, condition::SETTLED, &v.settled);
-    set(&mut conds, condition::PROGRESSING, &v.progressing);
-    match &v.gateways {
-        Some((_, g)) => set(&mut conds, condition::GATEWAYS_CONNECTED, g),
-        None => conditions::remove(&mut conds, condition::GATEWAYS_CONNECTED),
-    }
-    match &v.leafnodes {
-        Some((_, l)) => set(&mut conds, condition::LEAFNODES_CONNECTED, l),
-        None => conditions::remove(&mut conds, condition::LEAFNODES_CONNECTED),
-    }
-    conds
+    let mut set = vec![v.ready.clone(), v.settled.clone(), v.progressing.clone()];
+    set.extend(v.gateways.as_ref().map(|(_, g)| g.clone()));
+    set.extend(v.leafnodes.as_ref().map(|(_, l)| l.clone()));
+    let optional = [
+        condition::GATEWAYS_CONNECTED,
+        condition::LEAFNODES_CONNECTED,
+    ];
+    conditions::merge(
+        previous,
+        cluster.metadata.generation,
+        &set,
+        &optional,
+        &conditions::now(),
+    )
 }
 
 /// `status.config`: the revision, and how this pass applied it; when it stepped no server, how

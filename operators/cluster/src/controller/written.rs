@@ -140,7 +140,8 @@ pub async fn tell_foreign<L: ServerLifecycle>(
         "not controlled by this NatsCluster, left untouched: {}",
         foreign.join(", ")
     );
-    ctx.events
+    ctx.shared
+        .events
         .publish(cluster, true, reason::RECONCILE_FAILED, message)
         .await;
 }

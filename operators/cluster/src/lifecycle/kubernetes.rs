@@ -6,6 +6,7 @@
 //! An existing object of a rendered name that this NatsCluster does not control is never
 //! written: it is returned in [`Applied::foreign`] as `Kind/name` (design §4.1).
 
+use controller_kit::reconcile::describe;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -158,14 +159,6 @@ impl KubernetesLifecycle {
             Api::namespaced_with(self.client.clone(), &owner.namespace, &ar);
         apply_owned(&api, "PodDisruptionBudget", uid(owner), &obj).await
     }
-}
-
-fn describe(cluster: &NatsCluster) -> String {
-    format!(
-        "NatsCluster {}/{}",
-        cluster.namespace().unwrap_or_default(),
-        cluster.name_any()
-    )
 }
 
 fn owner(cluster: &NatsCluster) -> Result<Owner, LifecycleError> {

@@ -450,11 +450,11 @@ mod tests {
     }
 
     fn auth_refusal() -> Refusal {
-        Refusal {
-            reason: reason::AUTH_CHANGE_BLOCKED,
-            message: "adding spec.auth on a running NATS cluster is not supported; create a new NatsCluster".into(),
-            hold: RefusalHold::Waiting,
-        }
+        Refusal::new(
+            reason::AUTH_CHANGE_BLOCKED,
+            RefusalHold::Waiting,
+            "adding spec.auth on a running NATS cluster is not supported; create a new NatsCluster",
+        )
     }
 
     #[rstest]

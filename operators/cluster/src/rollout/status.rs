@@ -2,9 +2,10 @@
 //! current, pending servers, the gate and since when), `status.removals` entries,
 //! `status.config` (how the revision was applied and why), and the Progressing condition.
 
+use controller_kit::conditions::Decided;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nats_api::cluster::{
-    ConfigAppliedBy, ConfigStatus, RolloutGate, RolloutStatus, ServerRemoval, reason,
+    ConfigAppliedBy, ConfigStatus, RolloutGate, RolloutStatus, ServerRemoval, condition, reason,
 };
 
 use super::gate::{GateServer, closed_gate_reason};
@@ -14,19 +15,8 @@ use crate::apply_mode::ApplyMode;
 
 /// The Progressing condition: status True while something runs or waits its turn, False when
 /// up to date or blocked until an input changes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Progress {
-    pub status: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-fn progress(status: bool, reason: &'static str, message: impl Into<String>) -> Progress {
-    Progress {
-        status,
-        reason,
-        message: message.into(),
-    }
+fn progress(status: bool, reason: &'static str, message: impl Into<String>) -> Decided {
+    Decided::new(condition::PROGRESSING, status, reason, message)
 }
 
 /// The server being stepped: the step taken now, else an updated server whose restart has not
@@ -132,8 +122,9 @@ pub fn config_status(
 
 /// Ready=False, ReconcileFailed, naming each object a removal left because the controller may
 /// not delete it (a PVC without the server's labels, a ConfigMap it does not control).
-pub fn leftovers_condition(server: &str, names: &[String]) -> Progress {
-    progress(
+pub fn leftovers_condition(server: &str, names: &[String]) -> Decided {
+    Decided::new(
+        condition::READY,
         false,
         reason::RECONCILE_FAILED,
         format!("removing {server} left: {}", names.join(", ")),
@@ -143,7 +134,7 @@ pub fn leftovers_condition(server: &str, names: &[String]) -> Progress {
 /// Progressing=True, ReloadPending, while servers still serve certificates their Secrets no
 /// longer hold (`pending`: server and stale listeners), with the last reason a reload was not
 /// confirmed.
-pub fn certificates_pending(pending: &[(String, Vec<String>)], why: &str) -> Progress {
+pub fn certificates_pending(pending: &[(String, Vec<String>)], why: &str) -> Decided {
     let servers: Vec<String> = pending
         .iter()
         .map(|(s, l)| format!("{s} ({})", l.join(", ")))
@@ -171,7 +162,7 @@ pub fn progressing(
     removal: Option<&RemovalStep>,
     gate: Option<&RolloutGate>,
     now: &Time,
-) -> Progress {
+) -> Decided {
     match &decision.action {
         Action::UpToDate if !decision.create.is_empty() => progress(
             true,
@@ -212,11 +203,7 @@ pub fn progressing(
                     .join(", ")
             ),
         ),
-        Action::Held(Hold::AuthChange(r)) => progress(
-            r.hold == crate::refusals::Hold::Waiting,
-            r.reason,
-            r.message.clone(),
-        ),
+        Action::Held(Hold::AuthChange(r)) => r.progressing(),
         Action::Held(Hold::Paused) => progress(
             true,
             reason::ROLLOUT_PAUSED,
@@ -236,7 +223,7 @@ pub fn progressing(
 
 /// Progressing while a removal (scale-down or replacement) of `server` runs: the step being
 /// taken, or Blocked.
-fn removal_progress(kind: StepKind, server: &str, removal: Option<&RemovalStep>) -> Progress {
+fn removal_progress(kind: StepKind, server: &str, removal: Option<&RemovalStep>) -> Decided {
     let rk = kind.removal().unwrap_or(RemovalKind::ScaleDown);
     match removal {
         Some(RemovalStep::Blocked { reason, message }) => progress(false, reason, message),
@@ -264,7 +251,7 @@ fn removal_progress(kind: StepKind, server: &str, removal: Option<&RemovalStep>)
 
 /// Progressing while the gate holds the next step: RollingRestart (ScaleDownPending before a
 /// scale-down), GateBlocked once it has been closed too long.
-fn gate_progress(decision: &Decision, gate: Option<&RolloutGate>, now: &Time) -> Progress {
+fn gate_progress(decision: &Decision, gate: Option<&RolloutGate>, now: &Time) -> Decided {
     let waiting = gate.and_then(|g| g.waiting_for.clone()).unwrap_or_default();
     let why = match gate.and_then(|g| g.since.as_ref()) {
         Some(since) => closed_gate_reason(since, now),
@@ -330,7 +317,7 @@ mod tests {
     #[case::gate_blocked(decision(Action::Held(Hold::Gate), vec![step(1, StepKind::Restart)]), None, Some(closed_since(1000 - 600)), true, reason::GATE_BLOCKED)]
     #[case::scale_down_pending(decision(Action::Held(Hold::Gate), vec![step(3, StepKind::ScaleDown)]), None, Some(closed_since(1000)), true, reason::SCALE_DOWN_PENDING)]
     #[case::paused(decision(Action::Held(Hold::Paused), vec![step(1, StepKind::Restart)]), None, None, true, reason::ROLLOUT_PAUSED)]
-    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal { reason: reason::AUTH_CHANGE_BLOCKED, message: "adding spec.auth".into(), hold: RefusalHold::Waiting })), vec![]), None, None, true, reason::AUTH_CHANGE_BLOCKED)]
+    #[case::auth(decision(Action::Held(Hold::AuthChange(Refusal::new(reason::AUTH_CHANGE_BLOCKED, RefusalHold::Waiting, "adding spec.auth"))), vec![]), None, None, true, reason::AUTH_CHANGE_BLOCKED)]
     #[case::restart_all(decision(Action::RestartAll(vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), vec![step(2, StepKind::Restart), step(0, StepKind::Restart)]), None, None, true, reason::ROLLING_RESTART)]
     #[case::scaling_down(decision(Action::ContinueRemoval(step(3, StepKind::ScaleDown)), vec![]), Some(RemovalStep::RemovePeer), None, true, reason::SCALING_DOWN)]
     #[case::replacing(decision(Action::ContinueRemoval(step(2, StepKind::Replace)), vec![]), Some(RemovalStep::WaitRejoin { waiting_for: "demo-2 rejoining".into() }), None, true, reason::REPLACING_SERVER)]

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use controller_kit::conditions::Decided;
 use nats_api::cluster::{RemovalPhase, ServerRemoval, reason};
 
 use super::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
 use super::observe::{Targets, gate_servers, members, reported_revision};
 use super::order::{Decision, OrderInput, ReplaceCause, decide};
-use crate::conditions::Verdict;
 use crate::lifecycle::{DesiredServer, ObservedServer};
 use crate::observation::Observation;
 use crate::refusals::Refusal;
@@ -42,7 +42,7 @@ pub fn server_state(desired: &DesiredServer, observed: &[ObservedServer]) -> Ser
 }
 
 /// Settled as the gate reads it, from the Settled condition this pass computed.
-pub fn settled_view(settled: &Verdict) -> SettledView {
+pub fn settled_view(settled: &Decided) -> SettledView {
     if settled.status {
         SettledView::Settled
     } else if settled.reason == reason::OBSERVATION_FAILED {
@@ -173,6 +173,7 @@ pub fn next_step(input: &StepInput<'_>) -> (Gate, Decision) {
 mod tests {
     use super::*;
     use crate::rollout::order::{Action, Hold, Step, StepKind};
+    use nats_api::cluster::condition::SETTLED;
     use rstest::rstest;
 
     fn servers(ready: &[bool], revisions: &[&str]) -> Vec<ObservedServer> {
@@ -370,12 +371,12 @@ mod tests {
 
     #[rstest]
     #[case::settled(
-        Verdict::new(true, reason::ALL_GROUPS_CURRENT, "ok"),
+        Decided::new(SETTLED, true, reason::ALL_GROUPS_CURRENT, "ok"),
         SettledView::Settled
     )]
-    #[case::unobserved(Verdict::new(false, reason::OBSERVATION_FAILED, "dial"), SettledView::Unobserved { error: "dial".into() })]
-    #[case::silent(Verdict::new(false, reason::SERVERS_SILENT, "demo-1 does not answer"), SettledView::NotCurrent { groups: vec!["demo-1 does not answer".into()] })]
-    fn settled_reads_into_the_gate(#[case] v: Verdict, #[case] want: SettledView) {
+    #[case::unobserved(Decided::new(SETTLED, false, reason::OBSERVATION_FAILED, "dial"), SettledView::Unobserved { error: "dial".into() })]
+    #[case::silent(Decided::new(SETTLED, false, reason::SERVERS_SILENT, "demo-1 does not answer"), SettledView::NotCurrent { groups: vec!["demo-1 does not answer".into()] })]
+    fn settled_reads_into_the_gate(#[case] v: Decided, #[case] want: SettledView) {
         assert_eq!(settled_view(&v), want);
     }
 
