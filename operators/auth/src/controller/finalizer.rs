@@ -10,7 +10,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Context;
-use super::error::{Error, describe, kube_err};
+use controller_kit::reconcile::describe;
+
+use super::error::{Error, kube_err};
 use super::status::{Cond, previous_conditions};
 
 /// Whether the object carries the auth controller's finalizer.
@@ -30,7 +32,10 @@ where
         + Serialize
         + DeserializeOwned,
 {
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
+    let api: Api<K> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+    );
     let patch = serde_json::json!({"metadata": {
         "finalizers": finalizers,
         "resourceVersion": obj.meta().resource_version,
@@ -89,7 +94,8 @@ where
         .iter()
         .any(|c| c.type_ == cond.type_ && c.reason == cond.reason && c.message == cond.message);
     if !already {
-        ctx.events
+        ctx.shared
+            .events
             .publish(
                 obj,
                 true,
@@ -106,7 +112,8 @@ where
     K: Resource<DynamicType = ()>,
 {
     tracing::warn!(object = %describe(obj), "{message}");
-    ctx.events
+    ctx.shared
+        .events
         .publish(obj, true, nats_api::auth::event::FORCE_DELETED, message)
         .await;
 }

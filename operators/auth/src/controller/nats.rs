@@ -52,13 +52,13 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
     let Some(sc) = &ctx.settings.system_connection else {
         return Ok(None);
     };
-    let conns: Api<NatsConnection> = Api::namespaced(ctx.client.clone(), &sc.namespace);
+    let conns: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
     let conn = conns
         .get_opt(&sc.name)
         .await
         .map_err(|e| format!("reading NatsConnection {}/{}: {e}", sc.namespace, sc.name))?
         .ok_or_else(|| format!("NatsConnection {}/{} not found", sc.namespace, sc.name))?;
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &sc.namespace);
+    let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
     let read = async |name: &str, key: &str| -> Result<Vec<u8>, String> {
         let s = secrets
             .get_opt(name)
@@ -350,7 +350,8 @@ where
         Spread::Counted { d, pushed } => {
             let message = distribution::describe(&d);
             if pushed {
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(
                         obj,
                         false,
@@ -370,7 +371,8 @@ where
             let reason = match &h {
                 Held::UntrustedSigner { .. } => reason::UNTRUSTED_SIGNER,
                 Held::OlderThanHeld { .. } => {
-                    ctx.events
+                    ctx.shared
+                        .events
                         .publish(obj, true, event::JWT_HELD, h.to_string())
                         .await;
                     reason::DISTRIBUTING

@@ -6,16 +6,16 @@
 use std::fmt::Debug;
 
 use controller_kit::conditions::{self, Desired};
+use controller_kit::error::KubeError;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use nats_api::auth::FIELD_MANAGER;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Context;
-use super::error::{Error, describe, kube_err};
+use super::error::Error;
 
 /// One condition as a pass decides it.
 #[derive(Debug, Clone)]
@@ -81,7 +81,8 @@ pub(crate) fn previous_conditions<K: Serialize>(obj: &K) -> Vec<Condition> {
 }
 
 /// Writes `status` (the whole status this controller owns) by server-side apply on the status
-/// subresource and updates the condition gauge. A field left out is removed.
+/// subresource and updates the condition gauge ([`controller_kit::context::Shared::write_status`]).
+/// A field left out is removed.
 pub(crate) async fn write_status<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<(), Error>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -91,12 +92,10 @@ where
         + DeserializeOwned,
     S: Serialize,
 {
-    let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, status)
+    ctx.shared
+        .write_status(obj, status)
         .await
-        .map_err(kube_err(describe(obj)))?;
-    conditions_gauge(ctx, obj, status);
+        .map_err(KubeError::of(obj))?;
     Ok(())
 }
 
@@ -111,7 +110,7 @@ fn conditions_gauge<K: Resource<DynamicType = ()>, S: Serialize>(
         .and_then(|v| v.get("conditions").cloned())
         .and_then(|c| serde_json::from_value(c).ok())
         .unwrap_or_default();
-    ctx.metrics.set_conditions(
+    ctx.shared.metrics.set_conditions(
         &K::kind(&()),
         &obj.namespace().unwrap_or_default(),
         &obj.name_any(),
@@ -135,11 +134,19 @@ where
         return write_status(ctx, obj, status).await.map(|()| true);
     };
     let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    match controller_kit::status::apply_at(&api, &obj.name_any(), rv, FIELD_MANAGER, status).await {
+    let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), &ns);
+    match controller_kit::status::apply_at(
+        &api,
+        &obj.name_any(),
+        rv,
+        ctx.shared.field_manager,
+        status,
+    )
+    .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(false),
-        Err(e) => return Err(kube_err(describe(obj))(e)),
+        Err(e) => return Err(KubeError::of(obj)(e).into()),
     }
     conditions_gauge(ctx, obj, status);
     Ok(true)

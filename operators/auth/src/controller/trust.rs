@@ -13,7 +13,9 @@ use nats_api::nats::{
     condition, reason,
 };
 
-use super::error::{describe, kube_err};
+use controller_kit::reconcile::describe;
+
+use super::error::kube_err;
 use super::index::Kind;
 use super::pass::{self, retry_later, settled};
 use super::status::{Cond, merge_conditions, previous_conditions, write_status};
@@ -58,12 +60,12 @@ where
         namespace,
         name,
     };
-    let got = Api::<K>::namespaced(ctx.client.clone(), namespace)
+    let got = Api::<K>::namespaced(ctx.shared.client.clone(), namespace)
         .get_opt(name)
         .await
         .map_err(kube_err(format!("{} {namespace}/{name}", K::kind(&()))))?;
     let Some(got) = got else { return Ok(None) };
-    let ok = controller_kit::grants::admitted(&ctx.client, from, to)
+    let ok = controller_kit::grants::admitted(&ctx.shared.client, from, to)
         .await
         .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
     Ok(Some(if ok { Ok(got) } else { Err(()) }))

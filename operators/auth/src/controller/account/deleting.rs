@@ -48,8 +48,8 @@ pub(super) async fn deleting(
     }
     remove_finalizer(ctx, acct).await?;
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
-    ctx.metrics.forget("NatsAccount", &ns, &name);
-    ctx.metrics.remove_gauge(
+    ctx.shared.metrics.forget("NatsAccount", &ns, &name);
+    ctx.shared.metrics.remove_gauge(
         metrics::ACCOUNT_JWT_EXPIRY,
         &[("namespace", &ns), ("name", &name)],
     );

@@ -137,10 +137,11 @@ pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let labels = [("namespace", ns.as_str()), ("name", name.as_str())];
     if exp == 0 {
-        ctx.metrics
+        ctx.shared
+            .metrics
             .remove_gauge(metrics::ACCOUNT_JWT_EXPIRY, &labels);
     } else {
-        ctx.metrics.set_gauge(
+        ctx.shared.metrics.set_gauge(
             metrics::ACCOUNT_JWT_EXPIRY,
             "When the account JWT the controller signed expires (Unix seconds).",
             &labels,

@@ -79,7 +79,7 @@ pub(super) async fn deleting(
         delete_creds(ctx, u, &c.secret_key_ref.name).await?;
     }
     remove_finalizer(ctx, u).await?;
-    ctx.metrics.forget(
+    ctx.shared.metrics.forget(
         "NatsUser",
         &u.namespace().unwrap_or_default(),
         &u.name_any(),

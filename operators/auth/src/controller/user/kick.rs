@@ -58,7 +58,8 @@ pub(super) async fn kick_connections(
         }
     }
     if kicked > 0 {
-        ctx.events
+        ctx.shared
+            .events
             .publish(
                 u,
                 false,
