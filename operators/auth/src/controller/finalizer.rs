@@ -13,7 +13,8 @@ use super::Context;
 use controller_kit::reconcile::describe;
 
 use super::error::{Error, kube_err};
-use super::status::{Cond, previous_conditions};
+use super::status::previous_conditions;
+use controller_kit::conditions::Decided;
 
 /// Whether the object carries the auth controller's finalizer.
 pub(crate) fn has_finalizer<K: Resource>(obj: &K) -> bool {
@@ -86,7 +87,7 @@ where
 
 /// A DeletionHeld Warning Event for a held deletion whose Ready condition `cond` is new (the
 /// first pass that holds it, or a hold for another reason): not one per retry.
-pub(crate) async fn deletion_held<K>(ctx: &Context, obj: &K, cond: &Cond)
+pub(crate) async fn deletion_held<K>(ctx: &Context, obj: &K, cond: &Decided)
 where
     K: Resource<DynamicType = ()> + Serialize,
 {

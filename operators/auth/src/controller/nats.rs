@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use nats_api::auth::Distribution;
@@ -319,7 +320,7 @@ pub(crate) async fn distribute<K>(
     account: &str,
     jwt: &str,
     prev: Option<&Distribution>,
-) -> (Option<Distribution>, super::status::Cond)
+) -> (Option<Distribution>, Decided)
 where
     K: kube::Resource<DynamicType = ()>,
 {
@@ -331,18 +332,18 @@ where
                 .unwrap_or((false, reason::NO_SYSTEM_CONNECTION));
             return (
                 prev.cloned(),
-                super::status::Cond::new(
+                Decided::new(
                     DISTRIBUTED,
                     status,
                     reason,
-                    "no --system-connection: nothing is pushed to the servers".into(),
+                    "no --system-connection: nothing is pushed to the servers",
                 ),
             );
         }
         Err(e) => {
             return (
                 prev.cloned(),
-                super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+                Decided::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
             );
         }
     };
@@ -361,9 +362,9 @@ where
                     .await;
             }
             let cond = if distribution::all_current(&d) {
-                super::status::Cond::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
+                Decided::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
             } else {
-                super::status::Cond::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
+                Decided::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
             };
             (Some(d), cond)
         }
@@ -380,12 +381,12 @@ where
             };
             (
                 prev.cloned(),
-                super::status::Cond::new(DISTRIBUTED, false, reason, h.to_string()),
+                Decided::new(DISTRIBUTED, false, reason, h.to_string()),
             )
         }
         Spread::Unreachable(e) => (
             prev.cloned(),
-            super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+            Decided::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
         ),
     }
 }

@@ -18,9 +18,10 @@ use controller_kit::reconcile::describe;
 use super::error::kube_err;
 use super::index::Kind;
 use super::pass::{self, retry_later, settled};
-use super::status::{Cond, merge_conditions, previous_conditions, write_status};
+use super::status::{merged, write_status};
 use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
+use controller_kit::conditions::Decided;
 
 /// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
 pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {
@@ -71,18 +72,21 @@ where
     Ok(Some(if ok { Ok(got) } else { Err(()) }))
 }
 
-fn ready(t: &TrustStatus, from: &str) -> Option<Cond> {
+fn ready(t: &TrustStatus, from: &str) -> Option<Decided> {
     match t {
         TrustStatus::Literal => None,
-        TrustStatus::Mirrored { .. } => Some(Cond::new(
+        TrustStatus::Mirrored { .. } => Some(Decided::new(
             condition::READY,
             true,
             reason::MIRRORED,
             format!("mirrored from {from}"),
         )),
-        TrustStatus::NotReady { reason, message } => {
-            Some(Cond::new(condition::READY, false, reason, message.clone()))
-        }
+        TrustStatus::NotReady { reason, message } => Some(Decided::new(
+            condition::READY,
+            false,
+            reason,
+            message.clone(),
+        )),
     }
 }
 
@@ -116,7 +120,7 @@ async fn reconcile_operator_trust(
     let generation = t.meta().generation;
     let status = NatsOperatorTrustStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        conditions: merged(&*t, &[cond], &[]),
         operator_jwt: op_jwt,
         system_account_jwt: sys_jwt,
     };
@@ -157,7 +161,7 @@ async fn reconcile_account_trust(
     let generation = t.meta().generation;
     let status = NatsAccountTrustStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        conditions: merged(&*t, &[cond], &[]),
         public_key: pk,
         jwt,
     };

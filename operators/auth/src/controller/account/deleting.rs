@@ -12,9 +12,10 @@ use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator, condition, re
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::finalizer::{deletion_held, force_deleted, has_finalizer, remove_finalizer};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::deletions;
+use controller_kit::conditions::Decided;
 
 /// The pass of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again in
 /// a second) until `op` (its NatsOperator, from the index) records the deletion or the deletion
@@ -64,15 +65,10 @@ async fn held(
     message: String,
 ) -> Result<Action, Error> {
     let generation = acct.meta().generation;
-    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+    let cond = Decided::new(condition::READY, false, reason::DISTRIBUTING, message);
     let status = NatsAccountStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(acct),
-            generation,
-            std::slice::from_ref(&cond),
-            &[],
-        ),
+        conditions: merged(acct, std::slice::from_ref(&cond), &[]),
         ..prev
     };
     write_status(ctx, acct, &status).await?;

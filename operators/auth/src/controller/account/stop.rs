@@ -4,21 +4,21 @@
 use nats_api::auth::{RosterServer, condition};
 
 use crate::controller::error::Error;
-use crate::controller::status::Cond;
+use controller_kit::conditions::Decided;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {
     /// Refused or waiting on another object: these conditions, a requeue with backoff.
-    Refused(Vec<Cond>),
+    Refused(Vec<Decided>),
     /// Not admitted, and the NatsOperator recorded the deletion: the JWT is gone for good, so
     /// status.jwt, jwtHash and distribution go too.
-    Forgotten(Vec<Cond>),
+    Forgotten(Vec<Decided>),
     /// A silent server may hold a newer JWT: not signed. The distribution is kept as recorded
     /// with this roster, its silence included, so the next pass (maybe of a new process) still
     /// counts the silent server.
     Held {
         roster: Vec<RosterServer>,
-        conds: Vec<Cond>,
+        conds: Vec<Decided>,
     },
     /// The Kubernetes API failed: retried by the error policy.
     Failed(Error),
@@ -36,14 +36,14 @@ pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
 }
 
 /// Ready False for `reason`, as a list of conditions.
-pub(super) fn not_ready_conds(reason: &'static str, message: String) -> Vec<Cond> {
-    vec![Cond::new(condition::READY, false, reason, message)]
+pub(super) fn not_ready_conds(reason: &'static str, message: String) -> Vec<Decided> {
+    vec![Decided::new(condition::READY, false, reason, message)]
 }
 
 /// Ready and ReferencesResolved False for `reason`, with a message each.
-pub(super) fn unresolved_conds(reason: &'static str, ready: String, refs: String) -> Vec<Cond> {
+pub(super) fn unresolved_conds(reason: &'static str, ready: String, refs: String) -> Vec<Decided> {
     vec![
-        Cond::new(condition::READY, false, reason, ready),
-        Cond::new(condition::REFERENCES_RESOLVED, false, reason, refs),
+        Decided::new(condition::READY, false, reason, ready),
+        Decided::new(condition::REFERENCES_RESOLVED, false, reason, refs),
     ]
 }

@@ -4,12 +4,12 @@
 use nats_api::auth::condition;
 
 use crate::controller::error::Error;
-use crate::controller::status::Cond;
+use controller_kit::conditions::Decided;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {
     /// Refused or waiting on another object: these conditions, a requeue with backoff.
-    Refused(Vec<Cond>),
+    Refused(Vec<Decided>),
     /// The Kubernetes API failed: retried by the error policy.
     Failed(Error),
 }
@@ -22,13 +22,13 @@ impl From<Error> for Stop {
 
 /// Ready False for `reason`.
 pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
-    Stop::Refused(vec![Cond::new(condition::READY, false, reason, message)])
+    Stop::Refused(vec![Decided::new(condition::READY, false, reason, message)])
 }
 
 /// Ready and ReferencesResolved False for `reason`: a reference that does not resolve.
 pub(super) fn unresolved(reason: &'static str, message: String) -> Stop {
     Stop::Refused(vec![
-        Cond::new(condition::READY, false, reason, message.clone()),
-        Cond::new(condition::REFERENCES_RESOLVED, false, reason, message),
+        Decided::new(condition::READY, false, reason, message.clone()),
+        Decided::new(condition::REFERENCES_RESOLVED, false, reason, message),
     ])
 }

@@ -8,8 +8,9 @@ use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition};
 use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
+use controller_kit::conditions::Decided;
 
 /// Writes the status as the pass left it. Pushed (`end` Ok with its conditions): settled, again
 /// after the resync where every condition is True, else soon. Refused: again after the backoff.
@@ -17,7 +18,7 @@ pub(super) async fn write(
     ctx: &Context,
     sys: &NatsSystemAccount,
     mut status: NatsSystemAccountStatus,
-    end: Result<Vec<Cond>, Stop>,
+    end: Result<Vec<Decided>, Stop>,
 ) -> Result<Action, Error> {
     let (conds, ready) = match end {
         Ok(conds) => (conds, true),
@@ -37,12 +38,7 @@ pub(super) async fn write(
     };
     let status = NatsSystemAccountStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(sys),
-            generation,
-            &conds,
-            &[condition::SIGNING_KEY_UNTRUSTED],
-        ),
+        conditions: merged(sys, &conds, &[condition::SIGNING_KEY_UNTRUSTED]),
         ..status
     };
     write_status(ctx, sys, &status).await?;

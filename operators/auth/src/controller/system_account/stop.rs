@@ -4,15 +4,15 @@
 use nats_api::auth::condition;
 
 use crate::controller::error::Error;
-use crate::controller::status::Cond;
+use controller_kit::conditions::Decided;
 
 /// How a pass ends before its push.
 pub(super) enum Stop {
     /// Refused or waiting on its NatsOperator: these conditions, a requeue with backoff.
-    Refused(Vec<Cond>),
+    Refused(Vec<Decided>),
     /// Not the system account its NatsOperator selects: not signed, so the JWT hash and the
     /// distribution of before are dropped too.
-    NotSelected(Vec<Cond>),
+    NotSelected(Vec<Decided>),
     /// The Kubernetes API failed: retried by the error policy.
     Failed(Error),
 }
@@ -26,7 +26,7 @@ impl From<Error> for Stop {
 /// Ready and ReferencesResolved False for `reason`: a reference that does not resolve.
 pub(super) fn unresolved(reason: &'static str, message: String) -> Stop {
     Stop::Refused(vec![
-        Cond::new(condition::READY, false, reason, message.clone()),
-        Cond::new(condition::REFERENCES_RESOLVED, false, reason, message),
+        Decided::new(condition::READY, false, reason, message.clone()),
+        Decided::new(condition::REFERENCES_RESOLVED, false, reason, message),
     ])
 }

@@ -19,10 +19,11 @@ use crate::controller::Context;
 use crate::controller::creds::delete_creds;
 use crate::controller::error::Error;
 use crate::controller::finalizer::{deletion_held, force_deleted, has_finalizer, remove_finalizer};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::controller::time::secs_of;
 use crate::deletion_hold::{self, Held, Hold};
 use crate::{distribution, user_keys};
+use controller_kit::conditions::Decided;
 
 /// The pass of a deleted user.
 pub(super) async fn deleting(
@@ -94,16 +95,11 @@ async fn held(
     prev: NatsUserStatus,
     message: String,
 ) -> Result<Action, Error> {
-    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+    let cond = Decided::new(condition::READY, false, reason::DISTRIBUTING, message);
     let generation = u.meta().generation;
     let status = NatsUserStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(u),
-            generation,
-            std::slice::from_ref(&cond),
-            &[],
-        ),
+        conditions: merged(u, std::slice::from_ref(&cond), &[]),
         ..prev
     };
     write_status(ctx, u, &status).await?;

@@ -9,7 +9,7 @@ use crate::controller::Context;
 use crate::controller::jwt::jwt_hash;
 use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::{account_of, kind_name, operator_of_system_account};
-use crate::controller::status::Cond;
+use controller_kit::conditions::Decided;
 
 /// What a user needs of its account.
 pub(super) struct AccountView {
@@ -91,7 +91,7 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
 pub(super) async fn account_keys(
     ctx: &Context,
     view: &AccountView,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<(String, Resolved), Stop> {
     let Some(account_pk) = view.public_key.clone() else {
         let m = format!("waiting for {} to record its public key", view.desc);

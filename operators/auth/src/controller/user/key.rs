@@ -8,7 +8,7 @@ use nats_claims::{Creds, KeyKind, NKey};
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
 use crate::controller::creds::creds_secret_of;
-use crate::controller::status::Cond;
+use controller_kit::conditions::Decided;
 
 /// Where the creds go: credentials.secretKeyRef, and the Secret as found there.
 pub(super) struct CredsRef {
@@ -34,7 +34,7 @@ pub(super) async fn user_key(
     ctx: &Context,
     u: &NatsUser,
     prev: &NatsUserStatus,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<UserKey, Stop> {
     let creds_ref = u.spec.credentials.as_ref().map(|c| {
         let key = c.secret_key_ref.key.clone();
@@ -63,11 +63,11 @@ pub(super) async fn user_key(
                 })?;
             Ok(from_creds(CredsRef { secret, key, found }, prev_jwt))
         }
-        (None, None) => Err(Stop::Refused(vec![Cond::new(
+        (None, None) => Err(Stop::Refused(vec![Decided::new(
             condition::READY,
             false,
             reason::INVALID_KEYS,
-            "neither publicKey nor credentials is set".into(),
+            "neither publicKey nor credentials is set",
         )])),
     }
 }

@@ -35,9 +35,9 @@ use self::status::Signed;
 use self::stop::Stop;
 use super::finalizer::{add_finalizer, has_finalizer};
 use super::index::{Feed, Kind};
-use super::status::Cond;
 use super::time::unix_now;
 use super::{Context, Error, pass};
+use controller_kit::conditions::Decided;
 
 /// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
 /// NatsOperators and grants.
@@ -72,13 +72,13 @@ fn not_found(u: &NatsUser) -> Stop {
         super::refs::kind_name(kind)
     );
     Stop::Refused(vec![
-        Cond::new(
+        Decided::new(
             nats_api::auth::condition::READY,
             false,
             reason::REFERENCE_NOT_FOUND,
             m.clone(),
         ),
-        Cond::new(
+        Decided::new(
             nats_api::auth::condition::REFERENCES_RESOLVED,
             false,
             reason::REFERENCE_NOT_FOUND,

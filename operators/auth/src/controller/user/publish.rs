@@ -8,8 +8,8 @@ use super::key::UserKey;
 use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::creds::{Written, write_creds};
-use crate::controller::status::Cond;
 use crate::user::Issued;
+use controller_kit::conditions::Decided;
 
 /// The JWT as published: status.jwt (none where it went to the creds Secret) and the Ready
 /// message saying where.
@@ -25,7 +25,7 @@ pub(super) async fn publish(
     view: &AccountView,
     key: &UserKey,
     issued: Issued,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<Published, Stop> {
     let acc_name = &view.name;
     match issued {

@@ -9,10 +9,10 @@ use super::gather::AccountView;
 use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::refs::kind_name;
-use crate::controller::status::Cond;
 use crate::controller::time::created;
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
+use controller_kit::conditions::Decided;
 
 /// Admission: the account's own to its NatsOperator, and this namespace's to the account (the
 /// grants of the account's namespace, from the index).
@@ -41,7 +41,7 @@ pub(super) fn admission(ctx: &Context, u: &NatsUser, view: &AccountView) -> Resu
                 view.desc
             )
         };
-        Stop::Refused(vec![Cond::new(
+        Stop::Refused(vec![Decided::new(
             condition::READY,
             false,
             t.reason(),
@@ -56,7 +56,7 @@ pub(super) fn key_in_use(
     u: &NatsUser,
     view: &AccountView,
     public_key: &str,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<(), Stop> {
     let holder = |o: &NatsUser, public_key: String| Holder {
         name: format!(
@@ -76,7 +76,7 @@ pub(super) fn key_in_use(
     let me = holder(u, public_key.to_string());
     check_unique(&me, &others, None).map_err(|e| {
         Stop::KeyInUse(vec![
-            Cond::new(
+            Decided::new(
                 condition::READY,
                 false,
                 reason::PUBLIC_KEY_IN_USE,

@@ -9,8 +9,8 @@ use super::key::UserKey;
 use super::stop::{Stop, not_ready};
 use crate::controller::jwt::sign_stable;
 use crate::controller::keys::Resolved;
-use crate::controller::status::Cond;
 use crate::user::{self as core, Issued};
+use controller_kit::conditions::Decided;
 
 /// Signs the user JWT with the key its role names (InvalidKeys where none fits).
 pub(super) fn issue(
@@ -19,7 +19,7 @@ pub(super) fn issue(
     account_pk: &str,
     account_keys: &Resolved,
     now: i64,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<Issued, Stop> {
     let listed: Vec<_> = account_keys
         .signing
