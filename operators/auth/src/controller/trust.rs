@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use controller_kit::conditions::Decided;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -21,7 +22,6 @@ use super::pass::{self, retry_later, settled};
 use super::status::{merged, write_status};
 use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
-use controller_kit::conditions::Decided;
 
 /// The NatsOperatorTrust controller: wakes on NatsOperators and grants.
 pub(crate) async fn operator_trust_controller(ctx: Arc<Context>) {

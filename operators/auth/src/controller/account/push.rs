@@ -2,12 +2,12 @@
 //! account whose servers could not be asked which JWT they hold, nothing pushed before they are
 //! ([`crate::gates::push_waits_for_lookup`]).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{Distribution, NatsAccount, condition, reason};
 
 use super::sign::adopted_elsewhere;
 use crate::controller::{Context, nats};
 use crate::distribution;
-use controller_kit::conditions::Decided;
 
 /// What the push left: status.distribution, the conditions it adds, and whether every server
 /// holds the JWT.

@@ -3,6 +3,7 @@
 //! back from the JWTs the servers hold, never signing older than one of them, and no signing
 //! while a roster server is silent for an account recorded distributed (it may hold a newer JWT).
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{AccountKind, NatsAccount, NatsAccountStatus, Revocation, condition, reason};
 use nats_claims::Account;
@@ -14,7 +15,6 @@ use crate::controller::nats::{self, Holding};
 use crate::controller::revocation::revocation_record;
 use crate::controller::time::time_of;
 use crate::distribution::{self, Recovery};
-use controller_kit::conditions::Decided;
 
 /// The revocation record before the servers are asked: the record and JWT of before, and the
 /// users of this account being deleted or that replaced a key.

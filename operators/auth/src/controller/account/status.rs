@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use controller_kit::metrics;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -20,7 +21,6 @@ use crate::controller::pass::{retry_later, settled};
 use crate::controller::status::{merged, write_status_at};
 use crate::controller::time::time_of;
 use crate::controller::{Context, WAIT_RETRY, creds};
-use controller_kit::conditions::Decided;
 
 /// A signed account's conditions and when it is looked at again.
 pub(super) struct Signed {
@@ -152,8 +152,8 @@ pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
 }
 
 /// Writes the status as the pass left it, only at the resourceVersion the account was read at
-/// (changed since: its status removed, or a finalizer this pass added; looked at again in
-/// 200 ms). Signed: settled, again after its wait; refused: again after the backoff.
+/// (or written at, by the finalizer's add); changed since (its status removed, say): looked at
+/// again in 200 ms. Signed: settled, again after its wait; refused: again after the backoff.
 pub(super) async fn write(
     ctx: &Context,
     acct: &NatsAccount,

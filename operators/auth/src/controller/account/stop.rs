@@ -1,10 +1,10 @@
 //! Why a NatsAccount pass stops before it signs: a refusal, written as its conditions over the
 //! status as far as the pass got, or a failure of the Kubernetes API.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{RosterServer, condition};
 
 use crate::controller::error::Error;
-use controller_kit::conditions::Decided;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {

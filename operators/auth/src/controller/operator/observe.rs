@@ -3,13 +3,13 @@
 //! while a roster server is silent, its revocations may be unrecovered, and the JWT is then not
 //! pushed, and not re-signed where it was distributed.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{NatsOperatorStatus, condition, reason};
 use nats_claims::Account;
 
 use super::gather::SystemAccount;
 use crate::controller::{Context, nats};
 use crate::distribution::{self, Recovery};
-use controller_kit::conditions::Decided;
 
 /// What the servers said of the system account's JWT.
 pub(super) struct Held {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsAccount, NatsOperator, NatsOperatorStatus, condition, reason};
@@ -16,7 +17,6 @@ use crate::controller::keys::Resolved;
 use crate::controller::pass::{retry_later, settled};
 use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
-use controller_kit::conditions::Decided;
 
 /// A signed operator's conditions and when it is looked at again.
 pub(super) struct Signed {

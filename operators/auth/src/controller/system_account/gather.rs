@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{
     GeneratedKind, NatsOperator, NatsSystemAccount, NatsSystemAccountStatus, condition, reason,
@@ -14,7 +15,6 @@ use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::operator_of_system_account;
 use crate::grants::{Referrer, Target};
 use crate::operator as core;
-use controller_kit::conditions::Decided;
 
 /// The system account's own keys, generated here first.
 pub(super) async fn keys(

@@ -20,6 +20,7 @@ mod stop;
 
 use std::sync::Arc;
 
+use controller_kit::conditions::Decided;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition, reason};
 
@@ -28,7 +29,6 @@ use super::index::{Feed, Kind};
 use super::jwt::jwt_hash;
 use super::time::unix_now;
 use super::{Context, Error, pass};
-use controller_kit::conditions::Decided;
 
 /// The NatsSystemAccount controller: wakes on NatsOperators, its users and grants.
 pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsSystemAccount>) {

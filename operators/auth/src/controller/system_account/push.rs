@@ -2,6 +2,7 @@
 //! this object's own: held while an adopted system account's servers could not be asked which
 //! JWT they hold (§ adoption), and while the NatsOperator reads RevocationsUnrecovered True (§5.2).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{Distribution, NatsSystemAccount, NatsSystemAccountStatus, condition, reason};
 
 use super::gather::Operator;
@@ -9,7 +10,6 @@ use super::stop::Stop;
 use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
 use crate::controller::{Context, jwt};
-use controller_kit::conditions::Decided;
 
 /// The JWT in force for this system account and the operator JWT it is pushed under.
 pub(super) struct Signed {

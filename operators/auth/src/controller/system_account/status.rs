@@ -1,6 +1,7 @@
 //! The end of a NatsSystemAccount pass: the status written (SigningKeyUntrusted removed unless
 //! set) and when to look again.
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition};
@@ -10,7 +11,6 @@ use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
 use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
-use controller_kit::conditions::Decided;
 
 /// Writes the status as the pass left it. Pushed (`end` Ok with its conditions): settled, again
 /// after the resync where every condition is True, else soon. Refused: again after the backoff.

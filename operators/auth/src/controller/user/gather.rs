@@ -2,6 +2,7 @@
 //! accountRef names, from the index (a system account's JWT from its NatsOperator's status),
 //! and that account's signing keys.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{AccountKind, Distribution, GeneratedKind, Keys, NatsUser, reason};
 
 use super::stop::{Stop, not_ready};
@@ -9,7 +10,6 @@ use crate::controller::Context;
 use crate::controller::jwt::jwt_hash;
 use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::{account_of, kind_name, operator_of_system_account};
-use controller_kit::conditions::Decided;
 
 /// What a user needs of its account.
 pub(super) struct AccountView {

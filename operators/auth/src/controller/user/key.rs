@@ -1,6 +1,7 @@
 //! A NatsUser's key: its own spec.publicKey, else the seed in its creds Secret (only a Secret the
 //! user controls, §5.3), else a new one (the creds Secret is then written afresh).
 
+use controller_kit::conditions::Decided;
 use k8s_openapi::api::core::v1::Secret;
 use nats_api::auth::{DEFAULT_CREDS_KEY, NatsUser, NatsUserStatus, condition, reason};
 use nats_claims::{Creds, KeyKind, NKey};
@@ -8,7 +9,6 @@ use nats_claims::{Creds, KeyKind, NKey};
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
 use crate::controller::creds::creds_secret_of;
-use controller_kit::conditions::Decided;
 
 /// Where the creds go: credentials.secretKeyRef, and the Secret as found there.
 pub(super) struct CredsRef {

@@ -1,6 +1,7 @@
 //! The live connections of a deleted user, kicked once every server refuses its key: CONNZ
 //! filtered by account and user key, then KICK on each server holding one.
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
@@ -9,7 +10,6 @@ use crate::controller::error::Error;
 use crate::controller::nats;
 use crate::controller::status::{merged, write_status};
 use crate::kick;
-use controller_kit::conditions::Decided;
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then
 /// KICK on each server holding one, with Ready False Kicking naming what remains written first.

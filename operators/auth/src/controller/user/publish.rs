@@ -1,6 +1,7 @@
 //! Where the user JWT goes: with a publicKey, status.jwt; with a seed, the creds file written to
 //! credentials.secretKeyRef (created, or replaced at the resourceVersion it was read at).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::NatsUser;
 
 use super::gather::AccountView;
@@ -9,7 +10,6 @@ use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::creds::{Written, write_creds};
 use crate::user::Issued;
-use controller_kit::conditions::Decided;
 
 /// The JWT as published: status.jwt (none where it went to the creds Secret) and the Ready
 /// message saying where.

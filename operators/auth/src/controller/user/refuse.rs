@@ -2,6 +2,7 @@
 //! namespace (AccountNotAdmitted, §7), and a key another user of the account holds
 //! (PublicKeyInUse; the older keeps it).
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{NatsUser, condition, reason};
 
@@ -12,7 +13,6 @@ use crate::controller::refs::kind_name;
 use crate::controller::time::created;
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
-use controller_kit::conditions::Decided;
 
 /// Admission: the account's own to its NatsOperator, and this namespace's to the account (the
 /// grants of the account's namespace, from the index).

@@ -1,6 +1,7 @@
 //! The user JWT: signed by the account signing key its role names (scoped), else the first plain
 //! one, kept as it was while nothing changed; with a seed, the creds file to write.
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{NatsUser, reason};
 use nats_claims::User;
@@ -10,7 +11,6 @@ use super::stop::{Stop, not_ready};
 use crate::controller::jwt::sign_stable;
 use crate::controller::keys::Resolved;
 use crate::user::{self as core, Issued};
-use controller_kit::conditions::Decided;
 
 /// Signs the user JWT with the key its role names (InvalidKeys where none fits).
 pub(super) fn issue(

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
@@ -17,7 +18,6 @@ use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
 use crate::controller::status::{merged, write_status};
 use crate::user_keys;
-use controller_kit::conditions::Decided;
 
 /// ReferencesResolved True: the account is found and admitted.
 pub(super) fn resolved(view: &AccountView) -> Decided {

@@ -2,10 +2,10 @@
 //! status of before, a creds Secret that changed under the pass, or a failure of the Kubernetes
 //! API.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::condition;
 
 use crate::controller::error::Error;
-use controller_kit::conditions::Decided;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {
