@@ -35,6 +35,27 @@ pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
     pass::drive(c, ctx, reconcile_account_trust).await;
 }
 
+/// The object a trust object references, as looked up.
+enum Referenced<K> {
+    /// Not there.
+    Missing,
+    /// In another namespace, and no grant admits the trust object to it.
+    NotPermitted,
+    /// There and admitted.
+    Present(K),
+}
+
+impl<K> Referenced<K> {
+    /// As the pure core takes it: what `status` reads of the object found.
+    fn found<'a, S>(&'a self, status: impl FnOnce(&'a K) -> Option<&'a S>) -> Found<'a, S> {
+        match self {
+            Referenced::Missing => Found::Missing,
+            Referenced::NotPermitted => Found::NotPermitted,
+            Referenced::Present(k) => Found::Present(status(k)),
+        }
+    }
+}
+
 /// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when
 /// the namespaces differ.
 async fn find<K>(
@@ -43,7 +64,7 @@ async fn find<K>(
     from_ns: &str,
     namespace: &str,
     name: &str,
-) -> Result<Option<Result<K, ()>>, Error>
+) -> Result<Referenced<K>, Error>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -65,11 +86,17 @@ where
         .get_opt(name)
         .await
         .map_err(kube_err(format!("{} {namespace}/{name}", K::kind(&()))))?;
-    let Some(got) = got else { return Ok(None) };
+    let Some(got) = got else {
+        return Ok(Referenced::Missing);
+    };
     let ok = controller_kit::grants::admitted(&ctx.shared.client, from, to)
         .await
         .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
-    Ok(Some(if ok { Ok(got) } else { Err(()) }))
+    Ok(if ok {
+        Referenced::Present(got)
+    } else {
+        Referenced::NotPermitted
+    })
 }
 
 fn ready(t: &TrustStatus, from: &str) -> Option<Decided> {
@@ -81,12 +108,7 @@ fn ready(t: &TrustStatus, from: &str) -> Option<Decided> {
             reason::MIRRORED,
             format!("mirrored from {from}"),
         )),
-        TrustStatus::NotReady { reason, message } => Some(Decided::new(
-            condition::READY,
-            false,
-            reason,
-            message.clone(),
-        )),
+        TrustStatus::NotReady(blocked) => Some(blocked.condition(condition::READY)),
     }
 }
 
@@ -100,11 +122,7 @@ async fn reconcile_operator_trust(
     let ns = t.namespace().unwrap_or_default();
     let op_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
     let found = find::<NatsOperator>(&ctx, "NatsOperatorTrust", &ns, &op_ns, &r.name).await?;
-    let decided = match &found {
-        None => core::operator_trust(&t.spec, Found::Missing),
-        Some(Err(())) => core::operator_trust(&t.spec, Found::NotPermitted),
-        Some(Ok(op)) => core::operator_trust(&t.spec, Found::Present(op.status.as_ref())),
-    };
+    let decided = core::operator_trust(&t.spec, found.found(|op| op.status.as_ref()));
     let from = format!("NatsOperator {op_ns}/{}", r.name);
     let Some(cond) = ready(
         &decided,
@@ -144,11 +162,7 @@ async fn reconcile_account_trust(
     let ns = t.namespace().unwrap_or_default();
     let a_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
     let found = find::<NatsAccount>(&ctx, "NatsAccountTrust", &ns, &a_ns, &r.name).await?;
-    let decided = match &found {
-        None => core::account_trust(&t.spec, Found::Missing),
-        Some(Err(())) => core::account_trust(&t.spec, Found::NotPermitted),
-        Some(Ok(a)) => core::account_trust(&t.spec, Found::Present(a.status.as_ref())),
-    };
+    let decided = core::account_trust(&t.spec, found.found(|a| a.status.as_ref()));
     let from = format!("NatsAccount {a_ns}/{}", r.name);
     let Some(cond) = ready(&decided, &format!("{from}: public key and JWT")) else {
         return Ok(Action::requeue(ctx.settings.resync));

@@ -1,6 +1,7 @@
 //! Why a NatsAccount pass stops before it signs: a refusal, written as its conditions over the
 //! status as far as the pass got, or a failure of the Kubernetes API.
 
+use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use nats_api::auth::{RosterServer, condition};
 
@@ -30,20 +31,21 @@ impl From<Error> for Stop {
     }
 }
 
-/// Ready False for `reason`.
+/// Refused for `reason`: Ready False.
 pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
     Stop::Refused(not_ready_conds(reason, message))
 }
 
-/// Ready False for `reason`, as a list of conditions.
+/// Refused for `reason`: Ready False, as a list of conditions.
 pub(super) fn not_ready_conds(reason: &'static str, message: String) -> Vec<Decided> {
-    vec![Decided::new(condition::READY, false, reason, message)]
+    vec![Blocked::new(reason, message).condition(condition::READY)]
 }
 
-/// Ready and ReferencesResolved False for `reason`, with a message each.
+/// Refused for `reason`, a reference that does not resolve: Ready and ReferencesResolved False,
+/// with a message each.
 pub(super) fn unresolved_conds(reason: &'static str, ready: String, refs: String) -> Vec<Decided> {
     vec![
-        Decided::new(condition::READY, false, reason, ready),
-        Decided::new(condition::REFERENCES_RESOLVED, false, reason, refs),
+        Blocked::new(reason, ready).condition(condition::READY),
+        Blocked::new(reason, refs).condition(condition::REFERENCES_RESOLVED),
     ]
 }

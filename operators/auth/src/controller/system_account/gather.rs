@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{
@@ -33,12 +34,9 @@ pub(super) async fn keys(
         may_generate: true,
     };
     keys::resolve(ctx, subject).await?.map_err(|e| {
-        Stop::Refused(vec![Decided::new(
-            condition::READY,
-            false,
-            e.reason(),
-            e.message(),
-        )])
+        Stop::Refused(vec![
+            Blocked::new(e.reason(), e.message()).condition(condition::READY),
+        ])
     })
 }
 

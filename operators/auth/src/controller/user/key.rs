@@ -1,6 +1,7 @@
 //! A NatsUser's key: its own spec.publicKey, else the seed in its creds Secret (only a Secret the
 //! user controls, §5.3), else a new one (the creds Secret is then written afresh).
 
+use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use k8s_openapi::api::core::v1::Secret;
 use nats_api::auth::{DEFAULT_CREDS_KEY, NatsUser, NatsUserStatus, condition, reason};
@@ -63,12 +64,13 @@ pub(super) async fn user_key(
                 })?;
             Ok(from_creds(CredsRef { secret, key, found }, prev_jwt))
         }
-        (None, None) => Err(Stop::Refused(vec![Decided::new(
-            condition::READY,
-            false,
-            reason::INVALID_KEYS,
-            "neither publicKey nor credentials is set",
-        )])),
+        (None, None) => Err(Stop::Refused(vec![
+            Blocked::new(
+                reason::INVALID_KEYS,
+                "neither publicKey nor credentials is set",
+            )
+            .condition(condition::READY),
+        ])),
     }
 }
 

@@ -27,7 +27,7 @@ mod stop;
 
 use std::sync::Arc;
 
-use controller_kit::conditions::Decided;
+use controller_kit::blocked::Blocked;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsUser, reason};
 
@@ -90,19 +90,10 @@ fn not_found(u: &NatsUser) -> Stop {
         "accountRef {} {ns}/{name} not found",
         super::refs::kind_name(kind)
     );
+    let blocked = Blocked::new(reason::REFERENCE_NOT_FOUND, m);
     Stop::Refused(vec![
-        Decided::new(
-            nats_api::auth::condition::READY,
-            false,
-            reason::REFERENCE_NOT_FOUND,
-            m.clone(),
-        ),
-        Decided::new(
-            nats_api::auth::condition::REFERENCES_RESOLVED,
-            false,
-            reason::REFERENCE_NOT_FOUND,
-            m,
-        ),
+        blocked.condition(nats_api::auth::condition::READY),
+        blocked.condition(nats_api::auth::condition::REFERENCES_RESOLVED),
     ])
 }
 

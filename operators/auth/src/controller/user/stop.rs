@@ -2,6 +2,7 @@
 //! status of before, a creds Secret that changed under the pass, or a failure of the Kubernetes
 //! API.
 
+use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use nats_api::auth::condition;
 
@@ -27,10 +28,11 @@ impl From<Error> for Stop {
     }
 }
 
-/// Ready False for `reason`, with ReferencesResolved True (`resolved`) once the account is.
+/// Refused for `reason`: Ready False, with ReferencesResolved True (`resolved`) once the
+/// account is.
 pub(super) fn not_ready(reason: &'static str, message: String, resolved: &Decided) -> Stop {
     Stop::Refused(vec![
-        Decided::new(condition::READY, false, reason, message),
+        Blocked::new(reason, message).condition(condition::READY),
         resolved.clone(),
     ])
 }
