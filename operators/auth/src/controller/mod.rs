@@ -12,8 +12,11 @@
 //! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`revocation`], [`jwt`],
 //! [`time`]).
 //!
-//! A refusal or a missing reference is a condition and a requeue with backoff; only a failure to
-//! reach the Kubernetes API is an [`Error`] (also retried with backoff). Seeds never leave Secrets:
+//! Every pass runs on the kit's skeleton: its Controller driven by the kit's run loop
+//! ([`pass::drive`]), the kit's finalizer path ([`finalizer::reconcile`]), its conditions the
+//! kit's `Decided`, refusals its `Blocked`. A refusal or a missing reference is a condition and a
+//! requeue with backoff; only a failure of the Kubernetes API (a finalizer write among them) or
+//! of the index is an [`Error`], retried by the kit's error policy. Seeds never leave Secrets:
 //! nothing here formats an [`NKey`](nats_claims::NKey) or a creds file into a log, an Event, a
 //! status or an error.
 
