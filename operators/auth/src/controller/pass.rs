@@ -52,9 +52,9 @@ fn woken<K: Watched>(c: Controller<K>, ctx: &Context, wakes: &[Kind]) -> Control
 /// Runs a Controller through the kit's run loop ([`controller_kit::reconcile::run`]: span, count,
 /// relist redrive, error policy), each pass of its object read fresh: the watch may not hold
 /// this controller's last status write yet, and a pass over a stale status would sign again
-/// what was just signed. A pass waits for the index first: no pass reads a store before its
-/// first list (the index's own signal, see [`super::index`]; the kit's run loop waits on no
-/// store, so the Controller's runner stays the only waiter of its store).
+/// what was just signed. After that read, a pass waits for the index before it runs: no pass
+/// reads a store before its first list (the index's own signal, see [`super::index`]; the kit's
+/// run loop waits on no store, so the Controller's runner stays the only waiter of its store).
 pub(crate) async fn drive<K, F, Fut>(controller: Controller<K>, ctx: Arc<Context>, pass: F)
 where
     K: Watched + Resource<Scope = NamespaceResourceScope>,
