@@ -84,7 +84,7 @@ mod tests {
     }
 
     use super::*;
-    use controller_kit::conditions::{Desired, now, upsert};
+    use controller_kit::conditions::{Decided, now};
     use rstest::rstest;
 
     #[rstest]
@@ -99,17 +99,13 @@ mod tests {
     #[case::revocations_unrecovered(true, false)]
     fn system_account_push_gate(#[case] unrecovered: bool, #[case] may: bool) {
         let mut c = vec![];
-        upsert(
-            &mut c,
-            &Desired::new(
-                condition::REVOCATIONS_UNRECOVERED,
-                unrecovered,
-                reason::RECOVERING_REVOCATIONS,
-                "",
-            ),
-            Some(1),
-            &now(),
-        );
+        Decided::new(
+            condition::REVOCATIONS_UNRECOVERED,
+            unrecovered,
+            reason::RECOVERING_REVOCATIONS,
+            "",
+        )
+        .upsert(&mut c, Some(1), &now());
         assert_eq!(may_push_system_account(&c), may);
     }
 

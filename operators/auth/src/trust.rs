@@ -2,6 +2,7 @@
 //! gets its status written by the auth controller from the NatsOperator (operator and system
 //! account JWTs) or NatsAccount (public key and JWT); the literal form passes through untouched.
 
+use controller_kit::blocked::Blocked;
 use nats_api::auth::{NatsAccountStatus, NatsOperatorStatus};
 use nats_api::nats::{NatsAccountTrustSpec, NatsOperatorTrustSpec, reason};
 
@@ -15,11 +16,8 @@ pub enum TrustStatus {
         first: String,
         second: Option<String>,
     },
-    /// Ready False with this reason and message.
-    NotReady {
-        reason: &'static str,
-        message: String,
-    },
+    /// Ready False: the reference is missing, not permitted or not signed yet.
+    NotReady(Blocked),
 }
 
 /// The referenced object as the reconcile found it.
@@ -39,17 +37,17 @@ pub fn operator_trust(
         return TrustStatus::Literal;
     };
     match operator {
-        Found::Missing => TrustStatus::NotReady {
-            reason: reason::REFERENCE_NOT_FOUND,
-            message: format!("NatsOperator {} not found", r.name),
-        },
-        Found::NotPermitted => TrustStatus::NotReady {
-            reason: reason::REFERENCE_NOT_PERMITTED,
-            message: format!(
+        Found::Missing => TrustStatus::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_FOUND,
+            format!("NatsOperator {} not found", r.name),
+        )),
+        Found::NotPermitted => TrustStatus::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_PERMITTED,
+            format!(
                 "no NatsReferenceGrant admits this object to NatsOperator {}",
                 r.name
             ),
-        },
+        )),
         Found::Present(status) => {
             let op = status.and_then(|s| s.jwt.clone());
             let sys = status
@@ -60,13 +58,13 @@ pub fn operator_trust(
                     first: op,
                     second: Some(sys),
                 },
-                _ => TrustStatus::NotReady {
-                    reason: reason::REFERENCE_NOT_READY,
-                    message: format!(
+                _ => TrustStatus::NotReady(Blocked::new(
+                    reason::REFERENCE_NOT_READY,
+                    format!(
                         "NatsOperator {} has not signed its JWT and its system account's yet",
                         r.name
                     ),
-                },
+                )),
             }
         }
     }
@@ -81,26 +79,26 @@ pub fn account_trust(
         return TrustStatus::Literal;
     };
     match account {
-        Found::Missing => TrustStatus::NotReady {
-            reason: reason::REFERENCE_NOT_FOUND,
-            message: format!("NatsAccount {} not found", r.name),
-        },
-        Found::NotPermitted => TrustStatus::NotReady {
-            reason: reason::REFERENCE_NOT_PERMITTED,
-            message: format!(
+        Found::Missing => TrustStatus::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_FOUND,
+            format!("NatsAccount {} not found", r.name),
+        )),
+        Found::NotPermitted => TrustStatus::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_PERMITTED,
+            format!(
                 "no NatsReferenceGrant admits this object to NatsAccount {}",
                 r.name
             ),
-        },
+        )),
         Found::Present(status) => match status.and_then(|s| s.public_key.clone()) {
             Some(key) => TrustStatus::Mirrored {
                 first: key,
                 second: status.and_then(|s| s.jwt.clone()),
             },
-            None => TrustStatus::NotReady {
-                reason: reason::REFERENCE_NOT_READY,
-                message: format!("NatsAccount {} has no public key yet", r.name),
-            },
+            None => TrustStatus::NotReady(Blocked::new(
+                reason::REFERENCE_NOT_READY,
+                format!("NatsAccount {} has no public key yet", r.name),
+            )),
         },
     }
 }
@@ -163,7 +161,7 @@ mod tests {
                 );
                 Some("Mirrored")
             }
-            TrustStatus::NotReady { reason, .. } => Some(*reason),
+            TrustStatus::NotReady(b) => Some(b.reason),
         };
         assert_eq!(reason, want);
     }
@@ -194,7 +192,7 @@ mod tests {
         let reason = match got {
             TrustStatus::Literal => None,
             TrustStatus::Mirrored { .. } => Some("Mirrored"),
-            TrustStatus::NotReady { reason, .. } => Some(reason),
+            TrustStatus::NotReady(b) => Some(b.reason),
         };
         assert_eq!(reason, want);
     }

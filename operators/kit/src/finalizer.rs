@@ -16,14 +16,11 @@ use std::time::Duration;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Resource;
 use kube::runtime::controller::Action;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-pub use kube::runtime::finalizer::{Error, Event};
-
 use crate::error::ReconcileError;
-use crate::object::describe as describe_object;
+use crate::object::describe;
 
 /// What a deletion's cleanup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +144,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
     let fail = |source| WriteError {
-        object: describe_object(obj),
+        object: describe(obj),
         finalizer: name.to_string(),
         op,
         source,
@@ -218,49 +215,11 @@ where
                 Ok(Action::await_change())
             }
             Cleanup::Wait { after, reason } => {
-                tracing::info!(object = %describe_object(&*obj), ?after, "deletion waits: {reason}");
+                tracing::info!(object = %describe(&*obj), ?after, "deletion waits: {reason}");
                 Ok(Action::requeue(after))
             }
         },
         Step::Nothing => Ok(Action::await_change()),
-    }
-}
-
-/// Runs `apply` or `cleanup` for `obj` under the finalizer `name` (kube-runtime's helper).
-///
-/// Superseded by [`reconcile`] (which knows whether an object wants the finalizer and lets a
-/// cleanup wait); removed once every controller uses it.
-pub async fn run<K, E, A, AF, C, CF>(
-    api: &Api<K>,
-    name: &str,
-    obj: Arc<K>,
-    apply: A,
-    cleanup: C,
-) -> Result<Action, Error<E>>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    E: std::error::Error + 'static,
-    A: FnOnce(Arc<K>) -> AF,
-    AF: Future<Output = Result<Action, E>>,
-    C: FnOnce(Arc<K>) -> CF,
-    CF: Future<Output = Result<Action, E>>,
-{
-    kube::runtime::finalizer::finalizer(api, name, obj, |event| async move {
-        match event {
-            Event::Apply(o) => apply(o).await,
-            Event::Cleanup(o) => cleanup(o).await,
-        }
-    })
-    .await
-}
-
-/// The error inside a finalizer error: what apply or cleanup failed with, or the finalizer patch.
-///
-/// Superseded by [`reconcile`], whose errors are the controller's own.
-pub fn describe<E: std::error::Error>(e: &Error<E>) -> String {
-    match e {
-        Error::ApplyFailed(inner) | Error::CleanupFailed(inner) => inner.to_string(),
-        other => other.to_string(),
     }
 }
 

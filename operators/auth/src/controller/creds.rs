@@ -25,7 +25,7 @@ pub(crate) async fn creds_secret_of(
     secret: &str,
 ) -> Result<Result<Option<Secret>, CredsConflict>, Error> {
     let ns = u.namespace().unwrap_or_default();
-    let found = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+    let found = Api::<Secret>::namespaced(ctx.shared.client.clone(), &ns)
         .get_opt(secret)
         .await
         .map_err(kube_err(format!("Secret {ns}/{secret}")))?;
@@ -65,7 +65,7 @@ pub(crate) async fn write_creds(
     creds: Vec<u8>,
 ) -> Result<Written, Error> {
     let ns = u.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(ctx.client.clone(), &ns);
+    let api = Api::<Secret>::namespaced(ctx.shared.client.clone(), &ns);
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PostParams::default()
@@ -117,7 +117,7 @@ pub(crate) async fn delete_creds(ctx: &Context, u: &NatsUser, secret: &str) -> R
         }),
         ..DeleteParams::default()
     };
-    match Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+    match Api::<Secret>::namespaced(ctx.shared.client.clone(), &ns)
         .delete(secret, &params)
         .await
     {

@@ -36,7 +36,7 @@
 //! (a relist swaps in a newer list whole). A pass reading it reads what a LIST would have
 //! returned a moment before, and a LIST too was stale by the time the pass wrote; a change the
 //! store has not seen wakes the pass again once it has. What the object of a pass says of itself
-//! is never read here: each pass reads its own object fresh ([`super::pass::instrumented`]),
+//! is never read here: each pass reads its own object fresh ([`super::pass::drive`]),
 //! since its own last status write is what a lagging read would undo. Secrets are not indexed:
 //! keys, activation tokens and creds are read from the apiserver as before. Each read, and why a
 //! read one event behind does no harm:

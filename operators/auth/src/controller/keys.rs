@@ -108,7 +108,7 @@ pub(crate) async fn resolve(
     ctx: &Context,
     s: Subject<'_>,
 ) -> Result<Result<Resolved, NotReady>, Error> {
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), s.namespace);
+    let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), s.namespace);
     let found = generated_secrets(&secrets, &s).await?;
     let seen: BTreeMap<String, SeenSecret> = found
         .iter()

@@ -12,8 +12,11 @@
 //! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`revocation`], [`jwt`],
 //! [`time`]).
 //!
-//! A refusal or a missing reference is a condition and a requeue with backoff; only a failure to
-//! reach the Kubernetes API is an [`Error`] (also retried with backoff). Seeds never leave Secrets:
+//! Every pass runs on the kit's skeleton: its Controller driven by the kit's run loop
+//! ([`pass::drive`]), the kit's finalizer path ([`finalizer::reconcile`]), its conditions the
+//! kit's `Decided`, refusals its `Blocked`. A refusal or a missing reference is a condition and a
+//! requeue with backoff; only a failure of the Kubernetes API (a finalizer write among them) or
+//! of the index is an [`Error`], retried by the kit's error policy. Seeds never leave Secrets:
 //! nothing here formats an [`NKey`](nats_claims::NKey) or a creds file into a log, an Event, a
 //! status or an error.
 
@@ -40,8 +43,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_kit::backoff::Backoff;
-use controller_kit::events::Events;
+use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
 use nats_api::auth::FIELD_MANAGER;
 
@@ -76,14 +78,8 @@ impl Default for Settings {
 
 /// What every reconcile shares.
 pub struct Context {
-    /// The Kubernetes client.
-    pub client: kube::Client,
-    /// The metrics registry.
-    pub metrics: Metrics,
-    /// The Event publisher.
-    pub events: Events,
-    /// Consecutive failures per object.
-    pub backoff: Backoff,
+    /// The client, metrics, Events, backoff and due times (the kit's).
+    pub shared: Shared,
     /// The process settings.
     pub settings: Settings,
     /// The dialed system connection, re-dialed when what it is dialed from changes.
@@ -109,6 +105,12 @@ pub struct Context {
     index: index::Index,
     /// The watches that fill [`Context::index`], until [`run`] takes them.
     feeds: std::sync::Mutex<Option<index::Feeds>>,
+}
+
+impl HasShared for Context {
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 impl Context {
@@ -152,7 +154,7 @@ pub async fn run(ctx: Arc<Context>) {
     } = feeds;
     futures::join!(
         ctx.index.report_until_ready(),
-        index::follow(grants, ctx.client.clone()),
+        index::follow(grants, ctx.shared.client.clone()),
         operator::controller(ctx.clone(), operators),
         system_account::controller(ctx.clone(), system_accounts),
         account::controller(ctx.clone(), accounts),
@@ -167,10 +169,7 @@ pub async fn run(ctx: Arc<Context>) {
 pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
     let (index, feeds) = index::new();
     Arc::new(Context {
-        events: Events::new(client.clone(), FIELD_MANAGER),
-        client,
-        metrics,
-        backoff: Backoff::default(),
+        shared: Shared::new(client, metrics, FIELD_MANAGER),
         settings,
         system: tokio::sync::Mutex::new(None),
         roster: std::sync::Mutex::new(crate::roster::Roster::default()),

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use nats_api::auth::Distribution;
@@ -52,13 +53,13 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
     let Some(sc) = &ctx.settings.system_connection else {
         return Ok(None);
     };
-    let conns: Api<NatsConnection> = Api::namespaced(ctx.client.clone(), &sc.namespace);
+    let conns: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
     let conn = conns
         .get_opt(&sc.name)
         .await
         .map_err(|e| format!("reading NatsConnection {}/{}: {e}", sc.namespace, sc.name))?
         .ok_or_else(|| format!("NatsConnection {}/{} not found", sc.namespace, sc.name))?;
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &sc.namespace);
+    let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
     let read = async |name: &str, key: &str| -> Result<Vec<u8>, String> {
         let s = secrets
             .get_opt(name)
@@ -319,7 +320,7 @@ pub(crate) async fn distribute<K>(
     account: &str,
     jwt: &str,
     prev: Option<&Distribution>,
-) -> (Option<Distribution>, super::status::Cond)
+) -> (Option<Distribution>, Decided)
 where
     K: kube::Resource<DynamicType = ()>,
 {
@@ -331,18 +332,18 @@ where
                 .unwrap_or((false, reason::NO_SYSTEM_CONNECTION));
             return (
                 prev.cloned(),
-                super::status::Cond::new(
+                Decided::new(
                     DISTRIBUTED,
                     status,
                     reason,
-                    "no --system-connection: nothing is pushed to the servers".into(),
+                    "no --system-connection: nothing is pushed to the servers",
                 ),
             );
         }
         Err(e) => {
             return (
                 prev.cloned(),
-                super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+                Decided::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
             );
         }
     };
@@ -350,7 +351,8 @@ where
         Spread::Counted { d, pushed } => {
             let message = distribution::describe(&d);
             if pushed {
-                ctx.events
+                ctx.shared
+                    .events
                     .publish(
                         obj,
                         false,
@@ -360,9 +362,9 @@ where
                     .await;
             }
             let cond = if distribution::all_current(&d) {
-                super::status::Cond::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
+                Decided::new(DISTRIBUTED, true, reason::ALL_SERVERS_CURRENT, message)
             } else {
-                super::status::Cond::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
+                Decided::new(DISTRIBUTED, false, reason::SERVERS_BEHIND, message)
             };
             (Some(d), cond)
         }
@@ -370,7 +372,8 @@ where
             let reason = match &h {
                 Held::UntrustedSigner { .. } => reason::UNTRUSTED_SIGNER,
                 Held::OlderThanHeld { .. } => {
-                    ctx.events
+                    ctx.shared
+                        .events
                         .publish(obj, true, event::JWT_HELD, h.to_string())
                         .await;
                     reason::DISTRIBUTING
@@ -378,12 +381,12 @@ where
             };
             (
                 prev.cloned(),
-                super::status::Cond::new(DISTRIBUTED, false, reason, h.to_string()),
+                Decided::new(DISTRIBUTED, false, reason, h.to_string()),
             )
         }
         Spread::Unreachable(e) => (
             prev.cloned(),
-            super::status::Cond::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
+            Decided::new(DISTRIBUTED, false, reason::UNREACHABLE, e),
         ),
     }
 }

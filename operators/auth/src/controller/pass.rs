@@ -1,20 +1,20 @@
 //! What every pass shares: its Controller (the kind's watch from the index, woken by every
-//! change of the kinds it reads), the wait for the index, the fresh read of its own object, its
-//! span and metrics, the error policy, and the backoff of a pass that was refused or waits.
+//! change of the kinds it reads), run by the kit's run loop after the wait for the index, its
+//! own object read fresh, and the backoff of a pass that was refused or waits.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::StreamExt;
+use controller_kit::reconcile::Read;
 use k8s_openapi::NamespaceResourceScope;
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 
 use super::Context;
-use super::error::{Error, describe, kube_err};
+use super::error::Error;
 use super::index::{Feed, Kind, Watched};
 
 /// Batches bursts of watch events.
@@ -27,7 +27,8 @@ fn config() -> Config {
 /// reference in both directions, and each pass is cheap and idempotent).
 pub(crate) fn indexed<K: Watched>(ctx: &Context, feed: Feed<K>, wakes: &[Kind]) -> Controller<K> {
     let store = feed.store();
-    let c = Controller::for_stream(feed.trigger(ctx.client.clone()), store).with_config(config());
+    let c = Controller::for_stream(feed.trigger(ctx.shared.client.clone()), store)
+        .with_config(config());
     woken(c, ctx, wakes)
 }
 
@@ -35,7 +36,7 @@ pub(crate) fn indexed<K: Watched>(ctx: &Context, feed: Feed<K>, wakes: &[Kind]) 
 /// like [`indexed`].
 pub(crate) fn watched<K: Watched>(ctx: &Context, wakes: &[Kind]) -> Controller<K> {
     let c = Controller::new(
-        Api::<K>::all(ctx.client.clone()),
+        Api::<K>::all(ctx.shared.client.clone()),
         watcher::Config::default(),
     )
     .with_config(config());
@@ -48,90 +49,33 @@ fn woken<K: Watched>(c: Controller<K>, ctx: &Context, wakes: &[Kind]) -> Control
         .fold(c, |c, kind| c.reconcile_all_on(ctx.index.wakes(*kind)))
 }
 
-/// Drives a Controller's stream, each pass run by [`instrumented`], logging each result.
+/// Runs a Controller through the kit's run loop ([`controller_kit::reconcile::run`]: span, count,
+/// relist redrive, error policy), each pass of its object read fresh: the watch may not hold
+/// this controller's last status write yet, and a pass over a stale status would sign again
+/// what was just signed. After that read, a pass waits for the index before it runs: no pass
+/// reads a store before its first list (the index's own signal, see [`super::index`]; the kit's
+/// run loop waits on no store, so the Controller's runner stays the only waiter of its store).
 pub(crate) async fn drive<K, F, Fut>(controller: Controller<K>, ctx: Arc<Context>, pass: F)
 where
     K: Watched + Resource<Scope = NamespaceResourceScope>,
     F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Copy + 'static,
     Fut: Future<Output = Result<Action, Error>> + Send + 'static,
 {
-    let kind = K::kind(&()).to_string();
-    let (redrive, again) = controller_kit::relist::redrive(&kind);
-    controller
-        .reconcile_all_on(again)
-        .run(
-            move |obj, ctx| Box::pin(instrumented(obj, ctx, pass)),
-            error_policy::<K>,
-            ctx,
-        )
-        .for_each(|r| {
-            redrive.note(&r);
-            controller_kit::trace::run_result(&kind, &r);
-            futures::future::ready(())
-        })
-        .await;
-}
-
-/// Runs one reconcile inside its span, counting it and resetting the backoff on success. It
-/// waits for the index first (no pass reads a store before its first list), and reads the
-/// object again: the watch may not hold this controller's last status write yet, and a pass
-/// over a stale status would sign again what was just signed.
-async fn instrumented<K, F, Fut>(obj: Arc<K>, ctx: Arc<Context>, f: F) -> Result<Action, Error>
-where
-    K: Watched + Resource<Scope = NamespaceResourceScope>,
-    F: FnOnce(Arc<K>, Arc<Context>) -> Fut,
-    Fut: Future<Output = Result<Action, Error>>,
-{
-    use tracing::Instrument;
-    ctx.index.ready().await?;
-    let kind = K::kind(&()).to_string();
-    let key = describe(&*obj);
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
-    let obj = match api
-        .get_opt(&obj.name_any())
-        .await
-        .map_err(kube_err(key.clone()))?
-    {
-        Some(fresh) => Arc::new(fresh),
-        None => return Ok(Action::await_change()),
+    let after_index = move |obj: Arc<K>, ctx: Arc<Context>| async move {
+        ctx.index.ready().await?;
+        pass(obj, ctx).await
     };
-    let span = controller_kit::trace::reconcile_span(
-        &kind,
-        &obj.namespace().unwrap_or_default(),
-        &obj.name_any(),
-    );
-    let started = Instant::now();
-    let result = f(obj.clone(), ctx.clone()).instrument(span).await;
-    ctx.metrics.reconciled(&kind, started.elapsed());
-    if result.is_ok() {
-        ctx.backoff.succeeded(&key);
-    }
-    result
-}
-
-/// error_policy: count the failure and retry after a backoff that doubles per failure.
-fn error_policy<K: Resource<DynamicType = ()>>(
-    obj: Arc<K>,
-    err: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = describe(&*obj);
-    ctx.metrics.failed(&K::kind(&()), err.metric_label());
-    let wait = ctx.backoff.failed(&key);
-    tracing::warn!(object = %key, error = %err, ?wait, "reconcile failed");
-    Action::requeue(wait)
+    controller_kit::reconcile::run(controller, ctx, Read::Fresh, after_index).await;
 }
 
 /// The wait before looking again at an object that was refused or waits on another: doubles
-/// per consecutive such pass, capped by the resync.
+/// per consecutive such pass ([`controller_kit::context::Shared::retry_later`]), capped by the
+/// resync.
 pub(crate) fn retry_later<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) -> Duration {
-    ctx.backoff
-        .failed(&format!("{} (waiting)", describe(obj)))
-        .min(ctx.settings.resync)
+    ctx.shared.retry_later(obj).min(ctx.settings.resync)
 }
 
 /// Resets [`retry_later`] after a pass that signed.
 pub(crate) fn settled<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) {
-    ctx.backoff
-        .succeeded(&format!("{} (waiting)", describe(obj)));
+    ctx.shared.settled(obj);
 }

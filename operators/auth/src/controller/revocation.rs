@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use nats_api::auth::{NatsUser, Revocation};
 
-use super::finalizer::has_finalizer;
+use super::finalizer;
 use super::time::secs_of;
 use crate::revocations;
 
@@ -33,7 +33,7 @@ pub(crate) fn revocation_record(
     for u in users {
         let Some(st) = &u.status else { continue };
         if let (Some(at), Some(pk)) = (&u.metadata.deletion_timestamp, &st.public_key)
-            && has_finalizer(&**u)
+            && finalizer::has(&**u)
         {
             revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
         }

@@ -1,65 +1,38 @@
-//! Conditions and status writes shared by every pass: [`Cond`], one condition as a pass decides
-//! it; the previous conditions merged with a pass's; the status written by server-side apply on
+//! Conditions and status writes shared by every pass: the previous conditions merged with a
+//! pass's decisions ([`merged`], the kit's [`Decided`] and [`conditions::merge`]); the status written by server-side apply on
 //! the status subresource ([`write_status`]), or only at the resourceVersion it was read at
 //! ([`write_status_at`], for a status that is a record); and the condition gauge.
 
 use std::fmt::Debug;
 
-use controller_kit::conditions::{self, Desired};
+use controller_kit::conditions::{self, Decided};
+use controller_kit::error::KubeError;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use nats_api::auth::FIELD_MANAGER;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Context;
-use super::error::{Error, describe, kube_err};
+use super::error::Error;
 
-/// One condition as a pass decides it.
-#[derive(Debug, Clone)]
-pub(crate) struct Cond {
-    pub type_: &'static str,
-    pub status: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-impl Cond {
-    pub fn new(type_: &'static str, status: bool, reason: &'static str, message: String) -> Self {
-        Cond {
-            type_,
-            status,
-            reason,
-            message,
-        }
-    }
-}
-
-/// The previous conditions with `set` upserted and `remove` removed.
-pub(crate) fn merge_conditions(
-    prev: &[Condition],
-    generation: Option<i64>,
-    set: &[Cond],
+/// The object's previous conditions with a pass's decisions `set` and the types of `remove` it
+/// does not set removed ([`conditions::merge`]: observedGeneration the object's generation,
+/// lastTransitionTime kept while a status holds).
+pub(crate) fn merged<K: Resource + Serialize>(
+    obj: &K,
+    set: &[Decided],
     remove: &[&str],
 ) -> Vec<Condition> {
-    let now = conditions::now();
-    let mut out = prev.to_vec();
-    for c in set {
-        conditions::upsert(
-            &mut out,
-            &Desired::new(c.type_, c.status, c.reason, c.message.clone()),
-            generation,
-            &now,
-        );
-    }
-    for r in remove {
-        if !set.iter().any(|c| c.type_ == *r) {
-            conditions::remove(&mut out, r);
-        }
-    }
-    out
+    let generation = obj.meta().generation;
+    conditions::merge(
+        &previous_conditions(obj),
+        generation,
+        set,
+        remove,
+        &conditions::now(),
+    )
 }
 
 /// The previous status of an object as JSON (an empty object when it has none).
@@ -81,7 +54,8 @@ pub(crate) fn previous_conditions<K: Serialize>(obj: &K) -> Vec<Condition> {
 }
 
 /// Writes `status` (the whole status this controller owns) by server-side apply on the status
-/// subresource and updates the condition gauge. A field left out is removed.
+/// subresource and updates the condition gauge ([`controller_kit::context::Shared::write_status`]).
+/// A field left out is removed.
 pub(crate) async fn write_status<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<(), Error>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -91,12 +65,10 @@ where
         + DeserializeOwned,
     S: Serialize,
 {
-    let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    controller_kit::status::apply(&api, &obj.name_any(), FIELD_MANAGER, status)
+    ctx.shared
+        .write_status(obj, status)
         .await
-        .map_err(kube_err(describe(obj)))?;
-    conditions_gauge(ctx, obj, status);
+        .map_err(KubeError::of(obj))?;
     Ok(())
 }
 
@@ -111,7 +83,7 @@ fn conditions_gauge<K: Resource<DynamicType = ()>, S: Serialize>(
         .and_then(|v| v.get("conditions").cloned())
         .and_then(|c| serde_json::from_value(c).ok())
         .unwrap_or_default();
-    ctx.metrics.set_conditions(
+    ctx.shared.metrics.set_conditions(
         &K::kind(&()),
         &obj.namespace().unwrap_or_default(),
         &obj.name_any(),
@@ -135,11 +107,19 @@ where
         return write_status(ctx, obj, status).await.map(|()| true);
     };
     let ns = obj.namespace().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    match controller_kit::status::apply_at(&api, &obj.name_any(), rv, FIELD_MANAGER, status).await {
+    let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), &ns);
+    match controller_kit::status::apply_at(
+        &api,
+        &obj.name_any(),
+        rv,
+        ctx.shared.field_manager,
+        status,
+    )
+    .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(false),
-        Err(e) => return Err(kube_err(describe(obj))(e)),
+        Err(e) => return Err(KubeError::of(obj)(e).into()),
     }
     conditions_gauge(ctx, obj, status);
     Ok(true)
@@ -149,6 +129,7 @@ where
 mod tests {
     use super::*;
     use crate::controller::time::time_of;
+    use nats_api::auth::NatsUser;
 
     fn cond(type_: &str, status: &str, reason: &str) -> Condition {
         Condition {
@@ -163,14 +144,22 @@ mod tests {
 
     #[test]
     fn merging_conditions_upserts_and_removes_only_what_is_not_set() {
-        let prev = vec![
-            cond("Ready", "False", "KeysPending"),
-            cond("Distributed", "False", "NoSystemConnection"),
-        ];
-        let out = merge_conditions(
-            &prev,
-            Some(2),
-            &[Cond::new("Ready", true, "Signed", "signed".into())],
+        let mut u: NatsUser = serde_json::from_value(serde_json::json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+            "metadata": {"name": "u", "namespace": "nats", "generation": 2},
+            "spec": {"accountRef": {"kind": "NatsAccount", "name": "a"}},
+        }))
+        .expect("a NatsUser");
+        u.status = Some(nats_api::auth::NatsUserStatus {
+            conditions: vec![
+                cond("Ready", "False", "KeysPending"),
+                cond("Distributed", "False", "NoSystemConnection"),
+            ],
+            ..Default::default()
+        });
+        let out = merged(
+            &u,
+            &[Decided::new("Ready", true, "Signed", "signed")],
             &["Distributed", "Ready"],
         );
         assert_eq!(out.len(), 1);

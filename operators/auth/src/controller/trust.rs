@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use controller_kit::conditions::Decided;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -13,10 +14,12 @@ use nats_api::nats::{
     condition, reason,
 };
 
-use super::error::{describe, kube_err};
+use controller_kit::reconcile::describe;
+
+use super::error::kube_err;
 use super::index::Kind;
 use super::pass::{self, retry_later, settled};
-use super::status::{Cond, merge_conditions, previous_conditions, write_status};
+use super::status::{merged, write_status};
 use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
 
@@ -32,6 +35,27 @@ pub(crate) async fn account_trust_controller(ctx: Arc<Context>) {
     pass::drive(c, ctx, reconcile_account_trust).await;
 }
 
+/// The object a trust object references, as looked up.
+enum Referenced<K> {
+    /// Not there.
+    Missing,
+    /// In another namespace, and no grant admits the trust object to it.
+    NotPermitted,
+    /// There and admitted.
+    Present(K),
+}
+
+impl<K> Referenced<K> {
+    /// As the pure core takes it: what `status` reads of the object found.
+    fn found<'a, S>(&'a self, status: impl FnOnce(&'a K) -> Option<&'a S>) -> Found<'a, S> {
+        match self {
+            Referenced::Missing => Found::Missing,
+            Referenced::NotPermitted => Found::NotPermitted,
+            Referenced::Present(k) => Found::Present(status(k)),
+        }
+    }
+}
+
 /// Looks up `kind` `namespace`/`name` for a trust object in `from_ns`, through a grant when
 /// the namespaces differ.
 async fn find<K>(
@@ -40,7 +64,7 @@ async fn find<K>(
     from_ns: &str,
     namespace: &str,
     name: &str,
-) -> Result<Option<Result<K, ()>>, Error>
+) -> Result<Referenced<K>, Error>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -58,29 +82,33 @@ where
         namespace,
         name,
     };
-    let got = Api::<K>::namespaced(ctx.client.clone(), namespace)
+    let got = Api::<K>::namespaced(ctx.shared.client.clone(), namespace)
         .get_opt(name)
         .await
         .map_err(kube_err(format!("{} {namespace}/{name}", K::kind(&()))))?;
-    let Some(got) = got else { return Ok(None) };
-    let ok = controller_kit::grants::admitted(&ctx.client, from, to)
+    let Some(got) = got else {
+        return Ok(Referenced::Missing);
+    };
+    let ok = controller_kit::grants::admitted(&ctx.shared.client, from, to)
         .await
         .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
-    Ok(Some(if ok { Ok(got) } else { Err(()) }))
+    Ok(if ok {
+        Referenced::Present(got)
+    } else {
+        Referenced::NotPermitted
+    })
 }
 
-fn ready(t: &TrustStatus, from: &str) -> Option<Cond> {
+fn ready(t: &TrustStatus, from: &str) -> Option<Decided> {
     match t {
         TrustStatus::Literal => None,
-        TrustStatus::Mirrored { .. } => Some(Cond::new(
+        TrustStatus::Mirrored { .. } => Some(Decided::new(
             condition::READY,
             true,
             reason::MIRRORED,
             format!("mirrored from {from}"),
         )),
-        TrustStatus::NotReady { reason, message } => {
-            Some(Cond::new(condition::READY, false, reason, message.clone()))
-        }
+        TrustStatus::NotReady(blocked) => Some(blocked.condition(condition::READY)),
     }
 }
 
@@ -94,11 +122,7 @@ async fn reconcile_operator_trust(
     let ns = t.namespace().unwrap_or_default();
     let op_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
     let found = find::<NatsOperator>(&ctx, "NatsOperatorTrust", &ns, &op_ns, &r.name).await?;
-    let decided = match &found {
-        None => core::operator_trust(&t.spec, Found::Missing),
-        Some(Err(())) => core::operator_trust(&t.spec, Found::NotPermitted),
-        Some(Ok(op)) => core::operator_trust(&t.spec, Found::Present(op.status.as_ref())),
-    };
+    let decided = core::operator_trust(&t.spec, found.found(|op| op.status.as_ref()));
     let from = format!("NatsOperator {op_ns}/{}", r.name);
     let Some(cond) = ready(
         &decided,
@@ -114,7 +138,7 @@ async fn reconcile_operator_trust(
     let generation = t.meta().generation;
     let status = NatsOperatorTrustStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        conditions: merged(&*t, &[cond], &[]),
         operator_jwt: op_jwt,
         system_account_jwt: sys_jwt,
     };
@@ -138,11 +162,7 @@ async fn reconcile_account_trust(
     let ns = t.namespace().unwrap_or_default();
     let a_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
     let found = find::<NatsAccount>(&ctx, "NatsAccountTrust", &ns, &a_ns, &r.name).await?;
-    let decided = match &found {
-        None => core::account_trust(&t.spec, Found::Missing),
-        Some(Err(())) => core::account_trust(&t.spec, Found::NotPermitted),
-        Some(Ok(a)) => core::account_trust(&t.spec, Found::Present(a.status.as_ref())),
-    };
+    let decided = core::account_trust(&t.spec, found.found(|a| a.status.as_ref()));
     let from = format!("NatsAccount {a_ns}/{}", r.name);
     let Some(cond) = ready(&decided, &format!("{from}: public key and JWT")) else {
         return Ok(Action::requeue(ctx.settings.resync));
@@ -155,7 +175,7 @@ async fn reconcile_account_trust(
     let generation = t.meta().generation;
     let status = NatsAccountTrustStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(&*t), generation, &[cond], &[]),
+        conditions: merged(&*t, &[cond], &[]),
         public_key: pk,
         jwt,
     };

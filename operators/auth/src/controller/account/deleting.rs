@@ -4,29 +4,27 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
+use controller_kit::finalizer::Cleanup;
 use controller_kit::metrics;
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator, condition, reason};
 
 use crate::controller::Context;
 use crate::controller::error::Error;
-use crate::controller::finalizer::{deletion_held, force_deleted, has_finalizer, remove_finalizer};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::finalizer::{deletion_held, force_deleted};
+use crate::controller::status::{merged, write_status};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::deletions;
 
-/// The pass of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again in
-/// a second) until `op` (its NatsOperator, from the index) records the deletion or the deletion
-/// is forced; then released.
+/// The cleanup of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again
+/// in a second) until `op` (its NatsOperator, from the index) records the deletion or the
+/// deletion is forced; then done (its metrics go, the finalizer is released).
 pub(super) async fn deleting(
     ctx: &Context,
     acct: &NatsAccount,
     op: Option<&NatsOperator>,
-) -> Result<Action, Error> {
-    if !has_finalizer(acct) {
-        return Ok(Action::await_change());
-    }
+) -> Result<Cleanup, Error> {
     let prev = acct.status.clone().unwrap_or_default();
     let signed = prev.jwt.as_deref().is_some_and(|j| !j.is_empty());
     if let (Some(pk), Some(op), true) = (&prev.public_key, op, signed) {
@@ -46,14 +44,13 @@ pub(super) async fn deleting(
             }
         }
     }
-    remove_finalizer(ctx, acct).await?;
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
-    ctx.metrics.forget("NatsAccount", &ns, &name);
-    ctx.metrics.remove_gauge(
+    ctx.shared.metrics.forget("NatsAccount", &ns, &name);
+    ctx.shared.metrics.remove_gauge(
         metrics::ACCOUNT_JWT_EXPIRY,
         &[("namespace", &ns), ("name", &name)],
     );
-    Ok(Action::await_change())
+    Ok(Cleanup::Done)
 }
 
 /// Ready False Distributing saying what the deletion waits for, and a DeletionHeld Event.
@@ -62,20 +59,18 @@ async fn held(
     acct: &NatsAccount,
     prev: NatsAccountStatus,
     message: String,
-) -> Result<Action, Error> {
+) -> Result<Cleanup, Error> {
     let generation = acct.meta().generation;
-    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+    let cond = Decided::new(condition::READY, false, reason::DISTRIBUTING, message);
     let status = NatsAccountStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(acct),
-            generation,
-            std::slice::from_ref(&cond),
-            &[],
-        ),
+        conditions: merged(acct, std::slice::from_ref(&cond), &[]),
         ..prev
     };
     write_status(ctx, acct, &status).await?;
     deletion_held(ctx, acct, &cond).await;
-    Ok(Action::requeue(Duration::from_secs(1)))
+    Ok(Cleanup::Wait {
+        after: Duration::from_secs(1),
+        reason: cond.message,
+    })
 }

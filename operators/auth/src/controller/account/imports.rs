@@ -99,7 +99,7 @@ async fn by_public_key(
         return Ok(Resolution::Resolved(i));
     };
     let secret_name = &act.secret_key_ref.name;
-    let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+    let secret = Api::<Secret>::namespaced(ctx.shared.client.clone(), &ns)
         .get_opt(secret_name)
         .await
         .map_err(kube_err(format!("Secret {ns}/{secret_name}")))?;

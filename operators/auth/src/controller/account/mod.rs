@@ -30,13 +30,12 @@ mod stop;
 
 use std::sync::Arc;
 
-use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator};
 
 use self::status::Signed;
 use self::stop::Stop;
-use super::finalizer::{add_finalizer, has_finalizer};
+use super::finalizer;
 use super::index::{Feed, Kind};
 use super::jwt::jwt_hash;
 use super::time::unix_now;
@@ -55,18 +54,31 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }
 
+/// One pass: the finalizer holds a deleted account until its NatsOperator records the
+/// deletion ([`deleting`]); a live account runs its phases.
 async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
     let op = gather::operator(&ctx, &acct);
-    if acct.meta().deletion_timestamp.is_some() {
-        return deleting::deleting(&ctx, &acct, op.as_deref()).await;
-    }
-    // The finalizer holds a deleted account until its NatsOperator records the deletion.
-    if !has_finalizer(&*acct) {
-        add_finalizer(&ctx, &*acct).await?;
-    }
+    let (live_op, deleted_op) = (op.clone(), op);
+    let ctx: &Context = &ctx;
+    finalizer::reconcile(
+        ctx,
+        acct,
+        true,
+        |acct| live(ctx, acct, live_op),
+        |acct| async move { deleting::deleting(ctx, &acct, deleted_op.as_deref()).await },
+    )
+    .await
+}
+
+/// A live account: its phases, then its status.
+async fn live(
+    ctx: &Context,
+    acct: Arc<NatsAccount>,
+    op: Option<Arc<NatsOperator>>,
+) -> Result<Action, Error> {
     let mut status = acct.status.clone().unwrap_or_default();
-    let end = phases(&ctx, &acct, op, &mut status).await;
-    status::write(&ctx, &acct, status, end).await
+    let end = phases(ctx, &acct, op, &mut status).await;
+    status::write(ctx, &acct, status, end).await
 }
 
 /// The phases in order, each adding to `status` what it decided.

@@ -2,10 +2,10 @@
 //! account whose servers could not be asked which JWT they hold, nothing pushed before they are
 //! ([`crate::gates::push_waits_for_lookup`]).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{Distribution, NatsAccount, condition, reason};
 
 use super::sign::adopted_elsewhere;
-use crate::controller::status::Cond;
 use crate::controller::{Context, nats};
 use crate::distribution;
 
@@ -13,7 +13,7 @@ use crate::distribution;
 /// holds the JWT.
 pub(super) struct Pushed {
     pub distribution: Option<Distribution>,
-    pub conds: Vec<Cond>,
+    pub conds: Vec<Decided>,
     pub current: bool,
 }
 
@@ -36,11 +36,11 @@ pub(super) async fn push(
     ) {
         (
             prev.distribution.clone(),
-            Cond::new(
+            Decided::new(
                 condition::DISTRIBUTED,
                 false,
                 reason::UNREACHABLE,
-                "the servers could not be asked which JWT they hold for this adopted account; nothing is pushed before they are".into(),
+                "the servers could not be asked which JWT they hold for this adopted account; nothing is pushed before they are",
             ),
         )
     } else {
@@ -53,7 +53,7 @@ pub(super) async fn push(
     let current = d.as_ref().is_some_and(distribution::all_current);
     let mut conds = vec![];
     if cond.reason == reason::UNTRUSTED_SIGNER {
-        conds.push(Cond::new(
+        conds.push(Decided::new(
             condition::SIGNING_KEY_UNTRUSTED,
             true,
             reason::UNTRUSTED_SIGNER,

@@ -3,6 +3,7 @@
 //! back from the JWTs the servers hold, never signing older than one of them, and no signing
 //! while a roster server is silent for an account recorded distributed (it may hold a newer JWT).
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{AccountKind, NatsAccount, NatsAccountStatus, Revocation, condition, reason};
 use nats_claims::Account;
@@ -12,7 +13,6 @@ use crate::controller::Context;
 use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
 use crate::controller::revocation::revocation_record;
-use crate::controller::status::Cond;
 use crate::controller::time::time_of;
 use crate::distribution::{self, Recovery};
 
@@ -42,7 +42,7 @@ pub(super) struct Recovered {
     /// What the servers hold (`None`: no system connection, or they could not be asked).
     pub holding: Option<Holding>,
     /// RevocationsUnrecovered, where the servers could be asked.
-    pub unrecovered: Option<Cond>,
+    pub unrecovered: Option<Decided>,
 }
 
 /// Asks the servers which JWT they hold and judges whether to sign (RecoveringRevocations when
@@ -95,7 +95,7 @@ pub(super) async fn recover(
 
 /// RevocationsUnrecovered as the servers' answers decide it, or the hold of a pass while a
 /// silent server may hold a newer JWT.
-fn judge(h: &Holding, prev: &NatsAccountStatus) -> Result<Cond, Stop> {
+fn judge(h: &Holding, prev: &NatsAccountStatus) -> Result<Decided, Stop> {
     let answered = h.answered_phrase();
     let rec = distribution::record(
         distribution::issued_at(prev.jwt.as_deref()),
@@ -106,7 +106,7 @@ fn judge(h: &Holding, prev: &NatsAccountStatus) -> Result<Cond, Stop> {
         prev.distribution.as_ref(),
     );
     let unrecovered = |status, reason, message| {
-        Ok(Cond::new(
+        Ok(Decided::new(
             condition::REVOCATIONS_UNRECOVERED,
             status,
             reason,
@@ -131,7 +131,7 @@ fn judge(h: &Holding, prev: &NatsAccountStatus) -> Result<Cond, Stop> {
             );
             Err(Stop::Held {
                 roster: h.roster.to_status(time_of),
-                conds: vec![Cond::new(
+                conds: vec![Decided::new(
                     condition::READY,
                     false,
                     reason::RECOVERING_REVOCATIONS,

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use controller_kit::metrics;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -17,13 +18,13 @@ use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::keys::Resolved;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status_at};
+use crate::controller::status::{merged, write_status_at};
 use crate::controller::time::time_of;
 use crate::controller::{Context, WAIT_RETRY, creds};
 
 /// A signed account's conditions and when it is looked at again.
 pub(super) struct Signed {
-    pub conds: Vec<Cond>,
+    pub conds: Vec<Decided>,
     pub wait: Duration,
 }
 
@@ -37,7 +38,7 @@ pub(super) fn ready(
     admitted: &Admitted,
     activations: &Activations,
     signed: &AccountJwt,
-) -> Vec<Cond> {
+) -> Vec<Decided> {
     let (op_ns, op_name) = (&admitted.namespace, &admitted.name);
     let expires = if signed.exp == 0 {
         "never expires".to_string()
@@ -58,7 +59,7 @@ pub(super) fn ready(
     };
     let unsigned = activations.unsigned;
     let ready = if unsigned > 0 {
-        Cond::new(
+        Decided::new(
             condition::READY,
             true,
             reason::ACTIVATIONS_UNSIGNED,
@@ -68,14 +69,14 @@ pub(super) fn ready(
             ),
         )
     } else {
-        Cond::new(
+        Decided::new(
             condition::READY,
             true,
             reason::SIGNED,
             format!("account JWT signed by NatsOperator {op_ns}/{op_name}, {expires}{what}"),
         )
     };
-    let resolved = Cond::new(
+    let resolved = Decided::new(
         condition::REFERENCES_RESOLVED,
         true,
         reason::REFERENCES_RESOLVED,
@@ -90,7 +91,7 @@ pub(super) async fn retiring_in_use(
     ctx: &Context,
     acct: &NatsAccount,
     keys: &Resolved,
-) -> Result<Option<Cond>, Error> {
+) -> Result<Option<Decided>, Error> {
     let retiring: Vec<String> = keys
         .signing
         .iter()
@@ -105,7 +106,7 @@ pub(super) async fn retiring_in_use(
     let issuers = creds::issuers(ctx, &users).await?;
     let in_use = crate::gates::retiring_in_use(&retiring, issuers.iter().map(String::as_str));
     Ok((!in_use.is_empty()).then(|| {
-        Cond::new(
+        Decided::new(
             condition::RETIRING_KEYS_IN_USE,
             true,
             condition::RETIRING_KEYS_IN_USE,
@@ -137,10 +138,11 @@ pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let labels = [("namespace", ns.as_str()), ("name", name.as_str())];
     if exp == 0 {
-        ctx.metrics
+        ctx.shared
+            .metrics
             .remove_gauge(metrics::ACCOUNT_JWT_EXPIRY, &labels);
     } else {
-        ctx.metrics.set_gauge(
+        ctx.shared.metrics.set_gauge(
             metrics::ACCOUNT_JWT_EXPIRY,
             "When the account JWT the controller signed expires (Unix seconds).",
             &labels,
@@ -150,8 +152,8 @@ pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
 }
 
 /// Writes the status as the pass left it, only at the resourceVersion the account was read at
-/// (changed since: its status removed, or a finalizer this pass added; looked at again in
-/// 200 ms). Signed: settled, again after its wait; refused: again after the backoff.
+/// (or written at, by the finalizer's add); changed since (its status removed, say): looked at
+/// again in 200 ms. Signed: settled, again after its wait; refused: again after the backoff.
 pub(super) async fn write(
     ctx: &Context,
     acct: &NatsAccount,
@@ -182,7 +184,7 @@ pub(super) async fn write(
     ];
     let status = NatsAccountStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(acct), generation, &conds, &remove),
+        conditions: merged(acct, &conds, &remove),
         ..status
     };
     if !write_status_at(ctx, acct, &status).await? {

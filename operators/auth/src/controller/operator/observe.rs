@@ -3,18 +3,18 @@
 //! while a roster server is silent, its revocations may be unrecovered, and the JWT is then not
 //! pushed, and not re-signed where it was distributed.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{NatsOperatorStatus, condition, reason};
 use nats_claims::Account;
 
 use super::gather::SystemAccount;
-use crate::controller::status::Cond;
 use crate::controller::{Context, nats};
 use crate::distribution::{self, Recovery};
 
 /// What the servers said of the system account's JWT.
 pub(super) struct Held {
     /// RevocationsUnrecovered, where the servers could be asked.
-    pub recovery: Option<Cond>,
+    pub recovery: Option<Decided>,
     /// Whether a silent server may hold revocations the record lacks: the JWT stays as it is.
     pub hold: bool,
 }
@@ -55,7 +55,7 @@ pub(super) async fn held(ctx: &Context, system: &SystemAccount, prev: &NatsOpera
     );
     match distribution::recovery(h.roster.len(), h.answered, record) {
         Recovery::Sign | Recovery::SignFromRecord { .. } => Held {
-            recovery: Some(Cond::new(
+            recovery: Some(Decided::new(
                 condition::REVOCATIONS_UNRECOVERED,
                 false,
                 reason::ALL_SERVERS_CURRENT,
@@ -64,7 +64,7 @@ pub(super) async fn held(ctx: &Context, system: &SystemAccount, prev: &NatsOpera
             hold: false,
         },
         Recovery::SignUnrecovered { .. } | Recovery::Hold { .. } => Held {
-            recovery: Some(Cond::new(
+            recovery: Some(Decided::new(
                 condition::REVOCATIONS_UNRECOVERED,
                 true,
                 reason::RECOVERING_REVOCATIONS,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsAccount, NatsOperator, NatsOperatorStatus, condition, reason};
@@ -14,12 +15,12 @@ use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::keys::Resolved;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
 
 /// A signed operator's conditions and when it is looked at again.
 pub(super) struct Signed {
-    pub conds: Vec<Cond>,
+    pub conds: Vec<Decided>,
     pub wait: Duration,
 }
 
@@ -32,7 +33,7 @@ pub(super) fn signed(
     system: &SystemAccount,
     accounts: &[Arc<NatsAccount>],
     status: &NatsOperatorStatus,
-    recovery: Option<Cond>,
+    recovery: Option<Decided>,
 ) -> Signed {
     let mut wait = ctx.settings.resync;
     if !status.deleted_accounts.is_empty() {
@@ -41,7 +42,7 @@ pub(super) fn signed(
     let signing = keys.signing_public_keys().len();
     let (sys_ns, sys_name) = (&system.namespace, &system.name);
     let mut conds = vec![
-        Cond::new(
+        Decided::new(
             condition::READY,
             true,
             reason::SIGNED,
@@ -50,7 +51,7 @@ pub(super) fn signed(
                 if signing == 1 { "" } else { "s" }
             ),
         ),
-        Cond::new(
+        Decided::new(
             condition::REFERENCES_RESOLVED,
             true,
             reason::REFERENCES_RESOLVED,
@@ -60,7 +61,7 @@ pub(super) fn signed(
     let in_use = retiring_in_use(keys, accounts, status);
     if !in_use.is_empty() {
         wait = wait.min(WAIT_RETRY);
-        conds.push(Cond::new(
+        conds.push(Decided::new(
             condition::RETIRING_KEYS_IN_USE,
             true,
             condition::RETIRING_KEYS_IN_USE,
@@ -117,7 +118,7 @@ pub(super) async fn write(
     };
     let status = NatsOperatorStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(op), generation, &conds, &remove),
+        conditions: merged(op, &conds, &remove),
         ..status
     };
     write_status(ctx, op, &status).await?;

@@ -1,15 +1,16 @@
 //! Why a NatsOperator pass stops before it signs: a refusal, written as its conditions over the
 //! status as far as the pass got, or a failure of the Kubernetes API.
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use nats_api::auth::condition;
 
 use crate::controller::error::Error;
-use crate::controller::status::Cond;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {
     /// Refused or waiting on another object: these conditions, a requeue with backoff.
-    Refused(Vec<Cond>),
+    Refused(Vec<Decided>),
     /// The Kubernetes API failed: retried by the error policy.
     Failed(Error),
 }
@@ -20,15 +21,18 @@ impl From<Error> for Stop {
     }
 }
 
-/// Ready False for `reason`.
+/// Refused for `reason`: Ready False.
 pub(super) fn not_ready(reason: &'static str, message: String) -> Stop {
-    Stop::Refused(vec![Cond::new(condition::READY, false, reason, message)])
+    Stop::Refused(vec![
+        Blocked::new(reason, message).condition(condition::READY),
+    ])
 }
 
-/// Ready and ReferencesResolved False for `reason`: a reference that does not resolve.
+/// Refused for `reason`, a reference that does not resolve: Ready and ReferencesResolved False.
 pub(super) fn unresolved(reason: &'static str, message: String) -> Stop {
+    let blocked = Blocked::new(reason, message);
     Stop::Refused(vec![
-        Cond::new(condition::READY, false, reason, message.clone()),
-        Cond::new(condition::REFERENCES_RESOLVED, false, reason, message),
+        blocked.condition(condition::READY),
+        blocked.condition(condition::REFERENCES_RESOLVED),
     ])
 }

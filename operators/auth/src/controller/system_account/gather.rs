@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{
     GeneratedKind, NatsOperator, NatsSystemAccount, NatsSystemAccountStatus, condition, reason,
@@ -12,7 +14,6 @@ use super::stop::{Stop, unresolved};
 use crate::controller::Context;
 use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::operator_of_system_account;
-use crate::controller::status::Cond;
 use crate::grants::{Referrer, Target};
 use crate::operator as core;
 
@@ -33,12 +34,9 @@ pub(super) async fn keys(
         may_generate: true,
     };
     keys::resolve(ctx, subject).await?.map_err(|e| {
-        Stop::Refused(vec![Cond::new(
-            condition::READY,
-            false,
-            e.reason(),
-            e.message(),
-        )])
+        Stop::Refused(vec![
+            Blocked::new(e.reason(), e.message()).condition(condition::READY),
+        ])
     })
 }
 
@@ -47,7 +45,7 @@ pub(super) struct Operator {
     pub object: Arc<NatsOperator>,
     /// "namespace/name".
     pub name: String,
-    pub resolved: Cond,
+    pub resolved: Decided,
 }
 
 /// The NatsOperator operatorRef names (ReferenceNotFound), admitted across namespaces only
@@ -77,14 +75,14 @@ pub(super) fn operator(ctx: &Context, sys: &NatsSystemAccount) -> Result<Operato
         );
         return Err(unresolved(reason::REFERENCE_NOT_PERMITTED, message));
     }
-    let resolved = Cond::new(
+    let resolved = Decided::new(
         condition::REFERENCES_RESOLVED,
         true,
         reason::REFERENCES_RESOLVED,
         format!("operatorRef {op_ns}/{op_name} resolved"),
     );
     if !core::is_live_system_account(&op.spec.system_account_ref, &op_ns, &ns, &name) {
-        let cond = Cond::new(
+        let cond = Decided::new(
             condition::READY,
             false,
             reason::REFERENCE_NOT_FOUND,

@@ -20,13 +20,13 @@ mod stop;
 
 use std::sync::Arc;
 
+use controller_kit::conditions::Decided;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition, reason};
 
 use self::stop::Stop;
 use super::index::{Feed, Kind};
 use super::jwt::jwt_hash;
-use super::status::Cond;
 use super::time::unix_now;
 use super::{Context, Error, pass};
 
@@ -47,7 +47,7 @@ async fn phases(
     ctx: &Context,
     sys: &NatsSystemAccount,
     status: &mut NatsSystemAccountStatus,
-) -> Result<Vec<Cond>, Stop> {
+) -> Result<Vec<Decided>, Stop> {
     let prev = sys.status.clone().unwrap_or_default();
     let keys = gather::keys(ctx, sys, &prev).await?;
     status.public_key = Some(keys.public_key.clone());
@@ -60,7 +60,7 @@ async fn phases(
     status.jwt_hash = Some(jwt_hash(&signed.jwt));
     let pushed = push::push(ctx, sys, &op, &keys, &signed, holding, &prev).await;
     status.distribution = pushed.distribution;
-    let ready = Cond::new(
+    let ready = Decided::new(
         condition::READY,
         true,
         reason::SIGNED,

@@ -2,13 +2,13 @@
 //! this object's own: held while an adopted system account's servers could not be asked which
 //! JWT they hold (§ adoption), and while the NatsOperator reads RevocationsUnrecovered True (§5.2).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{Distribution, NatsSystemAccount, NatsSystemAccountStatus, condition, reason};
 
 use super::gather::Operator;
 use super::stop::Stop;
 use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
-use crate::controller::status::Cond;
 use crate::controller::{Context, jwt};
 
 /// The JWT in force for this system account and the operator JWT it is pushed under.
@@ -26,7 +26,7 @@ pub(super) fn signed(op: &Operator, keys: &Resolved) -> Result<Signed, Stop> {
         .filter(|s| s.public_key.as_deref() == Some(keys.public_key.as_str()))
         .and_then(|s| s.jwt.clone());
     let (Some(jwt), Some(operator_jwt)) = (jwt, op_status.jwt) else {
-        let cond = Cond::new(
+        let cond = Decided::new(
             condition::READY,
             false,
             reason::KEYS_PENDING,
@@ -71,7 +71,7 @@ pub(super) fn adoption(
         .map(|a| a.dropped_claims)
         .unwrap_or_default();
     crate::gates::adoption(&dropped, policy).map_err(|m| {
-        let cond = Cond::new(condition::READY, false, reason::ADOPTION_DROPS_CLAIMS, m);
+        let cond = Decided::new(condition::READY, false, reason::ADOPTION_DROPS_CLAIMS, m);
         Stop::Refused(vec![cond, op.resolved.clone()])
     })
 }
@@ -79,7 +79,7 @@ pub(super) fn adoption(
 /// What the push left: status.distribution and the conditions it adds.
 pub(super) struct Pushed {
     pub distribution: Option<Distribution>,
-    pub conds: Vec<Cond>,
+    pub conds: Vec<Decided>,
 }
 
 /// Pushes the JWT unless the lookup an adopted system account needs failed (Distributed False
@@ -103,11 +103,11 @@ pub(super) async fn push(
     let connection = ctx.settings.system_connection.is_some();
     let waits = crate::gates::push_waits_for_lookup(adopted_unpushed, asked, connection);
     if waits {
-        pushed.conds.push(Cond::new(
+        pushed.conds.push(Decided::new(
             condition::DISTRIBUTED,
             false,
             reason::UNREACHABLE,
-            "the servers could not be asked which JWT they hold for this adopted system account; nothing is pushed before they are".into(),
+            "the servers could not be asked which JWT they hold for this adopted system account; nothing is pushed before they are",
         ));
     }
     let op_conditions = op
@@ -128,7 +128,7 @@ pub(super) async fn push(
         .await;
         pushed.distribution = d;
         if cond.reason == reason::UNTRUSTED_SIGNER {
-            pushed.conds.push(Cond::new(
+            pushed.conds.push(Decided::new(
                 condition::SIGNING_KEY_UNTRUSTED,
                 true,
                 reason::UNTRUSTED_SIGNER,

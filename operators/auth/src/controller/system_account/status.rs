@@ -1,6 +1,7 @@
 //! The end of a NatsSystemAccount pass: the status written (SigningKeyUntrusted removed unless
 //! set) and when to look again.
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition};
@@ -8,7 +9,7 @@ use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition};
 use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
 
 /// Writes the status as the pass left it. Pushed (`end` Ok with its conditions): settled, again
@@ -17,7 +18,7 @@ pub(super) async fn write(
     ctx: &Context,
     sys: &NatsSystemAccount,
     mut status: NatsSystemAccountStatus,
-    end: Result<Vec<Cond>, Stop>,
+    end: Result<Vec<Decided>, Stop>,
 ) -> Result<Action, Error> {
     let (conds, ready) = match end {
         Ok(conds) => (conds, true),
@@ -37,12 +38,7 @@ pub(super) async fn write(
     };
     let status = NatsSystemAccountStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(sys),
-            generation,
-            &conds,
-            &[condition::SIGNING_KEY_UNTRUSTED],
-        ),
+        conditions: merged(sys, &conds, &[condition::SIGNING_KEY_UNTRUSTED]),
         ..status
     };
     write_status(ctx, sys, &status).await?;

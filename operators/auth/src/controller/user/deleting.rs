@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use kube::runtime::controller::Action;
+use controller_kit::conditions::Decided;
+use controller_kit::finalizer::Cleanup;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
@@ -18,21 +19,20 @@ use super::kick::kick_connections;
 use crate::controller::Context;
 use crate::controller::creds::delete_creds;
 use crate::controller::error::Error;
-use crate::controller::finalizer::{deletion_held, force_deleted, has_finalizer, remove_finalizer};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::finalizer::{deletion_held, force_deleted};
+use crate::controller::status::{merged, write_status};
 use crate::controller::time::secs_of;
 use crate::deletion_hold::{self, Held, Hold};
 use crate::{distribution, user_keys};
 
-/// The pass of a deleted user.
+/// The cleanup of a deleted user: held (Ready False Distributing, a DeletionHeld Event) until
+/// its key is revoked on every server, waiting while connections are kicked; then done (its
+/// creds Secret and metrics go, the finalizer is released).
 pub(super) async fn deleting(
     ctx: &Context,
     u: &NatsUser,
     view: Option<&AccountView>,
-) -> Result<Action, Error> {
-    if !has_finalizer(u) {
-        return Ok(Action::await_change());
-    }
+) -> Result<Cleanup, Error> {
     let prev = u.status.clone().unwrap_or_default();
     let at = u
         .meta()
@@ -70,21 +70,23 @@ pub(super) async fn deleting(
         if connected
             && !force
             && let Some(account_pk) = &view.public_key
-            && kick_connections(ctx, u, account_pk, pk).await?.is_some()
+            && let Some(n) = kick_connections(ctx, u, account_pk, pk).await?
         {
-            return Ok(Action::requeue(Duration::from_secs(1)));
+            return Ok(Cleanup::Wait {
+                after: Duration::from_secs(1),
+                reason: format!("{n} connections of {pk} being kicked"),
+            });
         }
     }
     if let Some(c) = &u.spec.credentials {
         delete_creds(ctx, u, &c.secret_key_ref.name).await?;
     }
-    remove_finalizer(ctx, u).await?;
-    ctx.metrics.forget(
+    ctx.shared.metrics.forget(
         "NatsUser",
         &u.namespace().unwrap_or_default(),
         &u.name_any(),
     );
-    Ok(Action::await_change())
+    Ok(Cleanup::Done)
 }
 
 /// Ready False Distributing saying what the deletion waits for, and a DeletionHeld Event.
@@ -93,20 +95,18 @@ async fn held(
     u: &NatsUser,
     prev: NatsUserStatus,
     message: String,
-) -> Result<Action, Error> {
-    let cond = Cond::new(condition::READY, false, reason::DISTRIBUTING, message);
+) -> Result<Cleanup, Error> {
+    let cond = Decided::new(condition::READY, false, reason::DISTRIBUTING, message);
     let generation = u.meta().generation;
     let status = NatsUserStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(u),
-            generation,
-            std::slice::from_ref(&cond),
-            &[],
-        ),
+        conditions: merged(u, std::slice::from_ref(&cond), &[]),
         ..prev
     };
     write_status(ctx, u, &status).await?;
     deletion_held(ctx, u, &cond).await;
-    Ok(Action::requeue(Duration::from_secs(1)))
+    Ok(Cleanup::Wait {
+        after: Duration::from_secs(1),
+        reason: cond.message,
+    })
 }

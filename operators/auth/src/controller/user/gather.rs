@@ -2,6 +2,7 @@
 //! accountRef names, from the index (a system account's JWT from its NatsOperator's status),
 //! and that account's signing keys.
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::{AccountKind, Distribution, GeneratedKind, Keys, NatsUser, reason};
 
 use super::stop::{Stop, not_ready};
@@ -9,7 +10,6 @@ use crate::controller::Context;
 use crate::controller::jwt::jwt_hash;
 use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::{account_of, kind_name, operator_of_system_account};
-use crate::controller::status::Cond;
 
 /// What a user needs of its account.
 pub(super) struct AccountView {
@@ -91,7 +91,7 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
 pub(super) async fn account_keys(
     ctx: &Context,
     view: &AccountView,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<(String, Resolved), Stop> {
     let Some(account_pk) = view.public_key.clone() else {
         let m = format!("waiting for {} to record its public key", view.desc);

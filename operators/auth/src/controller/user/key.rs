@@ -1,6 +1,8 @@
 //! A NatsUser's key: its own spec.publicKey, else the seed in its creds Secret (only a Secret the
 //! user controls, §5.3), else a new one (the creds Secret is then written afresh).
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use k8s_openapi::api::core::v1::Secret;
 use nats_api::auth::{DEFAULT_CREDS_KEY, NatsUser, NatsUserStatus, condition, reason};
 use nats_claims::{Creds, KeyKind, NKey};
@@ -8,7 +10,6 @@ use nats_claims::{Creds, KeyKind, NKey};
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
 use crate::controller::creds::creds_secret_of;
-use crate::controller::status::Cond;
 
 /// Where the creds go: credentials.secretKeyRef, and the Secret as found there.
 pub(super) struct CredsRef {
@@ -34,7 +35,7 @@ pub(super) async fn user_key(
     ctx: &Context,
     u: &NatsUser,
     prev: &NatsUserStatus,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<UserKey, Stop> {
     let creds_ref = u.spec.credentials.as_ref().map(|c| {
         let key = c.secret_key_ref.key.clone();
@@ -63,12 +64,13 @@ pub(super) async fn user_key(
                 })?;
             Ok(from_creds(CredsRef { secret, key, found }, prev_jwt))
         }
-        (None, None) => Err(Stop::Refused(vec![Cond::new(
-            condition::READY,
-            false,
-            reason::INVALID_KEYS,
-            "neither publicKey nor credentials is set".into(),
-        )])),
+        (None, None) => Err(Stop::Refused(vec![
+            Blocked::new(
+                reason::INVALID_KEYS,
+                "neither publicKey nor credentials is set",
+            )
+            .condition(condition::READY),
+        ])),
     }
 }
 

@@ -1,13 +1,14 @@
 //! The live connections of a deleted user, kicked once every server refuses its key: CONNZ
 //! filtered by account and user key, then KICK on each server holding one.
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::nats;
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::kick;
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then
@@ -41,12 +42,12 @@ pub(super) async fn kick_connections(
     let Some(message) = kick::kicking_message(user_pk, &targets) else {
         return Ok(None);
     };
-    let cond = Cond::new(condition::READY, false, reason::KICKING, message);
+    let cond = Decided::new(condition::READY, false, reason::KICKING, message);
     let generation = u.meta().generation;
     let prev = u.status.clone().unwrap_or_default();
     let status = NatsUserStatus {
         observed_generation: generation,
-        conditions: merge_conditions(&previous_conditions(u), generation, &[cond], &[]),
+        conditions: merged(u, &[cond], &[]),
         ..prev
     };
     write_status(ctx, u, &status).await?;
@@ -58,7 +59,8 @@ pub(super) async fn kick_connections(
         }
     }
     if kicked > 0 {
-        ctx.events
+        ctx.shared
+            .events
             .publish(
                 u,
                 false,

@@ -5,7 +5,8 @@
 //! A pass, phase by phase (a refusal ends it, written over the status of before; a deleted user
 //! goes to [`deleting`] instead):
 //!
-//! 1. gather [`gather::account`]: its account, from the index (ReferenceNotFound); finalizer.
+//! 1. gather [`gather::account`]: its account, from the index (ReferenceNotFound); the finalizer
+//!    added once it is found.
 //! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace.
 //! 3. gather [`gather::account_keys`]: the account's public key and signing keys (KeysPending).
 //! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one.
@@ -26,16 +27,15 @@ mod stop;
 
 use std::sync::Arc;
 
-use kube::Resource;
+use controller_kit::blocked::Blocked;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsUser, reason};
 
 use self::gather::AccountView;
 use self::status::Signed;
 use self::stop::Stop;
-use super::finalizer::{add_finalizer, has_finalizer};
+use super::finalizer;
 use super::index::{Feed, Kind};
-use super::status::Cond;
 use super::time::unix_now;
 use super::{Context, Error, pass};
 
@@ -52,16 +52,35 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }
 
+/// One pass: the finalizer holds a deleted user until its key is revoked everywhere (§5.3,
+/// [`deleting`]); it is wanted once the user's account is found, and kept from then on. A live
+/// user runs its phases.
 async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error> {
     let view = gather::account(&ctx, &u);
-    if u.meta().deletion_timestamp.is_some() {
-        return deleting::deleting(&ctx, &u, view.as_ref()).await;
-    }
+    let wants = view.is_some() || finalizer::has(&*u);
+    let view = view.as_ref();
+    let ctx: &Context = &ctx;
+    finalizer::reconcile(
+        ctx,
+        u,
+        wants,
+        |u| live(ctx, u, view),
+        |u| async move { deleting::deleting(ctx, &u, view).await },
+    )
+    .await
+}
+
+/// A live user: its phases (or ReferenceNotFound), then its status.
+async fn live(
+    ctx: &Context,
+    u: Arc<NatsUser>,
+    view: Option<&AccountView>,
+) -> Result<Action, Error> {
     let end = match view {
         None => Err(not_found(&u)),
-        Some(view) => phases(&ctx, &u, &view).await,
+        Some(view) => phases(ctx, &u, view).await,
     };
-    status::write(&ctx, &u, end).await
+    status::write(ctx, &u, end).await
 }
 
 /// ReferenceNotFound: the account its accountRef names is not there.
@@ -71,28 +90,15 @@ fn not_found(u: &NatsUser) -> Stop {
         "accountRef {} {ns}/{name} not found",
         super::refs::kind_name(kind)
     );
+    let blocked = Blocked::new(reason::REFERENCE_NOT_FOUND, m);
     Stop::Refused(vec![
-        Cond::new(
-            nats_api::auth::condition::READY,
-            false,
-            reason::REFERENCE_NOT_FOUND,
-            m.clone(),
-        ),
-        Cond::new(
-            nats_api::auth::condition::REFERENCES_RESOLVED,
-            false,
-            reason::REFERENCE_NOT_FOUND,
-            m,
-        ),
+        blocked.condition(nats_api::auth::condition::READY),
+        blocked.condition(nats_api::auth::condition::REFERENCES_RESOLVED),
     ])
 }
 
 /// The phases in order, from the account found to the status of a signed user.
 async fn phases(ctx: &Context, u: &NatsUser, view: &AccountView) -> Result<Signed, Stop> {
-    // The finalizer holds a deleted user until its key is revoked everywhere (§5.3).
-    if !has_finalizer(u) {
-        add_finalizer(ctx, u).await?;
-    }
     let prev = u.status.clone().unwrap_or_default();
     refuse::admission(ctx, u, view)?;
     let resolved = status::resolved(view);

@@ -1,6 +1,7 @@
 //! Where the user JWT goes: with a publicKey, status.jwt; with a seed, the creds file written to
 //! credentials.secretKeyRef (created, or replaced at the resourceVersion it was read at).
 
+use controller_kit::conditions::Decided;
 use nats_api::auth::NatsUser;
 
 use super::gather::AccountView;
@@ -8,7 +9,6 @@ use super::key::UserKey;
 use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::creds::{Written, write_creds};
-use crate::controller::status::Cond;
 use crate::user::Issued;
 
 /// The JWT as published: status.jwt (none where it went to the creds Secret) and the Ready
@@ -25,7 +25,7 @@ pub(super) async fn publish(
     view: &AccountView,
     key: &UserKey,
     issued: Issued,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<Published, Stop> {
     let acc_name = &view.name;
     match issued {

@@ -2,6 +2,8 @@
 //! namespace (AccountNotAdmitted, §7), and a key another user of the account holds
 //! (PublicKeyInUse; the older keeps it).
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{NatsUser, condition, reason};
 
@@ -9,7 +11,6 @@ use super::gather::AccountView;
 use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::refs::kind_name;
-use crate::controller::status::Cond;
 use crate::controller::time::created;
 use crate::grants;
 use crate::uniqueness::{Holder, check_unique};
@@ -41,12 +42,9 @@ pub(super) fn admission(ctx: &Context, u: &NatsUser, view: &AccountView) -> Resu
                 view.desc
             )
         };
-        Stop::Refused(vec![Cond::new(
-            condition::READY,
-            false,
-            t.reason(),
-            message,
-        )])
+        Stop::Refused(vec![
+            Blocked::new(t.reason(), message).condition(condition::READY),
+        ])
     })
 }
 
@@ -56,7 +54,7 @@ pub(super) fn key_in_use(
     u: &NatsUser,
     view: &AccountView,
     public_key: &str,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<(), Stop> {
     let holder = |o: &NatsUser, public_key: String| Holder {
         name: format!(
@@ -76,12 +74,7 @@ pub(super) fn key_in_use(
     let me = holder(u, public_key.to_string());
     check_unique(&me, &others, None).map_err(|e| {
         Stop::KeyInUse(vec![
-            Cond::new(
-                condition::READY,
-                false,
-                reason::PUBLIC_KEY_IN_USE,
-                e.to_string(),
-            ),
+            Blocked::new(reason::PUBLIC_KEY_IN_USE, e.to_string()).condition(condition::READY),
             resolved.clone(),
         ])
     })

@@ -1,6 +1,7 @@
 //! The user JWT: signed by the account signing key its role names (scoped), else the first plain
 //! one, kept as it was while nothing changed; with a seed, the creds file to write.
 
+use controller_kit::conditions::Decided;
 use kube::ResourceExt;
 use nats_api::auth::{NatsUser, reason};
 use nats_claims::User;
@@ -9,7 +10,6 @@ use super::key::UserKey;
 use super::stop::{Stop, not_ready};
 use crate::controller::jwt::sign_stable;
 use crate::controller::keys::Resolved;
-use crate::controller::status::Cond;
 use crate::user::{self as core, Issued};
 
 /// Signs the user JWT with the key its role names (InvalidKeys where none fits).
@@ -19,7 +19,7 @@ pub(super) fn issue(
     account_pk: &str,
     account_keys: &Resolved,
     now: i64,
-    resolved: &Cond,
+    resolved: &Decided,
 ) -> Result<Issued, Stop> {
     let listed: Vec<_> = account_keys
         .signing

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use controller_kit::conditions::Decided;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
@@ -15,12 +16,12 @@ use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{Cond, merge_conditions, previous_conditions, write_status};
+use crate::controller::status::{merged, write_status};
 use crate::user_keys;
 
 /// ReferencesResolved True: the account is found and admitted.
-pub(super) fn resolved(view: &AccountView) -> Cond {
-    Cond::new(
+pub(super) fn resolved(view: &AccountView) -> Decided {
+    Decided::new(
         condition::REFERENCES_RESOLVED,
         true,
         reason::REFERENCES_RESOLVED,
@@ -31,7 +32,7 @@ pub(super) fn resolved(view: &AccountView) -> Cond {
 /// A signed user's status and conditions.
 pub(super) struct Signed {
     pub status: NatsUserStatus,
-    pub conds: Vec<Cond>,
+    pub conds: Vec<Decided>,
 }
 
 /// The status of a user signed under `public_key`: a key replaced (a new publicKey, a creds
@@ -42,7 +43,7 @@ pub(super) fn signed(
     view: &AccountView,
     public_key: String,
     published: Published,
-    resolved: Cond,
+    resolved: Decided,
     now: i64,
 ) -> Signed {
     let mut replaced = prev.replaced_keys.clone();
@@ -56,7 +57,7 @@ pub(super) fn signed(
     {
         replaced = user_keys::pending(&replaced, &c.nats.revocations);
     }
-    let ready = Cond::new(condition::READY, true, reason::SIGNED, published.message);
+    let ready = Decided::new(condition::READY, true, reason::SIGNED, published.message);
     Signed {
         status: NatsUserStatus {
             public_key: Some(public_key),
@@ -91,22 +92,17 @@ pub(super) async fn write(
         Err(Stop::Failed(e)) => return Err(e),
     };
     if ctx.settings.system_connection.is_none() {
-        conds.push(Cond::new(
+        conds.push(Decided::new(
             condition::DISTRIBUTED,
             false,
             reason::NO_SYSTEM_CONNECTION,
-            "no --system-connection: nothing is pushed and no deleted user is kicked".into(),
+            "no --system-connection: nothing is pushed and no deleted user is kicked",
         ));
     }
     let generation = u.meta().generation;
     let status = NatsUserStatus {
         observed_generation: generation,
-        conditions: merge_conditions(
-            &previous_conditions(u),
-            generation,
-            &conds,
-            &[condition::DISTRIBUTED],
-        ),
+        conditions: merged(u, &conds, &[condition::DISTRIBUTED]),
         ..status
     };
     write_status(ctx, u, &status).await?;

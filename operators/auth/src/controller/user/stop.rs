@@ -2,18 +2,19 @@
 //! status of before, a creds Secret that changed under the pass, or a failure of the Kubernetes
 //! API.
 
+use controller_kit::blocked::Blocked;
+use controller_kit::conditions::Decided;
 use nats_api::auth::condition;
 
 use crate::controller::error::Error;
-use crate::controller::status::Cond;
 
 /// How a pass ends unsigned.
 pub(super) enum Stop {
     /// Refused or waiting on its account: these conditions over the status of before, a requeue
     /// with backoff.
-    Refused(Vec<Cond>),
+    Refused(Vec<Decided>),
     /// PublicKeyInUse: only the key recorded before is kept (no JWT, no replaced keys).
-    KeyInUse(Vec<Cond>),
+    KeyInUse(Vec<Decided>),
     /// The creds Secret was deleted or rewritten since it was read: nothing written, judged again
     /// in 200 ms from what is there now.
     SecretChanged,
@@ -27,10 +28,11 @@ impl From<Error> for Stop {
     }
 }
 
-/// Ready False for `reason`, with ReferencesResolved True (`resolved`) once the account is.
-pub(super) fn not_ready(reason: &'static str, message: String, resolved: &Cond) -> Stop {
+/// Refused for `reason`: Ready False, with ReferencesResolved True (`resolved`) once the
+/// account is.
+pub(super) fn not_ready(reason: &'static str, message: String, resolved: &Decided) -> Stop {
     Stop::Refused(vec![
-        Cond::new(condition::READY, false, reason, message),
+        Blocked::new(reason, message).condition(condition::READY),
         resolved.clone(),
     ])
 }
