@@ -35,7 +35,7 @@ impl Decided {
         }
     }
 
-    /// Sets this condition in `conditions`, as [`upsert`] does.
+    /// Sets this condition in `conditions`: lastTransitionTime kept while the status holds.
     pub fn upsert(&self, conditions: &mut Vec<Condition>, generation: Option<i64>, now: &Time) {
         set(
             conditions,
@@ -67,62 +67,13 @@ pub fn merge(
     out
 }
 
-/// One condition as a reconcile decides it; the time is filled in by [`upsert`].
-///
-/// Superseded by [`Decided`] (with [`merge`]); removed once every controller uses it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Desired<'a> {
-    /// The condition type (Ready, Synced, …).
-    pub type_: &'a str,
-    /// True or False.
-    pub status: bool,
-    /// The reason (CamelCase).
-    pub reason: &'a str,
-    /// A human-readable message.
-    pub message: String,
-}
-
-impl<'a> Desired<'a> {
-    /// A condition of `type_` with `status`, `reason` and `message`.
-    pub fn new(type_: &'a str, status: bool, reason: &'a str, message: impl Into<String>) -> Self {
-        Self {
-            type_,
-            status,
-            reason,
-            message: message.into(),
-        }
-    }
-}
-
 fn status_text(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 
-/// Sets the condition of `desired.type_` in `conditions`: lastTransitionTime moves to `now` only
-/// when the status changes (or the condition is new); reason, message and observedGeneration
-/// always take the new values.
-///
-/// Superseded by [`Decided::upsert`] and [`merge`]; removed once every controller uses them.
-pub fn upsert(
-    conditions: &mut Vec<Condition>,
-    desired: &Desired<'_>,
-    observed_generation: Option<i64>,
-    now: &Time,
-) {
-    set(
-        conditions,
-        (
-            desired.type_,
-            desired.status,
-            desired.reason,
-            &desired.message,
-        ),
-        observed_generation,
-        now,
-    );
-}
-
-/// The upsert of [`upsert`] and [`Decided::upsert`]: (type, status, reason, message).
+/// Sets the condition of `type_` in `conditions`: lastTransitionTime moves to `now` only when
+/// the status changes (or the condition is new); reason, message and observedGeneration always
+/// take the new values.
 fn set(
     conditions: &mut Vec<Condition>,
     (type_, status, reason, message): (&str, bool, &str, &str),
@@ -211,15 +162,10 @@ mod tests {
     fn upsert_keeps_last_transition_time_while_status_holds(
         #[case] mut conditions: Vec<Condition>,
         #[case] status: bool,
-        #[case] reason: &str,
+        #[case] reason: &'static str,
         #[case] want_transition: i64,
     ) {
-        upsert(
-            &mut conditions,
-            &Desired::new("Ready", status, reason, "after"),
-            Some(2),
-            &at(200),
-        );
+        Decided::new("Ready", status, reason, "after").upsert(&mut conditions, Some(2), &at(200));
         assert_eq!(conditions.len(), 1);
         let c = &conditions[0];
         assert_eq!(c.last_transition_time, at(want_transition));
@@ -233,9 +179,8 @@ mod tests {
     #[test]
     fn upsert_leaves_other_types_alone_and_remove_drops_one() {
         let mut conditions = existing("True", "Connected");
-        upsert(
+        Decided::new("Synced", false, "DriftCorrected", "maxMsgs").upsert(
             &mut conditions,
-            &Desired::new("Synced", false, "DriftCorrected", "maxMsgs"),
             None,
             &at(300),
         );
@@ -273,24 +218,5 @@ mod tests {
             ),
             ("Ready", "True", "Signed", Some(2), &at(200))
         );
-    }
-
-    #[test]
-    fn decided_and_desired_upsert_alike() {
-        let mut by_decided = existing("True", "Connected");
-        let mut by_desired = by_decided.clone();
-        Decided::new("Ready", true, "Connected", "after").upsert(
-            &mut by_decided,
-            Some(3),
-            &at(300),
-        );
-        upsert(
-            &mut by_desired,
-            &Desired::new("Ready", true, "Connected", "after"),
-            Some(3),
-            &at(300),
-        );
-        assert_eq!(by_decided, by_desired);
-        assert_eq!(by_decided[0].last_transition_time, at(100));
     }
 }
