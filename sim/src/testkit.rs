@@ -398,6 +398,40 @@ pub async fn wait_metrics(
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Publishes `payload` on `subject` through `js` and waits for the stream's ack, retrying for
+/// at most `within` while nobody answers yet.
+///
+/// A stream's subjects are subscribed by its leader alone, and a route carries that interest to
+/// the other servers a moment after `STREAM.CREATE` (or a leader move) is answered: a publish sent
+/// in that moment by a client on another server meets no responders, which async-nats reports as
+/// `StreamNotFound` (seen in CI, 1 run in ~10). Any other error fails at once.
+pub async fn publish_acked(
+    js: &async_nats::jetstream::Context,
+    subject: &str,
+    payload: bytes::Bytes,
+    within: Duration,
+) -> async_nats::jetstream::publish::PublishAck {
+    use async_nats::jetstream::context::PublishErrorKind;
+    let what = format!("the ack of a publish on {subject}");
+    poll(&what, within, || {
+        let payload = payload.clone();
+        async move {
+            let sent = js
+                .publish(subject.to_string(), payload)
+                .await
+                .unwrap_or_else(|e| panic!("publish on {subject}: {e}"));
+            match sent.await {
+                Ok(ack) => Ok(Some(ack)),
+                Err(e) if e.kind() == PublishErrorKind::StreamNotFound => Ok(None),
+                // A timeout may hide a stored message: a retry could store it twice.
+                Err(e) => panic!("publish on {subject}: {e}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

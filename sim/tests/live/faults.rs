@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use sim::server::ProcessState;
+use sim::testkit::publish_acked;
 use sim::{Topology, TopologySpec};
 
 const T: Duration = Duration::from_secs(30);
@@ -25,11 +26,7 @@ async fn cluster_with_stream() -> (Topology, jetstream::Context) {
 
 async fn publish(js: &jetstream::Context, n: usize) {
     for i in 0..n {
-        js.publish("s.x", format!("{i}").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        publish_acked(js, "s.x", format!("{i}").into(), T).await;
     }
 }
 

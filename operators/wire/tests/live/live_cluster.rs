@@ -13,6 +13,7 @@ use common::{WAIT, app_wire, eventually, roster, sys_wire};
 use nats_wire::jsapi::{MetaView, PeerRef};
 use nats_wire::monitor::{ConnzOptions, GatewayzOptions, HealthzOptions, JszOptions, LeafzOptions};
 use nats_wire::{Collect, ServerFilter, WireError};
+use sim::testkit::publish_acked;
 use sim::topology::{Topology, TopologySpec};
 
 const N: usize = 3;
@@ -465,11 +466,7 @@ async fn evacuate_moves_a_stream_off_the_server_and_remove_drops_the_peer() {
     })
     .await
     .unwrap();
-    js.publish("one.x", "hello".into())
-        .await
-        .unwrap()
-        .await
-        .unwrap();
+    publish_acked(&js, "one.x", "hello".into(), WAIT).await;
     let host = topo.wait_stream_leader("ONE", WAIT).await.unwrap();
 
     sys.server_evacuate(&PeerRef::name(&host))

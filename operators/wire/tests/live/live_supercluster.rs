@@ -13,6 +13,7 @@ use common::{WAIT, eventually, roster, sys_wire, urls_with_user};
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{GatewayzOptions, JszOptions, LeafzOptions};
 use nats_wire::{Collect, ConnectionConfig, ServerFilter, Wire, WireError, dial};
+use sim::testkit::publish_acked;
 use sim::topology::{APP_USER, GatewayMode, Topology, TopologySpec};
 
 const HUB: usize = 6;
@@ -160,11 +161,7 @@ async fn supercluster_pings_gateways_leafs_moves_and_cancel() {
     .await
     .unwrap();
     for i in 0..50 {
-        js.publish(format!("moveme.{i}"), "x".into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        publish_acked(&js, &format!("moveme.{i}"), "x".into(), WAIT).await;
     }
     let (cluster, _) = eventually("MOVEME placed", WAIT, || stream_cluster(&js, "MOVEME")).await;
     assert_eq!(cluster, "c1");
@@ -219,6 +216,8 @@ async fn supercluster_pings_gateways_leafs_moves_and_cancel() {
     .await
     .unwrap();
     let payload = bytes::Bytes::from(vec![b'x'; 1024]);
+    // The first ack says the leader's interest has reached this client's server.
+    publish_acked(&js, "cancelme.first", payload.clone(), WAIT).await;
     for chunk in 0..20 {
         let mut acks = Vec::new();
         for i in 0..1000 {
@@ -275,7 +274,7 @@ async fn supercluster_pings_gateways_leafs_moves_and_cancel() {
         .unwrap()
         .state
         .messages;
-    assert_eq!(msgs, 20_000);
+    assert_eq!(msgs, 20_001, "the first message and 20 chunks of 1,000");
 
     // A stream that does not exist.
     let err = sys
