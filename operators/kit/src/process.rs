@@ -131,7 +131,7 @@ impl Process {
     }
 
     /// Runs `fut` under this process: every run loop it starts obeys it.
-    pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> {
+    pub fn scope<F: Future>(&self, fut: F) -> impl Future<Output = F::Output> + use<F> {
         CURRENT.scope(self.clone(), fut)
     }
 
