@@ -1,6 +1,7 @@
 //! `auth-controller`: runs the NatsOperator, NatsSystemAccount, NatsAccount, NatsUser and trust
 //! object controllers against the cluster the environment's kubeconfig names, pushes JWTs over
-//! `--system-connection`, and serves the metrics.
+//! `--system-connection`, and serves the metrics and the probes, under leader election when asked
+//! (`controller_kit::start::run`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,6 +17,9 @@ struct Flags {
     /// Where /metrics is served.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Probes, logs and leader election.
+    #[command(flatten)]
+    process: start::ProcessFlags,
     /// How often every resource is re-read and re-checked (Go duration).
     #[arg(long, env = "RESYNC", default_value = "5m")]
     resync: String,
@@ -25,10 +29,16 @@ struct Flags {
     system_connection: Option<String>,
 }
 
+/// The Lease's name, the build_info's prefix.
+const BINARY: start::Binary = start::Binary {
+    name: "auth-controller",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    start::init_tracing();
     let flags = Flags::parse();
+    start::init_tracing(flags.process.log_format);
     let resync = match start::resync(&flags.resync) {
         Ok(d) => d,
         Err(e) => {
@@ -57,6 +67,13 @@ async fn main() -> ExitCode {
         resync,
         system_connection,
     };
-    controller::run(controller::context(client, settings, metrics)).await;
-    ExitCode::SUCCESS
+    let ctx = controller::context(client.clone(), settings, metrics.clone());
+    start::run(
+        BINARY,
+        &flags.process,
+        client,
+        metrics,
+        controller::run(ctx),
+    )
+    .await
 }

@@ -1,5 +1,6 @@
 //! `cluster-controller`: runs the NatsCluster controller against the cluster the environment's
-//! kubeconfig names, with the Kubernetes server lifecycle, and serves the metrics.
+//! kubeconfig names, with the Kubernetes server lifecycle, and serves the metrics and the probes,
+//! under leader election when asked (`controller_kit::start::run`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,6 +17,9 @@ struct Flags {
     /// Where /metrics is served.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Probes, logs and leader election.
+    #[command(flatten)]
+    process: start::ProcessFlags,
     /// Render gateways without TLS instead of refusing them (GatewayWithoutTLS).
     #[arg(long, env = "ALLOW_GATEWAY_WITHOUT_TLS")]
     allow_gateway_without_tls: bool,
@@ -28,10 +32,16 @@ struct Flags {
     cluster_domain: String,
 }
 
+/// The Lease's name, the build_info's prefix.
+const BINARY: start::Binary = start::Binary {
+    name: "cluster-controller",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    start::init_tracing();
     let flags = Flags::parse();
+    start::init_tracing(flags.process.log_format);
     let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
         Ok(started) => started,
         Err(e) => {
@@ -52,6 +62,13 @@ async fn main() -> ExitCode {
         cluster_domain: flags.cluster_domain,
         ..Settings::default()
     };
-    controller::run(controller::context(client, lifecycle, settings, metrics)).await;
-    ExitCode::SUCCESS
+    let ctx = controller::context(client.clone(), lifecycle, settings, metrics.clone());
+    start::run(
+        BINARY,
+        &flags.process,
+        client,
+        metrics,
+        controller::run(ctx),
+    )
+    .await
 }

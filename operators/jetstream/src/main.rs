@@ -1,6 +1,6 @@
 //! `jetstream-controller`: runs the NatsConnection, NatsStream, NatsConsumer, NatsKeyValue and
 //! NatsObjectStore controllers against the cluster the environment's kubeconfig names, and serves
-//! the metrics.
+//! the metrics and the probes, under leader election when asked (`controller_kit::start::run`).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,15 +16,24 @@ struct Flags {
     /// Where /metrics is served.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
+    /// Probes, logs and leader election.
+    #[command(flatten)]
+    process: start::ProcessFlags,
     /// How often every resource is re-read and compared with the server (Go duration).
     #[arg(long, env = "RESYNC", default_value = "5m")]
     resync: String,
 }
 
+/// The Lease's name, the build_info's prefix.
+const BINARY: start::Binary = start::Binary {
+    name: "jetstream-controller",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    start::init_tracing();
     let flags = Flags::parse();
+    start::init_tracing(flags.process.log_format);
     let resync = match start::resync(&flags.resync) {
         Ok(d) => d,
         Err(e) => {
@@ -39,6 +48,13 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    controller::run(controller::context(client, Settings { resync }, metrics)).await;
-    ExitCode::SUCCESS
+    let ctx = controller::context(client.clone(), Settings { resync }, metrics.clone());
+    start::run(
+        BINARY,
+        &flags.process,
+        client,
+        metrics,
+        controller::run(ctx),
+    )
+    .await
 }

@@ -3,7 +3,9 @@
 //! with the per-object [`backoff`]), the shared Context parts ([`context`]), the finalizer path
 //! ([`finalizer`]), decided conditions ([`conditions`]), refusals ([`blocked`]) and the error
 //! convention ([`error`]). Besides: status written by server-side apply, NatsReferenceGrant
-//! admission, events, metrics, the reconcile span and the binaries' start.
+//! admission, events, metrics, the reconcile span and the binaries' start: leader election on a
+//! Lease ([`leader`]), the process the run loops obey ([`process`]), the probes ([`probes`]) and
+//! the graceful shutdown ([`start`]).
 
 pub mod backoff;
 pub mod blocked;
@@ -14,8 +16,12 @@ pub mod error;
 pub mod events;
 pub mod finalizer;
 pub mod grants;
+pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod object;
+pub mod probes;
+pub mod process;
 pub mod reconcile;
 pub mod relist;
 pub mod start;

@@ -1,6 +1,10 @@
 //! The controllers' Prometheus metrics: reconcile count, duration and errors per controller, and
 //! the condition gauge {kind, namespace, name, type, reason}, rendered in the text exposition
-//! format and served on /metrics.
+//! format and served on /metrics. A binary's registry also renders the process's own figures
+//! ([`process`], read from /proc at each scrape), its build and whether it leads
+//! ([`Metrics::set_build_info`], [`LEADER`]).
+
+pub mod process;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 /// Reconciles run, by controller.
@@ -27,6 +30,10 @@ pub const ACCOUNT_JWT_EXPIRY: &str = "nats_operator_account_jwt_expiry_timestamp
 pub const ROLLOUT_PENDING: &str = "nats_operator_rollout_pending_servers";
 /// 1 while a NatsCluster's rollout gate is closed, by namespace, name and what it waits for.
 pub const ROLLOUT_GATE: &str = "nats_operator_rollout_gate";
+
+/// 1 while this replica holds its controller's Lease (always 1 without leader election), by
+/// controller.
+pub const LEADER: &str = "nats_operator_leader";
 
 /// Upper bounds (seconds) of the duration histogram's buckets.
 pub const BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -50,6 +57,8 @@ struct Inner {
     conditions: BTreeMap<ObjectKey, BTreeMap<(String, String), u8>>,
     /// Named gauges: name → (help, label set → value).
     gauges: BTreeMap<String, Gauge>,
+    /// Whether [`process`]'s figures are rendered too (a binary's registry, not an in-process one).
+    process: bool,
 }
 
 /// Label pairs in the order they were given.
@@ -165,6 +174,34 @@ impl Metrics {
         }
     }
 
+    /// Renders the process's own figures ([`process`]) with the rest from now on: the registry of
+    /// a binary, the only user of its process.
+    pub fn include_process(&self) {
+        self.lock().process = true;
+    }
+
+    /// Sets `<controller>_build_info{version} 1` (`controller` with `-` as `_`, e.g.
+    /// `jetstream_controller_build_info`).
+    pub fn set_build_info(&self, controller: &str, version: &str) {
+        let name = format!("{}_build_info", controller.replace('-', "_"));
+        self.set_gauge(
+            &name,
+            "The controller's build: 1, labelled with its version.",
+            &[("version", version)],
+            1.0,
+        );
+    }
+
+    /// Sets [`LEADER`] for `controller`: whether this replica leads (its passes run).
+    pub fn set_leader(&self, controller: &str, leads: bool) {
+        self.set_gauge(
+            LEADER,
+            "1 while this replica holds the controller's Lease (its passes run).",
+            &[("controller", controller)],
+            f64::from(u8::from(leads)),
+        );
+    }
+
     /// The text exposition format.
     pub fn render(&self) -> String {
         let m = self.lock();
@@ -237,34 +274,26 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{{l}}} {v}");
             }
         }
+        if m.process {
+            out.push_str(&process::render(&process::Figures::read()));
+        }
         out
     }
 
     /// Serves the registry on `listener`: GET /metrics answers the text format, anything else 404.
     pub async fn serve(self, listener: TcpListener) {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                continue;
-            };
-            let metrics = self.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 4096];
-                let n = socket.read(&mut buf).await.unwrap_or(0);
-                let request = String::from_utf8_lossy(&buf[..n]);
-                let path = request.split_whitespace().nth(1).unwrap_or("");
-                let (status, body) = if path == "/metrics" {
-                    ("200 OK", metrics.render())
-                } else {
-                    ("404 Not Found", String::new())
-                };
-                let response = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
+        crate::http::serve(listener, move |path| {
+            if path == "/metrics" {
+                crate::http::Response {
+                    status: "200 OK",
+                    content_type: "text/plain; version=0.0.4",
+                    body: self.render(),
+                }
+            } else {
+                crate::http::Response::not_found()
+            }
+        })
+        .await;
     }
 
     /// Binds `addr` and serves in the background; returns the bound address.
@@ -280,6 +309,7 @@ impl Metrics {
 mod tests {
     use super::*;
     use rstest::rstest;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn cond(t: &str, status: &str, reason: &str) -> Condition {
         Condition {

@@ -6,6 +6,12 @@
 //!
 //! A controller builds its `Controller` (its watches), then hands it to [`run`] with its Context
 //! and its reconcile: `run(controller, ctx, Read::Cached, reconcile).await`.
+//!
+//! The loop obeys the [`Process`] it runs under (a binary's, see [`crate::process`]): a pass runs
+//! only while this replica leads, no new pass starts once the process stops (kube's graceful
+//! shutdown lets the running ones finish, then the loop ends), and the process hears when the
+//! loop's watch has its first list in (its readiness). Outside a binary's process it always
+//! leads.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -25,6 +31,7 @@ use tracing::Instrument;
 use crate::context::HasShared;
 use crate::error::{KubeError, ReconcileError};
 pub use crate::object::describe;
+use crate::process::{Gate, Process};
 
 /// Which copy of the object a pass works from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +112,9 @@ where
     result
 }
 
-/// Runs `controller` until it ends (it runs forever): every pass through [`pass`], failures
-/// through [`error_policy`], a trigger dropped by a relist redriven, every run result logged.
+/// Runs `controller` until its process stops (outside a binary's process it runs forever): every
+/// pass through [`pass`] once the process's gate lets it ([`Process::gate`]), failures through
+/// [`error_policy`], a trigger dropped by a relist redriven, every run result logged.
 pub async fn run<K, C, E, F, Fut>(controller: Controller<K>, ctx: Arc<C>, read: Read, reconcile: F)
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -121,20 +129,41 @@ where
     F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
 {
+    let process = Process::current();
     let kind = K::kind(&()).to_string();
+    let entered = process.enter(&kind);
+    let store = controller.store();
     let (redrive, again) = crate::relist::redrive(&kind);
     let reconcile = Arc::new(reconcile);
+    let gate = process.clone();
     let one = move |obj: Arc<K>, ctx: Arc<C>| -> BoxFuture<'static, Result<Action, E>> {
         let reconcile = reconcile.clone();
-        Box::pin(pass(obj, ctx, read, move |o, c| reconcile(o, c)))
+        let gate = gate.clone();
+        Box::pin(async move {
+            match gate.gate().await {
+                Gate::Open => pass(obj, ctx, read, move |o, c| reconcile(o, c)).await,
+                // The copy in hand is as old as the wait: run again on the store's current one.
+                Gate::Opened => Ok(Action::requeue(std::time::Duration::ZERO)),
+                Gate::Stopping => Ok(Action::await_change()),
+            }
+        })
     };
-    controller
+    let passes = controller
+        .graceful_shutdown_on(process.stopping())
         .reconcile_all_on(again)
         .run(one, error_policy::<K, E, C>, ctx)
         .for_each(|r| {
             redrive.note(&r);
             crate::trace::run_result(&kind, &r);
             futures::future::ready(())
-        })
-        .await;
+        });
+    // The runner waits on this store too. Both waits are polled here, in one future, so both
+    // register the same waker: neither can take the other's wake-up (the store keeps one).
+    let synced = async {
+        if store.wait_until_ready().await.is_ok() {
+            entered.synced();
+        }
+    };
+    futures::join!(passes, synced);
+    drop(entered);
 }

@@ -1,11 +1,30 @@
-//! What every controller binary does before its controllers run: logs (`RUST_LOG`, `info` by
-//! default), a Kubernetes client from the environment, /metrics served, and the `--resync` flag
-//! read. Each failure says what failed and with which input, for the binary to print and exit.
+//! What every controller binary does around its controllers: logs (`--log-format`, `RUST_LOG`,
+//! `info` by default), a Kubernetes client from the environment, /metrics served (with the
+//! process's own figures, its build and whether it leads), the probes served (`--probe-addr`,
+//! [`crate::probes`]), leader election when asked (`--leader-elect`, [`crate::leader`]), and the
+//! graceful shutdown on SIGTERM or SIGINT: no new pass starts, the running ones finish, the
+//! Lease is released, exit 0. Each failure to start says what failed and with which input, for
+//! the binary to print and exit.
+//!
+//! A binary's `main` parses its flags (its own and [`ProcessFlags`], flattened), builds its
+//! Context and hands its controllers' future to [`run`], which runs it under the binary's
+//! [`Process`]: the one point where a binary is wired to all of this.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 use std::time::Duration;
 
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::leader::{self, Elector, Timings};
 use crate::metrics::Metrics;
+use crate::process::{Process, Role};
+
+/// How long a stopping process waits for its running passes before it exits without them (and
+/// without releasing the Lease, which then expires: a standby must not start while one runs).
+/// Under the pod's default 30 s grace period.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(20);
 
 /// Why a binary could not start.
 #[derive(Debug, thiserror::Error)]
@@ -24,14 +43,78 @@ pub enum StartError {
     },
 }
 
-/// Logs to stdout, filtered by `RUST_LOG` (`info` when unset).
-pub fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line (fields, span, level, timestamp).
+    Json,
+}
+
+/// The flags every binary has besides its own (`#[command(flatten)]`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProcessFlags {
+    /// Where /healthz and /readyz are served.
+    #[arg(long, env = "PROBE_ADDR", default_value = "0.0.0.0:8081")]
+    pub probe_addr: SocketAddr,
+    /// How log lines are written.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Reconcile only while holding this controller's Lease (more than one replica).
+    #[arg(long, env = "LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// The namespace of the Lease (named after the binary); without it, the client's default
+    /// namespace (in a pod, its own).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_elect_namespace: Option<String>,
+    /// How long a standby waits, from when it saw the Lease last change, before taking it (Go
+    /// duration, whole seconds).
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader goes on without renewing before it stops reconciling and exits (Go
+    /// duration; shorter than the lease duration).
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often every replica reads, and the leader renews, the Lease (Go duration).
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    pub leader_elect_retry_period: Duration,
+}
+
+impl ProcessFlags {
+    /// The election's timings, if they are in order (see [`Timings::new`]).
+    pub fn timings(&self) -> Result<Timings, String> {
+        Timings::new(
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
         )
-        .try_init();
+        .map_err(|e| format!("--leader-elect-*: {e}"))
+    }
+}
+
+/// A Go duration (`15s`, `1m30s`, `500ms`).
+pub fn go_duration(text: &str) -> Result<Duration, String> {
+    nats_api::jetstream::GoDuration::new(text)
+        .parse()
+        .map_err(|e| format!("{text}: {e}"))
+}
+
+/// Logs to stdout as `format` says, filtered by `RUST_LOG` (`info` when unset).
+pub fn init_tracing(format: LogFormat) {
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+    };
+    let _ = match format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter())
+            .try_init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter())
+            .try_init(),
+    };
 }
 
 /// A client from the environment and a registry served on `metrics_addr`.
@@ -63,9 +146,171 @@ pub fn resync(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A controller binary: its name (its Lease's name, its `build_info`'s prefix, the `controller`
+/// label of its leader gauge) and its version.
+#[derive(Debug, Clone, Copy)]
+pub struct Binary {
+    /// e.g. `jetstream-controller`.
+    pub name: &'static str,
+    /// The crate's version.
+    pub version: &'static str,
+}
+
+/// SIGTERM and SIGINT, installed before anything runs so none is missed.
+struct Signals {
+    term: Signal,
+    int: Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+/// Mirrors the process's role into the leader gauge, forever.
+async fn mirror_leader(process: Process, metrics: Metrics, name: &'static str) {
+    let mut role = process.role();
+    loop {
+        metrics.set_leader(name, role == Role::Leading);
+        role = process.role_changed(role).await;
+    }
+}
+
+/// Runs `controllers` (the binary's controllers' future) under the binary's [`Process`] until
+/// a signal or a lost Lease; returns the exit code. With `--leader-elect` this replica stands by
+/// until it holds the Lease `<namespace>/<binary name>`, and exits 1 the moment it loses it
+/// (the rules in [`crate::leader`] make that strictly before another may take it), so what it
+/// kept in memory for its objects goes with the process. On SIGTERM or SIGINT: no new pass
+/// starts, the running ones finish (at most [`DRAIN_LIMIT`]; a second signal stops waiting),
+/// the Lease is released, exit 0.
+pub async fn run(
+    binary: Binary,
+    flags: &ProcessFlags,
+    client: kube::Client,
+    metrics: Metrics,
+    controllers: impl Future<Output = ()>,
+) -> ExitCode {
+    let mut signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("installing the SIGTERM and SIGINT handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let timings = match flags.timings() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    metrics.include_process();
+    metrics.set_build_info(binary.name, binary.version);
+    let process = if flags.leader_elect {
+        Process::standby()
+    } else {
+        Process::leading()
+    };
+    match crate::probes::spawn(flags.probe_addr, process.clone()).await {
+        Ok(addr) => tracing::info!(%addr, "serving /healthz and /readyz"),
+        Err(e) => {
+            eprintln!("binding {}: {e}", flags.probe_addr);
+            return ExitCode::FAILURE;
+        }
+    }
+    let mut elector = flags.leader_elect.then(|| {
+        let namespace = flags
+            .leader_elect_namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let identity = leader::identity();
+        tracing::info!(lease = %format!("{namespace}/{}", binary.name), %identity, "leader election");
+        Elector::new(
+            client.clone(),
+            &namespace,
+            binary.name,
+            identity,
+            timings,
+            process.clone(),
+        )
+    });
+    let mut controllers = Box::pin(process.scope(controllers));
+    let mut gauge = Box::pin(mirror_leader(process.clone(), metrics, binary.name));
+
+    let signalled = tokio::select! {
+        () = &mut controllers => {
+            tracing::error!("every controller ended");
+            return ExitCode::FAILURE;
+        }
+        lost = campaign(elector.as_mut()) => {
+            tracing::error!(reason = %lost, "exiting: the Lease is lost");
+            return ExitCode::FAILURE;
+        }
+        s = signals.next() => s,
+        () = &mut gauge => unreachable!("the gauge mirror runs forever"),
+    };
+    tracing::info!(
+        signal = signalled,
+        "stopping: no new pass starts; waiting for the running ones"
+    );
+    process.stop();
+    let drained = tokio::select! {
+        () = process.drained() => true,
+        () = &mut controllers => true,
+        lost = campaign(elector.as_mut()) => {
+            tracing::error!(reason = %lost, "exiting: the Lease is lost");
+            return ExitCode::FAILURE;
+        }
+        s = signals.next() => {
+            tracing::warn!(signal = s, "exiting without waiting for the running passes");
+            false
+        }
+        () = tokio::time::sleep(DRAIN_LIMIT) => {
+            tracing::warn!(limit = ?DRAIN_LIMIT, "passes still running: exiting without them");
+            false
+        }
+        () = &mut gauge => unreachable!("the gauge mirror runs forever"),
+    };
+    drop(controllers);
+    if !drained {
+        // A pass may still be writing: leave the Lease to expire rather than hand it over now.
+        return ExitCode::FAILURE;
+    }
+    if let Some(elector) = elector.as_mut() {
+        match elector.release().await {
+            Ok(true) => {}
+            Ok(false) => tracing::info!("no Lease to release"),
+            Err(e) => tracing::warn!(error = %e, "releasing the Lease; it expires instead"),
+        }
+    }
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// The elector's campaign; without one, never ends.
+async fn campaign(elector: Option<&mut Elector>) -> leader::Lost {
+    match elector {
+        Some(e) => e.run().await,
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
     use rstest::rstest;
 
     #[rstest]
@@ -83,5 +328,57 @@ mod tests {
     fn a_bad_resync_names_the_flag_and_the_value() {
         let e = resync("soon").expect_err("refused");
         assert!(e.starts_with("--resync soon: "), "{e}");
+    }
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        process: ProcessFlags,
+    }
+
+    #[test]
+    fn the_process_flags_default_to_no_election_text_logs_and_probes_on_8081() {
+        let f = Flags::try_parse_from(["x"]).expect("parses").process;
+        assert!(!f.leader_elect);
+        assert_eq!(f.log_format, LogFormat::Text);
+        assert_eq!(f.probe_addr, "0.0.0.0:8081".parse().expect("an address"));
+        assert_eq!(f.timings(), Ok(Timings::DEFAULT));
+    }
+
+    #[test]
+    fn the_process_flags_parse_go_durations_and_refuse_timings_out_of_order() {
+        let f = Flags::try_parse_from([
+            "x",
+            "--leader-elect",
+            "--log-format",
+            "json",
+            "--leader-elect-namespace",
+            "nats-system",
+            "--leader-elect-lease-duration",
+            "4s",
+            "--leader-elect-renew-deadline",
+            "3s",
+            "--leader-elect-retry-period",
+            "500ms",
+        ])
+        .expect("parses")
+        .process;
+        assert!(f.leader_elect);
+        assert_eq!(f.log_format, LogFormat::Json);
+        assert_eq!(f.leader_elect_namespace.as_deref(), Some("nats-system"));
+        assert_eq!(
+            f.timings().map(|t| t.retry_period),
+            Ok(Duration::from_millis(500))
+        );
+        let bad = Flags::try_parse_from(["x", "--leader-elect-renew-deadline", "20s"])
+            .expect("parses")
+            .process;
+        assert!(
+            bad.timings()
+                .expect_err("refused")
+                .contains("renew deadline"),
+            "{:?}",
+            bad.timings()
+        );
     }
 }

@@ -21,6 +21,9 @@ async fn the_binary_signs_and_serves_metrics() {
             "10s",
             "--metrics-addr",
             &format!("127.0.0.1:{port}"),
+            // Any free port: the default 8081 would clash between tests run at once.
+            "--probe-addr",
+            "127.0.0.1:0",
             "--system-connection",
             "nats-system/auth",
         ],

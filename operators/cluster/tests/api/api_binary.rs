@@ -31,6 +31,9 @@ async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
         &[
             "--metrics-addr",
             &format!("127.0.0.1:{port}"),
+            // Any free port: the default 8081 would clash between tests run at once.
+            "--probe-addr",
+            "127.0.0.1:0",
             "--controller-namespace",
             "ops",
             "--cluster-domain",

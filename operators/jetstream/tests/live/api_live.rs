@@ -778,6 +778,9 @@ async fn the_binary_reconciles_and_serves_metrics() {
             "10s",
             "--metrics-addr",
             &format!("127.0.0.1:{port}"),
+            // Any free port: the default 8081 would clash between tests run at once.
+            "--probe-addr",
+            "127.0.0.1:0",
         ],
     );
     let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
@@ -902,6 +905,8 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
             .args([
                 "--metrics-addr",
                 &format!("127.0.0.1:{}", sim::ports::free_port()),
+                "--probe-addr",
+                "127.0.0.1:0",
             ])
             .stdout(log_file.try_clone().expect("the log file"))
             .stderr(log_file)
