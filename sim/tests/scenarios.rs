@@ -7,7 +7,7 @@ use sim::backend::LocalBackend;
 use sim::scenario::{self, Report};
 
 async fn run(name: &str) -> Report {
-    controller_kit::start::init_tracing();
+    controller_kit::start::init_tracing(controller_kit::start::LogFormat::Text);
     let s = scenario::find(&scenario::scenarios_dir(), name).unwrap();
     let mut progress = |l: &str| println!("{l}");
     let report = scenario::run(&s, &LocalBackend, &mut progress)

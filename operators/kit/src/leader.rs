@@ -414,10 +414,11 @@ impl Elector {
             },
         };
         // Refused while leading: another wrote the Lease. Read who, and stop if it is not us.
-        if refused && self.leads() {
-            if let Ok(Step::Stop(lost)) = self.read().await {
-                return Some(self.lose(lost));
-            }
+        if refused
+            && self.leads()
+            && let Ok(Step::Stop(lost)) = self.read().await
+        {
+            return Some(self.lose(lost));
         }
         match self.decide(Instant::now()) {
             Step::Stop(lost) => Some(self.lose(lost)),
