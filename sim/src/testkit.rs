@@ -23,6 +23,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+pub mod replicas;
+
 use crate::apiserver::ApiServer;
 use crate::host::{Host, ObjectRef, condition_of};
 use crate::wait::poll;

@@ -6,5 +6,6 @@ mod apirig;
 
 mod api_binary;
 mod api_refusals;
+mod api_replicas;
 mod api_signing;
 mod api_stories;

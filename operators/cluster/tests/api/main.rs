@@ -5,4 +5,5 @@
 mod api_binary;
 mod api_cluster;
 mod api_lifecycle;
+mod api_replicas;
 mod objects_apply;

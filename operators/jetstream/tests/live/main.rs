@@ -5,6 +5,7 @@
 mod common;
 
 mod api_live;
+mod api_replicas;
 mod live_configs;
 mod live_connection;
 mod live_transfer;
