@@ -5,13 +5,16 @@
 use controller_kit::metrics::{self, Metrics};
 use nats_api::cluster::RolloutStatus;
 
+use crate::rollout::gate::WaitingFor;
+
 /// Servers not yet on the target revision: the one being stepped and those still to step.
 pub fn pending_servers(rollout: Option<&RolloutStatus>) -> usize {
     rollout.map_or(0, |r| r.pending.len() + usize::from(r.current.is_some()))
 }
 
-/// Exports `status.rollout` as the pending and gate gauges. The gate's series is replaced each
-/// pass, so one for an older `waitingFor` (or a gate now open) does not linger at 1.
+/// Exports `status.rollout` as the pending and gate gauges: one gate series per rule the closed
+/// gate waits on ([`WaitingFor`], a fixed set of label values). The gate's series are replaced
+/// each pass, so one for a rule no longer waited on (or a gate now open) does not linger at 1.
 pub fn export_rollout(m: &Metrics, namespace: &str, name: &str, rollout: Option<&RolloutStatus>) {
     let object = [("namespace", namespace), ("name", name)];
     m.set_gauge(
@@ -21,17 +24,21 @@ pub fn export_rollout(m: &Metrics, namespace: &str, name: &str, rollout: Option<
         pending_servers(rollout) as f64,
     );
     m.remove_gauge(metrics::ROLLOUT_GATE, &object);
-    if let Some(gate) = rollout.and_then(|r| r.gate.as_ref()) {
+    let Some(gate) = rollout.and_then(|r| r.gate.as_ref()) else {
+        return;
+    };
+    let mut rules = WaitingFor::all_of(gate.waiting_for.as_deref().unwrap_or_default());
+    if rules.is_empty() {
+        rules.insert(WaitingFor::Other);
+    }
+    for rule in rules {
         m.set_gauge(
             metrics::ROLLOUT_GATE,
-            "1 while a NatsCluster's rollout gate is closed.",
+            "1 while a NatsCluster's rollout gate is closed, by the rule it waits on.",
             &[
                 ("namespace", namespace),
                 ("name", name),
-                (
-                    "waiting_for",
-                    gate.waiting_for.as_deref().unwrap_or_default(),
-                ),
+                ("waiting_for", rule.label()),
             ],
             1.0,
         );
@@ -57,7 +64,7 @@ mod tests {
             current: Some("demo-2".into()),
             pending: vec!["demo-0".into(), "demo-1".into()],
             gate: Some(RolloutGate {
-                waiting_for: Some("groups not current: ORDERS".into()),
+                waiting_for: Some("demo-2 not Ready; groups not current: ORDERS".into()),
                 since: None,
             }),
             ..Default::default()
@@ -68,10 +75,11 @@ mod tests {
             text.contains(r#"nats_operator_rollout_pending_servers{namespace="ns",name="demo"} 3"#),
             "{text}"
         );
-        assert!(
-            text.contains(r#"waiting_for="groups not current: ORDERS"} 1"#),
-            "{text}"
-        );
+        for rule in ["pod_ready", "settled"] {
+            let series = format!(r#"{{namespace="ns",name="demo",waiting_for="{rule}"}} 1"#);
+            assert!(text.contains(&series), "{series} in {text}");
+        }
+        assert!(!text.contains("ORDERS"), "no name in a label: {text}");
         let open = RolloutStatus {
             gate: None,
             ..closed

@@ -154,6 +154,74 @@ pub fn settled(view: &SettledView) -> Vec<String> {
     }
 }
 
+/// What a closed gate waits for, as the `waiting_for` label of `nats_operator_rollout_gate`: one
+/// value per rule above, so the label's values stay few whatever the servers and groups are
+/// called (the text naming them stays in `status.rollout.gate.waitingFor`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WaitingFor {
+    /// [`pods_ready`].
+    PodReady,
+    /// [`revisions_reported`].
+    RevisionReported,
+    /// [`meta_members`].
+    MetaMember,
+    /// [`rejoined`].
+    Rejoined,
+    /// [`settled`], groups not current.
+    Settled,
+    /// [`settled`], the NATS cluster not observed.
+    Observed,
+    /// A text none of the rules above writes (a status written by another version).
+    Other,
+}
+
+impl WaitingFor {
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaitingFor::PodReady => "pod_ready",
+            WaitingFor::RevisionReported => "revision_reported",
+            WaitingFor::MetaMember => "meta_member",
+            WaitingFor::Rejoined => "rejoined",
+            WaitingFor::Settled => "settled",
+            WaitingFor::Observed => "observed",
+            WaitingFor::Other => "other",
+        }
+    }
+
+    /// Which rule wrote `part`, one of the `; `-joined parts of `waitingFor`, read from the
+    /// shape each rule's text has (a server or group name holds no `; `, and the shapes are
+    /// matched at the part's end or start, where a name cannot reach).
+    pub fn of(part: &str) -> Self {
+        if part.starts_with("groups not current: ") {
+            WaitingFor::Settled
+        } else if part.starts_with("not observed: ") {
+            WaitingFor::Observed
+        } else if part.contains(" rejoining: ") {
+            WaitingFor::Rejoined
+        } else if part.ends_with(" not Ready") {
+            WaitingFor::PodReady
+        } else if part.ends_with(" does not report its revision")
+            || part.contains(" reports revision ")
+        {
+            WaitingFor::RevisionReported
+        } else if part.contains(" not in the meta group (leader ") {
+            WaitingFor::MetaMember
+        } else {
+            WaitingFor::Other
+        }
+    }
+
+    /// Every rule a `waitingFor` text names, each once.
+    pub fn all_of(waiting_for: &str) -> std::collections::BTreeSet<WaitingFor> {
+        waiting_for
+            .split("; ")
+            .filter(|p| !p.is_empty())
+            .map(WaitingFor::of)
+            .collect()
+    }
+}
+
 /// The gate: open only when every rule names nothing.
 pub fn gate(input: &GateInput<'_>) -> Gate {
     let mut waiting_for = pods_ready(input.servers);
@@ -281,6 +349,39 @@ mod tests {
             g.waiting_for().as_deref(),
             Some("demo-1 not Ready; groups not current: a, b")
         );
+    }
+
+    /// Each rule's own text is read back as that rule: the table is built by calling the rules,
+    /// so a rule whose wording changes breaks here, not in a dashboard.
+    #[rstest]
+    #[case::pod(pods_ready(&[GateServer { name: "demo-1".into(), ..Default::default() }]), WaitingFor::PodReady)]
+    #[case::revision(revisions_reported(&[srv("demo-2", true, "r2", Some("r1"))]), WaitingFor::RevisionReported)]
+    #[case::no_revision(revisions_reported(&[srv("demo-2", true, "r2", None)]), WaitingFor::RevisionReported)]
+    #[case::meta(meta_members(&[srv("demo-2", true, "r2", Some("r2"))], &leader(&["demo-0"])), WaitingFor::MetaMember)]
+    #[case::rejoined(rejoined(&["demo-2".into()], &leader(&["demo-0"])), WaitingFor::Rejoined)]
+    #[case::rejoined_no_leader(rejoined(&["demo-2".into()], &MetaObservation::FromFollowers), WaitingFor::Rejoined)]
+    #[case::settled(settled(&SettledView::NotCurrent { groups: vec!["ORDERS (S-R3F-abc)".into()] }), WaitingFor::Settled)]
+    #[case::observed(settled(&SettledView::Unobserved { error: "timeout; no answer".into() }), WaitingFor::Observed)]
+    // A name made to look like another rule's text is still read as the rule that wrote it.
+    #[case::tricky_name(pods_ready(&[GateServer { name: "x not in the meta group (leader y)".into(), ..Default::default() }]), WaitingFor::PodReady)]
+    #[case::foreign(vec!["something else".into()], WaitingFor::Other)]
+    fn each_rules_text_reads_back_as_its_rule(
+        #[case] texts: Vec<String>,
+        #[case] want: WaitingFor,
+    ) {
+        assert_eq!(texts.len(), 1, "{texts:?}");
+        assert_eq!(WaitingFor::of(&texts[0]), want, "{texts:?}");
+    }
+
+    #[test]
+    fn all_of_names_each_rule_of_a_joined_text_once() {
+        let all =
+            WaitingFor::all_of("demo-1 not Ready; demo-2 not Ready; groups not current: a, b");
+        assert_eq!(
+            all.into_iter().map(WaitingFor::label).collect::<Vec<_>>(),
+            ["pod_ready", "settled"]
+        );
+        assert!(WaitingFor::all_of("").is_empty());
     }
 
     #[rstest]
