@@ -22,6 +22,7 @@ use serde::Deserialize;
 use tokio::task::JoinHandle;
 
 use crate::apiserver::{ApiServer, ApiServerError, Flavor};
+use crate::elected::Replicas;
 
 /// The field manager the sim applies manifests as (a user's `kubectl apply --server-side`).
 pub const FIELD_MANAGER: &str = "sim";
@@ -76,6 +77,10 @@ pub enum HostError {
     },
     #[error("no controller named {0} (known: auth, cluster, jetstream)")]
     UnknownController(String),
+    #[error("controller {0} does not run as replicas under leader election (scenario `replicas:`)")]
+    NotElected(String),
+    #[error("no replica of controller {0} leads")]
+    NoLeader(String),
     #[error("{action} {object}: {source}")]
     Object {
         action: &'static str,
@@ -182,6 +187,8 @@ pub struct Host {
     // Field order is drop order: the controllers stop first, then the servers they started,
     // then the apiserver, then the directory.
     running: Mutex<BTreeMap<String, Running>>,
+    /// The controllers run as replicas under leader election ([`Host::elect`]).
+    elected: Mutex<BTreeMap<String, Replicas>>,
     /// Starts exited servers again, as a kubelet would.
     supervisor: JoinHandle<()>,
     lifecycle: LocalLifecycle,
@@ -310,6 +317,7 @@ impl Host {
         );
         let host = Host {
             running: Mutex::new(BTreeMap::new()),
+            elected: Mutex::new(BTreeMap::new()),
             supervisor: lifecycle.supervise(),
             lifecycle,
             api,
@@ -367,6 +375,47 @@ impl Host {
     /// How often a controller was restarted.
     pub fn controller_restarts(&self, name: &str) -> Option<u32> {
         self.lock().get(name).map(|r| r.restarts)
+    }
+
+    fn elected(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Replicas>> {
+        self.elected.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs controller `name` as `count` replicas under leader election instead of one task
+    /// (see [`crate::elected`]).
+    pub async fn elect(&self, name: &str, count: u32) -> Result<(), HostError> {
+        let old = self
+            .lock()
+            .remove(name)
+            .ok_or_else(|| HostError::UnknownController(name.into()))?;
+        old.task.abort();
+        let _ = old.task.await;
+        let replicas = Replicas::start(
+            name,
+            old.factory,
+            self.api.client(),
+            self.lifecycle.clone(),
+            count,
+        );
+        self.elected().insert(name.into(), replicas);
+        Ok(())
+    }
+
+    /// The identity of the replica of controller `name` that leads now.
+    pub fn leader_of(&self, name: &str) -> Option<String> {
+        self.elected().get(name)?.leader().map(String::from)
+    }
+
+    /// Kills the leading replica of controller `name` (no release: a SIGKILL) and starts a
+    /// fresh standby in its place; returns the killed identity.
+    pub fn kill_leader(&self, name: &str) -> Result<String, HostError> {
+        let mut elected = self.elected();
+        let replicas = elected
+            .get_mut(name)
+            .ok_or_else(|| HostError::NotElected(name.into()))?;
+        replicas
+            .kill_leader()
+            .ok_or_else(|| HostError::NoLeader(name.into()))
     }
 
     /// Aborts a controller's task, waits for it to end, and starts it again from nothing.

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod config;
 pub mod controlled;
 pub mod duration;
+pub mod elected;
 pub mod host;
 pub mod install;
 pub mod k3s;

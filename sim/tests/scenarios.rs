@@ -77,6 +77,39 @@ async fn scenario_rolling_restart() {
     );
 }
 
+/// Issue #14's leader-elected rollout: the cluster controller as two replicas, the leader killed
+/// once the first server is rolled; the standby takes the Lease and finishes the rollout, still
+/// one server at a time (`rollout_restarting_max == 1`), each once, the meta leader last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_leader_kill_rollout() {
+    let r = run("leader-kill-rollout").await;
+    assert!(r.passed, "{}", r.summary());
+    let kill = r
+        .steps
+        .iter()
+        .find(|s| s.action.starts_with("kill the leading replica"))
+        .expect("the kill step");
+    assert!(
+        kill.target
+            .as_deref()
+            .is_some_and(|t| t.starts_with("cluster-")),
+        "{kill:?}"
+    );
+    // Mid-rollout: at least one server was rolled after the kill, by the other replica.
+    let after = r
+        .rollout_steps
+        .iter()
+        .filter(|s| s.lame_duck_at_ms > kill.at_ms)
+        .count();
+    assert!(
+        after >= 1,
+        "no server rolled after the kill: {}",
+        r.summary()
+    );
+    let once: Vec<u32> = r.server_restarts.values().copied().collect();
+    assert_eq!(once, vec![1, 1, 1], "{:?}", r.server_restarts);
+}
+
 /// Issue #6's rollout faults: a not-yet-updated server killed and the controller restarted
 /// mid-rollout; every server is rolled exactly once and the killed one also came back once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -90,6 +90,10 @@ pub struct Scenario {
     /// controller the host knows, see `host::controllers`).
     #[serde(default)]
     pub controllers: Option<Vec<String>>,
+    /// Controllers run as replicas under leader election (name → how many, 2 or 3), as the
+    /// chart runs them; `kill_leader` kills the one leading (see `crate::elected`).
+    #[serde(default)]
+    pub replicas: std::collections::BTreeMap<String, u32>,
     /// Namespaces the host creates before anything is applied (default: `nats`).
     #[serde(default)]
     pub namespaces: Vec<String>,
@@ -335,6 +339,11 @@ pub enum Action {
     RestartController {
         controller: String,
     },
+    /// Kills the replica of `controller` that holds its Lease (no release: a SIGKILL) and starts
+    /// a fresh standby in its place; the controller must run as `replicas:`.
+    KillLeader {
+        controller: String,
+    },
     /// Applies a manifest holding NatsClusters and waits until the cluster controller has
     /// every server of each running and healthy on the local lifecycle.
     ApplyNatsCluster {
@@ -408,6 +417,7 @@ impl Action {
                 | Action::Annotate { .. }
                 | Action::WaitCondition { .. }
                 | Action::RestartController { .. }
+                | Action::KillLeader { .. }
                 | Action::ApplyNatsCluster { .. }
                 | Action::WaitServerRestarted { .. }
                 | Action::Delete { .. }
@@ -457,6 +467,9 @@ impl Action {
                 None => format!("wait for {object} condition {condition}"),
             },
             Action::RestartController { controller } => format!("restart controller {controller}"),
+            Action::KillLeader { controller } => {
+                format!("kill the leading replica of controller {controller}")
+            }
             Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
             Action::WaitServerRestarted { server, .. } => {
                 format!("wait until the controller restarted {server}")
@@ -522,6 +535,46 @@ impl Scenario {
             let known = crate::host::controllers();
             if let Some(bad) = c.iter().find(|c| !known.contains_key(c.as_str())) {
                 return Err(self.invalid(format!("no controller named {bad:?}")));
+            }
+        }
+        self.validate_replicas()?;
+        Ok(())
+    }
+
+    /// `replicas:` names controllers the host runs, 2 or 3 of each; `kill_leader` and
+    /// `restart_controller` name a controller run that way and one that is not.
+    fn validate_replicas(&self) -> Result<(), ScenarioError> {
+        let runs = |c: &str| match &self.controllers {
+            Some(list) => list.iter().any(|n| n == c),
+            None => crate::host::controllers().contains_key(c),
+        };
+        for (c, n) in &self.replicas {
+            if !runs(c) {
+                return Err(self.invalid(format!(
+                    "replicas.{c}: no controller {c:?} runs in this scenario"
+                )));
+            }
+            if !(2..=3).contains(n) {
+                return Err(self.invalid(format!(
+                    "replicas.{c}: {n} replicas; 2 or 3 run under leader election"
+                )));
+            }
+        }
+        for s in &self.steps {
+            match &s.action {
+                Action::KillLeader { controller } if !self.replicas.contains_key(controller) => {
+                    return Err(self.invalid(format!(
+                        "kill_leader: controller {controller:?} is not in replicas:"
+                    )));
+                }
+                Action::RestartController { controller }
+                    if self.replicas.contains_key(controller) =>
+                {
+                    return Err(self.invalid(format!(
+                        "restart_controller: controller {controller:?} runs as replicas: use kill_leader"
+                    )));
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -57,12 +57,32 @@ impl Rule {
 /// Figures from the cluster controller's rollout rather than the traffic ledger:
 /// `rollout_restarts_max` / `rollout_restarts_min` (per server the controller ran, how many times
 /// it restarted it under a new revision), `meta_leader_restarted_last` (1 when the last server
-/// restarted was the meta leader at the start, else 0).
+/// restarted was the meta leader at the start, else 0), `rollout_restarting_max` (the most
+/// servers between lame duck and up again at one moment: 1 when the rollout went one server at a
+/// time).
 pub const ROLLOUT_FIGURES: &[&str] = &[
     "rollout_restarts_max",
     "rollout_restarts_min",
     "meta_leader_restarted_last",
+    "rollout_restarting_max",
 ];
+
+/// The most of `steps` under way at one moment (lame duck to restarted, both ends included).
+pub fn restarting_at_once(steps: &[RolloutStep]) -> u64 {
+    // +1 at each lame duck, -1 just after each restart: a step ending when another begins
+    // counts as overlapping, so a controller that starts the next before the last is up is seen.
+    let mut edges: Vec<(u64, i8)> = steps
+        .iter()
+        .flat_map(|s| [(s.lame_duck_at_ms, -1), (s.restarted_at_ms, 1)])
+        .collect();
+    edges.sort();
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, e) in edges {
+        now -= i64::from(e);
+        most = most.max(now);
+    }
+    most as u64
+}
 
 /// The value of a rollout figure from a finished report.
 pub fn rollout_figure(r: &Report, name: &str) -> Option<u64> {
@@ -77,6 +97,7 @@ pub fn rollout_figure(r: &Report, name: &str) -> Option<u64> {
     Some(match name {
         "rollout_restarts_max" => per_server().max().unwrap_or(0),
         "rollout_restarts_min" => per_server().min().unwrap_or(0),
+        "rollout_restarting_max" => restarting_at_once(&r.rollout_steps),
         "meta_leader_restarted_last" => u64::from(
             r.meta_leader_at_start.is_some()
                 && r.server_restart_order.last() == r.meta_leader_at_start.as_ref(),

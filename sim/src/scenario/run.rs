@@ -185,6 +185,14 @@ impl Run<'_, '_> {
         let host = Host::start(&namespaces, &controllers)
             .await
             .map_err(|e| self.host_err()(e.to_string()))?;
+        for (name, count) in &scenario.replicas {
+            self.say(&format!(
+                "running {count} replicas of {name} under leader election"
+            ));
+            host.elect(name, *count)
+                .await
+                .map_err(|e| self.host_err()(e.to_string()))?;
+        }
         Ok(Some(Arc::new(host)))
     }
 

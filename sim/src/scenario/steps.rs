@@ -221,7 +221,8 @@ async fn run_server_step(
         | Action::WaitServerRestarted { .. }
         | Action::Annotate { .. }
         | Action::WaitCondition { .. }
-        | Action::RestartController { .. } => host_step(action, ctx).await,
+        | Action::RestartController { .. }
+        | Action::KillLeader { .. } => host_step(action, ctx).await,
         Action::Delete { .. }
         | Action::WaitGone { .. }
         | Action::WipeStatus { .. }
@@ -406,6 +407,11 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
                 .map_err(|e| e.to_string())?;
             Ok(Some(controller.clone()))
         }
+        Action::KillLeader { controller } => ctx
+            .host()?
+            .kill_leader(controller)
+            .map(Some)
+            .map_err(|e| e.to_string()),
         _ => not_a_server_step(action),
     }
 }

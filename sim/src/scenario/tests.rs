@@ -451,3 +451,65 @@ fn an_account_jwt_revokes_a_user_issued_at_or_before_its_revocation() {
         "no status.jwt"
     );
 }
+
+#[rstest::rstest]
+#[case::none(&[], 0)]
+#[case::one_at_a_time(&[(1000, 2500), (4000, 4800), (6000, 7000)], 1)]
+#[case::back_to_back(&[(1000, 2500), (2500, 3000)], 2)]
+#[case::two_at_once(&[(1000, 5000), (2000, 3000), (6000, 7000)], 2)]
+#[case::three_at_once(&[(1000, 5000), (2000, 6000), (3000, 4000)], 3)]
+fn restarting_at_once_is_the_most_rollout_steps_under_way_together(
+    #[case] spans: &[(u64, u64)],
+    #[case] want: u64,
+) {
+    let steps: Vec<RolloutStep> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, (lame_duck, restarted))| RolloutStep {
+            server: format!("demo-{i}"),
+            lame_duck_at_ms: *lame_duck,
+            restarted_at_ms: *restarted,
+            step_ms: restarted - lame_duck,
+            gate_ms: None,
+        })
+        .collect();
+    assert_eq!(super::report::restarting_at_once(&steps), want);
+}
+
+#[test]
+fn replicas_name_a_running_controller_two_or_three_times_and_kill_leader_needs_them() {
+    let scenario = |extra: &str| {
+        Scenario::from_yaml(
+            Path::new("x"),
+            &format!(
+                "name: r\ntopology: {{ servers: 1 }}\nworkload: {{}}\ncontrollers: [cluster]\n{extra}"
+            ),
+        )
+    };
+    scenario(
+        "replicas: { cluster: 2 }\nsteps: [{ at: 1s, action: kill_leader, controller: cluster }]\n",
+    )
+    .expect("two replicas and a kill");
+    for (extra, want) in [
+        (
+            "replicas: { jetstream: 2 }\n",
+            "replicas.jetstream: no controller",
+        ),
+        (
+            "replicas: { cluster: 1 }\n",
+            "replicas.cluster: 1 replicas; 2 or 3",
+        ),
+        ("replicas: { cluster: 4 }\n", "replicas.cluster: 4 replicas"),
+        (
+            "steps: [{ at: 1s, action: kill_leader, controller: cluster }]\n",
+            "kill_leader: controller \"cluster\" is not in replicas:",
+        ),
+        (
+            "replicas: { cluster: 2 }\nsteps: [{ at: 1s, action: restart_controller, controller: cluster }]\n",
+            "use kill_leader",
+        ),
+    ] {
+        let err = scenario(extra).expect_err(extra).to_string();
+        assert!(err.contains(want), "{extra}: {err}");
+    }
+}
