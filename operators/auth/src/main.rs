@@ -56,13 +56,14 @@ async fn main() -> ExitCode {
             }
         },
     };
-    let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
-        Ok(started) => started,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let (client, metrics) =
+        match start::client_and_metrics(flags.metrics_addr, &flags.process).await {
+            Ok(started) => started,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let settings = Settings {
         resync,
         system_connection,

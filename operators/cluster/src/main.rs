@@ -42,13 +42,14 @@ const BINARY: start::Binary = start::Binary {
 async fn main() -> ExitCode {
     let flags = Flags::parse();
     start::init_tracing(flags.process.log_format);
-    let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
-        Ok(started) => started,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let (client, metrics) =
+        match start::client_and_metrics(flags.metrics_addr, &flags.process).await {
+            Ok(started) => started,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let lifecycle = KubernetesLifecycle::new(
         client.clone(),
         SiteSettings {

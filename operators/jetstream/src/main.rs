@@ -41,13 +41,14 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (client, metrics) = match start::client_and_metrics(flags.metrics_addr).await {
-        Ok(started) => started,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let (client, metrics) =
+        match start::client_and_metrics(flags.metrics_addr, &flags.process).await {
+            Ok(started) => started,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let ctx = controller::context(client.clone(), Settings { resync }, metrics.clone());
     start::run(
         BINARY,

@@ -4,8 +4,8 @@
 //! ([`finalizer`]), decided conditions ([`conditions`]), refusals ([`blocked`]) and the error
 //! convention ([`error`]). Besides: status written by server-side apply, NatsReferenceGrant
 //! admission, events, metrics, the reconcile span and the binaries' start: leader election on a
-//! Lease ([`leader`]), the process the run loops obey ([`process`]), the probes ([`probes`]) and
-//! the graceful shutdown ([`start`]).
+//! Lease ([`leader`]), the process the run loops obey ([`process`]), the probes ([`probes`]), the
+//! metrics' serving certificate ([`tls`]) and the graceful shutdown ([`start`]).
 
 pub mod backoff;
 pub mod blocked;
@@ -26,4 +26,5 @@ pub mod reconcile;
 pub mod relist;
 pub mod start;
 pub mod status;
+pub mod tls;
 pub mod trace;

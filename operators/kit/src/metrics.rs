@@ -280,9 +280,10 @@ impl Metrics {
         out
     }
 
-    /// Serves the registry on `listener`: GET /metrics answers the text format, anything else 404.
-    pub async fn serve(self, listener: TcpListener) {
-        crate::http::serve(listener, move |path| {
+    /// Serves the registry on `listener` (over TLS with `tls`): GET /metrics answers the text
+    /// format, anything else 404.
+    pub async fn serve(self, listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>) {
+        crate::http::serve(listener, tls, move |path| {
             if path == "/metrics" {
                 crate::http::Response {
                     status: "200 OK",
@@ -296,11 +297,16 @@ impl Metrics {
         .await;
     }
 
-    /// Binds `addr` and serves in the background; returns the bound address.
-    pub async fn spawn_server(self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+    /// Binds `addr` and serves in the background (over TLS with `tls`); returns the bound
+    /// address.
+    pub async fn spawn_server(
+        self,
+        addr: SocketAddr,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> std::io::Result<SocketAddr> {
         let listener = TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
-        tokio::spawn(self.serve(listener));
+        tokio::spawn(self.serve(listener, tls));
         Ok(bound)
     }
 }
@@ -413,13 +419,13 @@ mod tests {
         let m = Metrics::default();
         m.reconciled("NatsConnection", Duration::from_millis(5));
         let addr = m
-            .spawn_server("127.0.0.1:0".parse().expect("an address"))
+            .spawn_server("127.0.0.1:0".parse().expect("an address"), None)
             .await
             .expect("binds");
         let mut s = tokio::net::TcpStream::connect(addr)
             .await
             .expect("connects");
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .await
             .expect("writes");
         let mut body = String::new();

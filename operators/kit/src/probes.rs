@@ -47,7 +47,7 @@ pub fn answer(process: &Process, path: &str) -> Response {
 pub async fn spawn(addr: SocketAddr, process: Process) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    tokio::spawn(crate::http::serve(listener, move |path| {
+    tokio::spawn(crate::http::serve(listener, None, move |path| {
         answer(&process, path)
     }));
     Ok(bound)

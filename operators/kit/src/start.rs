@@ -32,6 +32,9 @@ pub enum StartError {
     /// No kubeconfig or in-cluster configuration worked.
     #[error("no Kubernetes client from the environment: {0}")]
     Client(#[source] kube::Error),
+    /// The metrics' serving certificate does not load.
+    #[error("--metrics-tls-cert/--metrics-tls-key: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The metrics address could not be bound.
     #[error("binding {addr}: {source}")]
     Metrics {
@@ -68,6 +71,13 @@ pub struct ProcessFlags {
     /// namespace (in a pod, its own).
     #[arg(long, env = "POD_NAMESPACE")]
     pub leader_elect_namespace: Option<String>,
+    /// The PEM certificate chain /metrics is served with over TLS (with --metrics-tls-key); read
+    /// again when the file changes. Without it /metrics is plain HTTP.
+    #[arg(long, env = "METRICS_TLS_CERT", requires = "metrics_tls_key")]
+    pub metrics_tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --metrics-tls-cert.
+    #[arg(long, env = "METRICS_TLS_KEY", requires = "metrics_tls_cert")]
+    pub metrics_tls_key: Option<std::path::PathBuf>,
     /// How long a standby waits, from when it saw the Lease last change, before taking it (Go
     /// duration, whole seconds).
     #[arg(long, default_value = "15s", value_parser = go_duration)]
@@ -117,23 +127,33 @@ pub fn init_tracing(format: LogFormat) {
     };
 }
 
-/// A client from the environment and a registry served on `metrics_addr`.
+/// A client from the environment and a registry served on `metrics_addr`, over TLS when `flags`
+/// name a serving certificate.
 pub async fn client_and_metrics(
     metrics_addr: SocketAddr,
+    flags: &ProcessFlags,
 ) -> Result<(kube::Client, Metrics), StartError> {
+    let tls = match (&flags.metrics_tls_cert, &flags.metrics_tls_key) {
+        (Some(cert), Some(key)) => {
+            let serving = std::sync::Arc::new(crate::tls::ServingCert::open(cert, key)?);
+            Some(serving.acceptor()?)
+        }
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let client = kube::Client::try_default()
         .await
         .map_err(StartError::Client)?;
     let metrics = Metrics::default();
     let addr = metrics
         .clone()
-        .spawn_server(metrics_addr)
+        .spawn_server(metrics_addr, tls)
         .await
         .map_err(|source| StartError::Metrics {
             addr: metrics_addr,
             source,
         })?;
-    tracing::info!(%addr, "serving /metrics");
+    tracing::info!(%addr, scheme, "serving /metrics");
     Ok((client, metrics))
 }
 

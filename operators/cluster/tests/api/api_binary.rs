@@ -103,3 +103,84 @@ async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
     assert!(!body.contains("GatewayWithoutTLS"), "{body}");
 }
+
+/// Story 12: given a serving certificate, /metrics is served over TLS only — a client trusting
+/// the CA reads it, a plain-HTTP request gets no answer — and a certificate that does not load
+/// stops the binary naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
+    use cluster_controller::route_ca::RouteCa;
+    let api = sim::testkit::apiserver_with_crds(&[NS]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let ca = RouteCa::generate("metrics", time::OffsetDateTime::now_utc()).expect("a CA");
+    let issued = sim::testkit::localhost_cert(&ca);
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, &issued.cert_pem).expect("write");
+    std::fs::write(&key, &issued.key_pem).expect("write");
+    let port = sim::ports::free_port();
+    let (cert_arg, key_arg) = (cert.display().to_string(), key.display().to_string());
+    let _child = spawn_binary(
+        env!("CARGO_BIN_EXE_cluster-controller"),
+        api.kubeconfig(),
+        &[
+            "--metrics-addr",
+            &format!("127.0.0.1:{port}"),
+            "--probe-addr",
+            "127.0.0.1:0",
+            "--metrics-tls-cert",
+            &cert_arg,
+            "--metrics-tls-key",
+            &key_arg,
+        ],
+    );
+    let https = reqwest::Client::builder()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(issued.ca_pem.as_bytes()).expect("the CA"),
+        )
+        .build()
+        .expect("a client");
+    let url = format!("https://localhost:{port}/metrics");
+    let body = sim::wait::poll("/metrics over TLS", WAIT, || {
+        let (https, url) = (https.clone(), url.clone());
+        async move {
+            let r = https.get(&url).send().await.map_err(|e| e.to_string())?;
+            Ok(Some((
+                r.status(),
+                r.text().await.map_err(|e| e.to_string())?,
+            )))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(body.0, reqwest::StatusCode::OK);
+    assert!(body.1.contains("nats_operator_leader{"), "{}", body.1);
+    // In the clear: the TLS listener answers no HTTP.
+    let plain = sim::testkit::metrics(port).await.unwrap_or_default();
+    assert!(!plain.starts_with("HTTP/1.1 200"), "{plain}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cluster-controller"))
+        .env("KUBECONFIG", api.kubeconfig())
+        .args([
+            "--metrics-tls-cert",
+            &key_arg,
+            "--metrics-tls-key",
+            &key_arg,
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&key_arg) && stderr.contains("--metrics-tls-cert"),
+        "{stderr}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cluster-controller"))
+        .args(["--metrics-tls-cert", &cert_arg])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a cert without its key is a usage error"
+    );
+}
