@@ -1,6 +1,7 @@
 //! kube-apiserver 1.20's audit log of what ServiceAccounts ask: every request a ServiceAccount
-//! makes is recorded once it is answered (its verb, resource, namespace and name, and the code the
-//! server answered), and nothing else is recorded, so the admin's requests of every other test cost
+//! makes is recorded once it is answered, a watch once it started (its verb, resource, namespace
+//! and name, the code the server answered and the authorizer's decision), and nothing else is
+//! recorded, so the admin's requests of every other test cost
 //! nothing. A test that runs a controller as its chart ServiceAccount reads here whether the RBAC
 //! authorizer refused it anything, in the server's own words.
 
@@ -10,10 +11,11 @@ use serde::Deserialize;
 
 use super::{ApiServer, ApiServerError, io};
 
-/// The policy: a ServiceAccount's requests at level Metadata (no bodies), once answered.
+/// The policy: a ServiceAccount's requests at level Metadata (no bodies), once answered (and a
+/// watch, which is answered when it ends, also once its response started).
 const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
+omitStages: [RequestReceived]
 rules:
   - level: Metadata
     userGroups: [\"system:serviceaccounts\"]
@@ -58,6 +60,13 @@ pub struct AuditEvent {
     pub decision: String,
 }
 
+impl AuditEvent {
+    /// Whether the request was refused as forbidden (403), by the authorizer or by admission.
+    pub fn forbidden(&self) -> bool {
+        self.code == 403 || self.decision == "forbid"
+    }
+}
+
 impl std::fmt::Display for AuditEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let at = match (self.namespace.as_str(), self.name.as_str()) {
@@ -77,6 +86,8 @@ impl std::fmt::Display for AuditEvent {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Line {
+    #[serde(default, rename = "auditID")]
+    audit_id: String,
     #[serde(default)]
     user: User,
     #[serde(default)]
@@ -144,14 +155,17 @@ impl From<Line> for AuditEvent {
     }
 }
 
-/// The events of an audit log's text. A last line cut short (being written) is left out; any
-/// other line that does not parse is an error naming it.
+/// The events of an audit log's text, one per request (a watch's end is left out once its start
+/// is in). A last line cut short (being written) is left out; any other line that does not parse
+/// is an error naming it.
 fn parse(text: &str, path: &Path) -> Result<Vec<AuditEvent>, ApiServerError> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let mut out = Vec::with_capacity(lines.len());
+    let mut seen = std::collections::HashSet::new();
     for (i, line) in lines.iter().enumerate() {
         match serde_json::from_str::<Line>(line) {
-            Ok(l) => out.push(l.into()),
+            Ok(l) if l.audit_id.is_empty() || seen.insert(l.audit_id.clone()) => out.push(l.into()),
+            Ok(_) => {}
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
             Err(source) => {
                 return Err(ApiServerError::AuditLog {
@@ -182,13 +196,14 @@ impl ApiServer {
             .collect())
     }
 
-    /// The requests of `user` the RBAC authorizer refused (decision `forbid`, answered 403),
-    /// in order.
+    /// The requests of `user` refused as forbidden (403), in order: by the RBAC authorizer
+    /// (decision `forbid`) or by an admission plugin that checks a permission of its own
+    /// (OwnerReferencesPermissionEnforcement: `update` on an owner's `finalizers`).
     pub fn refused_to(&self, user: &str) -> Result<Vec<AuditEvent>, ApiServerError> {
         Ok(self
             .audit_of(user)?
             .into_iter()
-            .filter(|e| e.decision == "forbid")
+            .filter(AuditEvent::forbidden)
             .collect())
     }
 }
@@ -198,20 +213,20 @@ mod tests {
     use super::*;
 
     const LOG: &str = r#"{"kind":"Event","stage":"ResponseComplete","verb":"list","user":{"username":"system:serviceaccount:ops:probe"},"objectRef":{"resource":"secrets","namespace":"ops","apiVersion":"v1"},"responseStatus":{"metadata":{},"status":"Failure","reason":"Forbidden","code":403},"annotations":{"authorization.k8s.io/decision":"forbid","authorization.k8s.io/reason":""}}
+{"kind":"Event","auditID":"w","stage":"ResponseStarted","verb":"watch","user":{"username":"system:serviceaccount:ops:probe"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200}}
+{"kind":"Event","auditID":"w","stage":"ResponseComplete","verb":"watch","user":{"username":"system:serviceaccount:ops:probe"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200}}
 {"kind":"Event","stage":"ResponseComplete","verb":"patch","user":{"username":"system:serviceaccount:ops:probe"},"objectRef":{"resource":"natsclusters","namespace":"ops","name":"demo","apiGroup":"cluster.nats.mikluko.io","subresource":"status"},"responseStatus":{"metadata":{},"code":200}}
 {"kind":"Event","stage":"ResponseComplete","verb":"get","user":{"username":"system:serviceaccount:o"#;
 
     #[test]
-    fn events_read_with_their_resource_group_and_subresource_a_cut_last_line_left_out() {
+    fn events_read_with_their_resource_group_and_subresource_once_each_a_cut_line_left_out() {
         let events = parse(LOG, Path::new("audit.log")).expect("parses");
-        assert_eq!(events.len(), 2);
-        assert_eq!(
-            events[0].to_string(),
-            "list secrets in ops: 403 Forbidden"
-        );
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0].to_string(), "list secrets in ops: 403 Forbidden");
         assert_eq!(events[0].decision, "forbid");
+        assert_eq!(events[1].to_string(), "watch pods (cluster-wide): 200");
         assert_eq!(
-            events[1].to_string(),
+            events[2].to_string(),
             "patch natsclusters.cluster.nats.mikluko.io/status ops/demo: 200"
         );
     }

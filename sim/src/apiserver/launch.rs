@@ -110,6 +110,10 @@ fn server_args(
                 "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
                 // No controller-manager creates default ServiceAccounts, so Pods would be refused.
                 "--disable-admission-plugins=ServiceAccount".to_owned(),
+                // A controller reference with blockOwnerDeletion needs `update` on the owner's
+                // `finalizers`, as where this plugin runs (OpenShift): the chart's RBAC must say so.
+                // The admin (system:masters) passes it anyway.
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".to_owned(),
                 "--profiling=false".to_owned(),
             ]);
             args.extend(audit::flags(root)?);
