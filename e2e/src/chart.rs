@@ -172,6 +172,16 @@ impl Helm {
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// `helm install` of the chart as [`RELEASE`] in [`NAMESPACE`] through `kubeconfig`, with
+    /// `values` files (later ones win), as [`release_args`] runs it against the tests'
+    /// kube-apiserver 1.20.
+    pub fn install(&self, kubeconfig: &Path, values: &[&Path]) -> Result<String, HelmError> {
+        let chart = chart_dir().display().to_string();
+        let kubeconfig = kubeconfig.display().to_string();
+        let values: Vec<String> = values.iter().map(|v| v.display().to_string()).collect();
+        self.run_args(&release_args("install", &chart, &kubeconfig, &values))
+    }
+
     /// `helm test name`, as a child process (the caller plays the kubelet for its pod).
     pub fn spawn_test(
         &self,
@@ -257,6 +267,34 @@ pub fn documents(render: &str) -> Result<Vec<Rendered>, String> {
 pub const RELEASE: &str = "nats-operators";
 /// The release namespace of the chart tests.
 pub const NAMESPACE: &str = "nats-system";
+
+/// The arguments of `helm.py install|upgrade` of `chart` as [`RELEASE`] in [`NAMESPACE`] with
+/// `values` files. kube-apiserver 1.20 predates x-kubernetes-validations: its OpenAPI refuses the
+/// field and its server-side apply cannot type it, so the OpenAPI validation is off and the apply
+/// client-side (the apiserver drops the field on write). On 1.34 and later neither is needed.
+pub fn release_args<'a>(
+    command: &'a str,
+    chart: &'a str,
+    kubeconfig: &'a str,
+    values: &'a [String],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        command,
+        chart,
+        RELEASE,
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        NAMESPACE,
+        "--disable-openapi-validation",
+        "--server-side",
+        "false",
+    ];
+    for v in values {
+        args.extend(["-f", v.as_str()]);
+    }
+    args
+}
 
 /// A file of [`testdata_dir`].
 pub fn testdata(name: &str) -> PathBuf {

@@ -4,10 +4,12 @@
 //! [`stories`] finds and parses `docs/stories/`: every manifest document and every status example, for the
 //! decode test (`tests/api/stories_decode.rs`) and the API-tier tests that apply them to a real apiserver.
 //! [`chart`] reaches Helm, renders the chart and reads its RBAC table (`tests/api/chart_*.rs`);
+//! [`installed`] installs the chart into a test kube-apiserver and runs as its ServiceAccounts;
 //! [`decode`] decodes a document strictly into its type, [`monitoring`] holds the Prometheus
 //! Operator kinds the chart writes.
 
 pub mod chart;
 pub mod decode;
+pub mod installed;
 pub mod monitoring;
 pub mod stories;

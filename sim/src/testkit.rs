@@ -348,6 +348,30 @@ impl Drop for AbortOnDrop {
 /// A child process killed and reaped when this drops, pass or fail.
 pub struct KillOnDrop(pub std::process::Child);
 
+impl KillOnDrop {
+    /// Sends the process SIGTERM (what the kubelet sends a pod's container) and waits up to
+    /// `within` for it to exit; its exit status, or why it did not exit.
+    pub async fn terminate(
+        &mut self,
+        within: Duration,
+    ) -> Result<std::process::ExitStatus, String> {
+        use nix::sys::signal::{Signal, kill};
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        kill(pid, Signal::SIGTERM).map_err(|e| format!("SIGTERM to {pid}: {e}"))?;
+        let child = &mut self.0;
+        poll(
+            &format!("process {pid} exits after SIGTERM"),
+            within,
+            || {
+                let exited = child.try_wait().map_err(|e| e.to_string());
+                async move { exited }
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use e2e::chart::{self, Helm};
+use e2e::chart::{self, Helm, NAMESPACE, RELEASE, release_args};
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
@@ -23,8 +23,6 @@ use serde_json::Value;
 use sim::apiserver::ApiServer;
 use sim::testkit::wait_until;
 
-const RELEASE: &str = "nats-operators";
-const NAMESPACE: &str = "nats-system";
 const SELECTOR: &str = "app.kubernetes.io/instance=nats-operators";
 
 /// Every kind the chart writes, as kube-apiserver 1.20 serves them (PodDisruptionBudget from
@@ -112,30 +110,6 @@ fn rendered(helm: &Helm, values: &[&Path]) -> BTreeSet<String> {
         .filter(|d| d.value["metadata"]["annotations"]["helm.sh/hook"].is_null())
         .map(|d| d.describe())
         .collect()
-}
-
-fn release_args<'a>(
-    command: &'a str,
-    chart: &'a str,
-    kubeconfig: &'a str,
-    values: &'a [String],
-) -> Vec<&'a str> {
-    let mut args = vec![
-        command,
-        chart,
-        RELEASE,
-        "--kubeconfig",
-        kubeconfig,
-        "--namespace",
-        NAMESPACE,
-        "--disable-openapi-validation",
-        "--server-side",
-        "false",
-    ];
-    for v in values {
-        args.extend(["-f", v.as_str()]);
-    }
-    args
 }
 
 /// The chart copied with one CRD changed (natsconnections' short name), to prove that `helm

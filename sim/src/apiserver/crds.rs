@@ -46,9 +46,20 @@ impl ApiServer {
                 Err(source) => return Err(ApiServerError::CrdRefused { name, source }),
             }
         }
+        let names: Vec<String> = crds
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default())
+            .collect();
+        self.wait_established(&names).await
+    }
+
+    /// Waits until each CRD of `names` is Established (its custom resources are served), as one
+    /// installed by someone else (Helm) must be before a controller watches its kind.
+    pub async fn wait_established(&self, names: &[String]) -> Result<(), ApiServerError> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         let deadline = Instant::now() + ESTABLISH_DEADLINE;
-        for crd in crds {
-            let name = crd.metadata.name.clone().unwrap_or_default();
+        for name in names {
+            let name = name.clone();
             loop {
                 let conditions = match api.get_status(&name).await {
                     Ok(got) => got.status.and_then(|s| s.conditions).unwrap_or_default(),

@@ -49,7 +49,7 @@ pub enum ApiServerError {
         log: PathBuf,
         tail: String,
     },
-    #[error("failed to load the instance kubeconfig {}: {source}", path.display())]
+    #[error("failed to load the kubeconfig {}: {source}", path.display())]
     Kubeconfig {
         path: PathBuf,
         source: kube::config::KubeconfigError,
@@ -66,6 +66,26 @@ pub enum ApiServerError {
     },
     #[error("failed to create namespace {name}: {source}")]
     Namespace { name: String, source: kube::Error },
+    #[error("the audit log {}, line {line}, does not parse: {source}", path.display())]
+    AuditLog {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("no token for ServiceAccount {namespace}/{name}: {reason}")]
+    Token {
+        namespace: String,
+        name: String,
+        reason: String,
+    },
+    #[error("the SubjectAccessReview of {access} failed: {source}")]
+    AccessReview { access: String, source: kube::Error },
+    #[error("{user} is still not allowed to {access} after {waited:?}")]
+    NotAllowed {
+        user: String,
+        access: String,
+        waited: Duration,
+    },
     #[error(transparent)]
     CelJudge(#[from] CelJudgeError),
     #[error("the apiserver refused the CEL judge's webhook configuration: {0}")]

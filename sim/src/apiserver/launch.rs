@@ -9,6 +9,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use tokio::time::Instant;
 
+use super::audit;
 use super::pki::Pki;
 use super::process::{Proc, free_ports};
 use super::{ApiServerError, Flavor, POLL, START_DEADLINE, io};
@@ -95,21 +96,28 @@ fn server_args(
         format!("--client-ca-file={}", p(&pki.ca_cert)),
     ];
     match flavor {
-        Flavor::Kube120 => args.extend([
-            "--advertise-address=127.0.0.1".to_owned(),
-            "--insecure-port=0".to_owned(),
-            "--authorization-mode=RBAC".to_owned(),
-            "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
-            format!("--service-account-key-file={}", p(&pki.service_account_pub)),
-            format!(
-                "--service-account-signing-key-file={}",
-                p(&pki.service_account_key)
-            ),
-            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
-            // No controller-manager creates default ServiceAccounts, so Pods would be refused.
-            "--disable-admission-plugins=ServiceAccount".to_owned(),
-            "--profiling=false".to_owned(),
-        ]),
+        Flavor::Kube120 => {
+            args.extend([
+                "--advertise-address=127.0.0.1".to_owned(),
+                "--insecure-port=0".to_owned(),
+                "--authorization-mode=RBAC".to_owned(),
+                "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
+                format!("--service-account-key-file={}", p(&pki.service_account_pub)),
+                format!(
+                    "--service-account-signing-key-file={}",
+                    p(&pki.service_account_key)
+                ),
+                "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+                // No controller-manager creates default ServiceAccounts, so Pods would be refused.
+                "--disable-admission-plugins=ServiceAccount".to_owned(),
+                // A controller reference with blockOwnerDeletion needs `update` on the owner's
+                // `finalizers`, as where this plugin runs (OpenShift): the chart's RBAC must say so.
+                // The admin (system:masters) passes it anyway.
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".to_owned(),
+                "--profiling=false".to_owned(),
+            ]);
+            args.extend(audit::flags(root)?);
+        }
         Flavor::Apiextensions136 => {
             // The standalone server wants a kubeconfig for delegated authn/authz and admission informers;
             // nothing answers it. Client certificates of system:masters are authorized without asking.
@@ -138,22 +146,27 @@ async fn admin_client(
     let kubeconfig = root.join("kubeconfig");
     std::fs::write(&kubeconfig, admin_kubeconfig(url, pki))
         .map_err(io("write the kubeconfig", &kubeconfig))?;
-    let loaded =
-        Kubeconfig::read_from(&kubeconfig).map_err(|source| ApiServerError::Kubeconfig {
-            path: kubeconfig.clone(),
-            source,
-        })?;
+    let client = client_of(&kubeconfig, url).await?;
+    Ok((kubeconfig, client))
+}
+
+/// A client loaded from the kubeconfig at `path` (of the server at `url`), as a binary given
+/// `KUBECONFIG=path` loads it.
+pub(super) async fn client_of(path: &Path, url: &str) -> Result<Client, ApiServerError> {
+    let loaded = Kubeconfig::read_from(path).map_err(|source| ApiServerError::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let config = Config::from_custom_kubeconfig(loaded, &KubeConfigOptions::default())
         .await
         .map_err(|source| ApiServerError::Kubeconfig {
-            path: kubeconfig.clone(),
+            path: path.to_path_buf(),
             source,
         })?;
-    let client = Client::try_from(config).map_err(|source| ApiServerError::Client {
+    Client::try_from(config).map_err(|source| ApiServerError::Client {
         url: url.to_owned(),
         source,
-    })?;
-    Ok((kubeconfig, client))
+    })
 }
 
 /// The readiness endpoint that tells the flavor is up.

@@ -15,12 +15,18 @@
 //!
 //! Here: the running pair and its start (with fresh ports when one was lost); [`launch`] one
 //! attempt at starting it; [`crds`] installing CRDs and the CEL judge ([`cel_judge`]) over them;
-//! [`error`] what can go wrong; [`pki`] its certificates; [`process`] its child processes.
+//! [`identity`] a ServiceAccount's token and kubeconfig, to be someone other than the admin;
+//! [`access`] what RBAC allows one, asked of the authorizer; [`audit`] what ServiceAccounts asked
+//! and what they were answered; [`error`] what can go wrong;
+//! [`pki`] its certificates; [`process`] its child processes.
 
+mod access;
+mod audit;
 mod binaries;
 mod cel_judge;
 mod crds;
 mod error;
+mod identity;
 mod launch;
 mod pki;
 mod process;
@@ -36,12 +42,15 @@ use kube::api::{ApiResource, ObjectMeta, PostParams};
 use kube::core::GroupVersionKind;
 use kube::{Api, Client};
 
+pub use access::Access;
+pub use audit::AuditEvent;
 pub use binaries::{
     ApiextensionsUnavailable, Binaries, ENV_APIEXTENSIONS_APISERVER, ENV_CACHE, ENV_ETCD,
     ENV_KUBE_APISERVER, apiextensions_binary, binaries, cache_root,
 };
 pub use cel_judge::CelJudgeError;
 pub use error::ApiServerError;
+pub use identity::ServiceAccountIdentity;
 pub use pki::Pki;
 
 use launch::{Launched, port_taken};
@@ -217,6 +226,11 @@ impl ApiServer {
     /// The instance directory (PKI, kubeconfig, etcd data, logs).
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_ref().map(|d| d.path())
+    }
+
+    /// The instance directory while the server runs (the admin's kubeconfig is written there).
+    fn root(&self) -> &Path {
+        self.kubeconfig.parent().unwrap_or(Path::new("."))
     }
 
     /// PIDs of (etcd, server).

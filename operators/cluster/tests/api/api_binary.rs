@@ -1,15 +1,23 @@
 //! API tier: the `cluster-controller` binary against a real kube-apiserver 1.20 — its flags
 //! reach what it renders (`--controller-namespace` in the NetworkPolicy,
-//! `--allow-gateway-without-tls`), it reconciles, and it serves /metrics.
+//! `--allow-gateway-without-tls`), it reconciles, and it serves /metrics. One flow, run twice: as
+//! the admin, and as its chart ServiceAccount with the chart installed (RBAC on, leader election
+//! on), where the server's audit log then shows that not one request of it was forbidden and the
+//! binary stops on SIGTERM with exit 0 (its Lease released). The namespaced install's run waits
+//! for the binary's `--watch-namespaces`.
 
+use std::path::Path;
 use std::time::Duration;
+
+use e2e::installed::{Installed, LEADER_ELECTION, serves_watch_namespaces, stop};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use nats_api::cluster::NatsCluster;
 use serde_json::json;
-use sim::testkit::{spawn_binary, wait_metrics};
+use sim::apiserver::ApiServer;
+use sim::testkit::{KillOnDrop, spawn_binary, wait_metrics};
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
@@ -21,26 +29,68 @@ fn quickstart() -> serde_json::Value {
     )
 }
 
+const BINARY: &str = env!("CARGO_BIN_EXE_cluster-controller");
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
     let api = sim::testkit::apiserver_with_crds(&[NS]).await;
+    let _child = reconciles_with_its_flags(&api, api.kubeconfig(), &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_its_chart_service_account_nothing_it_asks_is_refused() {
+    let Some(chart) = Installed::cluster_wide(&[NS]).await else {
+        return;
+    };
+    as_its_service_account(&chart, &LEADER_ELECTION).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_as_its_chart_service_account_nothing_it_asks_is_refused() {
+    if !serves_watch_namespaces(Path::new(BINARY)) {
+        return;
+    }
+    let Some(chart) = Installed::namespaced(&[NS], &[]).await else {
+        return;
+    };
+    let watch = format!("--watch-namespaces={NS}");
+    let mut args = LEADER_ELECTION.to_vec();
+    args.push(&watch);
+    as_its_service_account(&chart, &args).await;
+}
+
+/// The flow as the chart's `cluster` ServiceAccount, then SIGTERM, then the audit's verdict.
+async fn as_its_service_account(chart: &Installed, args: &[&str]) {
+    let sa = chart.identity("cluster").await;
+    let _shown = chart.show_refusals_on_panic(&sa);
+    let mut child = reconciles_with_its_flags(&chart.api, sa.kubeconfig(), args).await;
+    stop(&mut child, "cluster-controller").await;
+    chart.assert_nothing_refused(&sa);
+}
+
+/// Starts the binary with `kubeconfig` and `extra` flags, has it reconcile a gateway cluster,
+/// checks its flags reached what it rendered and its /metrics; returns it running.
+async fn reconciles_with_its_flags(
+    api: &ApiServer,
+    kubeconfig: &Path,
+    extra: &[&str],
+) -> KillOnDrop {
     let port = sim::ports::free_port();
-    let _child = spawn_binary(
-        env!("CARGO_BIN_EXE_cluster-controller"),
-        api.kubeconfig(),
-        &[
-            "--metrics-addr",
-            &format!("127.0.0.1:{port}"),
-            // Any free port: the default 8081 would clash between tests run at once.
-            "--probe-addr",
-            "127.0.0.1:0",
-            "--controller-namespace",
-            "ops",
-            "--cluster-domain",
-            "example.internal",
-            "--allow-gateway-without-tls",
-        ],
-    );
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "--metrics-addr",
+        &metrics_addr,
+        // Any free port: the default 8081 would clash between tests run at once.
+        "--probe-addr",
+        "127.0.0.1:0",
+        "--controller-namespace",
+        "ops",
+        "--cluster-domain",
+        "example.internal",
+        "--allow-gateway-without-tls",
+    ];
+    args.extend(extra);
+    let child = spawn_binary(BINARY, kubeconfig, &args);
     let clusters: Api<NatsCluster> = Api::namespaced(api.client(), NS);
     let mut doc = quickstart();
     doc["spec"]["gateway"] = json!({
@@ -102,6 +152,7 @@ async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
     .await;
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
     assert!(!body.contains("GatewayWithoutTLS"), "{body}");
+    child
 }
 
 /// Story 12: given a serving certificate, /metrics is served over TLS only — a client trusting

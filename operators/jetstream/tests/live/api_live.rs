@@ -22,8 +22,8 @@ use nats_api::nats::NatsConnection;
 use serde_json::{Value, json};
 use sim::apiserver::ApiServer;
 use sim::testkit::{
-    AbortOnDrop, ApiObject, KillOnDrop, WAIT, apiserver_with_crds, condition, is, spawn_binary,
-    story_objects, wait_for, wait_gone, wait_metrics,
+    AbortOnDrop, ApiObject, KillOnDrop, WAIT, apiserver_with_crds, condition, is, story_objects,
+    wait_for, wait_gone,
 };
 use sim::topology::Topology;
 
@@ -758,60 +758,6 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         common::stream_config(&rig.nats, "temp").await.is_some(),
         "a resource whose connection is gone is released, its stream kept"
     );
-}
-
-/// The `jetstream-controller` binary: kubeconfig from the environment, --resync and
-/// --metrics-addr; it reconciles a stream and serves /metrics. Killed on drop.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_reconciles_and_serves_metrics() {
-    let api = apiserver_with_crds(&[NS]).await;
-    let topo = common::cluster().await;
-    topo.wait_meta_leader(WAIT)
-        .await
-        .expect("the cluster elects a meta leader");
-    let port = sim::ports::free_port();
-    let _child = spawn_binary(
-        env!("CARGO_BIN_EXE_jetstream-controller"),
-        api.kubeconfig(),
-        &[
-            "--resync",
-            "10s",
-            "--metrics-addr",
-            &format!("127.0.0.1:{port}"),
-            // Any free port: the default 8081 would clash between tests run at once.
-            "--probe-addr",
-            "127.0.0.1:0",
-        ],
-    );
-    let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
-    create(
-        &conns,
-        json!({
-            "apiVersion": "nats.mikluko.io/v1beta1",
-            "kind": "NatsConnection",
-            "metadata": {"name": "demo", "namespace": NS},
-            "spec": {"servers": topo.client_urls()},
-        }),
-    )
-    .await;
-    let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);
-    create(
-        &streams,
-        stream_doc(
-            "bin",
-            json!({"subjects": ["bin.>"], "storage": "Memory", "replicas": 1}),
-        ),
-    )
-    .await;
-    wait_for(&streams, "bin", "bin Ready", |o| {
-        is(o, "Ready", "True", "MatchesSpec")
-    })
-    .await;
-    let text = wait_metrics(port, "/metrics answers", WAIT, |body| {
-        body.contains("name=\"bin\",type=\"Ready\",reason=\"MatchesSpec\"} 1")
-    })
-    .await;
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
 }
 
 /// §6.4 for consumers: a change nats-server refuses is SyncFailed, unless

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod api_binary;
 mod api_live;
 mod api_replicas;
 mod live_configs;
