@@ -370,6 +370,9 @@ pub struct RbacRule {
     pub resources: Vec<String>,
     /// Verbs.
     pub verbs: Vec<String>,
+    /// The only objects it covers (`resourceNames`); empty: every one.
+    #[serde(default)]
+    pub resource_names: Vec<String>,
     /// Why the controller needs it.
     pub why: String,
     /// `served` (the default) or `release`.
@@ -388,11 +391,15 @@ impl RbacRule {
 
     /// The rule as the PolicyRule the chart renders.
     pub fn policy_rule(&self) -> Value {
-        serde_json::json!({
+        let mut rule = serde_json::json!({
             "apiGroups": self.api_groups,
             "resources": self.resources,
             "verbs": self.verbs,
-        })
+        });
+        if !self.resource_names.is_empty() {
+            rule["resourceNames"] = serde_json::json!(self.resource_names);
+        }
+        rule
     }
 }
 
@@ -437,10 +444,18 @@ pub fn rbac_markdown(table: &BTreeMap<String, Vec<RbacRule>>) -> String {
                 (_, Some(w)) => format!("served namespaces, with {w}"),
                 (_, None) => "served namespaces".into(),
             };
+            let resources = if rule.resource_names.is_empty() {
+                code(&rule.resources)
+            } else {
+                format!(
+                    "{} named {}",
+                    code(&rule.resources),
+                    code(&rule.resource_names)
+                )
+            };
             let _ = writeln!(
                 md,
-                "| {name} | {groups} | {} | {} | {place} | {} |",
-                code(&rule.resources),
+                "| {name} | {groups} | {resources} | {} | {place} | {} |",
                 rule.verbs.join(", "),
                 rule.why.replace('|', "\\|")
             );

@@ -124,14 +124,22 @@ impl Installed {
             };
             for group in &rule.api_groups {
                 for resource in &rule.resources {
+                    let names: Vec<Option<String>> = if rule.resource_names.is_empty() {
+                        vec![None]
+                    } else {
+                        rule.resource_names.iter().cloned().map(Some).collect()
+                    };
                     for verb in &rule.verbs {
                         for namespace in &places {
-                            out.push(Access {
-                                verb: verb.clone(),
-                                group: group.clone(),
-                                resource: resource.clone(),
-                                namespace: namespace.clone(),
-                            });
+                            for name in &names {
+                                out.push(Access {
+                                    verb: verb.clone(),
+                                    group: group.clone(),
+                                    resource: resource.clone(),
+                                    namespace: namespace.clone(),
+                                    name: name.clone(),
+                                });
+                            }
                         }
                     }
                 }

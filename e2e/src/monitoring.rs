@@ -42,6 +42,45 @@ pub struct Endpoint {
     pub path: Option<String>,
     pub interval: Option<String>,
     pub scrape_timeout: Option<String>,
+    /// `https` when the metrics are served over TLS.
+    pub scheme: Option<Scheme>,
+    pub tls_config: Option<TlsConfig>,
+}
+
+/// How an [`Endpoint`] is scraped.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// An [`Endpoint`]'s TLS settings (the Prometheus Operator's SafeTLSConfig, the fields a user
+/// of the chart sets).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsConfig {
+    pub ca: Option<SecretOrConfigMap>,
+    pub cert: Option<SecretOrConfigMap>,
+    pub key_secret: Option<KeySelector>,
+    pub server_name: Option<String>,
+    pub insecure_skip_verify: Option<bool>,
+}
+
+/// A key of a Secret or of a ConfigMap.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretOrConfigMap {
+    pub secret: Option<KeySelector>,
+    pub config_map: Option<KeySelector>,
+}
+
+/// `name` and `key` of a Secret or ConfigMap.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySelector {
+    pub name: String,
+    pub key: String,
 }
 
 /// A PrometheusRule: alerting and recording rules.

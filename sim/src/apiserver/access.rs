@@ -14,13 +14,14 @@ use kube::api::PostParams;
 use super::{ApiServer, ApiServerError, POLL};
 
 /// One request to authorize: `verb` on `group`'s `resource` (`name/subresource` allowed as
-/// `resource/subresource`), in `namespace` (None: cluster-wide).
+/// `resource/subresource`), in `namespace` (None: cluster-wide), on the object `name` (None: any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
     pub verb: String,
     pub group: String,
     pub resource: String,
     pub namespace: Option<String>,
+    pub name: Option<String>,
 }
 
 impl std::fmt::Display for Access {
@@ -29,9 +30,17 @@ impl std::fmt::Display for Access {
             "" => String::new(),
             g => format!(".{g}"),
         };
+        let named = match &self.name {
+            Some(n) => format!(" {n}"),
+            None => String::new(),
+        };
         match &self.namespace {
-            Some(ns) => write!(f, "{} {}{group} in {ns}", self.verb, self.resource),
-            None => write!(f, "{} {}{group} cluster-wide", self.verb, self.resource),
+            Some(ns) => write!(f, "{} {}{group}{named} in {ns}", self.verb, self.resource),
+            None => write!(
+                f,
+                "{} {}{group}{named} cluster-wide",
+                self.verb, self.resource
+            ),
         }
     }
 }
@@ -64,6 +73,7 @@ impl ApiServer {
                     resource: Some(resource),
                     subresource,
                     namespace: access.namespace.clone(),
+                    name: access.name.clone(),
                     ..ResourceAttributes::default()
                 }),
                 ..SubjectAccessReviewSpec::default()

@@ -104,6 +104,7 @@ async fn a_service_account_token_is_that_account_and_what_it_may_not_do_is_403()
         group: String::new(),
         resource: "configmaps".into(),
         namespace: Some(NS.into()),
+        name: None,
     };
     api.wait_allowed(&sa.username(), &[list_configmaps], Duration::from_secs(30))
         .await
