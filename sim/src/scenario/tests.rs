@@ -2,7 +2,7 @@
 
 use super::report::finish;
 use super::*;
-use crate::ledger::Ledger;
+use crate::ledger::{Figures, Ledger};
 
 const FULL: &str = r#"
 name: demo
