@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Builds the controller images offline: no Docker, no registry, no root, no network.
 
-usage: scripts/image.py [--no-build] [--profile P] [--out DIR] [--prefix PREFIX] [BINARY ...]   (`just image`)
+usage: scripts/image.py [--no-build] [--profile P] [--out DIR] [--prefix P] [--dockerfile F] [BINARY ...]
 
 For each binary (default: all three) it writes an OCI image layout as a tar, `<out>/<binary>-<version>.oci.tar`
 (default out: `<cargo target dir>/images`), named `<prefix>/<binary>:<version>` (default prefix
 `localhost/nats-operators`, the chart's default repositories), and prints the name, the manifest digest, the size
 and the path. A node without a registry imports it with `ctr -n k8s.io images import <archive>`.
 
-1. `cargo build --release --locked --target <host triple>` with `RUSTFLAGS=-C target-feature=+crt-static`: glibc
-   linked statically on the gnu target (deploy/image/Dockerfile says why that is all a binary needs). With
-   `--target`, cargo applies RUSTFLAGS to the binaries only, not to build scripts and proc macros (which cannot be
-   static). Cargo reuses what is already built. `--no-build` packages what is there. `--profile image-test`
+1. `cargo build --release --locked --target <host triple>` of the three, with
+   `RUSTFLAGS=-C target-feature=+crt-static`: glibc linked statically on the gnu target (deploy/image/Dockerfile
+   says why that is all a binary needs). With `--target`, cargo applies RUSTFLAGS to the binaries only, not to
+   build scripts and proc macros (which cannot be static). Always the three in one invocation, as the Dockerfile
+   builds them: cargo unifies the dependencies' features over the packages it builds, so a binary built alone
+   would differ (kube's features differ) from the one `just image` and `docker build` give. Cargo reuses what is
+   already built. `--no-build` packages what is there. `--profile image-test`
    (Cargo.toml) builds without release's optimisation, for the tests (e2e/tests/image).
 2. Refuses a binary that is not static (an ELF PT_INTERP or DT_NEEDED entry), whatever RUSTFLAGS did.
 3. Assembles the binary's final stage of deploy/image/Dockerfile, read from that file (ARG, LABEL, USER,
@@ -48,6 +51,7 @@ DOCKERFILE = ROOT / "deploy" / "image" / "Dockerfile"
 BINARIES = ["cluster-controller", "auth-controller", "jetstream-controller"]
 DEFAULT_PREFIX = "localhost/nats-operators"
 RUSTFLAGS = "-C target-feature=+crt-static"
+HOW = f"RUSTFLAGS='{RUSTFLAGS}' and --target"
 # The build stage's /out holds the release binaries; so does this directory on the host.
 BUILD_STAGE, BUILD_OUT = "build", "/out/"
 
@@ -209,14 +213,14 @@ def require_static(path: Path) -> None:
         p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
         if p_type == 3:  # PT_INTERP
             interp = data[p_offset : p_offset + p_filesz].rstrip(b"\0").decode()
-            raise ImageError(f"{path}: dynamically linked (interpreter {interp}); build it with RUSTFLAGS='{RUSTFLAGS}'")
+            raise ImageError(f"{path}: dynamically linked (interpreter {interp}); build it with {HOW}")
         if p_type == 2:  # PT_DYNAMIC: a static-pie has one, without DT_NEEDED
             for off in range(p_offset, p_offset + p_filesz, 16):
                 tag, _ = struct.unpack_from("<qQ", data, off)
                 if tag == 0:
                     break
                 if tag == 1:
-                    raise ImageError(f"{path}: needs a shared library (DT_NEEDED); build it with RUSTFLAGS='{RUSTFLAGS}'")
+                    raise ImageError(f"{path}: needs a shared library (DT_NEEDED); build it with {HOW}")
 
 
 # ---- the OCI layout
@@ -257,7 +261,7 @@ def layer_entries(files: list[tuple[str, Path]]) -> list[tuple[str, bytes | None
                 dirs.add(d)
                 out.append((d, None, 0o755))
         if not host.is_file():
-            raise ImageError(f"{host}: missing (build it, or drop --no-build; the CA bundle: install ca-certificates)")
+            raise ImageError(f"{host}: missing (build it, or drop --no-build; the CA bundle: ca-certificates)")
         mode = 0o755 if os.access(host, os.X_OK) else 0o644
         out.append(("/".join(parts), host.read_bytes(), mode))
     return out
@@ -275,7 +279,8 @@ def oci_archive(image: Image, name: str, tag: str, arch: str, epoch: int) -> tup
         "config": {"User": image.user, "Entrypoint": image.entrypoint, "Labels": image.labels},
         "rootfs": {"type": "layers", "diff_ids": [digest(t) for t in tars]},
         "history": [
-            {"created": created, "created_by": h + " # scripts/image.py", **({} if h.startswith("COPY") else {"empty_layer": True})}
+            {"created": created, "created_by": f"{h} # scripts/image.py"}
+            | ({} if h.startswith("COPY") else {"empty_layer": True})
             for h in image.history
         ],
     })
@@ -340,13 +345,17 @@ def human(n: int) -> str:
 
 
 def main() -> int:
+    global DOCKERFILE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("binaries", nargs="*", metavar="BINARY", help=f"default: {' '.join(BINARIES)}")
-    parser.add_argument("--no-build", action="store_true", help="package the release binaries already built")
+    parser.add_argument("--no-build", action="store_true", help="package the binaries already built")
     parser.add_argument("--profile", default="release", help="the cargo profile to build with (default release)")
     parser.add_argument("--out", type=Path, help="default: <cargo target dir>/images")
-    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"image names are PREFIX/<binary> (default {DEFAULT_PREFIX})")
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX,
+                        help=f"image names are PREFIX/<binary> (default {DEFAULT_PREFIX})")
+    parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE, help="default: deploy/image/Dockerfile")
     opts = parser.parse_args()
+    DOCKERFILE = opts.dockerfile
     binaries = opts.binaries or BINARIES
     try:
         for b in binaries:
@@ -359,30 +368,31 @@ def main() -> int:
         if arch is None:
             raise ImageError(f"{triple}: no OCI architecture known for it ({', '.join(ARCH)})")
         profile_dir = {"dev": "debug", "test": "debug", "bench": "release"}.get(opts.profile, opts.profile)
-        release = Path(meta["target_directory"]) / triple / profile_dir
+        built = Path(meta["target_directory"]) / triple / profile_dir
         out = opts.out or Path(meta["target_directory"]) / "images"
         epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
-        if not opts.no_build:
-            build(binaries, triple, opts.profile)
+        # Every stage is judged before anything is built.
         all_stages = stages(DOCKERFILE.read_text())
-        out.mkdir(parents=True, exist_ok=True)
+        images = {}
         for b in binaries:
             pkg = packages[b]
             args = {"VERSION": pkg["version"], "LICENSES": pkg["license"] or "", "SOURCE": pkg["repository"] or ""}
-            image = evaluate(all_stages, b, args, release)
-            # The binaries (every file the ENTRYPOINT may run) must be static.
-            for files in image.layers:
-                for dest, host in files:
-                    if dest == image.entrypoint[0]:
-                        require_static(host)
-            if not any(dest == image.entrypoint[0] for files in image.layers for dest, _ in files):
+            image = evaluate(all_stages, b, args, built)
+            runs = [host for files in image.layers for dest, host in files if dest == image.entrypoint[0]]
+            if not runs:
                 raise ImageError(f"stage {b}: ENTRYPOINT {image.entrypoint[0]} is no file a COPY puts there")
+            images[b] = (pkg["version"], image, runs[-1])
+        if not opts.no_build:
+            build(BINARIES, triple, opts.profile)
+        out.mkdir(parents=True, exist_ok=True)
+        for b, (version, image, binary) in images.items():
+            require_static(binary)
             name = f"{opts.prefix}/{b}"
-            archive, manifest_digest, layer_size = oci_archive(image, name, pkg["version"], arch, epoch)
-            path = out / f"{b}-{pkg['version']}.oci.tar"
+            archive, manifest_digest, unpacked = oci_archive(image, name, version, arch, epoch)
+            path = out / f"{b}-{version}.oci.tar"
             path.write_bytes(archive)
-            print(f"{name}:{pkg['version']}  {manifest_digest}  {human(len(archive))} archive, "
-                  f"{human(layer_size)} unpacked  {path}")
+            print(f"{name}:{version}  {manifest_digest}  {human(len(archive))} archive, "
+                  f"{human(unpacked)} unpacked  {path}")
     except ImageError as e:
         print(f"image: {e}", file=sys.stderr)
         return 1

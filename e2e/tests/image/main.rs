@@ -2,17 +2,19 @@
 //! assembled offline by `just image` (scripts/image.py), read back here on their own: a valid
 //! OCI layout whose blobs match their digests, the config the Dockerfile declares (a numeric
 //! non-root user, the binary as entrypoint, Cargo.toml's labels), a layer holding the CA bundle
-//! and one holding the static binary, nothing else, the same digest from the same files; then real OCI tools take it: umoci unpacks
-//! it into a runtime bundle, runc runs it as uid 65532, where the static binary resolves a name
-//! through the resolv.conf it is given (as a kubelet gives one) and serves its probes, and skopeo
-//! reads the archive; a containerd of the test's own imports it, as a node without a registry
-//! does, and runs it. Each test that needs a tool, or root for runc, skips saying so.
+//! and one holding the static binary, nothing else, the same digest from the same files. Then
+//! real OCI tools take it: umoci unpacks it into a runtime bundle, runc runs it as uid 65532,
+//! where the static binary resolves a name through the resolv.conf it is given (as a kubelet
+//! gives one) and serves its probes, skopeo reads the archive, and a containerd of the test's own
+//! imports it, as a node without a registry does, and runs it. Each test that needs a tool, or
+//! root for runc, skips saying so.
 //!
-//! The tests build one binary, `cluster-controller`, with the `image-test` profile (Cargo.toml):
-//! the release image's static link without release's optimisation, because a cold release build
-//! of the three took 14 min on 2 cores. `IMAGE_TEST_PROFILE=release` tests the release image
-//! (cargo reuses a binary already built). `just image` builds the other two the same way from
-//! the same Dockerfile.
+//! The tests package one image, `cluster-controller`'s, built with the `image-test` profile
+//! (Cargo.toml): the release image's static link without release's optimisation, because a cold
+//! release build of the three took 14 min on 2 cores and one of `image-test` 4 min
+//! (scripts/image.py always builds the three together, as the Dockerfile does: cargo unifies
+//! dependency features over what it builds). `IMAGE_TEST_PROFILE=release` tests the release image
+//! instead (cargo reuses a binary already built).
 
 mod dockerfile;
 mod node;
@@ -327,4 +329,60 @@ fn the_same_binary_gives_the_same_archive() {
     let b = std::fs::read(&second.archive).expect("the second archive");
     assert_eq!(first.digest, second.digest);
     assert!(a == b, "two archives of one binary differ");
+}
+
+/// The stage of `binary` as `stage` gives it, behind a build stage.
+fn dockerfile_with(stage: &str) -> String {
+    format!("FROM rust:1-bookworm AS build\nRUN true\n\nFROM scratch AS {BINARY}\n{stage}")
+}
+
+#[rstest::rstest]
+#[case::a_run_in_a_final_stage(
+    "COPY --from=build /out/x /x\nRUN chmod 0755 /x\nUSER 1:1\nENTRYPOINT [\"/x\"]\n",
+    "Dockerfile:6: RUN in stage cluster-controller"
+)]
+#[case::a_shell_form_entrypoint(
+    "COPY --from=build /out/x /x\nUSER 1:1\nENTRYPOINT /x\n",
+    "Dockerfile:7: ENTRYPOINT must be the exec form"
+)]
+#[case::a_copy_from_the_context(
+    "COPY x /x\nUSER 1:1\nENTRYPOINT [\"/x\"]\n",
+    "Dockerfile:5: COPY must be `COPY --from=build <file> <path>`"
+)]
+#[case::an_entrypoint_nothing_copies(
+    "COPY --from=build /out/x /x\nUSER 1:1\nENTRYPOINT [\"/y\"]\n",
+    "ENTRYPOINT /y is no file a COPY puts there"
+)]
+#[case::a_variable_no_arg_declares(
+    "LABEL v=${VERSION}\nCOPY --from=build /out/x /x\nUSER 1:1\nENTRYPOINT [\"/x\"]\n",
+    "Dockerfile:5: $VERSION is not an ARG of this stage"
+)]
+#[case::no_user(
+    "COPY --from=build /out/x /x\nENTRYPOINT [\"/x\"]\n",
+    "stage cluster-controller needs a COPY, an ENTRYPOINT and a USER"
+)]
+fn scripts_image_refuses_what_it_cannot_assemble_naming_the_line(
+    #[case] stage: &str,
+    #[case] says: &str,
+) {
+    if !have("python3") {
+        eprintln!("SKIP: no python3 to run scripts/image.py");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("Dockerfile");
+    std::fs::write(&path, dockerfile_with(stage)).expect("writing the Dockerfile");
+    // Refused before anything is built or read: --no-build, and no binary /out/x exists.
+    let out = Command::new("python3")
+        .current_dir(workspace_root())
+        .args(["scripts/image.py", "--no-build", "--dockerfile"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path())
+        .arg(BINARY)
+        .output()
+        .expect("running scripts/image.py");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted:\n{stage}");
+    assert!(stderr.contains(says), "{stderr}");
 }
