@@ -38,6 +38,12 @@ chart:
     CHART_UPDATE=1 cargo nextest run -p e2e --test api -E 'test(/^chart_(render|rbac)::/)'
     python3 scripts/helm.py lint --strict deploy/helm/nats-operators
 
+# Build the controller images offline: each binary static, alone in a FROM scratch image run as uid 65532, an OCI
+# archive under target/images/ a node imports without a registry (`ctr -n k8s.io images import`); prints each
+# name, digest and size. `just image cluster-controller` builds one. docs/install.md, "Images".
+image *BINARIES:
+    python3 scripts/image.py {{BINARIES}}
+
 # Run one scripted scenario on the local backend and print its report, e.g. `just scenario baseline`.
 scenario NAME:
     cargo run -q -p sim --bin sim -- scenario {{NAME}}

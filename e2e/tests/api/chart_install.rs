@@ -271,7 +271,7 @@ async fn install_upgrade_test_and_uninstall_leave_nothing_behind() {
     let image = cluster.data["spec"]["template"]["spec"]["containers"][0]["image"].clone();
     assert_eq!(
         image,
-        "nats-operators/cluster-controller@sha256:00000000000000000000000000000000000000000000000000000000000000aa"
+        "localhost/nats-operators/cluster-controller@sha256:00000000000000000000000000000000000000000000000000000000000000aa"
     );
 
     // helm test: its pod asks every enabled controller's metrics Service.

@@ -80,15 +80,18 @@ fn the_templates_refuse_what_cannot_work(#[case] values: &str, #[case] says: &st
 // ---- what the Deployments run
 
 #[rstest]
-#[case::the_app_version_by_default("", "nats-operators/cluster-controller:0.1.0")]
-#[case::the_shared_tag("image: {tag: 1.2.3}\n", "nats-operators/cluster-controller:1.2.3")]
+#[case::the_app_version_by_default("", "localhost/nats-operators/cluster-controller:0.1.0")]
+#[case::the_shared_tag(
+    "image: {tag: 1.2.3}\n",
+    "localhost/nats-operators/cluster-controller:1.2.3"
+)]
 #[case::its_own_tag_over_the_shared(
     "image: {tag: 1.2.3}\ncontrollers: {cluster: {image: {tag: 2.0.0}}}\n",
-    "nats-operators/cluster-controller:2.0.0"
+    "localhost/nats-operators/cluster-controller:2.0.0"
 )]
 #[case::a_digest_over_any_tag(
     "image: {tag: 1.2.3}\ncontrollers: {cluster: {image: {tag: 2.0.0, digest: \"sha256:abababababababababababababababababababababababababababababababab\"}}}\n",
-    "nats-operators/cluster-controller@sha256:abababababababababababababababababababababababababababababababab"
+    "localhost/nats-operators/cluster-controller@sha256:abababababababababababababababababababababababababababababababab"
 )]
 fn the_image_is_repository_and_digest_or_tag(#[case] values: &str, #[case] image: &str) {
     let Some(helm) = Helm::find() else { return };
