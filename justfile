@@ -59,4 +59,4 @@ ci:
 # Format and lint the way CI checks them.
 lint:
     cargo fmt --all -- --check
-    cargo clippy --workspace --all-targets -- -D warnings
+    cargo clippy --workspace --all-targets --all-features -- -D warnings

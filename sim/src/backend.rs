@@ -1,5 +1,6 @@
 //! Backends: where a topology runs. `local` runs nats-server processes here (the default; no Docker,
-//! no root); `k3s` runs nats-server containers next to a k3s container through testcontainers.
+//! no root); `k3s` (cargo feature `k3s`) runs nats-server containers next to a k3s container through
+//! testcontainers.
 //! The scenario runner only talks to the [`Deployment`] trait, so a scenario runs on either.
 
 use std::time::Duration;

@@ -218,14 +218,24 @@ impl Host {
     /// Starts kube-apiserver 1.20, installs every CRD, creates `namespaces`, and runs the
     /// named controllers (see [`controllers`]).
     pub async fn start(namespaces: &[&str], run: &[&str]) -> Result<Self, HostError> {
-        let api = ApiServer::start(Flavor::Kube120).await?;
+        Self::start_in(&std::env::temp_dir(), namespaces, run).await
+    }
+
+    /// [`Host::start`] with the apiserver's directory and the servers' under `parent` (both go
+    /// when the host is dropped).
+    pub async fn start_in(
+        parent: &Path,
+        namespaces: &[&str],
+        run: &[&str],
+    ) -> Result<Self, HostError> {
+        let api = ApiServer::start_in(Flavor::Kube120, parent).await?;
         api.install_crds(&nats_api::crds::all()).await?;
         for ns in namespaces {
             api.create_namespace(ns).await?;
         }
         let dir = tempfile::Builder::new()
             .prefix("sim-host-")
-            .tempdir()
+            .tempdir_in(parent)
             .map_err(HostError::Dir)?;
         let lifecycle = LocalLifecycle::new(
             dir.path().join("servers"),

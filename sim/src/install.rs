@@ -107,6 +107,17 @@ fn sha256_file(version: &str, path: &Path) -> Result<String, InstallError> {
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
 
+/// The verified cached binary of `version`, if it is installed (nothing is downloaded).
+pub fn cached(version: &str) -> Option<PathBuf> {
+    let expected = pinned_sha(version).ok()?;
+    let target = cache_root()
+        .ok()?
+        .join("nats-server")
+        .join(version)
+        .join("nats-server");
+    (target.exists() && sha256_file(version, &target).ok()? == expected).then_some(target)
+}
+
 /// Returns the path of the verified nats-server binary of `version`, installing it on first use.
 pub fn nats_server(version: &str) -> Result<PathBuf, InstallError> {
     let expected = pinned_sha(version)?;

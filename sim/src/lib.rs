@@ -7,8 +7,10 @@ pub mod config;
 pub mod controlled;
 pub mod duration;
 pub mod elected;
+pub mod ensure;
 pub mod host;
 pub mod install;
+#[cfg(feature = "k3s")]
 pub mod k3s;
 pub mod ledger;
 pub mod local;
@@ -21,6 +23,7 @@ pub mod timings;
 pub mod topology;
 pub mod traffic;
 pub mod trust;
+pub mod up;
 pub mod wait;
 
 pub use topology::{Auth, GatewayMode, OperatorMode, Topology, TopologySpec};

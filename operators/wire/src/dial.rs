@@ -142,6 +142,7 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
                 e,
             ),
         })?;
+    let addrs = crate::names::expand(addrs);
     // async-nats parses `nats://user:pass@host` but does not send the user; nats.go does, and a
     // NatsConnection's servers may carry one, so apply the first one found (creds take precedence).
     if config.creds.is_none()

@@ -12,6 +12,7 @@ mod dial;
 mod error;
 pub mod jsapi;
 pub mod monitor;
+pub mod names;
 mod request;
 pub mod sys;
 

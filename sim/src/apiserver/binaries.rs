@@ -80,6 +80,16 @@ pub(super) fn binaries_in(root: &Path, env: bool) -> Result<Binaries, ApiServerE
     })
 }
 
+/// kubectl 1.20 (Debian's `kubernetes-client`, which `scripts/install-apiserver.sh kubectl`
+/// unpacks into the cache), if installed.
+pub fn kubectl() -> Option<PathBuf> {
+    let path = cache_root()
+        .join("kubectl-1.20")
+        .join("bin")
+        .join("kubectl");
+    is_executable(&path).then_some(path)
+}
+
 /// The apiextensions-apiserver 1.36 binary, or why there is none (built-and-failed vs never installed).
 pub fn apiextensions_binary() -> Result<PathBuf, ApiextensionsUnavailable> {
     apiextensions_binary_in(&cache_root(), true)

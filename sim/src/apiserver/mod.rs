@@ -46,7 +46,7 @@ pub use access::Access;
 pub use audit::AuditEvent;
 pub use binaries::{
     ApiextensionsUnavailable, Binaries, ENV_APIEXTENSIONS_APISERVER, ENV_CACHE, ENV_ETCD,
-    ENV_KUBE_APISERVER, apiextensions_binary, binaries, cache_root,
+    ENV_KUBE_APISERVER, apiextensions_binary, binaries, cache_root, kubectl,
 };
 pub use cel_judge::CelJudgeError;
 pub use error::ApiServerError;
@@ -152,6 +152,12 @@ impl ApiServer {
 
     /// Starts etcd and the chosen server, and returns once the server answers `/readyz` for the admin.
     pub async fn start(flavor: Flavor) -> Result<Self, ApiServerError> {
+        Self::start_in(flavor, &std::env::temp_dir()).await
+    }
+
+    /// [`ApiServer::start`] with the instance directory (etcd's data, PKI, kubeconfig, logs) made
+    /// under `parent`; it goes when the server is dropped.
+    pub async fn start_in(flavor: Flavor, parent: &Path) -> Result<Self, ApiServerError> {
         let bins = binaries()?;
         let program = match flavor {
             Flavor::Kube120 => bins.kube_apiserver.clone(),
@@ -159,8 +165,8 @@ impl ApiServer {
         };
         let dir = tempfile::Builder::new()
             .prefix("nats-operators-apiserver-")
-            .tempdir()
-            .map_err(io("create the instance directory", &std::env::temp_dir()))?;
+            .tempdir_in(parent)
+            .map_err(io("create the instance directory", parent))?;
         let root = dir.path().to_path_buf();
         let pki_dir = root.join("pki");
         std::fs::create_dir_all(&pki_dir).map_err(io("create the PKI directory", &pki_dir))?;

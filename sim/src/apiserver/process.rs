@@ -33,7 +33,11 @@ impl Proc {
             path: log.clone(),
             source,
         })?;
-        let child = Command::new(program)
+        let mut command = Command::new(program);
+        // A process group of its own: a Ctrl-C at the terminal reaches the sim alone, which stops
+        // the servers in order.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command
             .args(args)
             .stdin(Stdio::null())
             .stdout(out)

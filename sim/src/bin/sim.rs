@@ -1,11 +1,10 @@
-//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`.
+//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`, `sim up`, `sim down`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sim::backend::{Backend, LocalBackend};
-use sim::k3s::K3sBackend;
 use sim::scenario;
 
 #[derive(Parser)]
@@ -44,6 +43,94 @@ enum Command {
         #[arg(long, value_enum, default_value = "local")]
         backend: BackendChoice,
     },
+    /// Run a kube-apiserver with the CRDs and the three controllers (NatsClusters as local
+    /// nats-server processes) to drive with kubectl, until Ctrl-C.
+    Up {
+        /// Where everything lives (pid file, kubeconfig, etcd data, servers); default
+        /// target/sim-up of the checkout.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The auth controller's system connection, namespace/name (story 02's).
+        #[arg(long, default_value = "nats-system/auth")]
+        system_connection: String,
+    },
+    /// Stop a `sim up` running in the background and remove its directory.
+    Down {
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn runtime(what: &str) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Runtime::new() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("sim {what}: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
+fn up(dir: Option<PathBuf>, system_connection: String) -> ExitCode {
+    let mut progress = |line: &str| say(&format!("[install] {line}"));
+    let ready = sim::ensure::nats_server(&mut progress)
+        .and_then(|_| sim::ensure::apiserver(&mut progress))
+        .and_then(|_| sim::ensure::kubectl(&mut progress));
+    if let Err(e) = ready {
+        eprintln!("sim up: {e}");
+        return ExitCode::FAILURE;
+    }
+    let Some(runtime) = runtime("up") else {
+        return ExitCode::FAILURE;
+    };
+    let opts = sim::up::UpOptions {
+        dir: dir.unwrap_or_else(sim::up::default_dir),
+        system_connection,
+    };
+    match runtime.block_on(sim::up::run(&opts, &mut say)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sim up: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn down(dir: Option<PathBuf>) -> ExitCode {
+    let dir = dir.unwrap_or_else(sim::up::default_dir);
+    match sim::up::down(&dir) {
+        Ok(d) => {
+            match (d.stopped, d.killed) {
+                (Some(pid), false) => say(&format!("sim down: stopped the sim up of pid {pid}")),
+                (Some(pid), true) => say(&format!(
+                    "sim down: the sim up of pid {pid} did not stop in time and was killed"
+                )),
+                (None, _) => say(&format!(
+                    "sim down: no sim up was running in {}",
+                    dir.display()
+                )),
+            }
+            if !d.swept.is_empty() {
+                say(&format!(
+                    "sim down: killed {} processes it had left: {:?}",
+                    d.swept.len(),
+                    d.swept
+                ));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sim down: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -76,18 +163,19 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Up {
+            dir,
+            system_connection,
+        } => up(dir, system_connection),
+        Command::Down { dir } => down(dir),
         Command::Scenario {
             name,
             dir,
             reports_dir,
             backend,
         } => {
-            let runtime = match tokio::runtime::Runtime::new() {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("sim scenario: cannot start the async runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(runtime) = runtime("scenario") else {
+                return ExitCode::FAILURE;
             };
             // A person running one scenario has it judged on its timings too (SIM_TIMINGS=report
             // says not to).
@@ -119,11 +207,30 @@ async fn run_scenario(
             return ExitCode::FAILURE;
         }
     };
+    // What the scenario needs, installed on first use with a line each.
+    let mut install = |line: &str| say(&format!("[install] {line}"));
+    let mut ready = sim::ensure::nats_server(&mut install).map(|_| ());
+    if ready.is_ok() && s.needs_host() {
+        ready = sim::ensure::apiserver(&mut install);
+    }
+    if let Err(e) = ready {
+        eprintln!("sim scenario {name}: {e}");
+        return ExitCode::FAILURE;
+    }
     let backend: Box<dyn Backend> = match backend {
         BackendChoice::Local => Box::new(LocalBackend),
-        BackendChoice::K3s => Box::new(K3sBackend::default()),
+        #[cfg(feature = "k3s")]
+        BackendChoice::K3s => Box::new(sim::k3s::K3sBackend::default()),
+        #[cfg(not(feature = "k3s"))]
+        BackendChoice::K3s => {
+            eprintln!(
+                "sim scenario {name}: this sim was built without the k3s backend; \
+                 build it with `cargo run -p sim --features k3s -- scenario {name} --backend k3s`"
+            );
+            return ExitCode::FAILURE;
+        }
     };
-    let mut progress = |line: &str| println!("{line}");
+    let mut progress = say;
     let report = match scenario::run(&s, backend.as_ref(), &mut progress).await {
         Ok(r) => r,
         Err(e) => {

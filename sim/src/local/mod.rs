@@ -16,6 +16,7 @@ mod adapter;
 mod events;
 mod files;
 pub mod layout;
+pub mod names;
 mod process;
 
 use std::collections::{BTreeMap, HashMap};
@@ -102,6 +103,24 @@ fn failed(
     }
 }
 
+fn client_ports_in(
+    clusters: &Mutex<HashMap<String, ClusterState>>,
+    namespace: &str,
+    name: &str,
+    ordinal: Option<u32>,
+) -> Vec<u16> {
+    let g = clusters.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(st) = g.get(&format!("{namespace}/{name}")) else {
+        return Vec::new();
+    };
+    st.ports
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| ordinal.is_none_or(|o| o as usize == *i))
+        .map(|(_, p)| p.client)
+        .collect()
+}
+
 impl LocalLifecycle {
     /// Servers under `root`, binaries from `binary`, ports from [`crate::ports::free_port`].
     pub fn new(root: impl Into<PathBuf>, binary: BinaryResolver) -> Self {
@@ -168,6 +187,35 @@ impl LocalLifecycle {
         });
         let ports = self.reserve_ports(ns, name, replicas.max(known));
         LocalLayout::new(self.cluster_root(ns, name), ports)
+    }
+
+    /// The client ports of the servers of `namespace/name` the lifecycle knows (`ordinal`: one
+    /// server's), empty for a cluster it has never planned.
+    pub fn client_ports(&self, namespace: &str, name: &str, ordinal: Option<u32>) -> Vec<u16> {
+        client_ports_in(&self.clusters, namespace, name, ordinal)
+    }
+
+    /// The Service names of every local NatsCluster, resolved to their loopback client
+    /// listeners ([`names`]), for [`nats_wire::names::resolve_names_with`]. The map holds the
+    /// lifecycle weakly: it keeps no server alive.
+    pub fn service_names(&self) -> nats_wire::names::ServiceNames {
+        let clusters = Arc::downgrade(&self.clusters);
+        Arc::new(move |host: &str, _port: u16| {
+            let target = names::service_target(host)?;
+            let clusters = clusters.upgrade()?;
+            let ports = client_ports_in(
+                &clusters,
+                &target.namespace,
+                &target.cluster,
+                target.ordinal,
+            );
+            (!ports.is_empty()).then(|| {
+                ports
+                    .into_iter()
+                    .map(|p| (LOCAL_HOST.to_string(), p))
+                    .collect()
+            })
+        })
     }
 
     /// The pid of server `ordinal`'s process, while one runs: for the sim's faults.

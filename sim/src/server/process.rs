@@ -74,6 +74,9 @@ impl Process {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
+        // A process group of its own: a Ctrl-C at the terminal reaches the sim alone, which stops
+        // its servers in order (a server that took the SIGINT too would be revived meanwhile).
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }

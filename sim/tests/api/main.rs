@@ -10,3 +10,4 @@ mod api_local_trusted_rollout;
 mod cluster_live;
 mod host;
 mod identity;
+mod up;
