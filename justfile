@@ -48,6 +48,15 @@ image *BINARIES:
 scenario NAME:
     cargo run -q -p sim --bin sim -- scenario {{NAME}}
 
+# Try the controllers without a cluster: a kube-apiserver with the CRDs and the three controllers
+# (NatsClusters as local nats-server processes) to drive with kubectl, until Ctrl-C (docs/try-it.md).
+up:
+    cargo run -q -p sim --bin sim -- up
+
+# Stop a `just up` running in the background.
+down:
+    cargo run -q -p sim --bin sim -- down
+
 # List the scenarios under scenarios/.
 scenarios:
     cargo run -q -p sim --bin sim -- list

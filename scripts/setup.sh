@@ -21,7 +21,6 @@ if ! cargo nextest --version 2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERS
   echo "== cargo-nextest $NEXTEST_VERSION"
   cargo install --locked "cargo-nextest@$NEXTEST_VERSION"
 fi
-if ! command -v just >/dev/null 2>&1 && [ "${CI:-}" != "true" ]; then
-  echo "== just (contributor entry points)"
-  cargo install --locked just
+if ! command -v just >/dev/null 2>&1; then
+  echo "== just is optional (its recipes are plain cargo commands; \`cargo install just\` adds it)"
 fi
