@@ -15,7 +15,7 @@ use cluster_controller::render::ServerPlan;
 use nats_api::cluster::{Endpoints, NatsCluster};
 
 use super::events::{LocalEvent, log};
-use super::files::{read_plan, write_server_files};
+use super::files::{missing_tls_files, read_plan, write_server_files};
 use super::layout::LOCAL_HOST;
 use super::process::{Entry, start, stop};
 use super::{LocalLifecycle, failed, key};
@@ -67,6 +67,18 @@ impl ServerLifecycle for LocalLifecycle {
         let monitor = layout.ports(server.ordinal).monitor;
         let binary = self.resolve(cluster)?;
         let object = format!("server {}", server.plan.server_name);
+        // Not started (nor made) until its certificates are there, as a pod waits for its Secret.
+        let missing = missing_tls_files(server);
+        if !missing.is_empty() {
+            return Err(failed(
+                "start",
+                object,
+                format!(
+                    "waiting for its certificate files (their Secret is not there yet): {}",
+                    missing.join(", ")
+                ),
+            ));
+        }
         let entry = self.server_entry(
             cluster,
             &server.plan,

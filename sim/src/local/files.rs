@@ -27,6 +27,36 @@ fn write_file(path: &Path, contents: &[u8], object: &str) -> Result<(), Lifecycl
         .map_err(|e| failed("write file", object, format!("{}: {e}", path.display())))
 }
 
+/// The certificate files the server's plan names that neither come with it nor are on disk:
+/// what a pod's missing Secret volume is, on which the kubelet keeps it in ContainerCreating.
+pub(super) fn missing_tls_files(server: &DesiredServer) -> Vec<String> {
+    fn paths(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s)
+                if ["/tls.crt", "/tls.key", "/ca.crt"]
+                    .iter()
+                    .any(|f| s.ends_with(f)) =>
+            {
+                out.push(s.clone())
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| paths(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| paths(x, out)),
+            _ => {}
+        }
+    }
+    let mut named = Vec::new();
+    paths(
+        &serde_json::to_value(&server.plan).unwrap_or_default(),
+        &mut named,
+    );
+    named.sort();
+    named.dedup();
+    named
+        .into_iter()
+        .filter(|p| !server.files.iter().any(|f| f.path == *p) && !Path::new(p).exists())
+        .collect()
+}
+
 /// Writes the server's files, then its plan, then its config into `dir`.
 pub(super) fn write_server_files(dir: &Path, server: &DesiredServer) -> Result<(), LifecycleError> {
     let object = format!("server {}", server.plan.server_name);

@@ -16,6 +16,7 @@
 
 mod down;
 pub mod log;
+pub mod pki;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -52,6 +53,8 @@ pub enum UpError {
     Names(#[from] nats_wire::names::NamesAlreadySet),
     #[error("listening for Ctrl-C and SIGTERM: {0}")]
     Signal(#[source] std::io::Error),
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
     #[error("--system-connection {0:?} is not namespace/name")]
     BadSystemConnection(String),
 }
@@ -84,7 +87,8 @@ pub async fn run(opts: &UpOptions, out: &mut dyn FnMut(&str)) -> Result<(), UpEr
             _ = signals.recv() => return Ok(()),
         };
         announce(&host, &dir, opts, out)?;
-        watch(&host, &mut signals, out).await;
+        let pki = pki::Pki::new()?;
+        watch(&host, pki, &mut signals, out).await;
         stop(host, out);
         Ok(())
     }
@@ -214,8 +218,8 @@ impl Signals {
 }
 
 /// Prints what happens, one line each, until Ctrl-C or SIGTERM.
-async fn watch(host: &Host, signals: &mut Signals, out: &mut dyn FnMut(&str)) {
-    let mut seen = Seen::default();
+async fn watch(host: &Host, pki: pki::Pki, signals: &mut Signals, out: &mut dyn FnMut(&str)) {
+    let mut seen = Seen::new(pki);
     loop {
         for (at, line) in seen.look(host).await {
             out(&format!("{} {line}", at.format("%H:%M:%S")));
@@ -234,9 +238,9 @@ fn stop(host: Host, out: &mut dyn FnMut(&str)) {
     out("stopped");
 }
 
-/// What the log has said so far.
-#[derive(Default)]
+/// What the log has said so far, and the PKI stand-in it runs at each look.
 struct Seen {
+    pki: pki::Pki,
     objects: log::Objects,
     /// Events by uid, at the count last said.
     events: std::collections::BTreeMap<String, i32>,
@@ -247,6 +251,15 @@ struct Seen {
 type Line = (chrono::DateTime<chrono::Local>, String);
 
 impl Seen {
+    fn new(pki: pki::Pki) -> Self {
+        Self {
+            pki,
+            objects: log::Objects::new(),
+            events: std::collections::BTreeMap::new(),
+            servers: 0,
+        }
+    }
+
     /// What happened since the last look, in the order it happened: a server's start or restart
     /// and an Event at their own times, a condition seen changed now.
     async fn look(&mut self, host: &Host) -> Vec<Line> {
@@ -269,6 +282,9 @@ impl Seen {
             self.objects = objects;
         }
         lines.extend(self.new_events(host, now).await);
+        let clusters = pki::clusters(&host.client()).await;
+        let issued = self.pki.issue_missing(&host.client(), &clusters).await;
+        lines.extend(issued.into_iter().map(|l| (now, l)));
         lines.sort_by_key(|(at, _)| *at);
         lines
     }

@@ -87,11 +87,13 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
 }
 
 fn story(file: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    root.join("docs/stories/01-quickstart")
-        .join(file)
-        .display()
-        .to_string()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/stories");
+    let file = if file.contains('/') {
+        file.to_string()
+    } else {
+        format!("01-quickstart/{file}")
+    };
+    root.join(file).display().to_string()
 }
 
 /// The servers restarted, in order, from the log's `server <name> lame duck` / `restarted`
@@ -230,7 +232,11 @@ async fn sim_up_runs_story_01_under_kubectl_and_stops_clean() {
     let messages = stream.info().await.expect("stream info").state.messages;
     assert_eq!(messages, 20, "every acknowledged message is in the stream");
 
-    // Ctrl-C: the process stops everything it started and exits 0.
+    ctrl_c(&mut up, &dir).await;
+}
+
+/// Ctrl-C: the process stops everything it started, exits 0 and removes its directory.
+async fn ctrl_c(up: &mut Up, dir: &Path) {
     let pid = nix::unistd::Pid::from_raw(up.child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let child = &mut up.child;
@@ -241,7 +247,131 @@ async fn sim_up_runs_story_01_under_kubectl_and_stops_clean() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success(), "sim up exited with {status}");
-    let left = sim::up::left_behind(&dir);
+    let left = sim::up::left_behind(dir);
     assert!(left.is_empty(), "processes left behind: {left:?}");
     assert!(!dir.exists(), "{} is removed", dir.display());
+}
+
+/// A key of a Secret, decoded.
+fn secret_key(kubeconfig: &str, ns: &str, name: &str, key: &str) -> Vec<u8> {
+    use base64::Engine;
+    let path = format!("jsonpath={{.data.{}}}", key.replace('.', "\\."));
+    let b64 = kubectl(kubeconfig, &["get", "secret", name, "-n", ns, "-o", &path]);
+    base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap_or_else(|e| panic!("Secret {ns}/{name} key {key}: {e}"))
+}
+
+#[tokio::test]
+async fn sim_up_runs_story_02s_auth_plane_under_tls_it_issues() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("up");
+    let mut up = Up::start(&dir);
+    let export = up
+        .wait_line(
+            "sim up prints the kubeconfig",
+            Duration::from_secs(180),
+            |l| l.contains("export KUBECONFIG="),
+        )
+        .await;
+    let kubeconfig = export
+        .split_once("KUBECONFIG=")
+        .map(|(_, p)| p.trim().to_string())
+        .expect("a path");
+    for file in [
+        "01-trust-roots.yaml",
+        "02-system-users.yaml",
+        "03-natscluster.yaml",
+        "04-orders.yaml",
+        "05-stream.yaml",
+        "06-scoped-and-external-users.yaml",
+    ] {
+        kubectl(
+            &kubeconfig,
+            &["apply", "-f", &story(&format!("02-auth-plane/{file}"))],
+        );
+    }
+    // The listener's Secret, "from the platform's PKI", is issued by sim up's stand-in.
+    up.wait_line(
+        "sim up issues demo-client-tls",
+        Duration::from_secs(60),
+        |l| l.contains("Secret nats-system/demo-client-tls issued"),
+    )
+    .await;
+    for (object, condition) in [
+        ("natscluster/demo", "Ready"),
+        ("natscluster/demo", "Settled"),
+        ("natsaccount/orders", "Distributed"),
+        ("natsstream/orders", "Ready"),
+    ] {
+        kubectl(
+            &kubeconfig,
+            &[
+                "wait",
+                &format!("--for=condition={condition}"),
+                object,
+                "-n",
+                "nats-system",
+                "--timeout=180s",
+            ],
+        );
+    }
+    // orders-app's creds over TLS, trusting the issued CA: the account the auth controller pushed.
+    let url = kubectl(
+        &kubeconfig,
+        &[
+            "get",
+            "natscluster/demo",
+            "-n",
+            "nats-system",
+            "-o",
+            "jsonpath={.status.endpoints.client}",
+        ],
+    );
+    assert!(
+        url.starts_with("tls://127.0.0.1:"),
+        "status.endpoints.client: {url}"
+    );
+    let ca = tmp.path().join("ca.crt");
+    std::fs::write(
+        &ca,
+        secret_key(&kubeconfig, "nats-system", "demo-client-tls", "ca.crt"),
+    )
+    .expect("writing ca.crt");
+    let creds = String::from_utf8(secret_key(
+        &kubeconfig,
+        "nats-system",
+        "orders-app-creds",
+        "user.creds",
+    ))
+    .expect("creds are text");
+    let client = async_nats::ConnectOptions::new()
+        .credentials(&creds)
+        .expect("orders-app's creds")
+        .add_root_certificates(ca)
+        .require_tls(true)
+        .connect(url.as_str())
+        .await
+        .expect("orders-app connects over TLS");
+    let js = async_nats::jetstream::new(client);
+    for i in 0..10 {
+        sim::testkit::publish_acked(
+            &js,
+            "orders.new",
+            format!("m{i}").into(),
+            Duration::from_secs(30),
+        )
+        .await;
+    }
+    let messages = js
+        .get_stream("orders")
+        .await
+        .expect("the stream")
+        .info()
+        .await
+        .expect("stream info")
+        .state
+        .messages;
+    assert_eq!(messages, 10);
+    ctrl_c(&mut up, &dir).await;
 }
