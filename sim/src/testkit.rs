@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+pub mod memory;
 pub mod replicas;
 
 use crate::apiserver::ApiServer;

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -23,8 +24,22 @@ use crate::lifecycle::ServerLifecycle;
 use crate::objects::{labels, tls_secret_name};
 use crate::route_ca;
 
+/// Watches that carry no more than a pass needs: metadata alone (a Secret's data, a pod's spec
+/// never pass through this controller's watches; a change still shows as a new resourceVersion).
+type Meta<K> = PartialObjectMeta<K>;
+
+/// Only this controller's own objects, by the label it puts on each: its watches grow with its
+/// NatsClusters, not with the cluster.
+fn own_objects() -> watcher::Config {
+    watcher::Config::default().labels(&format!(
+        "{}={}",
+        labels::MANAGED_BY,
+        labels::MANAGED_BY_VALUE
+    ))
+}
+
 /// The NatsCluster a pod of one of its servers belongs to (by its instance label).
-fn pod_owner(pod: Pod) -> Option<ObjectRef<NatsCluster>> {
+fn pod_owner(pod: impl Resource) -> Option<ObjectRef<NatsCluster>> {
     if pod.labels().get(labels::NAME).map(String::as_str) != Some(labels::NAME_VALUE) {
         return None;
     }
@@ -130,7 +145,7 @@ pub fn secrets_read(
 fn secret_readers(
     clusters: &[Arc<NatsCluster>],
     connections: &[Arc<nats_api::nats::NatsConnection>],
-    secret: &Secret,
+    secret: &impl Resource,
 ) -> Vec<ObjectRef<NatsCluster>> {
     let key = (secret.namespace().unwrap_or_default(), secret.name_any());
     clusters
@@ -188,19 +203,10 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     )
     .for_each(|_| async {});
     let controller = controller
-        .owns(
-            Api::<StatefulSet>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .owns(
-            Api::<ConfigMap>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .owns(
-            Api::<Service>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .watches(Api::<Pod>::all(client.clone()), pods, pod_owner)
+        .owns(Api::<Meta<StatefulSet>>::all(client.clone()), own_objects())
+        .owns(Api::<Meta<ConfigMap>>::all(client.clone()), own_objects())
+        .owns(Api::<Meta<Service>>::all(client.clone()), own_objects())
+        .watches(Api::<Meta<Pod>>::all(client.clone()), pods, pod_owner)
         .watches(
             Api::<NatsOperatorTrust>::all(client.clone()),
             watcher::Config::default(),
@@ -222,7 +228,7 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
             move |o| readers(&s4, &o),
         )
         .watches(
-            Api::<Secret>::all(client),
+            Api::<Meta<Secret>>::all(client),
             watcher::Config::default(),
             move |o| secret_readers(&s5.state(), &connections.state(), &o),
         );

@@ -235,3 +235,24 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
         "a cert without its key is a usage error"
     );
 }
+
+/// Memory: the binary's resident size with the quickstart NatsCluster reconciled and 2,000
+/// Secrets of 10 KiB in a namespace it has nothing in (a shared cluster's), printed as a figure
+/// (the hardening issue's before/after; no bound asserted in the gate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resident_size_with_two_thousand_unrelated_secrets() {
+    let api = ApiServer::kube_1_20().await.expect("kube-apiserver");
+    api.install_crds(&nats_api::crds::all())
+        .await
+        .expect("CRDs");
+    for ns in [NS, "elsewhere"] {
+        api.create_namespace(ns).await.expect("namespace");
+    }
+    sim::testkit::memory::unrelated_secrets(&api.client(), "elsewhere", 2000, 10 * 1024).await;
+    let child = reconciles_with_its_flags(&api, api.kubeconfig(), &[]).await;
+    let rss = sim::testkit::memory::rss_kib(child.0.id()).expect("the binary's VmRSS");
+    eprintln!(
+        "cluster-controller RSS with the quickstart NatsCluster and 2,000 unrelated 10 KiB Secrets: {:.1} MiB",
+        rss as f64 / 1024.0
+    );
+}

@@ -93,7 +93,8 @@ pub(super) async fn controller(ctx: Arc<Context>) {
     let c = ctx.clone();
     // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.
     let controller = controller.watches(
-        Api::<Secret>::all(ctx.shared.client.clone()),
+        // Metadata alone: no Secret's data passes through this watch.
+        Api::<kube::core::PartialObjectMeta<Secret>>::all(ctx.shared.client.clone()),
         watch_config(),
         move |secret| {
             let ns = secret.namespace().unwrap_or_default();
