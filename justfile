@@ -57,6 +57,12 @@ up:
 down:
     cargo run -q -p sim --bin sim -- down
 
+# The performance figures, each against its floor measured in the same run: target/bench/summary.json and
+# the table of docs/performance.md (`just bench --only render` runs one group and leaves the docs).
+bench *ARGS:
+    cargo build -q -p jetstream-controller
+    cargo run -q -p bench -- {{ARGS}}
+
 # List the scenarios under scenarios/.
 scenarios:
     cargo run -q -p sim --bin sim -- list

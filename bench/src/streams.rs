@@ -1,0 +1,196 @@
+//! 1,000 NatsStreams applied at once under the `jetstream-controller` binary, on kube-apiserver
+//! 1.20 and a 3-server cluster: the time until all are Ready (floor: the same 1,000 streams
+//! created with `$JS.API.STREAM.CREATE` directly, 32 at a time as they were applied), passes per
+//! stream, and the binary's resident size at rest (floor: the same binary at rest with nothing to
+//! do, its watches listed).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+use crate::summary::Figure;
+
+const COUNT: usize = 1000;
+const NS: &str = "bench";
+const AT_ONCE: usize = 32;
+
+fn streams_api(client: &kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("jetstream.nats.mikluko.io", "v1beta1", "NatsStream");
+    Api::namespaced_with(
+        client.clone(),
+        NS,
+        &ApiResource::from_gvk_with_plural(&gvk, "natsstreams"),
+    )
+}
+
+fn stream_doc(i: usize) -> anyhow::Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+        "kind": "NatsStream",
+        "metadata": {"name": format!("s{i}"), "namespace": NS},
+        "spec": {"connectionRef": {"name": "demo"}, "subjects": [format!("bench.{i}.>")],
+                 "storage": "Memory", "replicas": 1},
+    }))?)
+}
+
+fn ready_count(list: &[DynamicObject]) -> usize {
+    list.iter()
+        .filter(|s| {
+            s.data
+                .pointer("/status/conditions")
+                .and_then(|c| c.as_array())
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
+        })
+        .count()
+}
+
+/// `nats_operator_reconcile_total{controller="NatsStream"}` from a /metrics body.
+fn passes(body: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with("nats_operator_reconcile_total{controller=\"NatsStream\"}"))?
+        .rsplit(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
+    let api = sim::testkit::apiserver_with_crds(&[NS]).await;
+    let topo = sim::Topology::start(sim::TopologySpec::cluster(3)).await?;
+    topo.wait_meta_leader(Duration::from_secs(60)).await?;
+    let port = sim::ports::free_port();
+    let child = sim::testkit::spawn_binary(
+        &binary.display().to_string(),
+        api.kubeconfig(),
+        &[
+            "--metrics-addr",
+            &format!("127.0.0.1:{port}"),
+            "--probe-addr",
+            "127.0.0.1:0",
+        ],
+    );
+    // At rest with nothing to do: its watches listed, every kind's pass counter served.
+    sim::testkit::wait_metrics(
+        port,
+        "the binary's /metrics",
+        Duration::from_secs(60),
+        |b| b.contains("nats_operator_leader"),
+    )
+    .await;
+    let idle = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
+
+    let conn: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+        "metadata": {"name": "demo", "namespace": NS},
+        "spec": {"servers": topo.client_urls()},
+    }))?;
+    let gvk = GroupVersionKind::gvk("nats.mikluko.io", "v1beta1", "NatsConnection");
+    Api::<DynamicObject>::namespaced_with(
+        api.client(),
+        NS,
+        &ApiResource::from_gvk_with_plural(&gvk, "natsconnections"),
+    )
+    .create(&PostParams::default(), &conn)
+    .await?;
+
+    let streams = streams_api(&api.client());
+    let docs: Vec<DynamicObject> = (0..COUNT).map(stream_doc).collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    let results: Vec<Result<DynamicObject, kube::Error>> = futures::stream::iter(docs)
+        .map(|d| {
+            let streams = streams.clone();
+            async move { streams.create(&PostParams::default(), &d).await }
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+        anyhow::bail!("creating a NatsStream: {e}");
+    }
+    let streams = &streams;
+    sim::wait::poll(
+        "every NatsStream Ready",
+        Duration::from_secs(600),
+        || async move {
+            let list = streams
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok((ready_count(&list.items) == COUNT).then_some(()))
+        },
+    )
+    .await?;
+    let all_ready = started.elapsed();
+    let loaded = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
+    let body = sim::testkit::metrics(port)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let per_stream = passes(&body).unwrap_or(f64::NAN) / COUNT as f64;
+    drop(child);
+
+    // The floor: the same streams created directly, as another account would not see ours.
+    let js = async_nats::jetstream::new(topo.connect().await?);
+    let started = Instant::now();
+    let made: Vec<Result<_, _>> = futures::stream::iter(0..COUNT)
+        .map(|i| {
+            let js = js.clone();
+            async move {
+                js.create_stream(async_nats::jetstream::stream::Config {
+                    name: format!("direct{i}"),
+                    subjects: vec![format!("direct.{i}.>")],
+                    storage: async_nats::jetstream::stream::StorageType::Memory,
+                    ..Default::default()
+                })
+                .await
+            }
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let direct = started.elapsed();
+    let failed = made.iter().filter(|r| r.is_err()).count();
+    anyhow::ensure!(failed == 0, "{failed} direct STREAM.CREATE failed");
+
+    Ok(vec![
+        Figure {
+            name: "streams.ready_1000".into(),
+            what: format!("{COUNT} NatsStreams applied at once until all Ready"),
+            value: all_ready.as_secs_f64(),
+            unit: "s".into(),
+            floor: direct.as_secs_f64(),
+            floor_what: format!("{COUNT} STREAM.CREATE sent directly, {AT_ONCE} at a time"),
+            goal: None,
+            notes: vec![format!("{per_stream:.2} passes per stream")],
+        },
+        Figure {
+            name: "rss.jetstream_1000_streams".into(),
+            what: format!("jetstream-controller resident size at rest with {COUNT} NatsStreams"),
+            value: loaded,
+            unit: "MiB".into(),
+            floor: idle,
+            floor_what: "the same binary at rest with none".into(),
+            goal: Some("≤ 25 MiB".into()),
+            notes: vec![],
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_are_read_off_the_natsstream_counter() {
+        let body = "nats_operator_reconcile_total{controller=\"NatsConnection\"} 3\n\
+                    nats_operator_reconcile_total{controller=\"NatsStream\"} 2050\n";
+        assert_eq!(passes(body), Some(2050.0));
+        assert_eq!(passes("nothing"), None);
+    }
+}
