@@ -28,3 +28,4 @@ pub mod start;
 pub mod status;
 pub mod tls;
 pub mod trace;
+pub mod watch;

@@ -12,7 +12,6 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::Controller;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
@@ -179,7 +178,7 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     let client = ctx.shared.client.clone();
     let pods =
         watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
-    let controller = Controller::new(
+    let controller = controller_kit::watch::controller(
         Api::<NatsCluster>::all(client.clone()),
         watcher::Config::default(),
     );

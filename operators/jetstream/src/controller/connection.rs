@@ -8,7 +8,7 @@ use controller_kit::reconcile::Read;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, condition};
 
@@ -88,7 +88,7 @@ fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
 /// The NatsConnection controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let api: Api<NatsConnection> = Api::all(ctx.shared.client.clone());
-    let controller = Controller::new(api, watch_config());
+    let controller = controller_kit::watch::controller(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
     // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.

@@ -27,7 +27,7 @@ use controller_kit::finalizer::{self, Cleanup};
 use controller_kit::reconcile::{Read, describe};
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use nats_api::jetstream::{FINALIZER, NatsConsumer, NatsStream, SyncStatus, condition, reason};
 use serde_json::{Map, Value};
@@ -371,7 +371,7 @@ fn waiting_for(store: &Store<NatsConsumer>, stream: &NatsStream) -> Vec<Arc<Nats
 /// The NatsConsumer controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let api: Api<NatsConsumer> = Api::all(ctx.shared.client.clone());
-    let controller = Controller::new(api, watch_config());
+    let controller = controller_kit::watch::controller(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
     let controller = controller.watches(

@@ -29,7 +29,7 @@ use controller_kit::finalizer::{self, Cleanup};
 use controller_kit::reconcile::{Read, describe};
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use nats_api::jetstream::{
     DeletionPolicy, FINALIZER, StreamTransfer, SyncStatus, condition, reason,
@@ -482,7 +482,7 @@ fn waiting_on<K: StreamBacked>(store: &Store<K>, conn: &NatsConnection) -> Vec<A
 /// The controller of one stream-backed kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
     let api: Api<K> = Api::all(ctx.shared.client.clone());
-    let controller = Controller::new(api, watch_config());
+    let controller = controller_kit::watch::controller(api, watch_config());
     let store = controller.store();
     let c = ctx.clone();
     let controller = controller.watches(
