@@ -6,4 +6,5 @@ mod api_binary;
 mod api_cluster;
 mod api_lifecycle;
 mod api_replicas;
+mod api_system_credentials;
 mod objects_apply;
