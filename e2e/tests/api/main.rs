@@ -11,4 +11,5 @@ mod chart_refusals;
 mod chart_render;
 mod chart_values;
 mod events;
+mod spec_limits;
 mod stories_decode;

@@ -18,6 +18,7 @@ pub mod common;
 pub mod crds;
 pub mod jetstream;
 pub mod nats;
+pub mod quantity;
 
 /// The API version every group serves.
 pub const VERSION: &str = "v1beta1";

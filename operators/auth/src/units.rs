@@ -11,32 +11,13 @@ pub enum UnitError {
     Duration { field: &'static str, text: String },
 }
 
-const SUFFIXES: &[(&str, i64)] = &[
-    ("Ki", 1 << 10),
-    ("Mi", 1 << 20),
-    ("Gi", 1 << 30),
-    ("Ti", 1 << 40),
-    ("Pi", 1 << 50),
-    ("k", 1_000),
-    ("M", 1_000_000),
-    ("G", 1_000_000_000),
-    ("T", 1_000_000_000_000),
-    ("P", 1_000_000_000_000_000),
-];
-
-/// A quantity with an optional binary or decimal suffix (`1Mi`, `500M`, `1048576`, `-1`).
+/// A quantity (`1Mi`, `500M`, `1.5Gi`, `1048576`, `-1`) as whole bytes, by the one rule every
+/// controller reads quantities with ([`nats_api::quantity::bytes`]).
 pub fn bytes(field: &'static str, q: &Quantity) -> Result<i64, UnitError> {
-    let text = q.0.trim();
-    let fail = || UnitError::Quantity {
+    nats_api::quantity::bytes(&q.0).map_err(|_| UnitError::Quantity {
         field,
         text: q.0.clone(),
-    };
-    let (number, multiplier) = SUFFIXES
-        .iter()
-        .find_map(|(s, m)| text.strip_suffix(s).map(|n| (n, *m)))
-        .unwrap_or((text, 1));
-    let n: i64 = number.parse().map_err(|_| fail())?;
-    n.checked_mul(multiplier).ok_or_else(fail)
+    })
 }
 
 #[cfg(test)]
@@ -49,7 +30,8 @@ mod tests {
     #[case::binary("1Mi", Some(1_048_576))]
     #[case::decimal("50G", Some(50_000_000_000))]
     #[case::unlimited("-1", Some(-1))]
-    #[case::fraction("1.5Ki", None)]
+    #[case::a_fraction_of_a_unit_that_is_whole_bytes("1.5Ki", Some(1536))]
+    #[case::a_fraction_of_a_byte("0.5", None)]
     #[case::garbage("lots", None)]
     fn quantity_to_bytes(#[case] text: &str, #[case] want: Option<i64>) {
         assert_eq!(bytes("payload", &Quantity(text.into())).ok(), want);

@@ -1,7 +1,10 @@
 //! The deletion guard (design §4.6): deleting a NatsCluster with JetStream that still holds
 //! stream groups waits with Deleting=True, reason JetStreamDataRemains naming them, found through
 //! the controller's own system JSZ ([`crate::nats::deletion_guard`]); a NATS cluster that cannot
-//! be observed waits too, with ObservationFailed. The `force-delete` annotation overrides both.
+//! be observed waits too, with ObservationFailed — unless its servers' workloads and volume
+//! claims are gone (a namespace being deleted takes the pods first, then everything else): the
+//! data went with them, so the deletion proceeds ([`DataObservation::ServersGone`]). The
+//! `force-delete` annotation overrides every hold.
 //! NatsClusterEvacuation is how the data leaves first.
 
 use nats_api::cluster::reason;
@@ -17,6 +20,9 @@ pub enum DataObservation {
     StreamGroups(Vec<String>),
     /// The NATS cluster could not be observed.
     Failed(String),
+    /// The servers' workloads (StatefulSets) and their labelled volume claims are gone: no data
+    /// is left to keep, whatever the NATS cluster would have said.
+    ServersGone,
 }
 
 /// Whether deletion may proceed.
@@ -38,7 +44,7 @@ pub fn deletion_guard(force_delete: bool, observed: &DataObservation) -> Deletio
         return DeletionDecision::Proceed;
     }
     match observed {
-        DataObservation::NoJetStream => DeletionDecision::Proceed,
+        DataObservation::NoJetStream | DataObservation::ServersGone => DeletionDecision::Proceed,
         DataObservation::StreamGroups(groups) if groups.is_empty() => DeletionDecision::Proceed,
         DataObservation::StreamGroups(groups) => DeletionDecision::Hold {
             reason: reason::JETSTREAM_DATA_REMAINS,
@@ -100,6 +106,7 @@ mod tests {
     #[case::unobserved(false, DataObservation::Failed("timeout".into()), Some(reason::OBSERVATION_FAILED))]
     #[case::force_over_data(true, groups(&["APP > ORDERS (S-R3F-x)"]), None)]
     #[case::force_over_unobserved(true, DataObservation::Failed("timeout".into()), None)]
+    #[case::servers_and_claims_gone_the_data_with_them(false, DataObservation::ServersGone, None)]
     fn the_deletion_guard(
         #[case] force: bool,
         #[case] observed: DataObservation,

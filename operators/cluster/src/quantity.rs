@@ -1,5 +1,6 @@
 //! Kubernetes resource quantities as bytes, for the limits derived from memory and volume size,
-//! and bytes as a quantity, for the limits `status.jetstream` reports.
+//! and bytes as a quantity, for the limits `status.jetstream` reports: the shared rule of
+//! [`nats_api::quantity`], with the field named in the error.
 
 use thiserror::Error;
 
@@ -12,57 +13,23 @@ pub struct QuantityError {
     pub reason: &'static str,
 }
 
-/// Parses a quantity such as `512Mi`, `1G`, `1.5Gi` or `1000` into whole bytes (rounded down).
+/// A quantity such as `512Mi`, `1G`, `1.5Gi` or `1000` as whole bytes, by the one rule every
+/// controller reads quantities with ([`nats_api::quantity::bytes`]); a size is never negative.
 pub fn bytes(field: &str, value: &str) -> Result<i64, QuantityError> {
     let err = |reason| QuantityError {
         field: field.to_string(),
         value: value.to_string(),
         reason,
     };
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, suffix) = v.split_at(split);
-    if num.is_empty() {
-        return Err(err("no number"));
+    match nats_api::quantity::bytes(value).map_err(err)? {
+        n if n < 0 => Err(err("a size is not negative")),
+        n => Ok(n),
     }
-    let multiplier: f64 = match suffix {
-        "" => 1.0,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "m" => return Err(err("milli-units are not bytes")),
-        _ => return Err(err("unknown suffix")),
-    };
-    let n: f64 = num.parse().map_err(|_| err("malformed number"))?;
-    let b = n * multiplier;
-    if !b.is_finite() || b > i64::MAX as f64 {
-        return Err(err("too large"));
-    }
-    Ok(b as i64)
 }
 
 /// A byte count as a Kubernetes quantity, in the largest binary unit that divides it.
 pub fn of_bytes(bytes: i64) -> String {
-    for (unit, size) in [
-        ("Ti", 1i64 << 40),
-        ("Gi", 1 << 30),
-        ("Mi", 1 << 20),
-        ("Ki", 1 << 10),
-    ] {
-        if bytes >= size && bytes % size == 0 {
-            return format!("{}{unit}", bytes / size);
-        }
-    }
-    bytes.to_string()
+    nats_api::quantity::of_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -84,9 +51,10 @@ mod tests {
     #[rstest]
     #[case("", "no number")]
     #[case("Gi", "no number")]
-    #[case("100m", "milli-units are not bytes")]
+    #[case("100m", "a fraction of a byte")]
     #[case("1Zi", "unknown suffix")]
     #[case("1.2.3Gi", "malformed number")]
+    #[case("-1Gi", "a size is not negative")]
     fn refuses_what_is_not_bytes(#[case] q: &str, #[case] reason: &str) {
         let e = bytes("spec.resources.limits.memory", q).unwrap_err();
         assert_eq!(e.reason, reason);

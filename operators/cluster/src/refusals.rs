@@ -104,6 +104,18 @@ pub fn gateway_certificate(
     ))
 }
 
+/// `spec.auth.systemCredentials` names a Secret that does not exist (`missing`: its
+/// namespace/name): the pass waits for it, naming it — not "systemCredentials is not set".
+pub fn system_credentials_missing(missing: Option<&str>) -> Option<Refusal> {
+    missing.map(|secret| {
+        Refusal::new(
+            reason::SECRET_NOT_FOUND,
+            Hold::Waiting,
+            format!("Secret {secret} named by spec.auth.systemCredentials does not exist"),
+        )
+    })
+}
+
 /// The trust roots a NatsCluster boots from, read from its NatsOperatorTrust (`None` when it
 /// does not exist): the NATS operator JWT and the system account JWT it signed.
 pub fn resolve_trust(
@@ -237,6 +249,30 @@ mod tests {
     use nats_claims::{AccountClaims, KeyKind, NKey, OperatorClaims};
 
     const GW: &str = "version: 2.15.1\nreplicas: 1\nauth: {trustRef: {name: t}}\ngateway: {discovery: Explicit, remotes: [{name: w, url: 'nats://w:7222'}]";
+
+    #[rstest::rstest]
+    #[case::no_secret_missing(
+        "systemCredentials unset, or its Secret found: nothing waits",
+        None,
+        None
+    )]
+    #[case::the_secret_missing(
+        "its Secret missing: SecretNotFound naming namespace/name",
+        Some("nats/sys-creds"),
+        Some("Secret nats/sys-creds named by spec.auth.systemCredentials does not exist")
+    )]
+    fn a_missing_system_credentials_secret_waits_naming_it(
+        #[case] _case: &str,
+        #[case] missing: Option<&str>,
+        #[case] message: Option<&str>,
+    ) {
+        let r = system_credentials_missing(missing);
+        assert_eq!(r.as_ref().map(|r| r.message.as_str()), message);
+        if let Some(r) = r {
+            assert_eq!(r.reason, reason::SECRET_NOT_FOUND);
+            assert_eq!(r.hold, Hold::Waiting);
+        }
+    }
 
     #[rstest::rstest]
     #[case("version: 2.15.1\nreplicas: 1\n", false, None)]

@@ -1,13 +1,14 @@
 //! The connection pool: one NATS connection per NatsConnection, shared by every resource naming
-//! it, re-dialed only when the NatsConnection's spec or the Secrets it reads change.
+//! it, re-dialed only when the NatsConnection's spec or the Secrets it reads change. Each
+//! connection is dialed under its own lock; a failed dial is answered from memory until its
+//! backoff ends.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
+use controller_kit::dials::Dials;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use nats_api::nats::NatsConnection;
-use tokio::sync::Mutex;
 
 use crate::connection::{Ready, Secrets, dial_config, ready_after_dial, secret_data};
 
@@ -25,15 +26,12 @@ pub enum Resolved {
     NotReady(Ready),
 }
 
-struct Entry {
-    fingerprint: String,
-    client: async_nats::Client,
-}
-
-/// The pool, keyed by (namespace, name) of the NatsConnection.
+/// The pool, keyed by namespace/name of the NatsConnection: one slot per connection, each
+/// dialed under its own lock, a failed dial remembered with a backoff ([`controller_kit::dials`]),
+/// so an unreachable NATS delays only the resources naming it.
 #[derive(Default)]
 pub struct Pool {
-    entries: Mutex<HashMap<(String, String), Entry>>,
+    dials: Dials<async_nats::Client, Ready>,
 }
 
 /// The Secrets a connection names, with their resourceVersions (the fingerprint's part).
@@ -69,19 +67,18 @@ async fn gather_secrets(
 }
 
 impl Pool {
-    /// The shared client of `namespace/name`, dialing it when it is new or changed.
+    /// The shared client of `namespace/name`, dialing it when it is new or changed (and not
+    /// failing within its backoff).
     pub async fn resolve(
         &self,
         client: &kube::Client,
         namespace: &str,
         name: &str,
     ) -> Result<Resolved, kube::Error> {
+        let key = format!("{namespace}/{name}");
         let api: Api<NatsConnection> = Api::namespaced(client.clone(), namespace);
         let Some(connection) = api.get_opt(name).await? else {
-            self.entries
-                .lock()
-                .await
-                .remove(&(namespace.to_string(), name.to_string()));
+            self.dials.forget(&key);
             return Ok(Resolved::Missing);
         };
         let (secrets, versions) = gather_secrets(client, namespace, &connection).await?;
@@ -90,52 +87,44 @@ impl Pool {
             serde_json::to_string(&connection.spec).unwrap_or_default(),
             versions.join(",")
         );
-        let key = (namespace.to_string(), name.to_string());
-        let mut entries = self.entries.lock().await;
-        if let Some(e) = entries.get(&key)
-            && e.fingerprint == fingerprint
-            && e.client.connection_state() == async_nats::connection::State::Connected
-        {
-            return Ok(Resolved::Connected(e.client.clone()));
-        }
         let config = match dial_config(&connection.spec, &secrets) {
             Ok(c) => c
                 .with_connect_timeout(DIAL_TIMEOUT)
                 .with_name(format!("jetstream-controller {namespace}/{name}")),
             Err(ready) => {
-                entries.remove(&key);
+                self.dials.forget(&key);
                 return Ok(Resolved::NotReady(ready));
             }
         };
-        match nats_wire::dial(&config).await {
-            Ok(wire) => {
-                let c = wire.client().clone();
-                entries.insert(
-                    key,
-                    Entry {
-                        fingerprint,
-                        client: c.clone(),
-                    },
-                );
-                Ok(Resolved::Connected(c))
-            }
-            Err(e) => {
-                entries.remove(&key);
-                Ok(Resolved::NotReady(ready_after_dial(
-                    &connection.spec,
-                    Err(&e),
-                )))
-            }
-        }
+        let dialed = self
+            .dials
+            .get(
+                &key,
+                &fingerprint,
+                |c: &async_nats::Client| {
+                    c.connection_state() == async_nats::connection::State::Connected
+                },
+                || async {
+                    match nats_wire::dial(&config).await {
+                        Ok(wire) => Ok(wire.client().clone()),
+                        Err(e) => Err(ready_after_dial(&connection.spec, Err(&e))),
+                    }
+                },
+            )
+            .await;
+        Ok(match dialed {
+            Ok(c) => Resolved::Connected(c),
+            Err(failed) => Resolved::NotReady(failed.failure),
+        })
     }
 
     /// How many connections are open (one per NatsConnection in use).
-    pub async fn len(&self) -> usize {
-        self.entries.lock().await.len()
+    pub fn len(&self) -> usize {
+        self.dials.connected()
     }
 
     /// Whether no connection is open.
-    pub async fn is_empty(&self) -> bool {
-        self.entries.lock().await.is_empty()
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

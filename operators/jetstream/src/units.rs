@@ -58,80 +58,19 @@ pub fn nanos_duration(nanos: i64) -> GoDuration {
     GoDuration::from(Duration::from_nanos(u64::try_from(nanos).unwrap_or(0)))
 }
 
-const BINARY: &[(&str, i128)] = &[
-    ("Ki", 1 << 10),
-    ("Mi", 1 << 20),
-    ("Gi", 1 << 30),
-    ("Ti", 1 << 40),
-    ("Pi", 1 << 50),
-    ("Ei", 1 << 60),
-];
-
-const DECIMAL: &[(&str, i128)] = &[
-    ("k", 1_000),
-    ("M", 1_000_000),
-    ("G", 1_000_000_000),
-    ("T", 1_000_000_000_000),
-    ("P", 1_000_000_000_000_000),
-    ("E", 1_000_000_000_000_000_000),
-];
-
-/// A quantity (`1Gi`, `500M`, `1.5Ki`, `1e3`, `-1`) as whole bytes.
+/// A quantity (`1Gi`, `500M`, `1.5Ki`, `1e3`, `-1`) as whole bytes, by the one rule every
+/// controller reads quantities with ([`nats_api::quantity::bytes`]).
 pub fn quantity_bytes(field: &'static str, q: &Quantity) -> Result<i64, UnitError> {
-    let text = q.0.trim();
-    let fail = |reason| UnitError::Quantity {
+    nats_api::quantity::bytes(&q.0).map_err(|reason| UnitError::Quantity {
         field,
         text: q.0.clone(),
         reason,
-    };
-    let (negative, unsigned) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let number_end = unsigned
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(unsigned.len());
-    let (number, suffix) = unsigned.split_at(number_end);
-    if number.is_empty() || number.matches('.').count() > 1 {
-        return Err(fail("no number"));
-    }
-    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
-    let digits: String = format!("{whole}{frac}");
-    let mantissa: i128 = digits.parse().map_err(|_| fail("number too long"))?;
-    // value = mantissa / 10^frac_len * multiplier, which must be whole.
-    let divisor = 10i128
-        .checked_pow(u32::try_from(frac.len()).map_err(|_| fail("number too long"))?)
-        .ok_or(fail("number too long"))?;
-    let multiplier = if suffix.is_empty() {
-        1
-    } else if let Some((_, m)) = BINARY.iter().chain(DECIMAL).find(|(s, _)| *s == suffix) {
-        *m
-    } else if let Some(exp) = suffix.strip_prefix(['e', 'E']) {
-        let exp: u32 = exp.parse().map_err(|_| fail("bad exponent"))?;
-        10i128.checked_pow(exp).ok_or(fail("exponent too large"))?
-    } else {
-        return Err(fail("unknown suffix"));
-    };
-    let scaled = mantissa.checked_mul(multiplier).ok_or(fail("too large"))?;
-    if scaled % divisor != 0 {
-        return Err(fail("a fraction of a byte"));
-    }
-    let bytes = scaled / divisor;
-    let bytes = if negative { -bytes } else { bytes };
-    i64::try_from(bytes).map_err(|_| fail("too large"))
+    })
 }
 
 /// Whole bytes as a quantity: the largest binary suffix that divides them, else plain bytes.
 pub fn bytes_quantity(bytes: i64) -> Quantity {
-    if bytes > 0 {
-        for (suffix, m) in BINARY.iter().rev() {
-            let b = i128::from(bytes);
-            if b % m == 0 {
-                return Quantity(format!("{}{suffix}", b / m));
-            }
-        }
-    }
-    Quantity(bytes.to_string())
+    Quantity(nats_api::quantity::of_bytes(bytes))
 }
 
 #[cfg(test)]

@@ -5,12 +5,14 @@
 //! convention ([`error`]). Besides: status written by server-side apply, NatsReferenceGrant
 //! admission, events, metrics, the reconcile span and the binaries' start: leader election on a
 //! Lease ([`leader`]), the process the run loops obey ([`process`]), the probes ([`probes`]), the
-//! metrics' serving certificate ([`tls`]) and the graceful shutdown ([`start`]).
+//! metrics' serving certificate ([`tls`]), the graceful shutdown ([`start`]) and connections
+//! shared by key, each dialed under its own lock with a backoff on failure ([`dials`]).
 
 pub mod backoff;
 pub mod blocked;
 pub mod conditions;
 pub mod context;
+pub mod dials;
 pub mod due;
 pub mod error;
 pub mod events;

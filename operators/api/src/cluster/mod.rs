@@ -179,9 +179,14 @@ pub struct NatsClusterSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<Image>,
 
-    /// The number of servers, at least 1. Lowering it removes the servers beyond it one at a time,
-    /// highest ordinal first, evacuating JetStream first.
+    /// The number of servers, 1 to 64. Lowering it removes the servers beyond it one at a time,
+    /// highest ordinal first, evacuating JetStream first. At most 64: the servers of one NATS
+    /// cluster route to each other in a full mesh (64 servers already hold about 6,000 route
+    /// connections with the default route pool) and all take part in the JetStream meta group,
+    /// so a larger system is a supercluster of gateways; the bound stops a typo (`1000` for
+    /// `10`) from asking for a thousand pods and volumes.
     #[x_kube(validation = Rule::new("self >= 1").message("spec.replicas must be at least 1"))]
+    #[schemars(range(max = 64))]
     pub replicas: i32,
 
     /// Resources of the nats-server container. GOMEMLIMIT and the JetStream memory store derive

@@ -59,6 +59,9 @@ pub const ROUTE_CERTIFICATE_NOT_READY: &str = "RouteCertificateNotReady";
 pub const GATEWAY_CERTIFICATE_NOT_READY: &str = "GatewayCertificateNotReady";
 /// Progressing=False: `spec.auth.trustRef` names no NatsOperatorTrust (or no grant admits it).
 pub const TRUST_NOT_FOUND: &str = "TrustNotFound";
+/// Progressing=True: a Secret the spec names (`spec.auth.systemCredentials`) does not exist;
+/// the message names its namespace/name, and the servers are held until it appears.
+pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
 /// Progressing=True: the NatsOperatorTrust has no JWTs yet.
 pub const TRUST_NOT_READY: &str = "TrustNotReady";
 /// Progressing=False: the NatsOperatorTrust's JWTs do not decode or do not match.

@@ -82,8 +82,9 @@ pub struct Context {
     pub shared: Shared,
     /// The process settings.
     pub settings: Settings,
-    /// The dialed system connection, re-dialed when what it is dialed from changes.
-    system: tokio::sync::Mutex<Option<nats::Dialed>>,
+    /// The system connection under its own lock, re-dialed when what it is dialed from changes,
+    /// a failed dial remembered with a backoff.
+    system: controller_kit::dials::Dials<nats_wire::Wire, String>,
     /// Set when a ping over the system connection heard no server at all: the server it is
     /// connected to is hung or cut off (the client would notice only after its pings time out),
     /// so the next pass dials again, which picks a server that answers.
@@ -171,7 +172,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
     Arc::new(Context {
         shared: Shared::new(client, metrics, FIELD_MANAGER),
         settings,
-        system: tokio::sync::Mutex::new(None),
+        system: controller_kit::dials::Dials::default(),
         roster: std::sync::Mutex::new(crate::roster::Roster::default()),
         redial: std::sync::atomic::AtomicBool::new(false),
         confirmed: std::sync::Mutex::default(),

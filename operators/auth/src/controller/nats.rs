@@ -38,12 +38,6 @@ impl SystemConnection {
     }
 }
 
-/// A dialed system connection and what it was dialed from.
-pub(crate) struct Dialed {
-    material: String,
-    wire: Wire,
-}
-
 /// How long a ping collects answers beyond the roster it expects.
 pub(super) const PING: Duration = Duration::from_millis(1500);
 
@@ -87,22 +81,26 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
         material.push_str(&super::jwt::jwt_hash(&String::from_utf8_lossy(&pem)));
         config = config.with_ca_pem(pem);
     }
-    let mut slot = ctx.system.lock().await;
-    let redial = ctx.redial.swap(false, std::sync::atomic::Ordering::Relaxed);
-    if let Some(d) = slot.as_ref()
-        && d.material == material
-        && !redial
-    {
-        return Ok(Some(d.wire.clone()));
+    let key = format!("{}/{}", sc.namespace, sc.name);
+    if ctx.redial.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        ctx.system.forget(&key);
     }
-    let wire = nats_wire::dial(&config)
+    // Dialed under this connection's own lock: a pass waits for a dial in progress and shares
+    // it; a failed dial is answered from memory until its backoff ends.
+    ctx.system
+        .get(
+            &key,
+            &material,
+            |_| true,
+            || async {
+                nats_wire::dial(&config).await.map_err(|e| {
+                    format!("dialing NatsConnection {}/{}: {e}", sc.namespace, sc.name)
+                })
+            },
+        )
         .await
-        .map_err(|e| format!("dialing NatsConnection {}/{}: {e}", sc.namespace, sc.name))?;
-    *slot = Some(Dialed {
-        material,
-        wire: wire.clone(),
-    });
-    Ok(Some(wire))
+        .map(Some)
+        .map_err(|f| f.failure)
 }
 
 /// How a JWT stands on the servers after a pass.

@@ -2,7 +2,9 @@
 //! ([`controller_kit::finalizer`], which alone adds and removes the finalizer): a NatsCluster
 //! with JetStream carries the cluster controller's finalizer ([`wants_finalizer`]); deleting it
 //! waits with Deleting=True, JetStreamDataRemains naming the stream groups still placed in its
-//! NATS cluster, or ObservationFailed when the NATS cluster cannot be asked ([`guard`]); the
+//! NATS cluster, or ObservationFailed when the NATS cluster cannot be asked ([`guard`]) — unless
+//! the servers' StatefulSets and labelled volume claims are gone, when it proceeds and says so
+//! in a ServersGone Event; the
 //! `force-delete` annotation (read only while deleting, never cleared) overrides both. A
 //! NatsCluster without JetStream gets no finalizer, and one that loses JetStream loses it, so the
 //! guard never holds a cluster with nothing to keep.
@@ -28,6 +30,9 @@ use crate::nats::system_connection::dial_system;
 /// The cluster controller's finalizer on a NatsCluster with JetStream.
 pub const FINALIZER: &str = "cluster.nats.mikluko.io/deletion-guard";
 
+/// The Event of a deletion that proceeds because the servers and their storage are gone.
+pub const SERVERS_GONE: &str = "ServersGone";
+
 /// How long the JSZ of a NatsCluster being deleted is waited for.
 const OBSERVE_DEADLINE: Duration = Duration::from_secs(3);
 
@@ -51,7 +56,20 @@ pub async fn guard<L: ServerLifecycle>(
         observe_data(ctx, cluster).await?
     };
     match deletion_guard::deletion_guard(force, &observed) {
-        DeletionDecision::Proceed => Ok(Cleanup::Done),
+        DeletionDecision::Proceed => {
+            if observed == DataObservation::ServersGone {
+                let message = "the servers' StatefulSets and volume claims are gone, and their \
+                               JetStream data with them: the deletion proceeds without asking \
+                               the NATS cluster"
+                    .to_string();
+                tracing::info!("{message}");
+                ctx.shared
+                    .events
+                    .publish(cluster, false, SERVERS_GONE, message)
+                    .await;
+            }
+            Ok(Cleanup::Done)
+        }
         DeletionDecision::Hold { reason, message } => {
             deleting(ctx, cluster, reason, &message).await?;
             Ok(Cleanup::Wait {
@@ -98,6 +116,11 @@ async fn observe_data<L: ServerLifecycle>(
         return Ok(DataObservation::NoJetStream);
     }
     let name = cluster.name_any();
+    match ctx.lifecycle.servers_gone(cluster).await {
+        Ok(true) => return Ok(DataObservation::ServersGone),
+        Ok(false) => {}
+        Err(e) => return Ok(DataObservation::Failed(e.to_string())),
+    }
     let observed = match ctx.lifecycle.observe(cluster).await {
         Ok(o) => o,
         Err(e) => return Ok(DataObservation::Failed(e.to_string())),

@@ -26,6 +26,8 @@ pub struct Seen {
     /// The system user the controller asks with, when `auth.systemCredentials` names one that
     /// can be read.
     pub system: Option<SystemAccess>,
+    /// The namespace/name of the Secret `auth.systemCredentials` names, when it does not exist.
+    pub system_secret_missing: Option<String>,
     pub observation: Observation,
     /// Settled as judged from the observation.
     pub settled: Decided,
@@ -54,7 +56,10 @@ pub async fn observe<L: ServerLifecycle>(
         gateways: spec.gateway.is_some(),
         leafnodes: !spec.leaf_remotes.is_empty(),
     };
-    let system = system_access(&ctx.shared.client, cluster).await?;
+    let SystemUser {
+        access: system,
+        missing: system_secret_missing,
+    } = system_user(&ctx.shared.client, cluster).await?;
     let observation = if ready.is_empty() {
         Observation {
             failure: Some("no server is Ready".into()),
@@ -73,9 +78,19 @@ pub async fn observe<L: ServerLifecycle>(
     Ok(Seen {
         ready,
         system,
+        system_secret_missing,
         observation,
         settled,
     })
+}
+
+/// The system user `auth.systemCredentials` names, as read.
+#[derive(Default)]
+pub struct SystemUser {
+    /// The creds (and the client listener's CA), when the Secret holds them.
+    pub access: Option<SystemAccess>,
+    /// The Secret's namespace/name, when it does not exist.
+    pub missing: Option<String>,
 }
 
 /// The system user the controller asks the servers with, when `auth.systemCredentials` names
@@ -84,6 +99,14 @@ pub async fn system_access(
     client: &kube::Client,
     cluster: &NatsCluster,
 ) -> Result<Option<SystemAccess>, Error> {
+    Ok(system_user(client, cluster).await?.access)
+}
+
+/// The system user `auth.systemCredentials` names: its creds, or the Secret that is missing.
+pub async fn system_user(
+    client: &kube::Client,
+    cluster: &NatsCluster,
+) -> Result<SystemUser, Error> {
     let ns = cluster.namespace().unwrap_or_default();
     let Some(creds) = cluster
         .spec
@@ -91,19 +114,21 @@ pub async fn system_access(
         .as_ref()
         .and_then(|a| a.system_credentials.as_ref())
     else {
-        return Ok(None);
+        return Ok(SystemUser::default());
     };
     let key = creds
         .secret_key_ref
         .key
         .as_deref()
         .unwrap_or(nats_api::common::DEFAULT_CREDS_KEY);
-    let Some(text) = secret(client, &ns, &creds.secret_key_ref.name)
-        .await?
-        .and_then(|s| secret_key(&s, key))
-        .and_then(|b| String::from_utf8(b).ok())
-    else {
-        return Ok(None);
+    let Some(found) = secret(client, &ns, &creds.secret_key_ref.name).await? else {
+        return Ok(SystemUser {
+            access: None,
+            missing: Some(format!("{ns}/{}", creds.secret_key_ref.name)),
+        });
+    };
+    let Some(text) = secret_key(&found, key).and_then(|b| String::from_utf8(b).ok()) else {
+        return Ok(SystemUser::default());
     };
     let ca_pem = match &cluster.spec.tls {
         Some(tls) => secret(
@@ -115,8 +140,11 @@ pub async fn system_access(
         .and_then(|s| secret_key(&s, "ca.crt")),
         None => None,
     };
-    Ok(Some(SystemAccess {
-        creds: text,
-        ca_pem,
-    }))
+    Ok(SystemUser {
+        access: Some(SystemAccess {
+            creds: text,
+            ca_pem,
+        }),
+        missing: None,
+    })
 }

@@ -1,5 +1,6 @@
 //! Phase 3, refuse: what holds the pass (design §4.1, §4.3), pure. The refusals are
-//! [`crate::refusals`]' rules over what was gathered and what the servers said; the first hold
+//! [`crate::refusals`]' rules over what was gathered and what the servers said (and a missing
+//! systemCredentials Secret); the first hold
 //! found is the one reported, and while one holds, nothing is written. Then whether the pass
 //! goes ahead at all ([`go`]): the NatsCluster must be able to own its objects, and neither a
 //! hold nor the plan may refuse it.
@@ -38,7 +39,12 @@ pub fn refuse(
     seen: &Seen,
 ) -> Holds {
     let spec = &cluster.spec;
-    let mut holds = gathered.trusts.waits.clone();
+    // A missing systemCredentials Secret first: it names the Secret to create.
+    let mut holds: Vec<Refusal> =
+        refusals::system_credentials_missing(seen.system_secret_missing.as_deref())
+            .into_iter()
+            .collect();
+    holds.extend(gathered.trusts.waits.iter().cloned());
     holds.extend(refusals::leaf_preload(
         spec,
         &gathered.trusts.literal_preloads,

@@ -363,6 +363,23 @@ impl ServerLifecycle for KubernetesLifecycle {
         Ok(Applied::default())
     }
 
+    async fn servers_gone(&self, cluster: &NatsCluster) -> Result<bool, LifecycleError> {
+        let owner = owner(cluster)?;
+        let selector = selector_text(&labels::selector(&owner.name));
+        let list = ListParams::default().labels(&selector).limit(1);
+        let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        let sets = sets
+            .list_metadata(&list)
+            .await
+            .map_err(|e| failed("list", "StatefulSet", &selector, e))?;
+        let pvcs: Api<PersistentVolumeClaim> = self.api(&owner.namespace);
+        let pvcs = pvcs
+            .list_metadata(&list)
+            .await
+            .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?;
+        Ok(sets.items.is_empty() && pvcs.items.is_empty())
+    }
+
     async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
         let owner = owner(cluster)?;
         let selector = selector_text(&labels::selector(&owner.name));

@@ -135,6 +135,16 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         revision: &str,
     ) -> impl Future<Output = Option<ServerPlan>> + Send;
 
+    /// Whether every server's workload and storage is gone (Kubernetes: no StatefulSet and no
+    /// PersistentVolumeClaim carries the NatsCluster's labels), so no JetStream data is left.
+    /// By default it cannot be told: `false`, and the deletion guard asks the servers.
+    fn servers_gone(
+        &self,
+        _cluster: &NatsCluster,
+    ) -> impl Future<Output = Result<bool, LifecycleError>> + Send {
+        async { Ok(false) }
+    }
+
     /// How the controller dials server `ordinal` (system connection, `/varz`, `/healthz`).
     fn address(&self, cluster: &NatsCluster, ordinal: u32) -> ServerAddress;
 

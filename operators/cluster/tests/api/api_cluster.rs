@@ -28,16 +28,16 @@ use sim::testkit::{AbortOnDrop, WAIT, apiserver_with, story_docs, wait_until, wo
 
 const CONTROLLER_NS: &str = "nats-system";
 
-struct Rig {
+pub(crate) struct Rig {
     // Field order is drop order: the controller stops before the apiserver.
     _controller: AbortOnDrop,
-    api: ApiServer,
+    pub(crate) api: ApiServer,
     /// The registry the controller exports to.
-    metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
 impl Rig {
-    fn client(&self) -> kube::Client {
+    pub(crate) fn client(&self) -> kube::Client {
         self.api.client()
     }
 }
@@ -62,7 +62,7 @@ fn certificate_crd() -> CustomResourceDefinition {
     .expect("a CRD")
 }
 
-async fn rig(namespaces: &[&str]) -> Rig {
+pub(crate) async fn rig(namespaces: &[&str]) -> Rig {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -103,14 +103,14 @@ fn stories() -> std::path::PathBuf {
     workspace_path("docs/stories")
 }
 
-fn quickstart() -> Value {
+pub(crate) fn quickstart() -> Value {
     sim::testkit::story_object(
         "docs/stories/01-quickstart/01-natscluster.yaml",
         "NatsCluster",
     )
 }
 
-async fn create_cluster(client: &kube::Client, ns: &str, mut doc: Value) -> NatsCluster {
+pub(crate) async fn create_cluster(client: &kube::Client, ns: &str, mut doc: Value) -> NatsCluster {
     doc["metadata"]["namespace"] = json!(ns);
     let c: NatsCluster = serde_json::from_value(doc).expect("a NatsCluster");
     Api::<NatsCluster>::namespaced(client.clone(), ns)
@@ -124,12 +124,12 @@ fn json_of(c: &NatsCluster) -> Value {
     serde_json::to_value(c).expect("a NatsCluster as JSON")
 }
 
-fn condition(c: &NatsCluster, type_: &str) -> Option<(String, String, String)> {
+pub(crate) fn condition(c: &NatsCluster, type_: &str) -> Option<(String, String, String)> {
     condition_of(&json_of(c), type_)
 }
 
 /// Polls the NatsCluster until `check` holds; fails showing its last status.
-async fn wait_cluster(
+pub(crate) async fn wait_cluster(
     client: &kube::Client,
     ns: &str,
     name: &str,
@@ -145,11 +145,11 @@ async fn wait_cluster(
     typed(&v)
 }
 
-fn is(c: &NatsCluster, type_: &str, status: &str, reason: &str) -> bool {
+pub(crate) fn is(c: &NatsCluster, type_: &str, status: &str, reason: &str) -> bool {
     sim::testkit::is(&json_of(c), type_, status, reason)
 }
 
-async fn names_of<K>(client: &kube::Client, ns: &str, selector: &str) -> BTreeSet<String>
+pub(crate) async fn names_of<K>(client: &kube::Client, ns: &str, selector: &str) -> BTreeSet<String>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -287,7 +287,7 @@ fn assert_applied<K: serde::Serialize + Resource>(kind: &str, rendered: &K, stor
 
 /// A server's Pod as its StatefulSet would create it (labels and the revision annotation of the
 /// template), written by the test in place of the StatefulSet controller.
-async fn create_pod(client: &kube::Client, ns: &str, sts: &StatefulSet) -> Pod {
+pub(crate) async fn create_pod(client: &kube::Client, ns: &str, sts: &StatefulSet) -> Pod {
     let template = sts.spec.clone().expect("spec").template;
     let meta = template.metadata.clone().expect("template metadata");
     let image = template
@@ -1316,7 +1316,7 @@ async fn refusals_gateway_without_tls_gateway_certificate_trust_and_ungranted_le
 }
 
 /// The reasons a story NatsCluster may be held by here, where no auth controller mirrors trusts
-/// and no cert-manager issues certificates.
+/// or writes system users' creds, and no cert-manager issues certificates.
 const HOLDS: &[&str] = &[
     reason::TRUST_NOT_FOUND,
     reason::TRUST_NOT_READY,
@@ -1325,6 +1325,7 @@ const HOLDS: &[&str] = &[
     reason::ACCOUNT_TRUST_INVALID,
     reason::GATEWAY_CERTIFICATE_NOT_READY,
     reason::UNSUPPORTED_SPEC,
+    reason::SECRET_NOT_FOUND,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1455,6 +1456,31 @@ async fn every_story_natscluster_yields_its_objects_or_names_what_holds_it() {
                             .create(&PostParams::default(), &issued)
                             .await
                             .expect("gateway Secret");
+                    }
+                }
+            }
+            if kind == "NatsCluster" {
+                // The auth controller's part: the system user's creds Secret (never dialed here:
+                // no server runs), so a held status below is the story's own.
+                let c: NatsCluster = serde_json::from_value(doc.clone()).expect("NatsCluster");
+                if let Some(creds) = c
+                    .spec
+                    .auth
+                    .as_ref()
+                    .and_then(|a| a.system_credentials.as_ref())
+                {
+                    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+                    let name = &creds.secret_key_ref.name;
+                    if secrets.get_opt(name).await.expect("read").is_none() {
+                        let written: Secret = serde_json::from_value(json!({
+                            "metadata": {"name": name},
+                            "stringData": {"user.creds": "creds"},
+                        }))
+                        .expect("secret");
+                        secrets
+                            .create(&PostParams::default(), &written)
+                            .await
+                            .expect("system creds Secret");
                     }
                 }
             }
@@ -1619,8 +1645,9 @@ async fn the_route_certificate_is_reissued_under_the_same_ca_key_once_a_third_re
 
 /// The deletion guard's Kubernetes side: a NatsCluster with JetStream carries the finalizer and,
 /// deleted while its NATS cluster cannot be asked (no server answers here), waits with
-/// Deleting=True ObservationFailed until `force-delete` overrides it; one without JetStream
-/// carries no finalizer and goes at once.
+/// Deleting=True ObservationFailed until `force-delete` overrides it (while its StatefulSets
+/// remain: see api_deletion for when they are gone); one without JetStream carries no finalizer
+/// and goes at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_never_one_without() {
     const NS: &str = "guard";
@@ -1633,6 +1660,14 @@ async fn the_deletion_guard_holds_a_jetstream_cluster_until_force_delete_and_nev
     wait_cluster(&client, NS, "demo", "the finalizer added", |c| {
         c.finalizers().iter().any(|f| f == finalizer)
     })
+    .await;
+    // Its servers' StatefulSets written: with none left, the guard would let it go at once.
+    wait_until(
+        "the servers' StatefulSets",
+        WAIT,
+        || async { names_of::<StatefulSet>(&client, NS, "app.kubernetes.io/instance=demo").await },
+        |n| n.len() == 3,
+    )
     .await;
     api.delete("demo", &Default::default())
         .await

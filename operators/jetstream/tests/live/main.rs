@@ -5,6 +5,7 @@
 mod common;
 
 mod api_binary;
+mod api_blackhole;
 mod api_live;
 mod api_replicas;
 mod live_configs;
