@@ -1,4 +1,4 @@
-//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`.
+//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`, `sim report PATH`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +44,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "local")]
         backend: BackendChoice,
     },
+    /// Render report.html again from a report.json (the file or its folder); prints its path.
+    Report { path: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -76,6 +78,16 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Report { path } => match scenario::html::rerender(&path) {
+            Ok(page) => {
+                println!("{}", page.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("sim report: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Scenario {
             name,
             dir,
@@ -133,7 +145,10 @@ async fn run_scenario(
     };
     print!("{}", report.summary());
     match report.write(reports) {
-        Ok(path) => println!("report: {}", path.join("report.json").display()),
+        Ok(path) => {
+            println!("report: {}", path.join("report.json").display());
+            println!("page: {}", path.join("report.html").display());
+        }
         Err(e) => {
             eprintln!("sim scenario {name}: {e}");
             return ExitCode::FAILURE;

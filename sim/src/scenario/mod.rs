@@ -3,16 +3,19 @@
 //!
 //! This module holds the format and its checks; [`run`] runs a scenario, `steps` carries out the
 //! steps on servers and links, `auth_steps` the steps on objects and clients of an auth plane
-//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes.
+//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes, `timeline`
+//! derives what the report's page draws and `html` draws it.
 
 mod auth_plane;
 mod auth_steps;
 mod clients;
+pub mod html;
 mod report;
 mod run;
 mod steps;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 mod validate;
 mod workload;
 

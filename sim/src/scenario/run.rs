@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::auth_plane::{self, Plane};
 use super::report::{finish, judge_step_figures};
 use super::steps::{Deployed, StepContext, run_step};
+use super::timeline::{ServerChange, ServerEvent, lifecycle_change, server_events_of_steps};
 use super::workload::Traffic;
 use super::{
     ExpectationOutcome, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
@@ -67,6 +68,8 @@ pub async fn run(
         plane,
         workload_creds,
     } = run.deploy(backend, &mut ctx).await?;
+    let deployed_ms = run.ledger.now_ms();
+    let server_names = deployed.dep().server_names();
     let meta = run.topology_ready(&deployed, &mut ctx).await?;
     let mut traffic = run
         .start_workload(
@@ -91,7 +94,7 @@ pub async fn run(
     }
     let backend_name = deployed.dep().backend();
     let restarts = ctx.restarts().await;
-    let (restart_order, log) = server_timeline(&ctx, &run.ledger);
+    let (restart_order, log, mut servers) = server_timeline(&ctx, &run.ledger);
     drop(deployed);
     let mut report = finish(
         scenario,
@@ -109,6 +112,15 @@ pub async fn run(
     report.rollout_steps = rollout_steps(&log);
     report.step_figures = step_figures(&scenario.steps, &report.steps);
     report.clients = client_reports;
+    servers.extend(server_events_of_steps(&scenario.steps, &report.steps));
+    // Servers the sim started itself (no lifecycle saw them start) are up once deployed.
+    for name in &server_names {
+        if !log.iter().any(|(_, s, _)| s == name) {
+            servers.push(ServerEvent::new(deployed_ms, name, ServerChange::Started));
+        }
+    }
+    servers.sort_by_key(|e| e.at_ms);
+    report.servers = servers;
     judge_step_figures(scenario, &mut report, judges_timings());
     judge_rollout_expectations(scenario, &mut report);
     report.passed = report.failures.is_empty();
@@ -461,14 +473,20 @@ impl Run<'_, '_> {
     }
 }
 
+/// The order servers were restarted in, every event as (at_ms, server, event) and as a server
+/// change for the report's page.
+type ServerTimeline = (
+    Vec<String>,
+    Vec<(u64, String, LocalEvent)>,
+    Vec<ServerEvent>,
+);
+
 /// The servers' lives on the local lifecycle, put into the timeline beside the steps and the
-/// traffic: the order servers were restarted in, and every event as (at_ms, server, event).
-fn server_timeline(
-    ctx: &StepContext,
-    ledger: &Ledger,
-) -> (Vec<String>, Vec<(u64, String, LocalEvent)>) {
+/// traffic.
+fn server_timeline(ctx: &StepContext, ledger: &Ledger) -> ServerTimeline {
     let mut restart_order = Vec::new();
     let mut log = Vec::new();
+    let mut changes = Vec::new();
     if let Some(host) = &ctx.host {
         for e in host.lifecycle().events() {
             let at_ms = ledger
@@ -481,10 +499,16 @@ fn server_timeline(
             if e.event == LocalEvent::Restarted {
                 restart_order.push(e.server.clone());
             }
+            changes.push(ServerEvent {
+                at_ms,
+                server: e.server.clone(),
+                change: lifecycle_change(e.event),
+                revision: e.revision,
+            });
             log.push((at_ms, e.server, e.event));
         }
     }
-    (restart_order, log)
+    (restart_order, log, changes)
 }
 
 /// Expectations on the rollout, judged once the report holds it.

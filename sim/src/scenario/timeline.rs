@@ -1,0 +1,255 @@
+//! What the report's page draws on its time axis, derived from the run: publish-ack latency per
+//! second, where the longest gap between acks fell, and each server's life (started, lame duck,
+//! restarted, killed, paused, reloaded) with the revision it ran.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, Step, StepOutcome};
+use crate::ledger::Event;
+use crate::local::LocalEvent;
+
+/// What happened to one server, for its lane on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerChange {
+    /// Started (first start, or a start after a delete).
+    Started,
+    /// Put in lame duck: draining clients, stepping down as leader, then exiting.
+    LameDuck,
+    /// Started again under a new revision after its lame-duck exit (the controller's restart).
+    Restarted,
+    /// Started again after it died on its own (the kubelet's restart).
+    Revived,
+    /// Restarted on its store by a scenario step.
+    RestartedByStep,
+    /// Killed (`kill -9`) or stopped (SIGTERM) by a scenario step.
+    Killed,
+    /// Stopped with SIGSTOP by a scenario step.
+    Paused,
+    /// Continued with SIGCONT.
+    Resumed,
+    /// Deleted (its process stopped for good).
+    Deleted,
+    /// Its config rewritten and reloaded in place (no restart).
+    Reloaded,
+}
+
+/// What a server is doing between two changes, as its lane colours it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    Up,
+    LameDuck,
+    Down,
+    Paused,
+}
+
+impl ServerChange {
+    /// The state a server is in after the change; `None` when the change leaves it as it was
+    /// (a reload).
+    pub fn state_after(self) -> Option<ServerState> {
+        use ServerChange::*;
+        Some(match self {
+            Started | Restarted | Revived | RestartedByStep | Resumed => ServerState::Up,
+            LameDuck => ServerState::LameDuck,
+            Killed | Deleted => ServerState::Down,
+            Paused => ServerState::Paused,
+            Reloaded => return None,
+        })
+    }
+
+    /// Whether the change is a restart (a tick on the server's lane).
+    pub fn is_restart(self) -> bool {
+        matches!(
+            self,
+            ServerChange::Restarted | ServerChange::Revived | ServerChange::RestartedByStep
+        )
+    }
+}
+
+/// One change of one server, in ms since the run began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerEvent {
+    pub at_ms: u64,
+    pub server: String,
+    pub change: ServerChange,
+    /// The revision it runs after the change, where known (servers a controller runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}
+
+impl ServerEvent {
+    pub fn new(at_ms: u64, server: &str, change: ServerChange) -> ServerEvent {
+        ServerEvent {
+            at_ms,
+            server: server.to_string(),
+            change,
+            revision: None,
+        }
+    }
+}
+
+/// The server change of a lifecycle event of the local server lifecycle (controller-run).
+pub fn lifecycle_change(e: LocalEvent) -> ServerChange {
+    match e {
+        LocalEvent::Started => ServerChange::Started,
+        LocalEvent::LameDuck => ServerChange::LameDuck,
+        LocalEvent::Restarted => ServerChange::Restarted,
+        LocalEvent::Revived => ServerChange::Revived,
+        LocalEvent::Deleted => ServerChange::Deleted,
+        LocalEvent::Reloaded => ServerChange::Reloaded,
+    }
+}
+
+/// The server changes the scenario's own steps made (kill, SIGTERM, lame duck, pause, resume,
+/// restart, reload), at the moment each step finished; failed steps change nothing.
+pub fn server_events_of_steps(steps: &[Step], outcomes: &[StepOutcome]) -> Vec<ServerEvent> {
+    let mut out = Vec::new();
+    for (step, o) in steps.iter().zip(outcomes) {
+        let (named, change) = match &step.action {
+            Action::Kill9 { server } | Action::Sigterm { server } => (server, ServerChange::Killed),
+            Action::LameDuck { server } => (server, ServerChange::LameDuck),
+            Action::Pause { server } => (server, ServerChange::Paused),
+            Action::Resume { server } => (server, ServerChange::Resumed),
+            Action::Restart { server } => (server, ServerChange::RestartedByStep),
+            Action::Reload { server, .. } => (server, ServerChange::Reloaded),
+            _ => continue,
+        };
+        if !o.ok {
+            continue;
+        }
+        // A selector (`stream-leader:S`) is resolved in the outcome's target.
+        let server = o.target.as_deref().unwrap_or(named);
+        // A lame duck step starts the lame duck and returns once the server has exited.
+        if change == ServerChange::LameDuck {
+            out.push(ServerEvent::new(o.at_ms, server, ServerChange::LameDuck));
+            out.push(ServerEvent::new(o.done_at_ms(), server, ServerChange::Killed));
+            continue;
+        }
+        out.push(ServerEvent::new(o.done_at_ms(), server, change));
+    }
+    out
+}
+
+/// The `q`-quantile (0.0–1.0) of sorted values, nearest rank; none of an empty list.
+pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Publish-ack latency per second of the run (by the ack's second): p50, p99 and max in ms,
+/// each ack measured from the last publish attempt of its message before it.
+pub fn ack_latency_per_second(events: &[Event]) -> BTreeMap<u64, (u64, u64, u64)> {
+    let mut last_publish: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut by_second: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut sorted: Vec<&Event> = events.iter().collect();
+    sorted.sort_by_key(|e| e.at_ms());
+    for e in sorted {
+        match e {
+            Event::Publish { at_ms, id, .. } => {
+                last_publish.insert(*id, *at_ms);
+            }
+            Event::Ack { at_ms, id, .. } => {
+                if let Some(p) = last_publish.get(id) {
+                    by_second
+                        .entry(at_ms / 1000)
+                        .or_default()
+                        .push(at_ms.saturating_sub(*p));
+                }
+            }
+            _ => {}
+        }
+    }
+    by_second
+        .into_iter()
+        .filter_map(|(s, mut v)| {
+            v.sort_unstable();
+            Some((s, (quantile(&v, 0.5)?, quantile(&v, 0.99)?, *v.last()?)))
+        })
+        .collect()
+}
+
+/// Where the longest gap between two consecutive publish acks fell: (from, to) in ms.
+pub fn max_ack_gap(events: &[Event]) -> Option<(u64, u64)> {
+    let mut acks: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Ack { at_ms, .. } => Some(*at_ms),
+            _ => None,
+        })
+        .collect();
+    acks.sort_unstable();
+    acks.windows(2)
+        .map(|w| (w[0], w[1]))
+        .max_by_key(|(a, b)| (b - a, std::cmp::Reverse(*a)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish(at_ms: u64, id: u64, attempt: u32) -> Event {
+        Event::Publish { at_ms, id, attempt }
+    }
+    fn ack(at_ms: u64, id: u64) -> Event {
+        Event::Ack {
+            at_ms,
+            id,
+            stream_seq: id,
+            duplicate: false,
+        }
+    }
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), Some(50));
+        assert_eq!(quantile(&v, 0.99), Some(99));
+        assert_eq!(quantile(&[7], 0.99), Some(7));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn latency_is_measured_from_the_last_attempt_and_bucketed_by_the_acks_second() {
+        let ev = vec![
+            publish(100, 1, 1),
+            ack(103, 1),
+            publish(900, 2, 1),
+            // retried after a timeout: measured from the retry
+            publish(1500, 2, 2),
+            ack(1520, 2),
+            publish(1600, 3, 1),
+            ack(1610, 3),
+        ];
+        let l = ack_latency_per_second(&ev);
+        assert_eq!(l.get(&0), Some(&(3, 3, 3)));
+        assert_eq!(l.get(&1), Some(&(10, 20, 20)));
+    }
+
+    #[test]
+    fn the_max_gap_is_the_first_longest_interval_between_acks() {
+        let ev = vec![ack(0, 1), ack(10, 2), ack(510, 3), ack(520, 4), ack(1020, 5)];
+        assert_eq!(max_ack_gap(&ev), Some((10, 510)));
+        assert_eq!(max_ack_gap(&[ack(5, 1)]), None);
+    }
+
+    #[test]
+    fn every_change_has_the_state_its_lane_shows() {
+        let rows = [
+            (ServerChange::Started, Some(ServerState::Up)),
+            (ServerChange::LameDuck, Some(ServerState::LameDuck)),
+            (ServerChange::Killed, Some(ServerState::Down)),
+            (ServerChange::Paused, Some(ServerState::Paused)),
+            (ServerChange::Resumed, Some(ServerState::Up)),
+            // a reload leaves the server up as it was
+            (ServerChange::Reloaded, None),
+        ];
+        for (c, s) in rows {
+            assert_eq!(c.state_after(), s, "{c:?}");
+        }
+    }
+}
