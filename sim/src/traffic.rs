@@ -392,7 +392,10 @@ pub fn spawn_meta_leader_watch(
                 let Ok(v) = resp.json::<serde_json::Value>().await else {
                     continue;
                 };
-                if let Some(l) = v["meta_cluster"]["leader"].as_str().filter(|l| !l.is_empty()) {
+                if let Some(l) = v["meta_cluster"]["leader"]
+                    .as_str()
+                    .filter(|l| !l.is_empty())
+                {
                     now = Some(l.to_string());
                     break;
                 }

@@ -99,11 +99,12 @@ impl ServerLifecycle for LocalLifecycle {
         let restart = match local.running.take() {
             Some(r) => {
                 entry.pid.store(0, Ordering::SeqCst);
+                // Lame duck under the revision it ran; the restart brings the new one.
                 log(
                     &self.events,
                     &entry.server_name,
                     LocalEvent::LameDuck,
-                    Some(&server.revision),
+                    Some(&r.revision),
                 );
                 stop(r, &local.pid_file, &object).await;
                 true

@@ -522,9 +522,7 @@ pub(super) fn finish(
             Event::GaveUp { .. }
             | Event::Leader { .. }
             | Event::MetaLeader { .. }
-            | Event::Step { .. } => {
-                timeline.push(e.clone())
-            }
+            | Event::Step { .. } => timeline.push(e.clone()),
         }
     }
     timeline.sort_by_key(Event::at_ms);

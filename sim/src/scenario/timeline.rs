@@ -124,7 +124,11 @@ pub fn server_events_of_steps(steps: &[Step], outcomes: &[StepOutcome]) -> Vec<S
         // A lame duck step starts the lame duck and returns once the server has exited.
         if change == ServerChange::LameDuck {
             out.push(ServerEvent::new(o.at_ms, server, ServerChange::LameDuck));
-            out.push(ServerEvent::new(o.done_at_ms(), server, ServerChange::Killed));
+            out.push(ServerEvent::new(
+                o.done_at_ms(),
+                server,
+                ServerChange::Killed,
+            ));
             continue;
         }
         out.push(ServerEvent::new(o.done_at_ms(), server, change));
@@ -232,7 +236,13 @@ mod tests {
 
     #[test]
     fn the_max_gap_is_the_first_longest_interval_between_acks() {
-        let ev = vec![ack(0, 1), ack(10, 2), ack(510, 3), ack(520, 4), ack(1020, 5)];
+        let ev = vec![
+            ack(0, 1),
+            ack(10, 2),
+            ack(510, 3),
+            ack(520, 4),
+            ack(1020, 5),
+        ];
         assert_eq!(max_ack_gap(&ev), Some((10, 510)));
         assert_eq!(max_ack_gap(&[ack(5, 1)]), None);
     }

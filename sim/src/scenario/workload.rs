@@ -130,7 +130,10 @@ impl Traffic {
         for h in std::mem::take(&mut self.consumers) {
             let _ = h.await;
         }
-        for w in [self.watch.take(), self.meta_watch.take()].into_iter().flatten() {
+        for w in [self.watch.take(), self.meta_watch.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = w.await;
         }
         drained

@@ -13,7 +13,7 @@ use crate::scenario::timeline::{ServerChange, ServerState};
 
 /// The SVG's width; the left gutter holds the lane names.
 pub const WIDTH: f64 = 1280.0;
-const LEFT: f64 = 200.0;
+const LEFT: f64 = 230.0;
 const RIGHT: f64 = 24.0;
 const LANE: f64 = 24.0;
 const GAP: f64 = 10.0;
@@ -134,7 +134,15 @@ impl Svg {
 
     /// A span from `(from, to)` ms, `top` to `top + h`, filled with `fill` unless the class
     /// colours it.
-    fn rect(&mut self, class: &str, (from, to): (u64, u64), top: f64, h: f64, fill: &str, title: &str) {
+    fn rect(
+        &mut self,
+        class: &str,
+        (from, to): (u64, u64),
+        top: f64,
+        h: f64,
+        fill: &str,
+        title: &str,
+    ) {
         let (x0, x1) = (self.scale.x(from), self.scale.x(to));
         let style = if fill.is_empty() {
             String::new()
@@ -186,14 +194,26 @@ impl Svg {
     fn y_axis(&mut self, top: f64, h: f64, max: u64, unit: &str) {
         for v in [0, max / 2, max] {
             let y = top + h - (v as f64 / max.max(1) as f64) * (h - 4.0);
+            // The top label hangs under its line, so it stays inside the panel.
+            let text_y = if v == max { y + 10.0 } else { y - 2.0 };
             let _ = write!(
                 self.body,
-                r#"<line class="hgrid" x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}"/><text class="y-tick" x="{}" y="{:.1}">{v}{unit}</text>"#,
+                r#"<line class="hgrid" x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}"/><text class="y-tick" x="{}" y="{text_y:.1}">{v}{unit}</text>"#,
                 WIDTH - RIGHT,
                 LEFT + 3.0,
-                y - 2.0,
             );
         }
+    }
+
+    /// A second, smaller line under a lane's name.
+    fn sub_label(&mut self, top: f64, h: f64, text: &str) {
+        let _ = write!(
+            self.body,
+            r#"<text class="lane-sub" x="{}" y="{:.1}">{}</text>"#,
+            LEFT - 8.0,
+            top + h / 2.0 + 19.0,
+            esc(text)
+        );
     }
 }
 
@@ -234,7 +254,7 @@ pub fn render(r: &Report) -> String {
             let (x0, x1) = (scale.x(from), scale.x(to));
             format!(
                 r#"<g class="max-gap" data-lane="max-gap"><rect class="max-gap-band" x="{x0:.1}" y="8" width="{:.1}" height="{:.1}"><title>longest gap between two publish acks: {} ms (from {:.1} s to {:.1} s)</title></rect><text class="max-gap-text" x="{:.1}" y="20">max ack gap {} ms</text></g>"#,
-                (x1 - x0).max(2.0),
+                (x1 - x0).max(3.0),
                 height - 48.0,
                 to - from,
                 from as f64 / 1000.0,
@@ -244,8 +264,9 @@ pub fn render(r: &Report) -> String {
             )
         })
         .unwrap_or_default();
+    // The grid under the lanes' backgrounds would be hidden: it goes over them, the gap too.
     format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline of the run">{grid}{gap}{}</svg>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline of the run">{}{grid}{gap}</svg>"#,
         s.body
     )
 }
@@ -287,8 +308,13 @@ fn latency_panel(s: &mut Svg, r: &Report) {
         .iter()
         .filter_map(|b| b.ack_p99_ms.map(|v| (at(b.second), v)))
         .collect();
-    let max = nice_max(p99.iter().map(|(_, v)| *v).max().unwrap_or(1));
+    let peak = |v: &[(u64, u64)]| v.iter().map(|(_, v)| *v).max().unwrap_or(0);
+    let max = nice_max(peak(&p99));
     s.y_axis(top, h, max, " ms");
+    if !p50.is_empty() {
+        let text = format!("peaks: p50 {} ms, p99 {} ms", peak(&p50), peak(&p99));
+        s.sub_label(top, h, &text);
+    }
     s.line("p99", &p99, top, h, max);
     s.line("p50", &p50, top, h, max);
     if p50.is_empty() {
@@ -425,9 +451,14 @@ fn server_lane(s: &mut Svg, r: &Report, name: &str, names: &[String]) {
     s.end_lane();
 }
 
-/// A revision short enough for a lane.
+/// A revision short enough for a lane: its last 8 characters (where the controller's
+/// revisions of one NatsCluster differ from its last spec).
 pub fn short_revision(r: &str) -> String {
-    r.chars().take(8).collect()
+    let chars: Vec<char> = r.chars().collect();
+    match chars.len() {
+        0..=8 => r.to_string(),
+        n => format!("…{}", chars[n - 8..].iter().collect::<String>()),
+    }
 }
 
 fn leader_lanes(s: &mut Svg, r: &Report, names: &[String]) {
@@ -470,13 +501,30 @@ fn leader_lanes(s: &mut Svg, r: &Report, names: &[String]) {
     }
 }
 
-fn leader_spans(s: &mut Svg, changes: &[(u64, Option<String>)], top: f64, names: &[String], of: &str) {
+fn leader_spans(
+    s: &mut Svg,
+    changes: &[(u64, Option<String>)],
+    top: f64,
+    names: &[String],
+    of: &str,
+) {
     for (from, to, leader) in spans(changes, s.scale.end_ms) {
-        let span = format!("from {:.1} s to {:.1} s", from as f64 / 1000.0, to as f64 / 1000.0);
+        let span = format!(
+            "from {:.1} s to {:.1} s",
+            from as f64 / 1000.0,
+            to as f64 / 1000.0
+        );
         match &leader {
             Some(l) => {
                 let title = format!("{l} led {of} {span}");
-                s.rect("leader-span", (from, to), top, LANE, server_colour(names, l), &title);
+                s.rect(
+                    "leader-span",
+                    (from, to),
+                    top,
+                    LANE,
+                    server_colour(names, l),
+                    &title,
+                );
                 s.span_text(from, to, top, l);
             }
             None => {
@@ -488,15 +536,16 @@ fn leader_spans(s: &mut Svg, changes: &[(u64, Option<String>)], top: f64, names:
 }
 
 fn controller_lane(s: &mut Svg, r: &Report) {
-    if r.rollout_steps.is_empty() && !r.servers.iter().any(|e| e.change == ServerChange::Reloaded)
-    {
+    if r.rollout_steps.is_empty() && !r.servers.iter().any(|e| e.change == ServerChange::Reloaded) {
         return;
     }
     let top = s.lane("controller", "cluster controller rollout", LANE);
     let mut prev_up: Option<u64> = None;
     for (i, st) in r.rollout_steps.iter().enumerate() {
         if let (Some(up), Some(g)) = (prev_up, st.gate_ms) {
-            let title = format!("gate closed {g} ms: waiting for the cluster to settle before the next step");
+            let title = format!(
+                "gate closed {g} ms: waiting for the cluster to settle before the next step"
+            );
             s.rect("gate-held", (up, st.lame_duck_at_ms), top, LANE, "", &title);
             s.span_text(up, st.lame_duck_at_ms, top, "gate held");
         }
@@ -507,11 +556,22 @@ fn controller_lane(s: &mut Svg, r: &Report) {
             st.lame_duck_at_ms as f64 / 1000.0,
             st.step_ms
         );
-        s.rect("rollout-step", (st.lame_duck_at_ms, st.restarted_at_ms), top, LANE, "", &title);
+        s.rect(
+            "rollout-step",
+            (st.lame_duck_at_ms, st.restarted_at_ms),
+            top,
+            LANE,
+            "",
+            &title,
+        );
         s.span_text(st.lame_duck_at_ms, st.restarted_at_ms, top, &st.server);
         prev_up = Some(st.restarted_at_ms);
     }
-    for e in r.servers.iter().filter(|e| e.change == ServerChange::Reloaded) {
+    for e in r
+        .servers
+        .iter()
+        .filter(|e| e.change == ServerChange::Reloaded)
+    {
         let x = s.scale.x(e.at_ms);
         let _ = write!(
             s.body,
@@ -529,6 +589,8 @@ fn steps_lane(s: &mut Svg, r: &Report) {
         return;
     }
     let top = s.lane("steps", "scenario steps", LANE);
+    // A step's number sits at its start, moved right past the number before it.
+    let mut free_x = 0.0f64;
     for st in &r.steps {
         let class = if st.ok { "step ok" } else { "step failed" };
         let title = format!(
@@ -543,8 +605,16 @@ fn steps_lane(s: &mut Svg, r: &Report) {
             st.error.as_deref().unwrap_or("ok"),
             st.took_ms
         );
-        s.rect(class, (st.at_ms, st.done_at_ms()), top + 6.0, LANE - 12.0, "", &title);
-        let x = s.scale.x(st.at_ms);
+        s.rect(
+            class,
+            (st.at_ms, st.done_at_ms()),
+            top + 6.0,
+            LANE - 12.0,
+            "",
+            &title,
+        );
+        let x = s.scale.x(st.at_ms).max(free_x);
+        free_x = x + 7.0 * st.index.to_string().len() as f64 + 3.0;
         let _ = write!(
             s.body,
             r#"<text class="step-no" x="{x:.1}" y="{:.1}">{}</text>"#,

@@ -48,11 +48,12 @@ td.ok { color: #2e7d32; font-weight: 600; } td.not-met { color: #c62828; font-we
 svg.chart { font: 12px system-ui, "DejaVu Sans", sans-serif; display: block; }
 .lane-bg { fill: #fafafa; stroke: #e3e3e3; }
 .lane-label { text-anchor: end; fill: #222; font-weight: 600; }
-.vgrid { stroke: #e8e8e8; } .hgrid { stroke: #eee; }
+.lane-sub { text-anchor: end; fill: #666; font-size: 11px; }
+.vgrid { stroke: #000; stroke-opacity: 0.07; } .hgrid { stroke: #eee; }
 .x-tick { text-anchor: middle; fill: #555; } .x-label { text-anchor: middle; fill: #333; font-weight: 600; }
 .y-tick { fill: #777; font-size: 10px; }
-.p50 { fill: none; stroke: #1565c0; stroke-width: 1.6; } .p99 { fill: none; stroke: #ef6c00; stroke-width: 1.6; }
-.published { fill: none; stroke: #616161; stroke-width: 1.4; } .acked { fill: none; stroke: #2e7d32; stroke-width: 1.6; }
+.p50 { fill: none; stroke: #1565c0; stroke-width: 2; } .p99 { fill: none; stroke: #ef6c00; stroke-width: 1.6; }
+.published { fill: none; stroke: #9e9e9e; stroke-width: 4; stroke-opacity: 0.6; } .acked { fill: none; stroke: #2e7d32; stroke-width: 1.6; }
 .delivered { fill: none; stroke: #8e24aa; stroke-width: 1.2; stroke-dasharray: 4 2; }
 .ack-timeout { fill: #d32f2f; } .publish-error { fill: #6a1b9a; }
 .span.up { fill: #a5d6a7; } .span.lame-duck { fill: #ffcc80; } .span.down { fill: #ef9a9a; } .span.paused { fill: #b0bec5; }
@@ -63,7 +64,7 @@ svg.chart { font: 12px system-ui, "DejaVu Sans", sans-serif; display: block; }
 .leader-span + .span-text { fill: #fff; font-weight: 600; }
 .rollout-step { fill: #ffcc80; stroke: #e65100; } .gate-held { fill: #e0e0e0; stroke: #9e9e9e; stroke-dasharray: 3 2; }
 .step.ok { fill: #546e7a; } .step.failed { fill: #c62828; } .step-no { fill: #333; font-size: 10px; }
-.max-gap-band { fill: #ffcdd2; fill-opacity: 0.45; } .max-gap-text { fill: #b71c1c; font-weight: 600; }
+.max-gap-band { fill: #e53935; fill-opacity: 0.22; } .max-gap-text { fill: #b71c1c; font-weight: 600; }
 .no-data { fill: #888; font-style: italic; }
 .swatch { stroke: #fff; }
 "#;
@@ -77,13 +78,20 @@ fn legend_item(sample: &str, words: &str) -> String {
 }
 
 fn legend() -> String {
-    let rect = |style: &str| format!(r#"<rect x="1" y="2" width="20" height="10" style="{style}"/>"#);
+    let rect =
+        |style: &str| format!(r#"<rect x="1" y="2" width="20" height="10" style="{style}"/>"#);
     let line = |style: &str| format!(r#"<line x1="1" y1="7" x2="21" y2="7" style="{style}"/>"#);
     let items = [
         legend_item(&line("stroke:#1565c0;stroke-width:2"), "ack latency p50"),
         legend_item(&line("stroke:#ef6c00;stroke-width:2"), "ack latency p99"),
-        legend_item(&rect("fill:#ffcdd2"), "longest gap between acks"),
-        legend_item(&line("stroke:#616161;stroke-width:2"), "published/s"),
+        legend_item(
+            &rect("fill:#e53935;fill-opacity:0.22"),
+            "longest gap between acks",
+        ),
+        legend_item(
+            &line("stroke:#9e9e9e;stroke-width:4;stroke-opacity:0.6"),
+            "published/s",
+        ),
         legend_item(&line("stroke:#2e7d32;stroke-width:2"), "acked/s"),
         legend_item(
             &line("stroke:#8e24aa;stroke-width:2;stroke-dasharray:4 2"),
@@ -208,7 +216,10 @@ fn steps_table(r: &Report) -> String {
         let (class, words) = if s.ok {
             ("ok", "ok".to_string())
         } else {
-            ("not-met", s.error.clone().unwrap_or_else(|| "failed".into()))
+            (
+                "not-met",
+                s.error.clone().unwrap_or_else(|| "failed".into()),
+            )
         };
         let _ = write!(
             h,
@@ -241,7 +252,9 @@ fn rollout_table(r: &Report) -> String {
             esc(&s.server),
             s.lame_duck_at_ms as f64 / 1000.0,
             s.step_ms,
-            s.gate_ms.map(|g| g.to_string()).unwrap_or_else(|| "-".into())
+            s.gate_ms
+                .map(|g| g.to_string())
+                .unwrap_or_else(|| "-".into())
         );
     }
     h.push_str("</table>");

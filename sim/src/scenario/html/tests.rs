@@ -163,10 +163,10 @@ fn marks_spans_and_ticks_are_where_the_report_puts_them() {
     // n1: up, lame duck, up under the new revision; n2: up throughout (a reload is no
     // restart), under the reloaded revision from 5 s.
     assert_eq!(count(&p, r#"class="span up""#), 4);
-    assert!(p.contains("n2 up from 5.0 s to 10.0 s, revision cccccccc"));
+    assert!(p.contains("n2 up from 5.0 s to 10.0 s, revision …cccc3333"));
     assert_eq!(count(&p, r#"class="span lame-duck""#), 1);
     assert!(p.contains("n1 lame duck from 2.0 s to 3.0 s"));
-    assert!(p.contains("rev bbbbbbbb"));
+    assert!(p.contains("rev …bbbb2222"));
     assert_eq!(count(&p, r#"class="restart""#), 1);
     // once on n2's lane, once on the controller's
     assert_eq!(count(&p, r#"class="reload""#), 2);
@@ -187,7 +187,9 @@ fn marks_spans_and_ticks_are_where_the_report_puts_them() {
 fn the_verdict_table_has_each_expectation_and_its_outcome() {
     let p = page(&small());
     assert_eq!(count(&p, r#"<tr class="expectation">"#), 2);
-    assert!(p.contains(r#"<td>lost</td><td>== 0</td><td class="num">1</td><td class="not-met">NOT MET</td>"#));
+    assert!(p.contains(
+        r#"<td>lost</td><td>== 0</td><td class="num">1</td><td class="not-met">NOT MET</td>"#
+    ));
     assert!(p.contains(r#"<td class="unjudged">not met (a timing"#));
     assert!(p.contains(r#"<span class="verdict failed">FAILED</span>"#));
     assert!(p.contains("<li>expectation lost == 0 not met: 1</li>"));
@@ -220,8 +222,17 @@ fn an_old_report_still_renders_with_what_it_has() {
 #[test]
 fn spans_run_from_each_change_to_the_next() {
     let c = [(0, 'a'), (10, 'a'), (20, 'b'), (30, 'a')];
-    assert_eq!(spans(&c, 50), vec![(0, 20, 'a'), (20, 30, 'b'), (30, 50, 'a')]);
+    assert_eq!(
+        spans(&c, 50),
+        vec![(0, 20, 'a'), (20, 30, 'b'), (30, 50, 'a')]
+    );
     assert_eq!(spans::<char>(&[], 50), vec![]);
+}
+
+#[test]
+fn a_revision_is_cut_to_its_last_eight_characters() {
+    assert_eq!(short_revision("775cd760-b108a859"), "…b108a859");
+    assert_eq!(short_revision("abc"), "abc");
 }
 
 #[test]
@@ -240,10 +251,16 @@ fn rerender_writes_the_page_beside_the_json() {
     std::fs::write(dir.path().join("report.json"), OLD_REPORT).unwrap();
     let out = rerender(dir.path()).unwrap();
     assert_eq!(out, dir.path().join("report.html"));
-    assert!(std::fs::read_to_string(&out).unwrap().contains("scenario old"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("scenario old")
+    );
     let again = rerender(&dir.path().join("report.json")).unwrap();
     assert_eq!(again, out);
     std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
-    let err = rerender(&dir.path().join("bad.json")).unwrap_err().to_string();
+    let err = rerender(&dir.path().join("bad.json"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a scenario report"), "{err}");
 }
