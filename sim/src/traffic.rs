@@ -358,18 +358,6 @@ pub async fn wait_drained(
     .map_err(TrafficError::Drain)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn message_ids_round_trip() {
-        assert_eq!(parse_msg_id("m-42"), Some(42));
-        assert_eq!(parse_msg_id("x-42"), None);
-        assert_eq!(parse_msg_id("m-"), None);
-    }
-}
-
 /// Watches the JetStream meta leader every 500 ms through the servers' `/jsz` (the first server
 /// that names one) and records each change (and each gap).
 pub fn spawn_meta_leader_watch(
@@ -413,4 +401,16 @@ pub fn spawn_meta_leader_watch(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_ids_round_trip() {
+        assert_eq!(parse_msg_id("m-42"), Some(42));
+        assert_eq!(parse_msg_id("x-42"), None);
+        assert_eq!(parse_msg_id("m-"), None);
+    }
 }

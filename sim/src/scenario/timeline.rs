@@ -247,6 +247,68 @@ mod tests {
         assert_eq!(max_ack_gap(&[ack(5, 1)]), None);
     }
 
+    fn outcome(
+        index: usize,
+        at_ms: u64,
+        took_ms: u64,
+        target: Option<&str>,
+        ok: bool,
+    ) -> StepOutcome {
+        StepOutcome {
+            index,
+            at_ms,
+            action: String::new(),
+            target: target.map(str::to_string),
+            ok,
+            error: (!ok).then(|| "failed".to_string()),
+            took_ms,
+            id: None,
+            observed_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_steps_that_touch_a_server_change_its_lane_and_the_others_do_not() {
+        let s = crate::scenario::Scenario::from_yaml(
+            std::path::Path::new("x"),
+            "name: x\ntopology: { servers: 3 }\nworkload: {}\nsteps:\n\
+             - { at: 1s, action: kill9, server: \"stream-leader:S\" }\n\
+             - { at: 2s, action: restart, server: last-faulted }\n\
+             - { at: 3s, action: lame_duck, server: c1-1 }\n\
+             - { at: 4s, action: wait_meta_leader }\n\
+             - { at: 5s, action: pause, server: c1-2 }\n\
+             - { at: 6s, action: resume, server: c1-2 }\n",
+        )
+        .unwrap();
+        let outcomes = [
+            // a selector: the outcome names the server it resolved to
+            outcome(1, 1_000, 10, Some("c1-0"), true),
+            outcome(2, 2_000, 500, Some("c1-0"), true),
+            outcome(3, 3_000, 900, None, true),
+            outcome(4, 4_000, 100, None, true),
+            // a failed step changes nothing
+            outcome(5, 5_000, 10, None, false),
+            outcome(6, 6_000, 10, None, true),
+        ];
+        let got: Vec<(u64, String, ServerChange)> = server_events_of_steps(&s.steps, &outcomes)
+            .into_iter()
+            .map(|e| (e.at_ms, e.server, e.change))
+            .collect();
+        let want = [
+            (1_010, "c1-0", ServerChange::Killed),
+            (2_500, "c1-0", ServerChange::RestartedByStep),
+            // the lame duck from its start, the exit when the step returned
+            (3_000, "c1-1", ServerChange::LameDuck),
+            (3_900, "c1-1", ServerChange::Killed),
+            (6_010, "c1-2", ServerChange::Resumed),
+        ];
+        let want: Vec<(u64, String, ServerChange)> = want
+            .iter()
+            .map(|(t, s, c)| (*t, s.to_string(), *c))
+            .collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn every_change_has_the_state_its_lane_shows() {
         let rows = [

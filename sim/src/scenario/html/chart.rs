@@ -160,7 +160,7 @@ impl Svg {
     /// Text inside a span when the span is wide enough for it.
     fn span_text(&mut self, from: u64, to: u64, top: f64, text: &str) {
         let (x0, x1) = (self.scale.x(from), self.scale.x(to));
-        if x1 - x0 >= 7.0 * text.len() as f64 + 6.0 {
+        if x1 - x0 >= 7.0 * text.chars().count() as f64 + 6.0 {
             let _ = write!(
                 self.body,
                 r#"<text class="span-text" x="{:.1}" y="{:.1}">{}</text>"#,
