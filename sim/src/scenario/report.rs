@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::clients::ClientReport;
-use super::timeline::{ServerEvent, ack_latency_per_second, max_ack_gap};
+use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
 use crate::ledger::{Event, Figures, Ledger};
 
@@ -308,6 +308,10 @@ pub struct Report {
     /// killed, paused, reloaded.
     #[serde(default)]
     pub servers: Vec<ServerEvent>,
+    /// The Kubernetes Events the controllers published during the run (rollout steps, reloads,
+    /// refusals), in time order.
+    #[serde(default)]
+    pub controller_events: Vec<ControllerEvent>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -553,5 +557,6 @@ pub(super) fn finish(
         clients: Vec::new(),
         max_ack_gap: max_ack_gap(&events),
         servers: Vec::new(),
+        controller_events: Vec::new(),
     }
 }

@@ -8,7 +8,10 @@ use std::time::Duration;
 use super::auth_plane::{self, Plane};
 use super::report::{finish, judge_step_figures};
 use super::steps::{Deployed, StepContext, run_step};
-use super::timeline::{ServerChange, ServerEvent, lifecycle_change, server_events_of_steps};
+use super::timeline::{
+    ControllerEvent, ServerChange, ServerEvent, controller_events, lifecycle_change,
+    server_events_of_steps,
+};
 use super::workload::Traffic;
 use super::{
     ExpectationOutcome, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
@@ -52,7 +55,8 @@ pub async fn run(
     backend: &dyn Backend,
     progress: Progress<'_>,
 ) -> Result<Report, ScenarioError> {
-    let started_at = chrono::Utc::now().to_rfc3339();
+    let run_start = chrono::Utc::now();
+    let started_at = run_start.to_rfc3339();
     let clock = std::time::Instant::now();
     let mut run = Run {
         scenario,
@@ -95,6 +99,7 @@ pub async fn run(
     let backend_name = deployed.dep().backend();
     let restarts = ctx.restarts().await;
     let (restart_order, log, mut servers) = server_timeline(&ctx, &run.ledger);
+    let controller_events = run.controller_events(&ctx, run_start).await;
     drop(deployed);
     let mut report = finish(
         scenario,
@@ -121,6 +126,7 @@ pub async fn run(
     }
     servers.sort_by_key(|e| e.at_ms);
     report.servers = servers;
+    report.controller_events = controller_events;
     judge_step_figures(scenario, &mut report, judges_timings());
     judge_rollout_expectations(scenario, &mut report);
     report.passed = report.failures.is_empty();
@@ -154,6 +160,32 @@ impl Run<'_, '_> {
         move |source| ScenarioError::Backend {
             name: name.clone(),
             source,
+        }
+    }
+
+    /// The Events the controllers published during the run, when there is a host.
+    async fn controller_events(
+        &mut self,
+        ctx: &StepContext,
+        run_start: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<ControllerEvent> {
+        let Some(host) = &ctx.host else {
+            return Vec::new();
+        };
+        let api: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::all(host.client());
+        match api.list(&Default::default()).await {
+            Ok(list) => {
+                let json: Vec<serde_json::Value> = list
+                    .items
+                    .iter()
+                    .filter_map(|e| serde_json::to_value(e).ok())
+                    .collect();
+                controller_events(&json, run_start)
+            }
+            Err(e) => {
+                self.say(&format!("the controllers' Events could not be listed: {e}"));
+                Vec::new()
+            }
         }
     }
 

@@ -136,6 +136,53 @@ pub fn server_events_of_steps(steps: &[Step], outcomes: &[StepOutcome]) -> Vec<S
     out
 }
 
+/// A Kubernetes Event a controller published during the run (a rollout step, a reload, a
+/// certificate reload, a refusal), for the controller's lane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerEvent {
+    pub at_ms: u64,
+    /// The reporting controller.
+    pub controller: String,
+    /// `Kind/name` of the object it is about.
+    pub object: String,
+    pub reason: String,
+    pub note: String,
+    pub warning: bool,
+    /// How often it happened (a series counts repeats).
+    pub count: u32,
+}
+
+/// The controller events of Events (`events.k8s.io/v1`, as JSON) that happened after
+/// `run_start`, in ms since it, in time order; an Event without a time is left out.
+pub fn controller_events(
+    events: &[serde_json::Value],
+    run_start: chrono::DateTime<chrono::Utc>,
+) -> Vec<ControllerEvent> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let mut out: Vec<ControllerEvent> = events
+        .iter()
+        .filter_map(|e| {
+            let at = chrono::DateTime::parse_from_rfc3339(e["eventTime"].as_str()?).ok()?;
+            let at_ms = u64::try_from((at.to_utc() - run_start).num_milliseconds()).ok()?;
+            Some(ControllerEvent {
+                at_ms,
+                controller: text(&e["reportingController"]),
+                object: format!(
+                    "{}/{}",
+                    text(&e["regarding"]["kind"]),
+                    text(&e["regarding"]["name"])
+                ),
+                reason: text(&e["reason"]),
+                note: text(&e["note"]),
+                warning: e["type"].as_str() == Some("Warning"),
+                count: e["series"]["count"].as_u64().unwrap_or(1) as u32,
+            })
+        })
+        .collect();
+    out.sort_by_key(|e| e.at_ms);
+    out
+}
+
 /// The `q`-quantile (0.0–1.0) of sorted values, nearest rank; none of an empty list.
 pub fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
     if sorted.is_empty() {
@@ -307,6 +354,48 @@ mod tests {
             .map(|(t, s, c)| (*t, s.to_string(), *c))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn controller_events_are_timed_from_the_run_start_and_earlier_ones_left_out() {
+        let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:10Z")
+            .unwrap()
+            .to_utc();
+        let ev = |t: &str, reason: &str, kind: &str| {
+            serde_json::json!({
+                "eventTime": t, "reportingController": "nats-cluster-controller",
+                "regarding": { "kind": "NatsCluster", "name": "demo" },
+                "reason": reason, "note": "restarting demo-2 for revision r2", "type": kind,
+            })
+        };
+        let mut late = ev("2026-01-01T00:00:12.500000Z", "RolloutStep", "Normal");
+        late["series"] = serde_json::json!({ "count": 3 });
+        let got = controller_events(
+            &[
+                late,
+                ev(
+                    "2026-01-01T00:00:11.000000Z",
+                    "ReplaceServerUnknown",
+                    "Warning",
+                ),
+                // before the run: another run's, or the setup's
+                ev("2026-01-01T00:00:09.000000Z", "RolloutStep", "Normal"),
+                serde_json::json!({ "reason": "NoTime" }),
+            ],
+            start,
+        );
+        let rows: Vec<(u64, &str, bool, u32)> = got
+            .iter()
+            .map(|e| (e.at_ms, e.reason.as_str(), e.warning, e.count))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (1_000, "ReplaceServerUnknown", true, 1),
+                (2_500, "RolloutStep", false, 3)
+            ]
+        );
+        assert_eq!(got[0].object, "NatsCluster/demo");
     }
 
     #[test]

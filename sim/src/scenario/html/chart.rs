@@ -42,6 +42,13 @@ pub fn end_ms(r: &Report) -> u64 {
     end = end.max(r.timeline.iter().map(Event::at_ms).max().unwrap_or(0));
     end = end.max(r.servers.iter().map(|e| e.at_ms).max().unwrap_or(0));
     end = end.max(r.steps.iter().map(|s| s.done_at_ms()).max().unwrap_or(0));
+    end = end.max(
+        r.controller_events
+            .iter()
+            .map(|e| e.at_ms)
+            .max()
+            .unwrap_or(0),
+    );
     end.max(1000)
 }
 
@@ -245,6 +252,7 @@ pub fn render(r: &Report) -> String {
     }
     leader_lanes(&mut s, r, &names);
     controller_lane(&mut s, r);
+    controller_events_lane(&mut s, r);
     steps_lane(&mut s, r);
     let height = s.y + 40.0;
     let grid = grid(scale, height - 40.0);
@@ -579,6 +587,38 @@ fn controller_lane(s: &mut Svg, r: &Report) {
             top + 6.0,
             esc(&e.server),
             e.at_ms as f64 / 1000.0
+        );
+    }
+    s.end_lane();
+}
+
+/// The Kubernetes Events the controllers published, one dot each (red: a warning).
+fn controller_events_lane(s: &mut Svg, r: &Report) {
+    if r.controller_events.is_empty() {
+        return;
+    }
+    let top = s.lane("controller-events", "controller Events", LANE);
+    for e in &r.controller_events {
+        let class = if e.warning { "warning" } else { "normal" };
+        let title = format!(
+            "{:.1} s: {} {} {}: {}{}",
+            e.at_ms as f64 / 1000.0,
+            e.controller,
+            e.reason,
+            e.object,
+            e.note,
+            if e.count > 1 {
+                format!(" (×{})", e.count)
+            } else {
+                String::new()
+            }
+        );
+        let _ = write!(
+            s.body,
+            r#"<circle class="controller-event {class}" cx="{:.1}" cy="{:.1}" r="4"><title>{}</title></circle>"#,
+            s.scale.x(e.at_ms),
+            top + LANE / 2.0,
+            esc(&title)
         );
     }
     s.end_lane();

@@ -1,7 +1,7 @@
 //! `report.html`: a scenario's report as one self-contained page a person reads at a glance —
 //! the verdict and each expectation, then one chart on a shared time axis (latency, traffic,
-//! marks, a lane per server, leaders, the controller's rollout, the steps), then the steps and
-//! the rollout as tables. No scripts, no fonts, nothing fetched: inline SVG and CSS only.
+//! marks, a lane per server, leaders, the controller's rollout and Events, the steps), then the
+//! steps, the rollout and the controllers' Events as tables. No scripts, no fonts, nothing fetched: inline SVG and CSS only.
 //!
 //! Pure: [`page`] takes a report and returns the page; [`write`] and [`rerender`] are the shells.
 
@@ -63,6 +63,7 @@ svg.chart { font: 12px system-ui, "DejaVu Sans", sans-serif; display: block; }
 .span-text { fill: #111; font-size: 11px; pointer-events: none; }
 .leader-span + .span-text { fill: #fff; font-weight: 600; }
 .rollout-step { fill: #ffcc80; stroke: #e65100; } .gate-held { fill: #e0e0e0; stroke: #9e9e9e; stroke-dasharray: 3 2; }
+.controller-event.normal { fill: #0277bd; stroke: #fff; } .controller-event.warning { fill: #c62828; stroke: #fff; }
 .step.ok { fill: #546e7a; } .step.failed { fill: #c62828; } .step-no { fill: #333; font-size: 10px; }
 .max-gap-band { fill: #e53935; fill-opacity: 0.22; } .max-gap-text { fill: #b71c1c; font-weight: 600; }
 .no-data { fill: #888; font-style: italic; }
@@ -132,6 +133,10 @@ fn legend() -> String {
         legend_item(
             &rect("fill:#e0e0e0;stroke:#9e9e9e;stroke-dasharray:3 2"),
             "gate held",
+        ),
+        legend_item(
+            r##"<circle cx="11" cy="7" r="4" style="fill:#0277bd"/>"##,
+            "controller Event (red: a warning)",
         ),
         legend_item(&rect("fill:#546e7a"), "scenario step (red: failed)"),
     ];
@@ -261,6 +266,30 @@ fn rollout_table(r: &Report) -> String {
     h
 }
 
+fn controller_events_table(r: &Report) -> String {
+    if r.controller_events.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        r#"<h2>Controller Events</h2><table class="controller-events"><tr><th>at (s)</th><th>controller</th><th>object</th><th>reason</th><th>note</th><th>count</th></tr>"#,
+    );
+    for e in &r.controller_events {
+        let class = if e.warning { r#" class="not-met""# } else { "" };
+        let _ = write!(
+            h,
+            r#"<tr><td class="num">{:.1}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td><td class="num">{}</td></tr>"#,
+            e.at_ms as f64 / 1000.0,
+            esc(&e.controller),
+            esc(&e.object),
+            esc(&e.reason),
+            esc(&e.note),
+            e.count
+        );
+    }
+    h.push_str("</table>");
+    h
+}
+
 /// The whole page of a report.
 pub fn page(r: &Report) -> String {
     let (class, words) = if r.passed {
@@ -283,6 +312,7 @@ pub fn page(r: &Report) -> String {
 {chart}
 {steps}
 {rollout}
+{events}
 </body></html>
 "#,
         name = esc(&r.scenario),
@@ -296,6 +326,7 @@ pub fn page(r: &Report) -> String {
         chart = chart::render(r),
         steps = steps_table(r),
         rollout = rollout_table(r),
+        events = controller_events_table(r),
     )
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ledger::Event;
-use crate::scenario::timeline::{ServerChange, ServerEvent};
+use crate::scenario::timeline::{ControllerEvent, ServerChange, ServerEvent};
 use crate::scenario::{ExpectationOutcome, RolloutStep, Second, StepOutcome};
 
 /// A report as an old sim wrote it: none of the fields the page added (per-server lives,
@@ -114,6 +114,26 @@ fn small() -> Report {
         observed_at_ms: None,
     }];
     r.max_ack_gap = Some((2_000, 3_400));
+    r.controller_events = vec![
+        ControllerEvent {
+            at_ms: 2_000,
+            controller: "nats-cluster-controller".into(),
+            object: "NatsCluster/demo".into(),
+            reason: "RolloutStep".into(),
+            note: "restarting n1 for revision <b>".into(),
+            warning: false,
+            count: 1,
+        },
+        ControllerEvent {
+            at_ms: 8_000,
+            controller: "nats-cluster-controller".into(),
+            object: "NatsCluster/demo".into(),
+            reason: "ReplaceServerUnknown".into(),
+            note: "replace-server names n9".into(),
+            warning: true,
+            count: 2,
+        },
+    ];
     r
 }
 
@@ -142,6 +162,7 @@ fn the_chart_holds_a_lane_per_question_and_one_per_server() {
         "stream-leader:ORDERS",
         "meta-leader",
         "controller",
+        "controller-events",
         "steps",
         "time-axis",
         "max-gap",
@@ -178,6 +199,10 @@ fn marks_spans_and_ticks_are_where_the_report_puts_them() {
     assert_eq!(count(&p, r#"class="gate-held""#), 1);
     assert!(p.contains("gate closed 3000 ms"));
     assert_eq!(count(&p, r#"class="step ok""#), 1);
+    assert_eq!(count(&p, r#"class="controller-event normal""#), 1);
+    assert_eq!(count(&p, r#"class="controller-event warning""#), 1);
+    assert!(p.contains("replace-server names n9 (×2)"));
+    assert!(p.contains("restarting n1 for revision &lt;b&gt;"));
     assert!(p.contains("max ack gap 1400 ms"));
     assert_eq!(count(&p, r#"class="p50""#), 1);
     assert_eq!(count(&p, r#"class="p99""#), 1);
