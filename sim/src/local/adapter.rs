@@ -57,7 +57,7 @@ impl ServerLifecycle for LocalLifecycle {
         log(
             &self.events,
             &server.plan.server_name,
-            LocalEvent::Reloaded,
+            LocalEvent::ConfigWritten,
             Some(&server.revision),
         );
         Ok(Applied::default())

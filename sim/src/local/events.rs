@@ -16,8 +16,9 @@ pub enum LocalEvent {
     Revived,
     /// Stopped and deleted.
     Deleted,
-    /// Its config rewritten for a reload in place (no restart).
-    Reloaded,
+    /// Its config rewritten with no restart: what the controller does before it asks the
+    /// server to reload.
+    ConfigWritten,
 }
 
 /// One [`LocalEvent`] of server `server` (its server name) at `at`.

@@ -98,7 +98,7 @@ pub fn lifecycle_change(e: LocalEvent) -> ServerChange {
         LocalEvent::Restarted => ServerChange::Restarted,
         LocalEvent::Revived => ServerChange::Revived,
         LocalEvent::Deleted => ServerChange::Deleted,
-        LocalEvent::Reloaded => ServerChange::Reloaded,
+        LocalEvent::ConfigWritten => ServerChange::Reloaded,
     }
 }
 

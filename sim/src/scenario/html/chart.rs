@@ -451,7 +451,7 @@ fn server_lane(s: &mut Svg, r: &Report, name: &str, names: &[String]) {
         } else if e.change == ServerChange::Reloaded {
             let _ = write!(
                 s.body,
-                r#"<path class="reload" d="M{x:.1},{:.1} l5,6 l-5,6 l-5,-6 z"><title>{name} reloaded its config at {at:.1} s</title></path>"#,
+                r#"<path class="reload" d="M{x:.1},{:.1} l5,6 l-5,6 l-5,-6 z"><title>{name}: config rewritten for a reload (no restart) at {at:.1} s</title></path>"#,
                 top + 6.0
             );
         }
@@ -583,7 +583,7 @@ fn controller_lane(s: &mut Svg, r: &Report) {
         let x = s.scale.x(e.at_ms);
         let _ = write!(
             s.body,
-            r#"<path class="reload" d="M{x:.1},{:.1} l5,6 l-5,6 l-5,-6 z"><title>{} config reloaded at {:.1} s</title></path>"#,
+            r#"<path class="reload" d="M{x:.1},{:.1} l5,6 l-5,6 l-5,-6 z"><title>{}: config rewritten for a reload at {:.1} s</title></path>"#,
             top + 6.0,
             esc(&e.server),
             e.at_ms as f64 / 1000.0
