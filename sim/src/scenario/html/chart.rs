@@ -178,23 +178,26 @@ impl Svg {
         }
     }
 
-    /// A polyline of (ms, value) in a panel from `top`, `h` high, values up to `max`.
+    /// A line through (ms, value) in a panel from `top`, `h` high, values up to `max`; broken
+    /// where two points are more than a second apart (a second with no value has no line).
     fn line(&mut self, class: &str, points: &[(u64, u64)], top: f64, h: f64, max: u64) {
         if points.is_empty() {
             return;
         }
-        let pts: Vec<String> = points
-            .iter()
-            .map(|(t, v)| {
+        let mut d = String::new();
+        for run in runs(points, 1000) {
+            for (i, (t, v)) in run.iter().enumerate() {
                 let y = top + h - (*v.min(&max) as f64 / max.max(1) as f64) * (h - 4.0);
-                format!("{:.1},{:.1}", self.scale.x(*t), y)
-            })
-            .collect();
-        let _ = write!(
-            self.body,
-            r#"<polyline class="{class}" points="{}"/>"#,
-            pts.join(" ")
-        );
+                let _ = write!(
+                    d,
+                    "{}{:.1},{:.1} ",
+                    if i == 0 { "M" } else { "L" },
+                    self.scale.x(*t),
+                    y
+                );
+            }
+        }
+        let _ = write!(self.body, r#"<path class="{class}" d="{}"/>"#, d.trim_end());
     }
 
     /// The value axis of a panel: 0, half and `max`, with `unit`.
@@ -224,15 +227,32 @@ impl Svg {
     }
 }
 
-/// A round top for a value axis.
+/// Points split into runs wherever two neighbours are more than `max_step` ms apart.
+pub fn runs(points: &[(u64, u64)], max_step: u64) -> Vec<&[(u64, u64)]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=points.len() {
+        if i == points.len() || points[i].0 - points[i - 1].0 > max_step {
+            out.push(&points[start..i]);
+            start = i;
+        }
+    }
+    out.retain(|r| !r.is_empty());
+    out
+}
+
+/// A round top for a value axis: 1, 1.5, 2, 3, 5 or 7.5 times a power of ten.
 pub fn nice_max(v: u64) -> u64 {
     let v = v.max(1);
-    let mag = 10u64.pow(v.ilog10());
-    [1, 2, 5, 10]
+    if v <= 10 {
+        return [1, 2, 3, 5, 10].into_iter().find(|m| *m >= v).unwrap_or(10);
+    }
+    let mag = 10u64.pow(v.ilog10() - 1);
+    [10, 15, 20, 30, 50, 75, 100]
         .into_iter()
         .map(|m| m * mag)
         .find(|m| *m >= v)
-        .unwrap_or(10 * mag)
+        .unwrap_or(100 * mag)
 }
 
 /// The chart of a report, as an inline `<svg>`.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Report, ScenarioError};
 
-pub use chart::{end_ms, nice_max, server_names, short_revision, spans, tick_seconds};
+pub use chart::{end_ms, nice_max, runs, server_names, short_revision, spans, tick_seconds};
 
 /// Text made safe for HTML and SVG text and attribute values.
 pub fn esc(text: &str) -> String {

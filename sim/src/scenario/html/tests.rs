@@ -261,9 +261,18 @@ fn a_revision_is_cut_to_its_last_eight_characters() {
 }
 
 #[test]
+fn a_line_breaks_over_seconds_without_a_value() {
+    let p = [(500, 1), (1_500, 2), (6_500, 3), (7_500, 4)];
+    assert_eq!(runs(&p, 1000), vec![&p[..2], &p[2..]]);
+    assert_eq!(runs(&[], 1000), Vec::<&[(u64, u64)]>::new());
+}
+
+#[test]
 fn axes_round_and_tick_for_a_reader() {
     assert_eq!(nice_max(37), 50);
     assert_eq!(nice_max(200), 200);
+    assert_eq!(nice_max(2_600), 3_000);
+    assert_eq!(nice_max(7), 10);
     assert_eq!(nice_max(0), 1);
     assert_eq!(tick_seconds(30_000), 2);
     assert_eq!(tick_seconds(90_000), 10);
