@@ -4,7 +4,8 @@
 //! This module holds the format and its checks; [`run`] runs a scenario, `steps` carries out the
 //! steps on servers and links, `auth_steps` the steps on objects and clients of an auth plane
 //! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes, `timeline`
-//! derives what the report's page draws and `html` draws it.
+//! derives what the report's page draws, `status_watch` samples the controller's view of each
+//! NatsCluster, and `html` draws it all.
 
 mod auth_plane;
 mod auth_steps;
@@ -12,6 +13,7 @@ mod clients;
 pub mod html;
 mod report;
 mod run;
+pub mod status_watch;
 mod steps;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::clients::ClientReport;
+use super::status_watch::StatusChange;
 use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
 use crate::ledger::{Event, Figures, Ledger};
@@ -312,6 +313,10 @@ pub struct Report {
     /// refusals), in time order.
     #[serde(default)]
     pub controller_events: Vec<ControllerEvent>,
+    /// What the cluster controller's status said of each NatsCluster (its rollout gate, the
+    /// server it stepped, each removal's phase), at each change.
+    #[serde(default)]
+    pub cluster_status: Vec<StatusChange>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -558,5 +563,6 @@ pub(super) fn finish(
         max_ack_gap: max_ack_gap(&events),
         servers: Vec::new(),
         controller_events: Vec::new(),
+        cluster_status: Vec::new(),
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
 use super::report::{finish, judge_step_figures};
+use super::status_watch::StatusWatch;
 use super::steps::{Deployed, StepContext, run_step};
 use super::timeline::{
     ControllerEvent, ServerChange, ServerEvent, controller_events, lifecycle_change,
@@ -75,6 +76,10 @@ pub async fn run(
     let deployed_ms = run.ledger.now_ms();
     let server_names = deployed.dep().server_names();
     let meta = run.topology_ready(&deployed, &mut ctx).await?;
+    let status_watch = ctx
+        .host
+        .clone()
+        .map(|h| StatusWatch::start(h, run.ledger.clone()));
     let mut traffic = run
         .start_workload(
             &deployed,
@@ -92,6 +97,7 @@ pub async fn run(
     let drained = traffic
         .finish(&run.ledger, run.progress, &mut failures)
         .await;
+    let cluster_status = status_watch.map(|w| w.stop()).unwrap_or_default();
     let mut client_reports = Vec::new();
     for (_, c) in std::mem::take(&mut ctx.clients) {
         client_reports.push(c.stop().await);
@@ -127,6 +133,7 @@ pub async fn run(
     servers.sort_by_key(|e| e.at_ms);
     report.servers = servers;
     report.controller_events = controller_events;
+    report.cluster_status = cluster_status;
     judge_step_figures(scenario, &mut report, judges_timings());
     judge_rollout_expectations(scenario, &mut report);
     report.passed = report.failures.is_empty();

@@ -15,7 +15,7 @@ use crate::scenario::timeline::{ServerChange, ServerState};
 pub const WIDTH: f64 = 1280.0;
 const LEFT: f64 = 230.0;
 const RIGHT: f64 = 24.0;
-const LANE: f64 = 24.0;
+pub(super) const LANE: f64 = 24.0;
 const GAP: f64 = 10.0;
 
 /// Saturated colours, one per server, for who leads what.
@@ -112,15 +112,15 @@ pub fn state_class(s: ServerState) -> (&'static str, &'static str) {
 }
 
 /// The SVG under construction: the body, the next lane's top, the scale.
-struct Svg {
-    body: String,
-    y: f64,
-    scale: Scale,
+pub(super) struct Svg {
+    pub(super) body: String,
+    pub(super) y: f64,
+    pub(super) scale: Scale,
 }
 
 impl Svg {
     /// Opens a lane of `height` named `label`; returns its top.
-    fn lane(&mut self, id: &str, label: &str, height: f64) -> f64 {
+    pub(super) fn lane(&mut self, id: &str, label: &str, height: f64) -> f64 {
         let top = self.y;
         let _ = write!(
             self.body,
@@ -135,13 +135,13 @@ impl Svg {
         top
     }
 
-    fn end_lane(&mut self) {
+    pub(super) fn end_lane(&mut self) {
         self.body.push_str("</g>");
     }
 
     /// A span from `(from, to)` ms, `top` to `top + h`, filled with `fill` unless the class
     /// colours it.
-    fn rect(
+    pub(super) fn rect(
         &mut self,
         class: &str,
         (from, to): (u64, u64),
@@ -165,7 +165,7 @@ impl Svg {
     }
 
     /// Text inside a span when the span is wide enough for it.
-    fn span_text(&mut self, from: u64, to: u64, top: f64, text: &str) {
+    pub(super) fn span_text(&mut self, from: u64, to: u64, top: f64, text: &str) {
         let (x0, x1) = (self.scale.x(from), self.scale.x(to));
         if x1 - x0 >= 7.0 * text.chars().count() as f64 + 6.0 {
             let _ = write!(
@@ -180,7 +180,7 @@ impl Svg {
 
     /// A line through (ms, value) in a panel from `top`, `h` high, values up to `max`; broken
     /// where two points are more than a second apart (a second with no value has no line).
-    fn line(&mut self, class: &str, points: &[(u64, u64)], top: f64, h: f64, max: u64) {
+    pub(super) fn line(&mut self, class: &str, points: &[(u64, u64)], top: f64, h: f64, max: u64) {
         if points.is_empty() {
             return;
         }
@@ -201,7 +201,7 @@ impl Svg {
     }
 
     /// The value axis of a panel: 0, half and `max`, with `unit`.
-    fn y_axis(&mut self, top: f64, h: f64, max: u64, unit: &str) {
+    pub(super) fn y_axis(&mut self, top: f64, h: f64, max: u64, unit: &str) {
         for v in [0, max / 2, max] {
             let y = top + h - (v as f64 / max.max(1) as f64) * (h - 4.0);
             // The top label hangs under its line, so it stays inside the panel.
@@ -216,7 +216,7 @@ impl Svg {
     }
 
     /// A second, smaller line under a lane's name.
-    fn sub_label(&mut self, top: f64, h: f64, text: &str) {
+    pub(super) fn sub_label(&mut self, top: f64, h: f64, text: &str) {
         let _ = write!(
             self.body,
             r#"<text class="lane-sub" x="{}" y="{:.1}">{}</text>"#,
@@ -271,8 +271,9 @@ pub fn render(r: &Report) -> String {
         server_lane(&mut s, r, name, &names);
     }
     leader_lanes(&mut s, r, &names);
-    controller_lane(&mut s, r);
-    controller_events_lane(&mut s, r);
+    super::controller::rollout_lane(&mut s, r);
+    super::controller::status_lanes(&mut s, r);
+    super::controller::events_lane(&mut s, r);
     steps_lane(&mut s, r);
     let height = s.y + 40.0;
     let grid = grid(scale, height - 40.0);
@@ -561,87 +562,6 @@ fn leader_spans(
             }
         }
     }
-}
-
-fn controller_lane(s: &mut Svg, r: &Report) {
-    if r.rollout_steps.is_empty() && !r.servers.iter().any(|e| e.change == ServerChange::Reloaded) {
-        return;
-    }
-    let top = s.lane("controller", "cluster controller rollout", LANE);
-    let mut prev_up: Option<u64> = None;
-    for (i, st) in r.rollout_steps.iter().enumerate() {
-        if let (Some(up), Some(g)) = (prev_up, st.gate_ms) {
-            let title = format!(
-                "gate closed {g} ms: waiting for the cluster to settle before the next step"
-            );
-            s.rect("gate-held", (up, st.lame_duck_at_ms), top, LANE, "", &title);
-            s.span_text(up, st.lame_duck_at_ms, top, "gate held");
-        }
-        let title = format!(
-            "step {}: {} lame duck at {:.1} s, up again after {} ms",
-            i + 1,
-            st.server,
-            st.lame_duck_at_ms as f64 / 1000.0,
-            st.step_ms
-        );
-        s.rect(
-            "rollout-step",
-            (st.lame_duck_at_ms, st.restarted_at_ms),
-            top,
-            LANE,
-            "",
-            &title,
-        );
-        s.span_text(st.lame_duck_at_ms, st.restarted_at_ms, top, &st.server);
-        prev_up = Some(st.restarted_at_ms);
-    }
-    for e in r
-        .servers
-        .iter()
-        .filter(|e| e.change == ServerChange::Reloaded)
-    {
-        let x = s.scale.x(e.at_ms);
-        let _ = write!(
-            s.body,
-            r#"<path class="reload" d="M{x:.1},{:.1} l5,6 l-5,6 l-5,-6 z"><title>{}: config rewritten for a reload at {:.1} s</title></path>"#,
-            top + 6.0,
-            esc(&e.server),
-            e.at_ms as f64 / 1000.0
-        );
-    }
-    s.end_lane();
-}
-
-/// The Kubernetes Events the controllers published, one dot each (red: a warning).
-fn controller_events_lane(s: &mut Svg, r: &Report) {
-    if r.controller_events.is_empty() {
-        return;
-    }
-    let top = s.lane("controller-events", "controller Events", LANE);
-    for e in &r.controller_events {
-        let class = if e.warning { "warning" } else { "normal" };
-        let title = format!(
-            "{:.1} s: {} {} {}: {}{}",
-            e.at_ms as f64 / 1000.0,
-            e.controller,
-            e.reason,
-            e.object,
-            e.note,
-            if e.count > 1 {
-                format!(" (×{})", e.count)
-            } else {
-                String::new()
-            }
-        );
-        let _ = write!(
-            s.body,
-            r#"<circle class="controller-event {class}" cx="{:.1}" cy="{:.1}" r="4"><title>{}</title></circle>"#,
-            s.scale.x(e.at_ms),
-            top + LANE / 2.0,
-            esc(&title)
-        );
-    }
-    s.end_lane();
 }
 
 fn steps_lane(s: &mut Svg, r: &Report) {

@@ -6,6 +6,7 @@
 //! Pure: [`page`] takes a report and returns the page; [`write`] and [`rerender`] are the shells.
 
 mod chart;
+mod controller;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +63,7 @@ svg.chart { font: 12px system-ui, "DejaVu Sans", sans-serif; display: block; }
 .leader-span { stroke: #fff; stroke-width: 1; }
 .span-text { fill: #111; font-size: 11px; pointer-events: none; }
 .leader-span + .span-text { fill: #fff; font-weight: 600; }
+.gate-closed { fill: #9e9e9e; } .stepping { fill: #ffcc80; } .removal { fill: #6d4c41; stroke: #fff; }
 .rollout-step { fill: #ffcc80; stroke: #e65100; } .gate-held { fill: #e0e0e0; stroke: #9e9e9e; stroke-dasharray: 3 2; }
 .controller-event.normal { fill: #0277bd; stroke: #fff; } .controller-event.warning { fill: #c62828; stroke: #fff; }
 .step.ok { fill: #546e7a; } .step.failed { fill: #c62828; } .step-no { fill: #333; font-size: 10px; }
@@ -133,6 +135,14 @@ fn legend() -> String {
         legend_item(
             &rect("fill:#e0e0e0;stroke:#9e9e9e;stroke-dasharray:3 2"),
             "gate held",
+        ),
+        legend_item(
+            r##"<rect x="1" y="1" width="20" height="6" style="fill:#9e9e9e"/><rect x="1" y="7" width="20" height="6" style="fill:#ffcc80"/>"##,
+            "status: gate closed (top), server stepped (bottom)",
+        ),
+        legend_item(
+            r##"<path d="M11,1 l5,6 l-5,6 l-5,-6 z" style="fill:#6d4c41"/>"##,
+            "removal phase",
         ),
         legend_item(
             r##"<circle cx="11" cy="7" r="4" style="fill:#0277bd"/>"##,

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ledger::Event;
+use crate::scenario::status_watch::{StatusChange, StatusView};
 use crate::scenario::timeline::{ControllerEvent, ServerChange, ServerEvent};
 use crate::scenario::{ExpectationOutcome, RolloutStep, Second, StepOutcome};
 
@@ -134,6 +135,28 @@ fn small() -> Report {
             count: 2,
         },
     ];
+    let status = |at_ms, gate: Option<&str>, stepping: Option<&str>, removals: &[(&str, &str)]| {
+        StatusChange {
+            at_ms,
+            cluster: "nats/demo".into(),
+            view: StatusView {
+                gate: gate.map(str::to_string),
+                stepping: stepping.map(str::to_string),
+                removals: removals
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect(),
+            },
+        }
+    };
+    r.cluster_status = vec![
+        status(0, None, None, &[]),
+        status(2_000, None, Some("n1"), &[]),
+        status(3_000, Some("stream ORDERS not current"), None, &[]),
+        status(6_000, None, Some("n2"), &[("n2", "Evacuating")]),
+        status(7_000, None, None, &[("n2", "Evacuating")]),
+        status(7_500, None, None, &[("n2", "Removed")]),
+    ];
     r
 }
 
@@ -163,6 +186,7 @@ fn the_chart_holds_a_lane_per_question_and_one_per_server() {
         "meta-leader",
         "controller",
         "controller-events",
+        "status:nats/demo",
         "steps",
         "time-axis",
         "max-gap",
@@ -200,6 +224,12 @@ fn marks_spans_and_ticks_are_where_the_report_puts_them() {
     assert!(p.contains("gate closed 3000 ms"));
     assert_eq!(count(&p, r#"class="step ok""#), 1);
     assert_eq!(count(&p, r#"class="controller-event normal""#), 1);
+    assert_eq!(count(&p, r#"class="gate-closed""#), 1);
+    assert!(p.contains("gate closed from 3.0 s to 6.0 s: waiting for stream ORDERS not current"));
+    assert_eq!(count(&p, r#"class="stepping""#), 2);
+    // a removal is marked where its phase changes, not at every sample
+    assert_eq!(count(&p, r#"class="removal""#), 2);
+    assert!(p.contains("n2 Removed at 7.5 s"));
     assert_eq!(count(&p, r#"class="controller-event warning""#), 1);
     assert!(p.contains("replace-server names n9 (×2)"));
     assert!(p.contains("restarting n1 for revision &lt;b&gt;"));
