@@ -66,6 +66,14 @@ pub enum ScenarioError {
     Host { name: String, message: String },
     #[error("scenario {name}: setting up the workload: {message}")]
     Workload { name: String, message: String },
+    #[error("reading the report {path}: {source}")]
+    ReadReport {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a scenario report: {message}")]
+    NotAReport { path: PathBuf, message: String },
     #[error("writing the report to {path}: {source}")]
     Report {
         path: PathBuf,

@@ -358,13 +358,13 @@ pub fn rerender(path: &Path) -> Result<PathBuf, ScenarioError> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&json).map_err(|source| ScenarioError::Read {
+    let text = std::fs::read_to_string(&json).map_err(|source| ScenarioError::ReadReport {
         path: json.clone(),
         source,
     })?;
-    let report: Report = serde_json::from_str(&text).map_err(|e| ScenarioError::Invalid {
-        name: json.display().to_string(),
-        message: format!("not a scenario report: {e}"),
+    let report: Report = serde_json::from_str(&text).map_err(|e| ScenarioError::NotAReport {
+        path: json.clone(),
+        message: e.to_string(),
     })?;
     write(&report, json.parent().unwrap_or(Path::new(".")))
 }

@@ -326,5 +326,11 @@ fn rerender_writes_the_page_beside_the_json() {
     let err = rerender(&dir.path().join("bad.json"))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("not a scenario report"), "{err}");
+    assert!(
+        err.contains("bad.json is not a scenario report: missing field"),
+        "{err}"
+    );
+    let gone = rerender(&dir.path().join("gone")).unwrap_err().to_string();
+    let want = format!("reading the report {}:", dir.path().join("gone").display());
+    assert!(gone.starts_with(&want), "{gone}");
 }
