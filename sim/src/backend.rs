@@ -41,6 +41,11 @@ pub trait Deployment: Send + Sync {
     fn server_names(&self) -> Vec<String>;
     /// Client URLs of the hub servers.
     fn client_urls(&self) -> Vec<String>;
+    /// (server name, monitoring URL) of the hub servers, where the sim can reach them: what the
+    /// meta leader watch asks. None by default.
+    fn monitor_urls(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>>;
     fn stream_leader(
         &self,
@@ -106,6 +111,9 @@ impl Deployment for Topology {
     }
     fn client_urls(&self) -> Vec<String> {
         Topology::client_urls(self)
+    }
+    fn monitor_urls(&self) -> Vec<(String, String)> {
+        Topology::monitor_urls(self)
     }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move { Ok(self.wait_meta_leader(timeout).await?) })

@@ -267,6 +267,12 @@ impl Deployment for Controlled {
     fn client_urls(&self) -> Vec<String> {
         self.servers.iter().map(|s| s.client_url.clone()).collect()
     }
+    fn monitor_urls(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .map(|s| (s.name.clone(), s.monitor_url.clone()))
+            .collect()
+    }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move {
             wait::poll("a meta leader with all peers", timeout, || {

@@ -45,6 +45,8 @@ pub enum Event {
         stream: String,
         leader: Option<String>,
     },
+    /// The JetStream meta leader as the watcher saw it (None: no server named one).
+    MetaLeader { at_ms: u64, leader: Option<String> },
     /// A scenario step started or finished (timeline marker).
     Step { at_ms: u64, text: String },
 }
@@ -59,6 +61,7 @@ impl Event {
             | Event::GaveUp { at_ms, .. }
             | Event::Delivery { at_ms, .. }
             | Event::Leader { at_ms, .. }
+            | Event::MetaLeader { at_ms, .. }
             | Event::Step { at_ms, .. } => *at_ms,
         }
     }
@@ -237,7 +240,7 @@ pub fn figures(events: &[Event], consumers: &[String]) -> Figures {
                 }
                 leaders.insert(stream.as_str(), Some(now));
             }
-            Event::Step { .. } => {}
+            Event::MetaLeader { .. } | Event::Step { .. } => {}
         }
     }
     f.published = published.len() as u64;

@@ -2,8 +2,8 @@
 //! place: story manifests read from `docs/stories`, condition readers built on
 //! [`condition_of`], deadline-based waits on the API and on a [`Host`] (all on
 //! [`crate::wait::poll`]), a kube-apiserver booted with the CRDs, server-side apply of one
-//! document, `/metrics` scrapes, a certificate for 127.0.0.1, and guards that end what a test
-//! started when it ends.
+//! document, `/metrics` scrapes, a certificate for 127.0.0.1, guards that end what a test
+//! started when it ends, and headless Chromium for the report page ([`browser`]).
 //!
 //! They are for tests: where something goes wrong they panic with what and where, as the test
 //! would have.
@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
+pub mod browser;
 pub mod memory;
 pub mod replicas;
 

@@ -358,6 +358,51 @@ pub async fn wait_drained(
     .map_err(TrafficError::Drain)
 }
 
+/// Watches the JetStream meta leader every 500 ms through the servers' `/jsz` (the first server
+/// that names one) and records each change (and each gap).
+pub fn spawn_meta_leader_watch(
+    monitors: Vec<(String, String)>,
+    ledger: Ledger,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap_or_default();
+        let mut last: Option<Option<String>> = None;
+        while !*stop.borrow() {
+            let mut now = None;
+            for (_, url) in &monitors {
+                let Ok(resp) = http.get(format!("{url}/jsz")).send().await else {
+                    continue;
+                };
+                let Ok(v) = resp.json::<serde_json::Value>().await else {
+                    continue;
+                };
+                if let Some(l) = v["meta_cluster"]["leader"]
+                    .as_str()
+                    .filter(|l| !l.is_empty())
+                {
+                    now = Some(l.to_string());
+                    break;
+                }
+            }
+            if last.as_ref() != Some(&now) {
+                ledger.record(Event::MetaLeader {
+                    at_ms: ledger.now_ms(),
+                    leader: now.clone(),
+                });
+                last = Some(now);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

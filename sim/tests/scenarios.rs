@@ -1,12 +1,18 @@
 //! The scenarios the issues require, run end to end on the local backend (35 s to six minutes).
 //! CI runs them, but for `replace-server`, which waits nats-server's five-minute removal tombstone
 //! out: the gate runs `replace-server-held` in its place and the nightly tier runs both
-//! (.config/nextest.toml). They are what the issues' figures come from.
+//! (.config/nextest.toml). They are what the issues' figures come from. The baseline's run also
+//! checks its report.html in headless Chromium (skipped, saying why, without one).
 
 use sim::backend::LocalBackend;
 use sim::scenario::{self, Report};
 
 async fn run(name: &str) -> Report {
+    run_written(name).await.0
+}
+
+/// Runs scenario `name`; its report and the folder it was written to.
+async fn run_written(name: &str) -> (Report, std::path::PathBuf) {
     controller_kit::start::init_tracing(controller_kit::start::LogFormat::Text);
     let s = scenario::find(&scenario::scenarios_dir(), name).unwrap();
     let mut progress = |l: &str| println!("{l}");
@@ -17,12 +23,64 @@ async fn run(name: &str) -> Report {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-reports");
     let out = report.write(&dir).unwrap();
     println!("report: {}", out.display());
-    report
+    (report, out)
+}
+
+/// The browser check of a run's report.html: headless Chromium renders it without a console
+/// error or a failed load, the DOM it renders to holds the chart's lanes (one per server) and
+/// the verdict's rows, and a screenshot is taken (beside the report). Skips, saying why, where
+/// there is no chromium.
+async fn check_page_in_browser(report: &Report, dir: &std::path::Path) {
+    use sim::testkit::browser;
+    if let Err(why) = browser::chromium() {
+        println!("SKIP the report page's browser check: {why}");
+        return;
+    }
+    let page = dir.join("report.html").canonicalize().unwrap();
+    let dom = browser::dump_dom(&page, dir).await.unwrap();
+    assert!(
+        browser::page_errors(&dom.stderr).is_empty(),
+        "{:?}",
+        browser::page_errors(&dom.stderr)
+    );
+    let mut lanes = vec![
+        "latency".to_string(),
+        "throughput".into(),
+        "marks".into(),
+        "meta-leader".into(),
+        "time-axis".into(),
+    ];
+    let servers: std::collections::BTreeSet<&str> =
+        report.servers.iter().map(|e| e.server.as_str()).collect();
+    assert_eq!(servers.len(), 3, "{:?}", report.servers);
+    lanes.extend(servers.iter().map(|s| format!("server:{s}")));
+    lanes.push("stream-leader:ORDERS".into());
+    for lane in &lanes {
+        assert!(
+            dom.stdout.contains(&format!(r#"data-lane="{lane}""#)),
+            "the rendered DOM has no lane {lane}"
+        );
+    }
+    assert_eq!(
+        dom.stdout.matches(r#"<tr class="expectation">"#).count(),
+        report.expectations.len()
+    );
+    let png = dir.join("report.png");
+    browser::screenshot(&page, &png, (1320, 1100), dir)
+        .await
+        .unwrap();
+    println!(
+        "the report page rendered with {} lanes; screenshot {} ({} bytes)",
+        dom.stdout.matches(r#"class="lane""#).count(),
+        png.display(),
+        std::fs::metadata(&png).unwrap().len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_baseline_30s() {
-    let r = run("baseline").await;
+    let (r, dir) = run_written("baseline").await;
+    check_page_in_browser(&r, &dir).await;
     assert!(r.passed, "{}", r.summary());
     assert_eq!(r.figures.lost, 0);
     assert_eq!(r.figures.duplicated, 0);

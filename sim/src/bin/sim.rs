@@ -1,4 +1,5 @@
-//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`, `sim up`, `sim down`.
+//! The `sim` CLI: `sim install`, `sim list`, `sim scenario NAME`, `sim report PATH`, `sim up`,
+//! `sim down`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +60,8 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Render report.html again from a report.json (the file or its folder); prints its path.
+    Report { path: PathBuf },
 }
 
 fn say(line: &str) {
@@ -168,6 +171,16 @@ fn main() -> ExitCode {
             system_connection,
         } => up(dir, system_connection),
         Command::Down { dir } => down(dir),
+        Command::Report { path } => match scenario::html::rerender(&path) {
+            Ok(page) => {
+                println!("{}", page.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("sim report: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Scenario {
             name,
             dir,
@@ -240,7 +253,10 @@ async fn run_scenario(
     };
     print!("{}", report.summary());
     match report.write(reports) {
-        Ok(path) => println!("report: {}", path.join("report.json").display()),
+        Ok(path) => {
+            println!("report: {}", path.join("report.json").display());
+            println!("page: {}", path.join("report.html").display());
+        }
         Err(e) => {
             eprintln!("sim scenario {name}: {e}");
             return ExitCode::FAILURE;

@@ -54,6 +54,12 @@ impl ServerLifecycle for LocalLifecycle {
     ) -> Result<Applied, LifecycleError> {
         let dir = self.local_layout(cluster).server_dir(server.ordinal);
         write_server_files(&dir, server)?;
+        log(
+            &self.events,
+            &server.plan.server_name,
+            LocalEvent::ConfigWritten,
+            Some(&server.revision),
+        );
         Ok(Applied::default())
     }
 
@@ -105,7 +111,13 @@ impl ServerLifecycle for LocalLifecycle {
         let restart = match local.running.take() {
             Some(r) => {
                 entry.pid.store(0, Ordering::SeqCst);
-                log(&self.events, &entry.server_name, LocalEvent::LameDuck);
+                // Lame duck under the revision it ran; the restart brings the new one.
+                log(
+                    &self.events,
+                    &entry.server_name,
+                    LocalEvent::LameDuck,
+                    Some(&r.revision),
+                );
                 stop(r, &local.pid_file, &object).await;
                 true
             }
@@ -123,9 +135,19 @@ impl ServerLifecycle for LocalLifecycle {
         entry.started(local, r);
         if restart {
             entry.restarted();
-            log(&self.events, &entry.server_name, LocalEvent::Restarted);
+            log(
+                &self.events,
+                &entry.server_name,
+                LocalEvent::Restarted,
+                Some(&server.revision),
+            );
         } else {
-            log(&self.events, &entry.server_name, LocalEvent::Started);
+            log(
+                &self.events,
+                &entry.server_name,
+                LocalEvent::Started,
+                Some(&server.revision),
+            );
         }
         Ok(Applied::default())
     }
@@ -150,7 +172,7 @@ impl ServerLifecycle for LocalLifecycle {
             if let Some(r) = local.running.take() {
                 stop(r, &local.pid_file, &object).await;
             }
-            log(&self.events, &entry.server_name, LocalEvent::Deleted);
+            log(&self.events, &entry.server_name, LocalEvent::Deleted, None);
         }
         let gone = if remove_storage {
             std::fs::remove_dir_all(&dir)

@@ -16,6 +16,9 @@ pub enum LocalEvent {
     Revived,
     /// Stopped and deleted.
     Deleted,
+    /// Its config rewritten with no restart: what the controller does before it asks the
+    /// server to reload.
+    ConfigWritten,
 }
 
 /// One [`LocalEvent`] of server `server` (its server name) at `at`.
@@ -24,12 +27,14 @@ pub struct LifecycleEvent {
     pub at: std::time::Instant,
     pub server: String,
     pub event: LocalEvent,
+    /// The revision the server runs (or is to run) after the event, where the event knows it.
+    pub revision: Option<String>,
 }
 
 /// The log every clone of a lifecycle and every server entry appends to.
 pub(super) type EventLog = Arc<Mutex<Vec<LifecycleEvent>>>;
 
-pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent) {
+pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent, revision: Option<&str>) {
     events
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -37,6 +42,7 @@ pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent) {
             at: std::time::Instant::now(),
             server: server.to_string(),
             event,
+            revision: revision.map(str::to_string),
         });
 }
 

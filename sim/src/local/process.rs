@@ -197,7 +197,12 @@ impl Entry {
             let r = start(dir, &local.binary, &local.revision, monitor, http, &object).await?;
             self.started(local, r);
             self.restarted();
-            log(&self.events, &self.server_name, LocalEvent::Revived);
+            log(
+                &self.events,
+                &self.server_name,
+                LocalEvent::Revived,
+                Some(&local.revision),
+            );
         }
         Ok(())
     }

@@ -3,16 +3,21 @@
 //!
 //! This module holds the format and its checks; [`run`] runs a scenario, `steps` carries out the
 //! steps on servers and links, `auth_steps` the steps on objects and clients of an auth plane
-//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes.
+//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes, `timeline`
+//! derives what the report's page draws, `status_watch` samples the controller's view of each
+//! NatsCluster, and `html` draws it all.
 
 mod auth_plane;
 mod auth_steps;
 mod clients;
+pub mod html;
 mod report;
 mod run;
+pub mod status_watch;
 mod steps;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 mod validate;
 mod workload;
 
@@ -61,6 +66,14 @@ pub enum ScenarioError {
     Host { name: String, message: String },
     #[error("scenario {name}: setting up the workload: {message}")]
     Workload { name: String, message: String },
+    #[error("reading the report {path}: {source}")]
+    ReadReport {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a scenario report: {message}")]
+    NotAReport { path: PathBuf, message: String },
     #[error("writing the report to {path}: {source}")]
     Report {
         path: PathBuf,

@@ -8,6 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::clients::ClientReport;
+use super::status_watch::StatusChange;
+use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
 use crate::ledger::{Event, Figures, Ledger};
 
@@ -252,6 +254,13 @@ pub struct Second {
     pub delivered: u64,
     pub ack_timeouts: u64,
     pub publish_errors: u64,
+    /// Publish-ack latency of the acks of this second (ms): median, 99th percentile, longest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_p50_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_p99_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_max_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -293,6 +302,21 @@ pub struct Report {
     /// Every client of `clients:`: what it published and when the server closed it.
     #[serde(default)]
     pub clients: Vec<ClientReport>,
+    /// Where the longest gap between two publish acks fell: (from, to) in ms.
+    #[serde(default)]
+    pub max_ack_gap: Option<(u64, u64)>,
+    /// Every server's life, in time order: started, lame duck, restarted (with its revision),
+    /// killed, paused, reloaded.
+    #[serde(default)]
+    pub servers: Vec<ServerEvent>,
+    /// The Kubernetes Events the controllers published during the run (rollout steps, reloads,
+    /// refusals), in time order.
+    #[serde(default)]
+    pub controller_events: Vec<ControllerEvent>,
+    /// What the cluster controller's status said of each NatsCluster (its rollout gate, the
+    /// server it stepped, each removal's phase), at each change.
+    #[serde(default)]
+    pub cluster_status: Vec<StatusChange>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -423,7 +447,8 @@ impl Report {
         s
     }
 
-    /// Writes `<dir>/<scenario>-<timestamp>/report.json` and `summary.txt`; returns the folder.
+    /// Writes `<dir>/<scenario>-<timestamp>/report.json`, `summary.txt` and `report.html`;
+    /// returns the folder.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, ScenarioError> {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let out = dir.join(format!("{}-{stamp}", self.scenario));
@@ -437,6 +462,7 @@ impl Report {
         std::fs::write(out.join("report.json"), json).map_err(io(&out.join("report.json")))?;
         std::fs::write(out.join("summary.txt"), self.summary())
             .map_err(io(&out.join("summary.txt")))?;
+        super::html::write(self, &out)?;
         Ok(out)
     }
 }
@@ -502,12 +528,18 @@ pub(super) fn finish(
                     timeline.push(e.clone());
                 }
             }
-            Event::GaveUp { .. } | Event::Leader { .. } | Event::Step { .. } => {
-                timeline.push(e.clone())
-            }
+            Event::GaveUp { .. }
+            | Event::Leader { .. }
+            | Event::MetaLeader { .. }
+            | Event::Step { .. } => timeline.push(e.clone()),
         }
     }
     timeline.sort_by_key(Event::at_ms);
+    for (sec, (p50, p99, max)) in ack_latency_per_second(&events) {
+        if let Some(b) = per_second.get_mut(sec as usize) {
+            (b.ack_p50_ms, b.ack_p99_ms, b.ack_max_ms) = (Some(p50), Some(p99), Some(max));
+        }
+    }
     Report {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
@@ -528,5 +560,9 @@ pub(super) fn finish(
         rollout_steps: Vec::new(),
         step_figures: BTreeMap::new(),
         clients: Vec::new(),
+        max_ack_gap: max_ack_gap(&events),
+        servers: Vec::new(),
+        controller_events: Vec::new(),
+        cluster_status: Vec::new(),
     }
 }

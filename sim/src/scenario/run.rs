@@ -7,7 +7,12 @@ use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
 use super::report::{finish, judge_step_figures};
+use super::status_watch::StatusWatch;
 use super::steps::{Deployed, StepContext, run_step};
+use super::timeline::{
+    ControllerEvent, ServerChange, ServerEvent, controller_events, lifecycle_change,
+    server_events_of_steps,
+};
 use super::workload::Traffic;
 use super::{
     ExpectationOutcome, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
@@ -51,7 +56,8 @@ pub async fn run(
     backend: &dyn Backend,
     progress: Progress<'_>,
 ) -> Result<Report, ScenarioError> {
-    let started_at = chrono::Utc::now().to_rfc3339();
+    let run_start = chrono::Utc::now();
+    let started_at = run_start.to_rfc3339();
     let clock = std::time::Instant::now();
     let mut run = Run {
         scenario,
@@ -67,7 +73,13 @@ pub async fn run(
         plane,
         workload_creds,
     } = run.deploy(backend, &mut ctx).await?;
+    let deployed_ms = run.ledger.now_ms();
+    let server_names = deployed.dep().server_names();
     let meta = run.topology_ready(&deployed, &mut ctx).await?;
+    let status_watch = ctx
+        .host
+        .clone()
+        .map(|h| StatusWatch::start(h, run.ledger.clone()));
     let mut traffic = run
         .start_workload(
             &deployed,
@@ -85,13 +97,15 @@ pub async fn run(
     let drained = traffic
         .finish(&run.ledger, run.progress, &mut failures)
         .await;
+    let cluster_status = status_watch.map(|w| w.stop()).unwrap_or_default();
     let mut client_reports = Vec::new();
     for (_, c) in std::mem::take(&mut ctx.clients) {
         client_reports.push(c.stop().await);
     }
     let backend_name = deployed.dep().backend();
     let restarts = ctx.restarts().await;
-    let (restart_order, log) = server_timeline(&ctx, &run.ledger);
+    let (restart_order, log, mut servers) = server_timeline(&ctx, &run.ledger);
+    let controller_events = run.controller_events(&ctx, run_start).await;
     drop(deployed);
     let mut report = finish(
         scenario,
@@ -109,6 +123,17 @@ pub async fn run(
     report.rollout_steps = rollout_steps(&log);
     report.step_figures = step_figures(&scenario.steps, &report.steps);
     report.clients = client_reports;
+    servers.extend(server_events_of_steps(&scenario.steps, &report.steps));
+    // Servers the sim started itself (no lifecycle saw them start) are up once deployed.
+    for name in &server_names {
+        if !log.iter().any(|(_, s, _)| s == name) {
+            servers.push(ServerEvent::new(deployed_ms, name, ServerChange::Started));
+        }
+    }
+    servers.sort_by_key(|e| e.at_ms);
+    report.servers = servers;
+    report.controller_events = controller_events;
+    report.cluster_status = cluster_status;
     judge_step_figures(scenario, &mut report, judges_timings());
     judge_rollout_expectations(scenario, &mut report);
     report.passed = report.failures.is_empty();
@@ -142,6 +167,32 @@ impl Run<'_, '_> {
         move |source| ScenarioError::Backend {
             name: name.clone(),
             source,
+        }
+    }
+
+    /// The Events the controllers published during the run, when there is a host.
+    async fn controller_events(
+        &mut self,
+        ctx: &StepContext,
+        run_start: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<ControllerEvent> {
+        let Some(host) = &ctx.host else {
+            return Vec::new();
+        };
+        let api: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::all(host.client());
+        match api.list(&Default::default()).await {
+            Ok(list) => {
+                let json: Vec<serde_json::Value> = list
+                    .items
+                    .iter()
+                    .filter_map(|e| serde_json::to_value(e).ok())
+                    .collect();
+                controller_events(&json, run_start)
+            }
+            Err(e) => {
+                self.say(&format!("the controllers' Events could not be listed: {e}"));
+                Vec::new()
+            }
         }
     }
 
@@ -461,14 +512,20 @@ impl Run<'_, '_> {
     }
 }
 
+/// The order servers were restarted in, every event as (at_ms, server, event) and as a server
+/// change for the report's page.
+type ServerTimeline = (
+    Vec<String>,
+    Vec<(u64, String, LocalEvent)>,
+    Vec<ServerEvent>,
+);
+
 /// The servers' lives on the local lifecycle, put into the timeline beside the steps and the
-/// traffic: the order servers were restarted in, and every event as (at_ms, server, event).
-fn server_timeline(
-    ctx: &StepContext,
-    ledger: &Ledger,
-) -> (Vec<String>, Vec<(u64, String, LocalEvent)>) {
+/// traffic.
+fn server_timeline(ctx: &StepContext, ledger: &Ledger) -> ServerTimeline {
     let mut restart_order = Vec::new();
     let mut log = Vec::new();
+    let mut changes = Vec::new();
     if let Some(host) = &ctx.host {
         for e in host.lifecycle().events() {
             let at_ms = ledger
@@ -481,10 +538,16 @@ fn server_timeline(
             if e.event == LocalEvent::Restarted {
                 restart_order.push(e.server.clone());
             }
+            changes.push(ServerEvent {
+                at_ms,
+                server: e.server.clone(),
+                change: lifecycle_change(e.event),
+                revision: e.revision,
+            });
             log.push((at_ms, e.server, e.event));
         }
     }
-    (restart_order, log)
+    (restart_order, log, changes)
 }
 
 /// Expectations on the rollout, judged once the report holds it.

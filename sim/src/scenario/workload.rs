@@ -1,5 +1,5 @@
 //! A scenario's JetStream traffic: its streams created and led, its consumers and publisher
-//! running against the ledger, a watch on the publisher's stream leader; at the end the
+//! running against the ledger, a watch on the publisher's stream leader and on the meta leader; at the end the
 //! publisher awaited and the consumers drained.
 
 use std::time::Duration;
@@ -21,6 +21,7 @@ pub(super) struct Traffic {
     pub(super) consumer_names: Vec<String>,
     consumers: Vec<JoinHandle<()>>,
     watch: Option<JoinHandle<()>>,
+    meta_watch: Option<JoinHandle<()>>,
     publisher: Option<JoinHandle<()>>,
     stop: Option<tokio::sync::watch::Sender<bool>>,
     /// Progress lines of the setup.
@@ -63,6 +64,14 @@ impl Traffic {
                 .map_err(|e| e.to_string())?;
             t.consumers.push(h);
             t.consumer_names.push(c.name.clone());
+        }
+        let monitors = dep.monitor_urls();
+        if !monitors.is_empty() {
+            t.meta_watch = Some(traffic::spawn_meta_leader_watch(
+                monitors,
+                ledger.clone(),
+                stop_rx.clone(),
+            ));
         }
         if let Some(p) = &scenario.workload.publisher {
             t.watch = Some(traffic::spawn_leader_watch(
@@ -121,7 +130,10 @@ impl Traffic {
         for h in std::mem::take(&mut self.consumers) {
             let _ = h.await;
         }
-        if let Some(w) = self.watch.take() {
+        for w in [self.watch.take(), self.meta_watch.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = w.await;
         }
         drained

@@ -201,6 +201,15 @@ impl Topology {
             .collect()
     }
 
+    /// (name, monitoring URL) of every hub server.
+    pub fn monitor_urls(&self) -> Vec<(String, String)> {
+        self.servers
+            .iter()
+            .filter(|s| !self.is_leaf(s))
+            .map(|s| (s.name().to_string(), s.monitor_url()))
+            .collect()
+    }
+
     /// Hub client URLs parsed for async-nats (`connect` does not split comma-joined strings).
     pub fn server_addrs(&self) -> Vec<async_nats::ServerAddr> {
         self.client_urls()

@@ -66,6 +66,7 @@ pub fn server_line(e: &LifecycleEvent) -> String {
         LocalEvent::Restarted => "restarted",
         LocalEvent::Revived => "exited and was started again",
         LocalEvent::Deleted => "stopped and deleted",
+        LocalEvent::ConfigWritten => "config rewritten",
     };
     format!("server {} {what}", e.server)
 }
@@ -140,6 +141,7 @@ mod tests {
             at: std::time::Instant::now(),
             server: "demo-2".into(),
             event: LocalEvent::LameDuck,
+            revision: None,
         };
         assert_eq!(server_line(&e), "server demo-2 lame duck (restarting)");
     }

@@ -265,7 +265,8 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         "demo-2 runs under a new pid"
     );
 
-    // The log holds every start, the lame duck and restart of demo-2, the delete and the revival.
+    // The log holds every start, the lame duck and restart of demo-2, demo-1's config written
+    // with no restart, the delete and the revival.
     let log: Vec<(String, LocalEvent)> = lc
         .events()
         .into_iter()
@@ -280,6 +281,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
             e("demo-2", LocalEvent::Started),
             e("demo-2", LocalEvent::LameDuck),
             e("demo-2", LocalEvent::Restarted),
+            e("demo-1", LocalEvent::ConfigWritten),
             e("demo-1", LocalEvent::Deleted),
             e("demo-0", LocalEvent::Revived),
             e("demo-2", LocalEvent::Revived),
