@@ -94,6 +94,12 @@ pub trait Layout {
     fn tls_dir(&self, ordinal: u32, listener: &str) -> String;
     /// The directory the leaf remotes' creds and CAs are projected into.
     fn leaf_remotes_dir(&self, ordinal: u32) -> String;
+    /// What a server dials for a peer outside its NATS cluster (a gateway or leaf remote) that
+    /// the spec names `url`: on Kubernetes the URL itself, resolved by the cluster's DNS; a
+    /// layout with no such DNS leads the names it knows to where those servers listen.
+    fn remote_urls(&self, url: &str) -> Vec<String> {
+        vec![url.to_string()]
+    }
 }
 
 /// Pods of a StatefulSet per server, reached through the headless Service.
@@ -325,7 +331,7 @@ fn server_plan(
                 .as_ref()
                 .map(|_| tls_files(layout, i, "leafnodes", false, false)),
         }),
-        leaf_remotes: leaf_remote_plans(inputs, &layout.leaf_remotes_dir(i)),
+        leaf_remotes: leaf_remote_plans(inputs, layout, &layout.leaf_remotes_dir(i)),
         trust: trust_plan(inputs, &data),
         lame_duck_duration: LAME_DUCK_DURATION.into(),
     }
@@ -351,7 +357,7 @@ fn gateway_plan(
             .filter(|r| r.name != inputs.name)
             .map(|r| GatewayRemote {
                 name: r.name.clone(),
-                urls: vec![r.url.clone()],
+                urls: layout.remote_urls(&r.url),
             })
             .collect(),
         tls: gw
@@ -362,12 +368,16 @@ fn gateway_plan(
 }
 
 /// The admitted leaf remotes, their creds and CA files under `leaf_dir`.
-fn leaf_remote_plans(inputs: &ClusterInputs<'_>, leaf_dir: &str) -> Vec<LeafRemotePlan> {
+fn leaf_remote_plans(
+    inputs: &ClusterInputs<'_>,
+    layout: &dyn Layout,
+    leaf_dir: &str,
+) -> Vec<LeafRemotePlan> {
     inputs
         .leaf_remotes
         .iter()
         .map(|r| LeafRemotePlan {
-            urls: r.urls.clone(),
+            urls: r.urls.iter().flat_map(|u| layout.remote_urls(u)).collect(),
             credentials: r
                 .has_credentials
                 .then(|| format!("{leaf_dir}/{}", leaf_creds_file(r.index))),

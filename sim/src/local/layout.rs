@@ -8,10 +8,22 @@ use cluster_controller::plan::{Layout, Ports};
 
 /// Servers on loopback; `ports[i]` are server i's, allocated by the caller (the sim picks free
 /// ones), and `root/<ordinal>/` holds each server's data, pid file, TLS files and leaf remotes.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LocalLayout {
     pub root: PathBuf,
     pub ports: Vec<Ports>,
+    /// Where a gateway or leaf remote naming a local NatsCluster's Service leads
+    /// ([`super::names`]); without it remote URLs are dialled as written.
+    pub remotes: Option<nats_wire::names::ServiceNames>,
+}
+
+impl std::fmt::Debug for LocalLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLayout")
+            .field("root", &self.root)
+            .field("ports", &self.ports)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The loopback address every local server binds and dials.
@@ -22,7 +34,14 @@ impl LocalLayout {
         Self {
             root: root.into(),
             ports,
+            remotes: None,
         }
+    }
+
+    /// Leads remote URLs that name a local NatsCluster's Service to its loopback listeners.
+    pub fn with_remotes(mut self, names: nats_wire::names::ServiceNames) -> Self {
+        self.remotes = Some(names);
+        self
     }
 
     /// Server `ordinal`'s own directory.
@@ -38,6 +57,15 @@ impl LocalLayout {
 impl Layout for LocalLayout {
     fn bind_host(&self) -> String {
         LOCAL_HOST.into()
+    }
+    fn remote_urls(&self, url: &str) -> Vec<String> {
+        let (Some(names), Ok(addr)) = (&self.remotes, url.parse::<async_nats::ServerAddr>()) else {
+            return vec![url.to_string()];
+        };
+        nats_wire::names::expand_with(names.as_ref(), vec![addr])
+            .iter()
+            .map(|a| a.as_url_str().trim_end_matches('/').to_string())
+            .collect()
     }
     /// Ports of a server the caller allocated none for are all 0: nats-server then picks any
     /// free port, which no peer can route to, so a short allocation shows at once.

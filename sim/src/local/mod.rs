@@ -186,7 +186,7 @@ impl LocalLifecycle {
                 .unwrap_or(0)
         });
         let ports = self.reserve_ports(ns, name, replicas.max(known));
-        LocalLayout::new(self.cluster_root(ns, name), ports)
+        LocalLayout::new(self.cluster_root(ns, name), ports).with_remotes(self.service_names())
     }
 
     /// The client ports of the servers of `namespace/name` the lifecycle knows (`ordinal`: one
@@ -195,26 +195,33 @@ impl LocalLifecycle {
         client_ports_in(&self.clusters, namespace, name, ordinal)
     }
 
-    /// The Service names of every local NatsCluster, resolved to their loopback client
-    /// listeners ([`names`]), for [`nats_wire::names::resolve_names_with`]. The map holds the
-    /// lifecycle weakly: it keeps no server alive.
+    /// The Service names of every local NatsCluster, resolved to the loopback listeners they
+    /// lead to ([`names`]), for [`nats_wire::names::resolve_names_with`] and the servers' own
+    /// gateway and leaf remotes. The map holds the lifecycle weakly: it keeps no server alive.
     pub fn service_names(&self) -> nats_wire::names::ServiceNames {
         let clusters = Arc::downgrade(&self.clusters);
-        Arc::new(move |host: &str, _port: u16| {
+        Arc::new(move |host: &str, port: u16| {
             let target = names::service_target(host)?;
             let clusters = clusters.upgrade()?;
-            let ports = client_ports_in(
-                &clusters,
-                &target.namespace,
-                &target.cluster,
-                target.ordinal,
-            );
-            (!ports.is_empty()).then(|| {
-                ports
-                    .into_iter()
-                    .map(|p| (LOCAL_HOST.to_string(), p))
-                    .collect()
-            })
+            let g = clusters.lock().unwrap_or_else(|p| p.into_inner());
+            let (cluster, listener) = names::resolve(&target, port, |ns, c| {
+                g.get(&format!("{ns}/{c}"))
+                    .is_some_and(|st| !st.ports.is_empty())
+            })?;
+            let st = g.get(&format!("{}/{cluster}", target.namespace))?;
+            let ports: Vec<(String, u16)> = st
+                .ports
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| target.ordinal.is_none_or(|o| o as usize == *i))
+                .map(|(_, p)| match listener {
+                    names::Listener::Client => p.client,
+                    names::Listener::Gateway => p.gateway,
+                    names::Listener::Leafnodes => p.leafnode,
+                })
+                .map(|p| (LOCAL_HOST.to_string(), p))
+                .collect();
+            (!ports.is_empty()).then_some(ports)
         })
     }
 

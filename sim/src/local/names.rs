@@ -8,7 +8,59 @@
 //! - one pod behind the headless Service, `<cluster>-<i>.<cluster>-headless.<namespace>.svc…`:
 //!   server `i`'s client listener.
 //!
-//! A name of any other shape is left to the system resolver.
+//! - the gateway and leafnode Services, `<cluster>-gateway.<namespace>.svc…` and
+//!   `<cluster>-leafnodes.<namespace>.svc…`: every server's gateway or leafnode listener, for
+//!   the gateway and leaf remotes a server dials.
+//!
+//! On the client Service and a pod's name the port picks the listener, as it would on the pod.
+//! A name of any other shape, or of a NatsCluster this backend does not run, is left to the
+//! system resolver.
+
+use cluster_controller::plan::STANDARD_PORTS;
+
+/// Which listener of the servers a name and port lead to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    Client,
+    Gateway,
+    Leafnodes,
+}
+
+/// The listener a pod's standard port is.
+pub fn by_port(port: u16) -> Listener {
+    if port == STANDARD_PORTS.gateway {
+        Listener::Gateway
+    } else if port == STANDARD_PORTS.leafnode {
+        Listener::Leafnodes
+    } else {
+        Listener::Client
+    }
+}
+
+/// The NatsCluster (by name) and listener a Service name and port lead to, given which
+/// NatsClusters of the namespace this backend runs (`exists(namespace, name)`): a cluster named
+/// as the name says first, else the gateway or leafnode Service of one.
+pub fn resolve(
+    target: &ServiceTarget,
+    port: u16,
+    exists: impl Fn(&str, &str) -> bool,
+) -> Option<(String, Listener)> {
+    if exists(&target.namespace, &target.cluster) {
+        return Some((target.cluster.clone(), by_port(port)));
+    }
+    if target.ordinal.is_some() {
+        return None;
+    }
+    [
+        ("-gateway", Listener::Gateway),
+        ("-leafnodes", Listener::Leafnodes),
+    ]
+    .into_iter()
+    .find_map(|(suffix, l)| {
+        let c = target.cluster.strip_suffix(suffix)?;
+        exists(&target.namespace, c).then(|| (c.to_string(), l))
+    })
+}
 
 /// What a Service name leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,5 +136,43 @@ mod tests {
     #[case("svc.nats.svc", t("nats", "svc", None))]
     fn service_names_name_local_servers(#[case] host: &str, #[case] want: Option<ServiceTarget>) {
         assert_eq!(service_target(host), want, "{host}");
+    }
+
+    #[rstest]
+    #[case("demo", 4222, Some(("demo", Listener::Client)))]
+    #[case("demo", 7222, Some(("demo", Listener::Gateway)))]
+    #[case("demo", 7422, Some(("demo", Listener::Leafnodes)))]
+    #[case("demo-gateway", 7222, Some(("demo", Listener::Gateway)))]
+    #[case("demo-leafnodes", 7422, Some(("demo", Listener::Leafnodes)))]
+    #[case("demo-gateway", 4222, Some(("demo", Listener::Gateway)))]
+    #[case("other", 4222, None)]
+    #[case("other-gateway", 7222, None)]
+    // A NatsCluster itself named like a gateway Service is the one meant.
+    #[case("edge-gateway", 4222, Some(("edge-gateway", Listener::Client)))]
+    fn a_name_leads_to_a_cluster_and_listener(
+        #[case] cluster: &str,
+        #[case] port: u16,
+        #[case] want: Option<(&str, Listener)>,
+    ) {
+        let exists = |ns: &str, c: &str| ns == "nats" && (c == "demo" || c == "edge-gateway");
+        let target = ServiceTarget {
+            namespace: "nats".into(),
+            cluster: cluster.into(),
+            ordinal: None,
+        };
+        assert_eq!(
+            resolve(&target, port, exists),
+            want.map(|(c, l)| (c.to_string(), l))
+        );
+    }
+
+    #[test]
+    fn a_pod_name_of_an_unknown_cluster_is_left_alone() {
+        let target = ServiceTarget {
+            namespace: "nats".into(),
+            cluster: "demo-gateway".into(),
+            ordinal: Some(0),
+        };
+        assert_eq!(resolve(&target, 7222, |_, c| c == "demo"), None);
     }
 }

@@ -375,3 +375,56 @@ async fn sim_up_runs_story_02s_auth_plane_under_tls_it_issues() {
     assert_eq!(messages, 10);
     ctrl_c(&mut up, &dir).await;
 }
+
+#[tokio::test]
+async fn sim_up_joins_two_natsclusters_into_a_supercluster_by_service_names() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("up");
+    let mut up = Up::start(&dir);
+    let export = up
+        .wait_line(
+            "sim up prints the kubeconfig",
+            Duration::from_secs(180),
+            |l| l.contains("export KUBECONFIG="),
+        )
+        .await;
+    let kubeconfig = export
+        .split_once("KUBECONFIG=")
+        .map(|(_, p)| p.trim().to_string())
+        .expect("a path");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/try-it/supercluster.yaml");
+    kubectl(
+        &kubeconfig,
+        &["apply", "-f", &manifest.display().to_string()],
+    );
+    // Each gateway remote names the other's gateway Service; each side's TLS Secret comes from
+    // the PKI stand-in, one CA for both.
+    for (object, ns) in [
+        ("natscluster/east", "nats-east"),
+        ("natscluster/west", "nats-west"),
+    ] {
+        kubectl(
+            &kubeconfig,
+            &[
+                "wait",
+                "--for=condition=GatewaysConnected",
+                object,
+                "-n",
+                ns,
+                "--timeout=180s",
+            ],
+        );
+    }
+    let issued = up
+        .lines()
+        .iter()
+        .filter(|l| l.contains("-gateway-tls issued"))
+        .count();
+    assert_eq!(
+        issued,
+        2,
+        "both gateway Secrets issued:\n{}",
+        up.lines().join("\n")
+    );
+    ctrl_c(&mut up, &dir).await;
+}
