@@ -189,7 +189,7 @@ async fn answer(
     };
     let mut response = json!({"uid": request["uid"], "allowed": verdict.is_ok()});
     if let Err(message) = verdict {
-        response["status"] = json!({"code": 422, "reason": "Invalid", "message": message});
+        response["status"] = refusal(request, &message);
     }
     let out = json!({
         "apiVersion": "admission.k8s.io/v1",
@@ -197,6 +197,31 @@ async fn answer(
         "response": response,
     });
     Ok(Response::new(Full::new(Bytes::from(out.to_string()))))
+}
+
+/// The Status a refusal answers with, as kube-apiserver's own validation writes one: with
+/// `details` naming the object and the cause, which is what kubectl prints (kubectl 1.20 prints
+/// only "The request is invalid" for an Invalid status without them).
+fn refusal(request: &Value, message: &str) -> Value {
+    let name = request["name"]
+        .as_str()
+        .or_else(|| {
+            request
+                .pointer("/object/metadata/name")
+                .and_then(Value::as_str)
+        })
+        .unwrap_or_default();
+    json!({
+        "code": 422,
+        "reason": "Invalid",
+        "message": message,
+        "details": {
+            "name": name,
+            "group": request["kind"]["group"],
+            "kind": request["kind"]["kind"],
+            "causes": [{"reason": "FieldValueInvalid", "field": "spec", "message": message}],
+        },
+    })
 }
 
 fn bad_request(message: &str) -> Response<Full<Bytes>> {
