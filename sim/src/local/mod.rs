@@ -103,24 +103,6 @@ fn failed(
     }
 }
 
-fn client_ports_in(
-    clusters: &Mutex<HashMap<String, ClusterState>>,
-    namespace: &str,
-    name: &str,
-    ordinal: Option<u32>,
-) -> Vec<u16> {
-    let g = clusters.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(st) = g.get(&format!("{namespace}/{name}")) else {
-        return Vec::new();
-    };
-    st.ports
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| ordinal.is_none_or(|o| o as usize == *i))
-        .map(|(_, p)| p.client)
-        .collect()
-}
-
 impl LocalLifecycle {
     /// Servers under `root`, binaries from `binary`, ports from [`crate::ports::free_port`].
     pub fn new(root: impl Into<PathBuf>, binary: BinaryResolver) -> Self {
@@ -187,12 +169,6 @@ impl LocalLifecycle {
         });
         let ports = self.reserve_ports(ns, name, replicas.max(known));
         LocalLayout::new(self.cluster_root(ns, name), ports).with_remotes(self.service_names())
-    }
-
-    /// The client ports of the servers of `namespace/name` the lifecycle knows (`ordinal`: one
-    /// server's), empty for a cluster it has never planned.
-    pub fn client_ports(&self, namespace: &str, name: &str, ordinal: Option<u32>) -> Vec<u16> {
-        client_ports_in(&self.clusters, namespace, name, ordinal)
     }
 
     /// The Service names of every local NatsCluster, resolved to the loopback listeners they

@@ -273,18 +273,17 @@ impl Seen {
             (now - ago, log::server_line(e))
         }));
         self.servers = events.len();
-        if let Some(objects) = custom_objects(host).await {
+        if let Some((objects, clusters)) = custom_objects(host).await {
             lines.extend(
                 log::changes(&self.objects, &objects)
                     .into_iter()
                     .map(|l| (now, l)),
             );
             self.objects = objects;
+            let issued = self.pki.issue_missing(&host.client(), &clusters).await;
+            lines.extend(issued.into_iter().map(|l| (now, l)));
         }
         lines.extend(self.new_events(host, now).await);
-        let clusters = pki::clusters(&host.client()).await;
-        let issued = self.pki.issue_missing(&host.client(), &clusters).await;
-        lines.extend(issued.into_iter().map(|l| (now, l)));
         lines.sort_by_key(|(at, _)| *at);
         lines
     }
@@ -340,10 +339,12 @@ impl Seen {
     }
 }
 
-/// Every object of the project's kinds with its conditions; `None` when a list failed (the next
-/// look tries again rather than reporting everything deleted).
-async fn custom_objects(host: &Host) -> Option<log::Objects> {
+/// Every object of the project's kinds with its conditions, and the NatsClusters among them (for
+/// the PKI stand-in); `None` when a list failed (the next look tries again rather than
+/// reporting everything deleted).
+async fn custom_objects(host: &Host) -> Option<(log::Objects, Vec<DynamicObject>)> {
     let mut objects = log::Objects::new();
+    let mut clusters = Vec::new();
     for crd in nats_api::crds::all() {
         let ar = crate::apiserver::crd_api_resource(&crd);
         let list = Api::<DynamicObject>::all_with(host.client(), &ar)
@@ -358,9 +359,12 @@ async fn custom_objects(host: &Host) -> Option<log::Objects> {
                 o.metadata.name.as_deref().unwrap_or("?")
             );
             objects.insert(key, conditions(&o.data));
+            if crd.spec.names.kind == "NatsCluster" {
+                clusters.push(o);
+            }
         }
     }
-    Some(objects)
+    Some((objects, clusters))
 }
 
 fn conditions(data: &serde_json::Value) -> std::collections::BTreeMap<String, log::Condition> {

@@ -12,7 +12,7 @@ use cluster_controller::route_ca::RouteCa;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
 
 /// The label on every Secret this stand-in issued.
 pub const ISSUED_BY: &str = "sim.nats.mikluko.io/issued-by";
@@ -161,22 +161,6 @@ impl Pki {
             Err(e) => Err(e.to_string()),
         }
     }
-}
-
-/// Every NatsCluster, for [`Pki::issue_missing`].
-pub async fn clusters(client: &Client) -> Vec<DynamicObject> {
-    let Some(crd) = nats_api::crds::all()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "NatsCluster")
-    else {
-        return Vec::new();
-    };
-    let ar = crate::apiserver::crd_api_resource(&crd);
-    Api::<DynamicObject>::all_with(client.clone(), &ar)
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

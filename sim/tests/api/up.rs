@@ -46,6 +46,21 @@ impl Up {
         }
     }
 
+    /// The kubeconfig path of the `export KUBECONFIG=` line, once `sim up` prints it.
+    async fn kubeconfig(&self) -> String {
+        let export = self
+            .wait_line(
+                "sim up prints the kubeconfig",
+                Duration::from_secs(180),
+                |l| l.contains("export KUBECONFIG="),
+            )
+            .await;
+        export
+            .split_once("KUBECONFIG=")
+            .map(|(_, p)| p.trim().to_string())
+            .expect("a path")
+    }
+
     fn lines(&self) -> Vec<String> {
         self.lines.lock().expect("lines").clone()
     }
@@ -142,17 +157,7 @@ async fn sim_up_runs_story_01_under_kubectl_and_stops_clean() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("up");
     let mut up = Up::start(&dir);
-    let export = up
-        .wait_line(
-            "sim up prints the kubeconfig",
-            Duration::from_secs(180),
-            |l| l.contains("export KUBECONFIG="),
-        )
-        .await;
-    let kubeconfig = export
-        .split_once("KUBECONFIG=")
-        .map(|(_, p)| p.trim().to_string())
-        .expect("a path");
+    let kubeconfig = up.kubeconfig().await;
 
     kubectl(&kubeconfig, &["apply", "-f", &story("01-natscluster.yaml")]);
     kubectl(&kubeconfig, &["apply", "-f", &story("03-stream.yaml")]);
@@ -267,17 +272,7 @@ async fn sim_up_runs_story_02s_auth_plane_under_tls_it_issues() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("up");
     let mut up = Up::start(&dir);
-    let export = up
-        .wait_line(
-            "sim up prints the kubeconfig",
-            Duration::from_secs(180),
-            |l| l.contains("export KUBECONFIG="),
-        )
-        .await;
-    let kubeconfig = export
-        .split_once("KUBECONFIG=")
-        .map(|(_, p)| p.trim().to_string())
-        .expect("a path");
+    let kubeconfig = up.kubeconfig().await;
     for file in [
         "01-trust-roots.yaml",
         "02-system-users.yaml",
@@ -381,17 +376,7 @@ async fn sim_up_joins_two_natsclusters_into_a_supercluster_by_service_names() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("up");
     let mut up = Up::start(&dir);
-    let export = up
-        .wait_line(
-            "sim up prints the kubeconfig",
-            Duration::from_secs(180),
-            |l| l.contains("export KUBECONFIG="),
-        )
-        .await;
-    let kubeconfig = export
-        .split_once("KUBECONFIG=")
-        .map(|(_, p)| p.trim().to_string())
-        .expect("a path");
+    let kubeconfig = up.kubeconfig().await;
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/try-it/supercluster.yaml");
     kubectl(
         &kubeconfig,
