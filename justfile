@@ -60,8 +60,8 @@ down:
 # The performance figures, each against its floor measured in the same run: target/bench/summary.json and
 # the table of docs/performance.md (`just bench --only render` runs one group and leaves the docs).
 bench *ARGS:
-    cargo build -q -p jetstream-controller
-    cargo run -q -p bench -- {{ARGS}}
+    cargo build -q --release -p jetstream-controller -p auth-controller -p cluster-controller
+    cargo run -q --profile bench-host -p bench -- --binaries target/release {{ARGS}}
 
 # List the scenarios under scenarios/.
 scenarios:

@@ -3,9 +3,16 @@
 //! docs/performance.md; prints every figure with its floor, ratio and goal. Goals are never
 //! asserted: on a shared 2-core machine a figure measures the machine too.
 //!
-//! The binaries it runs are the checkout's own debug builds (`just bench` builds them first).
+//! The binaries it runs are the checkout's own, of the profile the bench itself was built in
+//! (the directory of its own executable): `just bench` builds both in release, as users run
+//! them, so a resident size or a render time is the shipped binary's, not a debug build's
+//! (a debug controller is 128 MB of code and line tables).
 
+mod auth;
+mod clusters;
 mod render;
+mod rollout;
+mod scrape;
 mod streams;
 mod summary;
 
@@ -23,7 +30,8 @@ struct Cli {
     /// Run only the figures whose name starts with this (e.g. `render`, `streams`).
     #[arg(long)]
     only: Option<String>,
-    /// Where the controller binaries are (default: target/debug of the checkout).
+    /// Where the controller binaries are (default: beside this binary, target/release under
+    /// `just bench`).
     #[arg(long)]
     binaries: Option<PathBuf>,
     /// Do not rewrite docs/performance.md.
@@ -37,17 +45,49 @@ fn workspace() -> PathBuf {
 }
 
 async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
-    let wanted = |name: &str| cli.only.as_deref().is_none_or(|o| name.starts_with(o));
+    let wanted = |name: &str| {
+        cli.only
+            .as_deref()
+            .is_none_or(|o| name.starts_with(o) || o.starts_with(name))
+    };
     let bins = cli
         .binaries
         .clone()
+        .or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(std::path::Path::to_path_buf))
+        })
         .unwrap_or_else(|| workspace().join("target").join("debug"));
     let mut figures = Vec::new();
     if wanted("render") {
         println!("render: planning and rendering a 30-server supercluster ...");
         figures.push(render::figure()?);
     }
-    if wanted("streams") || wanted("rss") {
+    if wanted("rollout") {
+        println!("rollout: a rolling restart of 3 servers, by the controller and by hand ...");
+        figures.push(rollout::figure().await?);
+    }
+    let binary = |name: &str| {
+        let b = bins.join(name);
+        anyhow::ensure!(
+            b.is_file(),
+            "{} is not built: run `cargo build -p {name}` (just bench does)",
+            b.display()
+        );
+        Ok(b)
+    };
+    if wanted("users") || wanted("kick") || wanted("rss.auth") {
+        println!(
+            "users: 1,000 NatsUsers under the auth-controller binary, a user's connection kicked ..."
+        );
+        figures.extend(auth::figures(&binary("auth-controller")?).await?);
+    }
+    if wanted("rss.cluster") {
+        println!("clusters: 30 NatsClusters under the cluster-controller binary ...");
+        figures.push(clusters::figure(&binary("cluster-controller")?).await?);
+    }
+    if wanted("streams") || wanted("rss.jetstream") {
         let binary = bins.join("jetstream-controller");
         anyhow::ensure!(
             binary.is_file(),

@@ -53,6 +53,22 @@ pub trait Deployment: Send + Sync {
         timeout: Duration,
     ) -> BoxFuture<'_, Result<String, BackendError>>;
     fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>>;
+    /// Waits until `server`'s process has exited by itself (a lame duck ends so, once the
+    /// server has closed its clients). Unsupported by default.
+    fn wait_exited<'a>(
+        &'a mut self,
+        server: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = (server, timeout);
+        let backend = self.backend().to_string();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend,
+                what: "wait for a server to exit".into(),
+            })
+        })
+    }
     fn fault<'a>(
         &'a mut self,
         server: &'a str,
@@ -128,6 +144,18 @@ impl Deployment for Topology {
     }
     fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async move { Ok(Topology::wait_healthz(self, timeout).await?) })
+    }
+    fn wait_exited<'a>(
+        &'a mut self,
+        server: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let s = self.server_mut(server)?;
+            s.wait_exit(timeout)
+                .await
+                .map_err(|e| BackendError::Topology(e.into()))
+        })
     }
     fn fault<'a>(
         &'a mut self,

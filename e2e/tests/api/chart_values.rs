@@ -123,7 +123,7 @@ fn each_controller_is_enabled_on_its_own() {
     assert!(!urls.contains("-auth-metrics"), "{urls}");
 }
 
-/// The flags each controller is given by default; the first four are common to all three.
+/// The flags each controller is given by default; the first seven are common to all three.
 #[test]
 fn the_default_flags_of_each_controller() {
     let Some(helm) = Helm::find() else { return };
@@ -133,6 +133,9 @@ fn the_default_flags_of_each_controller() {
         "--leader-elect",
         "--probe-addr=0.0.0.0:8081",
         "--log-format=json",
+        "--concurrency=32",
+        "--kube-api-qps=0",
+        "--kube-api-burst=100",
     ];
     let own: [(&str, &[&str]); 3] = [
         (
@@ -164,10 +167,16 @@ fn the_default_flags_of_each_controller() {
          controllers: {cluster: {replicas: 1}, auth: {replicas: 1}, jetstream: {replicas: 1}}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    // What today's binaries take: no flag they lack.
+    // The flags always passed, and the auth controller's own.
     assert_eq!(
         args_of(&bare, "auth"),
-        vec!["--metrics-addr=0.0.0.0:8080", "--resync=5m"]
+        vec![
+            "--metrics-addr=0.0.0.0:8080",
+            "--concurrency=32",
+            "--kube-api-qps=0",
+            "--kube-api-burst=100",
+            "--resync=5m"
+        ]
     );
     assert!(container(&bare, "auth")["readinessProbe"].is_null());
     assert!(!bare.iter().any(|d| d.kind() == "PodDisruptionBudget"));

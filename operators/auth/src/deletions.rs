@@ -60,7 +60,8 @@ impl Pushes {
             .collect()
     }
 
-    fn count(&self, account: &str) -> u64 {
+    /// How many times `account`'s JWT was pushed.
+    pub fn count(&self, account: &str) -> u64 {
         self.0.get(account).copied().unwrap_or(0)
     }
 }

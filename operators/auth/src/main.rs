@@ -46,6 +46,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let scope = match flags.process.scope() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let system_connection = match flags.system_connection.as_deref() {
         None => None,
         Some(text) => match SystemConnection::parse(text) {
@@ -56,6 +63,15 @@ async fn main() -> ExitCode {
             }
         },
     };
+    if let Some(sc) = &system_connection
+        && !scope.namespaces.watches(&sc.namespace)
+    {
+        eprintln!(
+            "--system-connection {}/{}: namespace {} is not in --watch-namespaces",
+            sc.namespace, sc.name, sc.namespace
+        );
+        return ExitCode::from(2);
+    }
     let (client, metrics) =
         match start::client_and_metrics(flags.metrics_addr, &flags.process).await {
             Ok(started) => started,
@@ -67,6 +83,7 @@ async fn main() -> ExitCode {
     let settings = Settings {
         resync,
         system_connection,
+        scope,
     };
     let ctx = controller::context(client.clone(), settings, metrics.clone());
     start::run(

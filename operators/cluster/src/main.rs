@@ -42,6 +42,13 @@ const BINARY: start::Binary = start::Binary {
 async fn main() -> ExitCode {
     let flags = Flags::parse();
     start::init_tracing(flags.process.log_format);
+    let scope = match flags.process.scope() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let (client, metrics) =
         match start::client_and_metrics(flags.metrics_addr, &flags.process).await {
             Ok(started) => started,
@@ -61,6 +68,7 @@ async fn main() -> ExitCode {
         allow_gateway_without_tls: flags.allow_gateway_without_tls,
         controller_namespace: flags.controller_namespace,
         cluster_domain: flags.cluster_domain,
+        scope,
         ..Settings::default()
     };
     let ctx = controller::context(client.clone(), lifecycle, settings, metrics.clone());

@@ -212,3 +212,59 @@ pub async fn delete_consumer(
         other => other.map(|v| v.is_some()),
     }
 }
+
+/// The STREAM.INFO of every stream of the account (STREAM.LIST, paged), with the names of the
+/// streams whose leader did not answer in time (`missing`).
+pub async fn stream_list(
+    client: &async_nats::Client,
+) -> Result<(Vec<Value>, Vec<String>), JsApiError> {
+    let subject = "$JS.API.STREAM.LIST".to_string();
+    let (mut all, mut missing) = (Vec::new(), Vec::new());
+    loop {
+        let offset = all.len() + missing.len();
+        let page = request(client, subject.clone(), &json!({"offset": offset})).await?;
+        let got: Vec<Value> = page
+            .get("streams")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        missing.extend(
+            page.get("missing")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from),
+        );
+        let total = page.get("total").and_then(Value::as_u64).unwrap_or(0);
+        let empty = got.is_empty();
+        all.extend(got);
+        if empty || (all.len() + missing.len()) as u64 >= total {
+            return Ok((all, missing));
+        }
+    }
+}
+
+/// `$JS.API.STREAM.PEER.REMOVE.<stream>`: the copy on `peer` removed; the meta leader places a
+/// new one within the stream's NATS cluster and placement (an account's placement move).
+pub async fn stream_peer_remove(
+    client: &async_nats::Client,
+    stream: &str,
+    peer: &str,
+) -> Result<(), JsApiError> {
+    let subject = format!("$JS.API.STREAM.PEER.REMOVE.{stream}");
+    request(client, subject, &json!({"peer": peer}))
+        .await
+        .map(|_| ())
+}
+
+/// The account the connection's user is in, as `$SYS.REQ.USER.INFO` (answered for every user)
+/// names it; `None` when the answer names none.
+pub async fn user_account(client: &async_nats::Client) -> Result<Option<String>, JsApiError> {
+    let answer = request(client, "$SYS.REQ.USER.INFO".to_string(), &json!({})).await?;
+    Ok(answer
+        .pointer("/data/account")
+        .and_then(Value::as_str)
+        .filter(|a| !a.is_empty())
+        .map(String::from))
+}

@@ -4,13 +4,16 @@
 //! decision, the lifecycle policies (§6.3) and the ownership marker. Reconcilers feed it
 //! observations and carry out what it decides.
 
+pub mod balance;
 pub mod connection;
 pub mod consumer_config;
 pub mod controller;
 pub mod drift;
+pub mod evacuation;
 pub mod jsapi;
 pub mod kv_config;
 pub mod late_init;
+pub mod lease;
 pub mod lifecycle;
 pub mod object_config;
 pub mod ownership;
@@ -19,5 +22,6 @@ pub mod references;
 pub mod server_config;
 pub mod server_state;
 pub mod stream_config;
+pub mod system_view;
 pub mod transfer;
 pub mod units;

@@ -34,6 +34,13 @@ const BINARY: start::Binary = start::Binary {
 async fn main() -> ExitCode {
     let flags = Flags::parse();
     start::init_tracing(flags.process.log_format);
+    let scope = match flags.process.scope() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let resync = match start::resync(&flags.resync) {
         Ok(d) => d,
         Err(e) => {
@@ -49,7 +56,7 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    let ctx = controller::context(client.clone(), Settings { resync }, metrics.clone());
+    let ctx = controller::context(client.clone(), Settings { resync, scope }, metrics.clone());
     start::run(
         BINARY,
         &flags.process,

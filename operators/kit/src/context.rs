@@ -14,9 +14,14 @@ use serde::de::DeserializeOwned;
 
 use crate::backoff::Backoff;
 use crate::due::Due;
+use crate::echoes::Echoes;
 use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::object::describe;
+use crate::scope::Scope;
+
+/// The longest a held deletion waits before looking again ([`Shared::deletion_wait`]).
+pub const DELETION_RECHECK_CAP: Duration = Duration::from_secs(30);
 
 /// What every reconcile of every controller shares.
 pub struct Shared {
@@ -30,8 +35,12 @@ pub struct Shared {
     pub backoff: Backoff,
     /// When each object is next due (see [`crate::due`]).
     pub due: Due,
+    /// The versions passes worked from, whose watch events are their echoes ([`crate::echoes`]).
+    pub echoes: Echoes,
     /// The field manager status (and Events) are written as.
     pub field_manager: &'static str,
+    /// The namespaces watched and the bound on concurrent passes ([`crate::scope`]).
+    pub scope: Scope,
 }
 
 /// A controller's Context: the kit's skeleton reads the shared parts through it.
@@ -49,8 +58,15 @@ impl Shared {
             metrics,
             backoff: Backoff::default(),
             due: Due::default(),
+            echoes: Echoes::default(),
             field_manager,
+            scope: Scope::default(),
         }
+    }
+
+    /// The same, confined to `scope`.
+    pub fn scoped(self, scope: Scope) -> Self {
+        Self { scope, ..self }
     }
 
     /// The wait before looking again at `obj`, which waits on something outside it (a server not
@@ -58,6 +74,15 @@ impl Shared {
     /// error backoff.
     pub fn retry_later<K: Resource<DynamicType = ()>>(&self, obj: &K) -> Duration {
         self.backoff.failed(&waiting_key(obj))
+    }
+
+    /// The wait before a deletion held by something outside its object (a revocation not yet
+    /// on every server, connections being kicked, servers not answering) looks again: the
+    /// object's [`Shared::retry_later`] backoff (1 s, doubling), at most
+    /// [`DELETION_RECHECK_CAP`]. A change of what it waits on wakes it sooner, as ever; once the
+    /// deletion is done, [`Shared::settled`] forgets the object.
+    pub fn deletion_wait<K: Resource<DynamicType = ()>>(&self, obj: &K) -> Duration {
+        self.retry_later(obj).min(DELETION_RECHECK_CAP)
     }
 
     /// Resets [`Shared::retry_later`] after a pass that no longer waits.
@@ -92,4 +117,28 @@ impl Shared {
 
 fn waiting_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
     format!("{} (waiting)", describe(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[tokio::test]
+    async fn a_held_deletion_backs_off_per_object_up_to_the_cap() {
+        // A client that is never asked anything: the waits are memory only.
+        let url = "http://127.0.0.1:9".parse().expect("a url");
+        let client = kube::Client::try_from(kube::Config::new(url)).expect("a client");
+        let shared = Shared::new(client, Metrics::default(), "test");
+        let mut a = ConfigMap::default();
+        a.metadata.namespace = Some("ns".into());
+        a.metadata.name = Some("a".into());
+        let mut b = a.clone();
+        b.metadata.name = Some("b".into());
+        let waits: Vec<u64> = (0..7).map(|_| shared.deletion_wait(&a).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(shared.deletion_wait(&b).as_secs(), 1, "each object its own");
+        shared.settled(&a);
+        assert_eq!(shared.deletion_wait(&a).as_secs(), 1, "forgotten once done");
+    }
 }

@@ -5,6 +5,8 @@
 use kube::api::{Api, ListParams};
 use nats_api::nats::NatsReferenceGrant;
 
+use crate::scope::Namespaces;
+
 /// The resource holding a reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct From<'a> {
@@ -49,25 +51,39 @@ pub fn admits(grants: &[NatsReferenceGrant], from: From<'_>, to: To<'_>) -> bool
         })
 }
 
-/// The grants of `namespace` (empty list when none).
+/// The grants of `namespace` (empty list when none, or when `namespace` is not one of
+/// `namespaces`: nothing there is read).
 pub async fn grants_in(
     client: &kube::Client,
+    namespaces: &Namespaces,
     namespace: &str,
 ) -> Result<Vec<NatsReferenceGrant>, kube::Error> {
+    if !namespaces.watches(namespace) {
+        return Ok(Vec::new());
+    }
     let api: Api<NatsReferenceGrant> = Api::namespaced(client.clone(), namespace);
     Ok(api.list(&ListParams::default()).await?.items)
 }
 
-/// Looks the grants of the target's namespace up and checks the reference against them.
+/// Looks the grants of the target's namespace up and checks the reference against them. A
+/// target outside `namespaces` is never admitted (nor read).
 pub async fn admitted(
     client: &kube::Client,
+    namespaces: &Namespaces,
     from: From<'_>,
     to: To<'_>,
 ) -> Result<bool, kube::Error> {
+    if !namespaces.watches(to.namespace) {
+        return Ok(false);
+    }
     if from.namespace == to.namespace {
         return Ok(true);
     }
-    Ok(admits(&grants_in(client, to.namespace).await?, from, to))
+    Ok(admits(
+        &grants_in(client, namespaces, to.namespace).await?,
+        from,
+        to,
+    ))
 }
 
 #[cfg(test)]

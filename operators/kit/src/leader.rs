@@ -444,48 +444,75 @@ impl Elector {
         }
     }
 
-    /// Gives the Lease up if this replica holds it: the process stops leading first, then one
+    /// Gives the Lease up if this replica holds it: the process stops leading first, then a
     /// replace at the resourceVersion last written clears the holder and sets
     /// `leaseDurationSeconds` to 1, so a standby takes it at its next retry. `Ok(true)` when
     /// released; `Ok(false)` when there was nothing to release (not leading, past the deadline,
-    /// or another wrote the Lease meanwhile).
+    /// or another holds the Lease now).
+    ///
+    /// A refused replace (409) is not taken as "another wrote it": the campaign is dropped at
+    /// shutdown, and a renew dropped in flight may have landed without this replica learning its
+    /// resourceVersion. So the Lease is read again, and while it still names this replica the
+    /// release is retried at the version read ([`RELEASE_ATTEMPTS`] in all).
     pub async fn release(&mut self) -> Result<bool, ElectError> {
         if !matches!(self.decide(Instant::now()), Step::Renew) {
             return Ok(false);
         }
-        let Some(mut lease) = self.lease.clone() else {
-            return Ok(false);
-        };
         self.process.set_role(Role::Standby);
-        let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
-        let transitions = lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.lease_transitions)
-            .unwrap_or(0);
-        lease.spec = Some(LeaseSpec {
-            holder_identity: None,
-            lease_duration_seconds: Some(1),
-            acquire_time: Some(now.clone()),
-            renew_time: Some(now),
-            lease_transitions: Some(transitions),
-            ..LeaseSpec::default()
-        });
-        let answer = self
-            .bounded(self.api.replace(&self.name, &PostParams::default(), &lease))
-            .await;
+        let answer = self.release_at_latest().await;
         self.renewed = None;
-        match answer {
-            Ok(written) => {
-                self.record(Some(written), Instant::now());
-                tracing::info!(lease = %self.name, identity = %self.identity, "released the Lease");
-                Ok(true)
+        answer
+    }
+
+    async fn release_at_latest(&mut self) -> Result<bool, ElectError> {
+        for _ in 0..RELEASE_ATTEMPTS {
+            let Some(mut lease) = self.lease.clone() else {
+                return Ok(false);
+            };
+            let still_ours = lease
+                .spec
+                .as_ref()
+                .and_then(|s| s.holder_identity.as_deref())
+                == Some(self.identity.as_str());
+            if !still_ours {
+                return Ok(false);
             }
-            Err(ElectError::Api(kube::Error::Api(status))) if status.code == 409 => Ok(false),
-            Err(e) => Err(e),
+            let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
+            let transitions = lease
+                .spec
+                .as_ref()
+                .and_then(|s| s.lease_transitions)
+                .unwrap_or(0);
+            lease.spec = Some(LeaseSpec {
+                holder_identity: None,
+                lease_duration_seconds: Some(1),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: Some(transitions),
+                ..LeaseSpec::default()
+            });
+            let answer = self
+                .bounded(self.api.replace(&self.name, &PostParams::default(), &lease))
+                .await;
+            match answer {
+                Ok(written) => {
+                    self.record(Some(written), Instant::now());
+                    tracing::info!(lease = %self.name, identity = %self.identity, "released the Lease");
+                    return Ok(true);
+                }
+                Err(ElectError::Api(kube::Error::Api(status))) if status.code == 409 => {
+                    let latest = self.bounded(self.api.get_opt(&self.name)).await?;
+                    self.record(latest, Instant::now());
+                }
+                Err(e) => return Err(e),
+            }
         }
+        Ok(false)
     }
 }
+
+/// How many replaces [`Elector::release`] makes at most, each at the version last read.
+pub const RELEASE_ATTEMPTS: usize = 3;
 
 #[cfg(test)]
 mod tests {

@@ -26,10 +26,19 @@ pub const CONDITION: &str = "nats_operator_condition";
 
 /// When an account's JWT expires (Unix seconds), by namespace and name; absent for one that never does.
 pub const ACCOUNT_JWT_EXPIRY: &str = "nats_operator_account_jwt_expiry_timestamp_seconds";
+/// How many times this process pushed an account's JWT (CLAIMS.UPDATE), by account public key.
+pub const ACCOUNT_JWT_PUSHES: &str = "nats_operator_account_jwt_pushes";
 /// Servers of a NatsCluster not yet on the target revision, by namespace and name.
 pub const ROLLOUT_PENDING: &str = "nats_operator_rollout_pending_servers";
 /// 1 while a NatsCluster's rollout gate is closed, by namespace, name and what it waits for.
 pub const ROLLOUT_GATE: &str = "nats_operator_rollout_gate";
+
+/// Requests this process sent to the apiserver, by HTTP verb (GET, POST, PUT, PATCH, DELETE).
+pub const KUBE_REQUESTS: &str = "nats_operator_kube_requests_total";
+/// Requests that waited for the client-side rate limit's token (`--kube-api-qps`).
+pub const KUBE_RATE_LIMITED: &str = "nats_operator_kube_rate_limited_requests_total";
+/// Seconds requests spent waiting for the client-side rate limit, summed.
+pub const KUBE_RATE_LIMIT_WAIT: &str = "nats_operator_kube_rate_limit_wait_seconds_total";
 
 /// 1 while this replica holds its controller's Lease (always 1 without leader election), by
 /// controller.
@@ -57,6 +66,8 @@ struct Inner {
     conditions: BTreeMap<ObjectKey, BTreeMap<(String, String), u8>>,
     /// Named gauges: name → (help, label set → value).
     gauges: BTreeMap<String, Gauge>,
+    /// Named counters, kept as the gauges are and rendered as `counter`.
+    counters: BTreeMap<String, Gauge>,
     /// Whether [`process`]'s figures are rendered too (a binary's registry, not an in-process one).
     process: bool,
 }
@@ -163,6 +174,17 @@ impl Metrics {
         gauge.series.insert(labels(pairs), value);
     }
 
+    /// Adds `by` to one series of the counter `name` (created with `help` on first use). Its
+    /// labels must be bounded: a verb, a reason, never an object's name.
+    pub fn add_counter(&self, name: &str, help: &str, pairs: &[(&str, &str)], by: f64) {
+        let mut m = self.lock();
+        let counter = m.counters.entry(name.to_string()).or_default();
+        if counter.help.is_empty() {
+            counter.help = help.to_string();
+        }
+        *counter.series.entry(labels(pairs)).or_default() += by;
+    }
+
     /// Drops every series of the gauge `name` whose labels include all of `pairs` (an object
     /// was deleted, or a rollout ended: its series must not linger at an old value).
     pub fn remove_gauge(&self, name: &str, pairs: &[(&str, &str)]) {
@@ -262,16 +284,18 @@ impl Metrics {
                 );
             }
         }
-        for (name, gauge) in &m.gauges {
-            let _ = writeln!(out, "# HELP {name} {}", gauge.help);
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            for (l, v) in &gauge.series {
-                let l = l
-                    .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let _ = writeln!(out, "{name}{{{l}}} {v}");
+        for (kind, family) in [("gauge", &m.gauges), ("counter", &m.counters)] {
+            for (name, series) in family {
+                let _ = writeln!(out, "# HELP {name} {}", series.help);
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+                for (l, v) in &series.series {
+                    let l = l
+                        .iter()
+                        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    let _ = writeln!(out, "{name}{{{l}}} {v}");
+                }
             }
         }
         if m.process {
@@ -390,6 +414,23 @@ mod tests {
         let text = m.render();
         assert!(text.contains("name=\"x\""), "{text}");
         assert!(!text.contains("name=\"y\""), "{text}");
+    }
+
+    #[test]
+    fn counters_add_up_per_series_and_render_as_counters() {
+        let m = Metrics::default();
+        let help = "Requests sent.";
+        m.add_counter(KUBE_REQUESTS, help, &[("verb", "GET")], 1.0);
+        m.add_counter(KUBE_REQUESTS, help, &[("verb", "GET")], 2.0);
+        m.add_counter(KUBE_REQUESTS, help, &[("verb", "PUT")], 1.0);
+        let text = m.render();
+        for line in [
+            format!("# TYPE {KUBE_REQUESTS} counter"),
+            format!("{KUBE_REQUESTS}{{verb=\"GET\"}} 3"),
+            format!("{KUBE_REQUESTS}{{verb=\"PUT\"}} 1"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
     }
 
     #[test]

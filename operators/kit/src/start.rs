@@ -1,5 +1,6 @@
 //! What every controller binary does around its controllers: logs (`--log-format`, `RUST_LOG`,
-//! `info` by default), a Kubernetes client from the environment, /metrics served (with the
+//! `info` by default), a Kubernetes client from the environment (rate-limited,
+//! [`crate::ratelimit`]), /metrics served (with the
 //! process's own figures, its build and whether it leads), the probes served (`--probe-addr`,
 //! [`crate::probes`]), leader election when asked (`--leader-elect`, [`crate::leader`]), and the
 //! graceful shutdown on SIGTERM or SIGINT: no new pass starts, the running ones finish, the
@@ -30,6 +31,9 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(20);
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// No kubeconfig or in-cluster configuration worked.
+    #[error("no Kubernetes configuration from the environment: {0}")]
+    Config(#[source] kube::config::InferConfigError),
+    /// The configuration found gave no client.
     #[error("no Kubernetes client from the environment: {0}")]
     Client(#[source] kube::Error),
     /// The metrics' serving certificate does not load.
@@ -89,6 +93,22 @@ pub struct ProcessFlags {
     /// How often every replica reads, and the leader renews, the Lease (Go duration).
     #[arg(long, default_value = "2s", value_parser = go_duration)]
     pub leader_elect_retry_period: Duration,
+    /// The namespaces watched, comma-separated: every watch, list and read of the controllers
+    /// stays in them. Empty: every namespace.
+    #[arg(long, env = "WATCH_NAMESPACES", default_value = "")]
+    pub watch_namespaces: String,
+    /// At most this many reconciles of one controller run at once (one object never has two).
+    #[arg(long, env = "CONCURRENCY", default_value_t = crate::scope::DEFAULT_CONCURRENCY,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Requests a second toward the apiserver, past the burst (client-go's QPS); 0, the default:
+    /// no client-side limit (the apiserver's API Priority and Fairness queues fairly).
+    #[arg(long, env = "KUBE_API_QPS", default_value_t = crate::ratelimit::DEFAULT_QPS)]
+    pub kube_api_qps: f64,
+    /// Requests toward the apiserver at once before --kube-api-qps holds them back.
+    #[arg(long, env = "KUBE_API_BURST", default_value_t = crate::ratelimit::DEFAULT_BURST,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub kube_api_burst: u32,
 }
 
 impl ProcessFlags {
@@ -100,6 +120,16 @@ impl ProcessFlags {
             self.leader_elect_retry_period,
         )
         .map_err(|e| format!("--leader-elect-*: {e}"))
+    }
+}
+
+impl ProcessFlags {
+    /// `--watch-namespaces` and `--concurrency`, if the namespaces are names.
+    pub fn scope(&self) -> Result<crate::scope::Scope, String> {
+        Ok(crate::scope::Scope {
+            namespaces: crate::scope::Namespaces::parse(&self.watch_namespaces)?,
+            concurrency: self.concurrency,
+        })
     }
 }
 
@@ -141,10 +171,17 @@ pub async fn client_and_metrics(
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let client = kube::Client::try_default()
-        .await
-        .map_err(StartError::Client)?;
+    let config = kube::Config::infer().await.map_err(StartError::Config)?;
     let metrics = Metrics::default();
+    let limiter = crate::ratelimit::Limiter::observed(
+        flags.kube_api_qps,
+        flags.kube_api_burst,
+        metrics.clone(),
+    );
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(StartError::Client)?
+        .with_layer(&crate::ratelimit::RateLimitLayer::new(limiter))
+        .build();
     let addr = metrics
         .clone()
         .spawn_server(metrics_addr, tls)
@@ -363,6 +400,29 @@ mod tests {
         assert_eq!(f.log_format, LogFormat::Text);
         assert_eq!(f.probe_addr, "0.0.0.0:8081".parse().expect("an address"));
         assert_eq!(f.timings(), Ok(Timings::DEFAULT));
+        assert_eq!(f.scope(), Ok(crate::scope::Scope::default()));
+        assert_eq!(f.kube_api_qps, crate::ratelimit::DEFAULT_QPS);
+        assert_eq!(f.kube_api_burst, crate::ratelimit::DEFAULT_BURST);
+    }
+
+    #[test]
+    fn the_scope_flags_parse_and_refuse_nonsense() {
+        let f = Flags::try_parse_from(["x", "--watch-namespaces", "b,a", "--concurrency", "4"])
+            .expect("parses")
+            .process;
+        let scope = f.scope().expect("a scope");
+        assert_eq!(scope.concurrency, 4);
+        assert!(scope.namespaces.watches("a") && !scope.namespaces.watches("c"));
+        let bad = Flags::try_parse_from(["x", "--watch-namespaces", "A/b"])
+            .expect("parses")
+            .process;
+        assert!(
+            bad.scope()
+                .expect_err("refused")
+                .contains("--watch-namespaces")
+        );
+        assert!(Flags::try_parse_from(["x", "--concurrency", "0"]).is_err());
+        assert!(Flags::try_parse_from(["x", "--kube-api-burst", "0"]).is_err());
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The watch a controller keeps of its own kind, holding no more than a pass reads.
+//! The watch a controller keeps of its own kind, holding no more than a pass reads, in the
+//! namespaces it works in ([`crate::scope`]).
 //!
 //! kube's `Controller::new` keeps every object as the apiserver sends it, `managedFields`
 //! included: one entry per field manager, each a tree of every field it set, often larger than
@@ -7,21 +8,62 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
-use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde::de::DeserializeOwned;
 
-/// A Controller of `K` over `api`, as `Controller::new(api, config)` but whose store holds each
-/// object without its `managedFields`.
-pub fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+use crate::scope::Scope;
+
+/// A Controller of `K` in the namespaces of `scope`, bounded by its concurrency, whose store
+/// holds each object without its `managedFields`.
+pub fn controller<K>(client: &kube::Client, scope: &Scope, config: watcher::Config) -> Controller<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let (reader, writer) = reflector::store();
-    let lean = watcher(api, config).modify(|o: &mut K| {
-        o.meta_mut().managed_fields = None;
-    });
+    let lean = scope
+        .namespaces
+        .watch(client, config, reader.clone(), |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+        });
     Controller::for_stream(reflector(writer, lean).applied_objects(), reader)
+        .with_config(scope.config())
+}
+
+/// A store of every `K` in the namespaces of `scope`, and the future that keeps it (run it for
+/// the life of the controller reading it; a failing watch is retried, backed off).
+pub fn store<K>(
+    client: &kube::Client,
+    scope: &Scope,
+    config: watcher::Config,
+) -> (
+    reflector::Store<K>,
+    impl std::future::Future<Output = ()> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    use futures::StreamExt;
+    let (reader, writer) = reflector::store();
+    let events = scope
+        .namespaces
+        .watch(client, config, reader.clone(), |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+        });
+    let kept = reflector(writer, events.default_backoff()).for_each(|_| async {});
+    (reader, kept)
 }

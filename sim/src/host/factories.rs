@@ -30,6 +30,7 @@ pub fn auth_controller_with_system_connection(namespace: &str, name: &str) -> Co
                 auth_controller::controller::Settings {
                     resync: Duration::from_secs(2),
                     system_connection: Some(connection),
+                    ..Default::default()
                 },
                 controller_kit::metrics::Metrics::default(),
             );
@@ -50,6 +51,7 @@ pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
                     jetstream_controller::controller::Settings {
                         // Short enough that a scenario sees drift corrected within its steps.
                         resync: Duration::from_secs(10),
+                        ..Default::default()
                     },
                     controller_kit::metrics::Metrics::default(),
                 );

@@ -19,7 +19,7 @@ const REFUSAL_TIMEOUT: Duration = Duration::from_secs(5);
 fn done(target: String) -> Done {
     Done {
         target: Some(target),
-        observed_at_ms: None,
+        ..Done::default()
     }
 }
 
@@ -118,6 +118,7 @@ async fn wait_disconnected(ctx: &StepContext, c: &str, timeout: Duration) -> Res
                 .unwrap_or_default()
         )),
         observed_at_ms: Some(at),
+        value: None,
     })
 }
 

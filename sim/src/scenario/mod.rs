@@ -11,8 +11,11 @@ mod auth_plane;
 mod auth_steps;
 mod clients;
 pub mod html;
+mod leaders;
+mod placement;
 mod report;
 mod run;
+mod status_steps;
 pub mod status_watch;
 mod steps;
 #[cfg(test)]
@@ -31,12 +34,16 @@ use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 use crate::traffic::{ConsumerSpec, PublisherSpec};
 
 pub use clients::{ClientDecl, ClientReport};
+pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
     set_judge_timings, step_figures, undrained_unless,
 };
 pub use run::{Progress, run};
+
+/// The `server` of a `wait_server_restarted` step that any server satisfies.
+pub const ANY_SERVER: &str = "any";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -141,6 +148,10 @@ pub struct TopologyDecl {
     pub auth_plane: Vec<String>,
     #[serde(default)]
     pub gateways: Option<GatewayDecl>,
+    /// Server tags per cluster of a sim topology (`c1: [region:east]`): every server of the
+    /// cluster carries them.
+    #[serde(default)]
+    pub server_tags: std::collections::BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub leafs: Vec<LeafSpecDecl>,
     #[serde(default)]
@@ -181,10 +192,14 @@ impl TopologyDecl {
     pub fn to_spec(&self) -> TopologySpec {
         let mut spec = TopologySpec::cluster(self.servers);
         spec.clusters = (1..=self.clusters)
-            .map(|i| ClusterSpec {
-                name: format!("c{i}"),
-                servers: self.servers,
-                tags: Vec::new(),
+            .map(|i| {
+                let name = format!("c{i}");
+                let tags = self.server_tags.get(&name).cloned().unwrap_or_default();
+                ClusterSpec {
+                    tags: vec![tags; self.servers],
+                    name,
+                    servers: self.servers,
+                }
             })
             .collect();
         spec.gateways = self.gateways.map(|g| match g {
@@ -225,6 +240,9 @@ pub struct StreamDecl {
     pub subjects: Vec<String>,
     #[serde(default = "one")]
     pub replicas: usize,
+    /// The NATS cluster its config's placement names (`c1`); none by default.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,6 +271,10 @@ pub struct Step {
     /// A figure this step records (see [`StepFigure`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figure: Option<StepFigure>,
+    /// On a `wait_status` step: how much the status field it read grew since the `wait_status`
+    /// step `since` read it, as a figure (a count, always judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_growth: Option<StepFigure>,
     #[serde(flatten)]
     pub action: Action,
 }
@@ -269,7 +291,7 @@ pub struct StepFigure {
 }
 
 /// What a step does. Servers are named (`c1-0`) or chosen: `stream-leader:<stream>`,
-/// `stream-follower:<stream>`, `meta-leader`, `last-faulted`.
+/// `stream-follower:<stream>`, `meta-leader`, `meta-follower:<cluster>`, `last-faulted`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
@@ -330,6 +352,18 @@ pub enum Action {
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
+    /// Waits until the server's process has exited by itself: a lame duck's end, once the
+    /// server closed its clients (sim topologies only).
+    WaitExited {
+        server: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// Counts, from the servers, how many of the workload's streams each server leads and
+    /// records the spread (most minus fewest) as figure `name` (see `leaders`).
+    RecordLeaderSpread {
+        name: String,
+    },
     // Steps on the host: its kube-apiserver and the controllers running against it (a scenario
     // with any of them runs on the local backend, see `Scenario::needs_host`).
     ApplyManifest {
@@ -365,9 +399,30 @@ pub enum Action {
     },
     /// Waits until the cluster controller has restarted server `server` (lame duck, then
     /// started under a new revision) since the scenario began: a step that follows a rollout.
+    /// `server: any` ([`ANY_SERVER`]) waits for the first server restarted, whichever it is: the
+    /// order of a rollout depends on which server leads the meta group, which is chance.
     WaitServerRestarted {
         server: String,
         #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
+    /// Waits until `status.<field>` of the object (a number, or a list's length; a dotted path
+    /// reaches deeper) meets `rule` (`">= 1"`); the value it read is the step's value.
+    WaitStatus {
+        object: String,
+        field: String,
+        rule: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// Waits until every stream of the workload's account (or each of `streams`) is led in NATS
+    /// cluster `cluster` with exactly its replicas, every one current: no move under way, none
+    /// left half done.
+    WaitStreamsSettled {
+        cluster: String,
+        #[serde(default)]
+        streams: Vec<String>,
+        #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
     // Steps on objects and on the clients of an auth plane (`auth_steps`).
@@ -432,6 +487,7 @@ impl Action {
                 | Action::KillLeader { .. }
                 | Action::ApplyNatsCluster { .. }
                 | Action::WaitServerRestarted { .. }
+                | Action::WaitStatus { .. }
                 | Action::Delete { .. }
                 | Action::WaitGone { .. }
                 | Action::WipeStatus { .. }
@@ -467,6 +523,10 @@ impl Action {
             Action::WaitMetaLeader { .. } => "wait for a meta leader with all peers".into(),
             Action::WaitStreamLeader { stream, .. } => format!("wait for a leader of {stream}"),
             Action::WaitHealthz { .. } => "wait for healthz on every server".into(),
+            Action::WaitExited { server, .. } => format!("wait until {server} exited"),
+            Action::RecordLeaderSpread { name } => {
+                format!("count the stream leaders per server as {name}")
+            }
             Action::ApplyManifest { path } => format!("apply manifest {path}"),
             Action::Annotate { object, annotation } => format!("annotate {object} {annotation}"),
             Action::WaitCondition {
@@ -483,9 +543,24 @@ impl Action {
                 format!("kill the leading replica of controller {controller}")
             }
             Action::ApplyNatsCluster { path, .. } => format!("apply NatsCluster manifest {path}"),
+            Action::WaitServerRestarted { server, .. } if server == ANY_SERVER => {
+                "wait until the controller restarted a server".to_string()
+            }
             Action::WaitServerRestarted { server, .. } => {
                 format!("wait until the controller restarted {server}")
             }
+            Action::WaitStatus {
+                object,
+                field,
+                rule,
+                ..
+            } => format!("wait until {object} status.{field} {rule}"),
+            Action::WaitStreamsSettled {
+                cluster, streams, ..
+            } if streams.is_empty() => format!("wait until every stream is settled in {cluster}"),
+            Action::WaitStreamsSettled {
+                cluster, streams, ..
+            } => format!("wait until {} is settled in {cluster}", streams.join(", ")),
             Action::Delete { object } => format!("delete {object}"),
             Action::WaitGone { object, .. } => format!("wait until {object} is gone"),
             Action::WipeStatus { object } => format!("wipe the status of {object}"),

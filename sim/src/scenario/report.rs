@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::clients::ClientReport;
+use super::leaders::LeaderCount;
 use super::status_watch::StatusChange;
 use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
@@ -144,6 +145,9 @@ pub struct StepOutcome {
     /// when the server closed the connection), in ms since the run began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at_ms: Option<u64>,
+    /// The value the step read, where it reads one (`wait_status`: the status field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
 }
 
 impl StepOutcome {
@@ -187,25 +191,11 @@ pub fn judge_step_figures(scenario: &Scenario, report: &mut Report, judge_timing
         }
         let Some(actual) = report.step_figures.get(k).copied() else {
             if judge_timings {
-                report.failures.push(format!(
-                    "expectation {k} {rule_text}: the figure was not recorded"
-                ));
+                report.not_recorded(k, rule_text);
             }
             continue;
         };
-        let ok = rule.holds(actual);
-        if !ok && judge_timings {
-            report
-                .failures
-                .push(format!("expectation {k} {rule_text} not met: {actual}"));
-        }
-        report.expectations.push(ExpectationOutcome {
-            figure: k.clone(),
-            rule: rule_text.clone(),
-            actual,
-            ok,
-            judged: judge_timings,
-        });
+        report.judge(k, rule_text, rule, actual, judge_timings);
     }
 }
 
@@ -299,6 +289,9 @@ pub struct Report {
     /// The figures the steps recorded (`figure:` on a step), in ms: timings.
     #[serde(default)]
     pub step_figures: BTreeMap<String, u64>,
+    /// The counts the steps recorded (`status_growth:` on a `wait_status` step): always judged.
+    #[serde(default)]
+    pub status_figures: BTreeMap<String, u64>,
     /// Every client of `clients:`: what it published and when the server closed it.
     #[serde(default)]
     pub clients: Vec<ClientReport>,
@@ -317,6 +310,10 @@ pub struct Report {
     /// server it stepped, each removal's phase), at each change.
     #[serde(default)]
     pub cluster_status: Vec<StatusChange>,
+    /// Stream leaders per server, counted from the servers: by each `record_leader_spread`
+    /// step, and at the end of the run where an expectation names `stream_leader_spread`.
+    #[serde(default)]
+    pub stream_leaders: Vec<LeaderCount>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -361,6 +358,37 @@ pub fn rollout_steps(log: &[(u64, String, crate::local::LocalEvent)]) -> Vec<Rol
 }
 
 impl Report {
+    /// Records one expectation's outcome: a failure where it is judged and not met.
+    pub(super) fn judge(
+        &mut self,
+        figure: &str,
+        rule_text: &str,
+        rule: Rule,
+        actual: u64,
+        judged: bool,
+    ) {
+        let ok = rule.holds(actual);
+        if !ok && judged {
+            self.failures.push(format!(
+                "expectation {figure} {rule_text} not met: {actual}"
+            ));
+        }
+        self.expectations.push(ExpectationOutcome {
+            figure: figure.to_string(),
+            rule: rule_text.to_string(),
+            actual,
+            ok,
+            judged,
+        });
+    }
+
+    /// An expectation whose figure was not recorded: a failure of the run.
+    pub(super) fn not_recorded(&mut self, figure: &str, rule_text: &str) {
+        self.failures.push(format!(
+            "expectation {figure} {rule_text}: the figure was not recorded"
+        ));
+    }
+
     /// The human summary.
     pub fn summary(&self) -> String {
         let f = &self.figures;
@@ -395,8 +423,24 @@ impl Report {
                 .collect();
             s.push_str(&format!("  figures from steps (ms): {}\n", list.join(", ")));
         }
+        if !self.status_figures.is_empty() {
+            let list: Vec<String> = self
+                .status_figures
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            s.push_str(&format!("  counts from steps: {}\n", list.join(", ")));
+        }
         for c in &self.clients {
             s.push_str(&format!("  {}\n", c.summary()));
+        }
+        for c in &self.stream_leaders {
+            s.push_str(&format!(
+                "  stream leaders ({}, at {:.1} s): {}\n",
+                c.figure,
+                c.at_ms as f64 / 1000.0,
+                c.describe()
+            ));
         }
         for e in &self.expectations {
             s.push_str(&format!(
@@ -559,10 +603,12 @@ pub(super) fn finish(
         meta_leader_at_start: None,
         rollout_steps: Vec::new(),
         step_figures: BTreeMap::new(),
+        status_figures: BTreeMap::new(),
         clients: Vec::new(),
         max_ack_gap: max_ack_gap(&events),
         servers: Vec::new(),
         controller_events: Vec::new(),
         cluster_status: Vec::new(),
+        stream_leaders: Vec::new(),
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
+use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
 use super::report::{finish, judge_step_figures};
+use super::status_steps::{judge_counts, status_figures};
 use super::status_watch::StatusWatch;
 use super::steps::{Deployed, StepContext, run_step};
 use super::timeline::{
@@ -15,7 +17,7 @@ use super::timeline::{
 };
 use super::workload::Traffic;
 use super::{
-    ExpectationOutcome, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
+    Action, LeaderCount, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
     clients, default_cluster_wait, judges_timings, manifest_path, rollout_figure, rollout_steps,
     step_figures,
 };
@@ -66,6 +68,7 @@ pub async fn run(
     };
     let mut ctx = StepContext {
         host: run.start_host(backend).await?,
+        streams: scenario.stream_names(),
         ..StepContext::default()
     };
     let Deployment {
@@ -97,6 +100,9 @@ pub async fn run(
     let drained = traffic
         .finish(&run.ledger, run.progress, &mut failures)
         .await;
+    let stream_leaders = run
+        .stream_leaders(&deployed, &mut ctx, &steps, &mut failures)
+        .await;
     let cluster_status = status_watch.map(|w| w.stop()).unwrap_or_default();
     let mut client_reports = Vec::new();
     for (_, c) in std::mem::take(&mut ctx.clients) {
@@ -122,6 +128,7 @@ pub async fn run(
     report.meta_leader_at_start = Some(meta);
     report.rollout_steps = rollout_steps(&log);
     report.step_figures = step_figures(&scenario.steps, &report.steps);
+    report.status_figures = status_figures(&scenario.steps, &report.steps);
     report.clients = client_reports;
     servers.extend(server_events_of_steps(&scenario.steps, &report.steps));
     // Servers the sim started itself (no lifecycle saw them start) are up once deployed.
@@ -134,8 +141,11 @@ pub async fn run(
     report.servers = servers;
     report.controller_events = controller_events;
     report.cluster_status = cluster_status;
+    report.stream_leaders = stream_leaders;
     judge_step_figures(scenario, &mut report, judges_timings());
+    judge_leader_expectations(scenario, &mut report);
     judge_rollout_expectations(scenario, &mut report);
+    judge_counts(scenario, &mut report);
     report.passed = report.failures.is_empty();
     Ok(report)
 }
@@ -168,6 +178,37 @@ impl Run<'_, '_> {
             name: name.clone(),
             source,
         }
+    }
+
+    /// The stream leaders the `record_leader_spread` steps counted (each at its completion),
+    /// then, where an expectation names `stream_leader_spread`, those counted now: the end of
+    /// the run.
+    async fn stream_leaders(
+        &mut self,
+        deployed: &Deployed,
+        ctx: &mut StepContext,
+        outcomes: &[StepOutcome],
+        failures: &mut Vec<String>,
+    ) -> Vec<LeaderCount> {
+        let mut out = Vec::new();
+        for (step, o) in self.scenario.steps.iter().zip(outcomes) {
+            if let Action::RecordLeaderSpread { name } = &step.action
+                && let Some(counted) = ctx.leader_counts.remove(name)
+            {
+                out.push(LeaderCount::new(name, o.done_at_ms(), counted));
+            }
+        }
+        if self.scenario.expect.contains_key(END_SPREAD) {
+            match count_stream_leaders(deployed.dep(), &ctx.streams).await {
+                Ok(counted) => {
+                    let c = LeaderCount::new(END_SPREAD, self.ledger.now_ms(), counted);
+                    self.say(&format!("stream leaders at the end: {}", c.describe()));
+                    out.push(c);
+                }
+                Err(e) => failures.push(format!("{END_SPREAD}: {e}")),
+            }
+        }
+        out
     }
 
     /// The Events the controllers published during the run, when there is a host.
@@ -359,6 +400,12 @@ impl Run<'_, '_> {
             "servers".into(),
             serde_json::to_string(&deployed.dep().client_urls()).unwrap_or_default(),
         );
+        if let Some(urls) = system_urls(self.scenario, deployed) {
+            ctx.vars.insert(
+                "sys_servers".into(),
+                serde_json::to_string(&urls).unwrap_or_default(),
+            );
+        }
         let meta = deployed
             .dep()
             .meta_leader(Duration::from_secs(30))
@@ -476,9 +523,9 @@ impl Run<'_, '_> {
             .step(format!("step {}: {}", i + 1, step.action.describe()));
         let result = run_step(deployed, &step.action, last_faulted, ctx).await;
         let took = self.ledger.now_ms() - t0;
-        let (ok, target, observed_at_ms, error) = match result {
-            Ok(d) => (true, d.target, d.observed_at_ms, None),
-            Err(e) => (false, None, None, Some(e)),
+        let (ok, target, observed_at_ms, value, error) = match result {
+            Ok(d) => (true, d.target, d.observed_at_ms, d.value, None),
+            Err(e) => (false, None, None, None, Some(e)),
         };
         (self.progress)(&line(
             t0,
@@ -508,6 +555,7 @@ impl Run<'_, '_> {
             took_ms: took,
             id: step.id.clone(),
             observed_at_ms,
+            value,
         }
     }
 }
@@ -556,18 +604,24 @@ fn judge_rollout_expectations(scenario: &Scenario, report: &mut Report) {
         let (Some(actual), Ok(rule)) = (rollout_figure(report, k), Rule::parse(rule_text)) else {
             continue;
         };
-        let ok = rule.holds(actual);
-        if !ok {
-            report
-                .failures
-                .push(format!("expectation {k} {rule_text} not met: {actual}"));
-        }
-        report.expectations.push(ExpectationOutcome {
-            figure: k.clone(),
-            rule: rule_text.clone(),
-            actual,
-            ok,
-            judged: true,
-        });
+        report.judge(k, rule_text, rule, actual, true);
     }
+}
+
+/// The client URLs as the system user of a sim topology's config accounts (`${sys_servers}`:
+/// what a NatsConnection of an evacuation or balancer names); None for other topologies.
+fn system_urls(scenario: &Scenario, deployed: &Deployed) -> Option<Vec<String>> {
+    let t = &scenario.topology;
+    let accounts = t.trust.is_none()
+        && t.nats_clusters.is_empty()
+        && t.to_spec().auth == crate::topology::Auth::Accounts;
+    accounts.then(|| {
+        let (user, password) = crate::topology::SYS_USER;
+        deployed
+            .dep()
+            .client_urls()
+            .iter()
+            .map(|u| u.replacen("nats://", &format!("nats://{user}:{password}@"), 1))
+            .collect()
+    })
 }

@@ -70,6 +70,10 @@ pub(super) struct StepContext {
     pub(super) account_keys: BTreeMap<String, String>,
     /// Per account key, the sim servers whose resolver directory held its JWT then.
     pub(super) resolver_held: BTreeMap<String, BTreeSet<String>>,
+    /// The workload's streams: what `record_leader_spread` counts the leaders of.
+    pub(super) streams: Vec<String>,
+    /// What each `record_leader_spread` step counted, by its name: stream leaders per server.
+    pub(super) leader_counts: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl StepContext {
@@ -142,6 +146,13 @@ pub(super) async fn resolve(
             .await
             .map_err(|e| e.to_string());
     }
+    if let Some(cluster) = selector.strip_prefix("meta-follower:") {
+        let leader = dep
+            .meta_leader(Duration::from_secs(30))
+            .await
+            .map_err(|e| e.to_string())?;
+        return super::placement::meta_follower(&dep.server_names(), cluster, &leader);
+    }
     if let Some(stream) = selector.strip_prefix("stream-follower:") {
         let leader = dep
             .stream_leader(stream, Duration::from_secs(30))
@@ -159,12 +170,13 @@ pub(super) async fn resolve(
     Err(format!("no server matches {selector:?}"))
 }
 
-/// What a step did: the server or object it acted on, and when what it waited for happened
-/// (ms since the run began), where it can tell.
+/// What a step did: the server or object it acted on, when what it waited for happened
+/// (ms since the run began), where it can tell, and the value it read (`wait_status`).
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Done {
     pub(super) target: Option<String>,
     pub(super) observed_at_ms: Option<u64>,
+    pub(super) value: Option<u64>,
 }
 
 /// Carries out one step.
@@ -184,11 +196,19 @@ pub(super) async fn run_step(
         | Action::WaitAccountAbsent { .. } => {
             super::auth_steps::run(deployed, action, last_faulted, ctx).await
         }
+        Action::WaitStatus { .. } => super::status_steps::run(action, ctx).await,
+        Action::WaitStreamsSettled {
+            cluster,
+            streams,
+            timeout,
+        } => {
+            super::placement::wait_streams_settled(deployed.dep(), cluster, streams, *timeout).await
+        }
         _ => run_server_step(deployed.dep_mut(), action, last_faulted, ctx)
             .await
             .map(|target| Done {
                 target,
-                observed_at_ms: None,
+                ..Done::default()
             }),
     }
 }
@@ -215,7 +235,14 @@ async fn run_server_step(
         | Action::RestoreLeaf { .. }
         | Action::WaitMetaLeader { .. }
         | Action::WaitStreamLeader { .. }
-        | Action::WaitHealthz { .. } => deployment_step(dep, action, last_faulted).await,
+        | Action::WaitHealthz { .. }
+        | Action::WaitExited { .. } => deployment_step(dep, action, last_faulted).await,
+        Action::RecordLeaderSpread { name } => {
+            let counted = super::leaders::count_stream_leaders(dep, &ctx.streams).await?;
+            let said = super::LeaderCount::new(name, 0, counted.clone()).describe();
+            ctx.leader_counts.insert(name.clone(), counted);
+            Ok(Some(said))
+        }
         Action::ApplyManifest { .. }
         | Action::ApplyNatsCluster { .. }
         | Action::WaitServerRestarted { .. }
@@ -229,7 +256,9 @@ async fn run_server_step(
         | Action::WaitDisconnected { .. }
         | Action::ExpectRefused { .. }
         | Action::ExpectJwtRevokes { .. }
-        | Action::WaitAccountAbsent { .. } => not_a_server_step(action),
+        | Action::WaitAccountAbsent { .. }
+        | Action::WaitStatus { .. }
+        | Action::WaitStreamsSettled { .. } => not_a_server_step(action),
     }
 }
 
@@ -318,6 +347,13 @@ async fn deployment_step(
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(None)
+        }
+        Action::WaitExited { server, timeout } => {
+            let s = resolve(dep, server, last_faulted).await?;
+            dep.wait_exited(&s, *timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Some(s))
         }
         _ => not_a_server_step(action),
     }
@@ -423,11 +459,10 @@ async fn wait_server_restarted(host: &Host, server: &str, timeout: Duration) -> 
         &format!("the controller restarting {server}"),
         timeout,
         || async {
-            let done = host
-                .lifecycle()
-                .events()
-                .iter()
-                .any(|e| e.server == server && e.event == LocalEvent::Restarted);
+            let done = host.lifecycle().events().iter().any(|e| {
+                (server == super::ANY_SERVER || e.server == server)
+                    && e.event == LocalEvent::Restarted
+            });
             if done {
                 Ok(Some(()))
             } else {

@@ -295,6 +295,7 @@ fn a_step_figure_runs_from_the_completion_of_its_since_step_to_what_the_step_obs
             took_ms,
             id: s.steps[index].id.clone(),
             observed_at_ms: observed,
+            value: None,
         };
     let mut out: Vec<StepOutcome> = (0..s.steps.len())
         .map(|i| outcome(i, 1000, 0, None, true))

@@ -311,6 +311,7 @@ mod tests {
             took_ms,
             id: None,
             observed_at_ms: None,
+            value: None,
         }
     }
 

@@ -12,15 +12,19 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.validate_steps()?;
         let step_figures = self.step_figure_names();
+        self.validate_status_steps(&step_figures)?;
         for (k, v) in &self.expect {
             if figure(&Figures::default(), k).is_none()
                 && !ROLLOUT_FIGURES.contains(&k.as_str())
                 && !step_figures.contains(k.as_str())
+                && !self.is_leader_figure(k)
+                && !self.is_count_figure(k)
             {
                 return Err(self.invalid(format!("expectation on unknown figure {k:?}")));
             }
             Rule::parse(v).map_err(|e| self.invalid(format!("expectation {k}: {e}")))?;
         }
+        self.validate_leader_spreads()?;
         self.validate_topology()?;
         if let Some(c) = &self.controllers {
             let known = crate::host::controllers();
@@ -71,6 +75,27 @@ impl Scenario {
         Ok(())
     }
 
+    /// Every `record_leader_spread` name its own, not another figure's; leaders counted only
+    /// where the workload has streams.
+    fn validate_leader_spreads(&self) -> Result<(), ScenarioError> {
+        let mut names = BTreeSet::new();
+        for name in self.leader_spread_names() {
+            let taken = figure(&Figures::default(), name).is_some()
+                || ROLLOUT_FIGURES.contains(&name)
+                || LEADER_FIGURES.contains(&name);
+            if taken || !names.insert(name) {
+                return Err(self.invalid(format!("figure name {name:?} is taken")));
+            }
+        }
+        let counts = !names.is_empty() || self.expect.contains_key(super::leaders::END_SPREAD);
+        if counts && self.workload.streams.is_empty() {
+            return Err(self.invalid(
+                "stream leaders are counted over the workload's streams, and it has none".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The names of the figures the steps record.
     pub fn step_figure_names(&self) -> BTreeSet<&str> {
         self.steps
@@ -101,7 +126,8 @@ impl Scenario {
                     )));
                 }
                 let taken = figure(&Figures::default(), &f.name).is_some()
-                    || ROLLOUT_FIGURES.contains(&f.name.as_str());
+                    || ROLLOUT_FIGURES.contains(&f.name.as_str())
+                    || self.is_leader_figure(&f.name);
                 if taken || !figures.insert(&f.name) {
                     return Err(self.invalid(format!("figure name {:?} is taken", f.name)));
                 }

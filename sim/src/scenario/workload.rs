@@ -152,6 +152,10 @@ async fn create_stream(
         subjects: st.subjects.clone(),
         num_replicas: st.replicas,
         duplicate_window: Duration::from_secs(120),
+        placement: st.cluster.as_ref().map(|c| jetstream::stream::Placement {
+            cluster: Some(c.clone()),
+            ..Default::default()
+        }),
         ..Default::default()
     };
     crate::wait::poll(

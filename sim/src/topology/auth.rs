@@ -12,6 +12,9 @@ pub const APP_USER: (&str, &str) = ("app", "app");
 /// The application account's name in [`Auth::Accounts`] mode.
 pub const APP_ACCOUNT: &str = "APP";
 
+/// The `$JS.API` stepdowns APP exports to SYS in [`Auth::Accounts`] mode.
+const STEPDOWNS: [&str; 2] = ["STREAM.LEADER.STEPDOWN.*", "CONSUMER.LEADER.STEPDOWN.*.*"];
+
 /// What a server's config ends with (its `extra`): in operator mode the resolver over the
 /// server's own `dir/jwt`, then the auth block of `spec.auth`, then `spec.extra_config`.
 pub(super) fn server_extra(spec: &TopologySpec, server_dir: &Path) -> String {
@@ -25,9 +28,28 @@ pub(super) fn server_extra(spec: &TopologySpec, server_dir: &Path) -> String {
 fn render_auth(auth: &Auth) -> String {
     match auth {
         Auth::None => String::new(),
+        // APP exports its stream and consumer leader stepdowns and SYS imports them under
+        // `$JS.APP.API` — the auth plane's jetstream-stepdown export, as the system balancer
+        // reaches an account's leaders.
         Auth::Accounts => format!(
-            "accounts {{\n  SYS: {{ users: [{{ user: \"{}\", password: \"{}\" }}] }}\n  {APP_ACCOUNT}: {{ jetstream: enabled, users: [{{ user: \"{}\", password: \"{}\" }}] }}\n}}\nsystem_account: SYS\nno_auth_user: \"{}\"\n",
-            SYS_USER.0, SYS_USER.1, APP_USER.0, APP_USER.1, APP_USER.0
+            "accounts {{\n  SYS: {{ users: [{{ user: \"{}\", password: \"{}\" }}], imports: [{}] }}\n  {APP_ACCOUNT}: {{ jetstream: enabled, users: [{{ user: \"{}\", password: \"{}\" }}], exports: [{}] }}\n}}\nsystem_account: SYS\nno_auth_user: \"{}\"\n",
+            SYS_USER.0,
+            SYS_USER.1,
+            STEPDOWNS
+                .iter()
+                .map(|s| format!(
+                    "{{ service: {{ account: {APP_ACCOUNT}, subject: \"$JS.API.{s}\" }}, to: \"$JS.{APP_ACCOUNT}.API.{s}\" }}"
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            APP_USER.0,
+            APP_USER.1,
+            STEPDOWNS
+                .iter()
+                .map(|s| format!("{{ service: \"$JS.API.{s}\" }}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            APP_USER.0
         ),
         Auth::Operator(op) => {
             let mut s = format!(

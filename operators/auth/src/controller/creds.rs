@@ -86,6 +86,16 @@ pub(crate) async fn write_creds(
             };
             api.create(&params, &body).await.map(|_| ())
         }
+        Some(found)
+            if found
+                .data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .is_some_and(|held| held.0 == creds) =>
+        {
+            // The creds there already: a replace would change nothing.
+            Ok(())
+        }
         Some(found) => {
             let mut body = found.clone();
             // The server keeps the field owners of before (a request carrying them would reset them).

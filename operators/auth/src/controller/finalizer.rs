@@ -56,6 +56,15 @@ where
         ctx.shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
     );
+    // The object as the finalizer write left it is a version this pass works from: its
+    // watch event is an echo ([`controller_kit::echoes`]).
+    let read_at = obj.meta().resource_version.clone();
+    let apply = move |o: Arc<K>| {
+        if o.meta().resource_version != read_at {
+            ctx.shared.echoes.worked_from(&*o);
+        }
+        apply(o)
+    };
     match finalizer::reconcile(&api, FINALIZER, obj, wants, apply, cleanup).await {
         Err(Error::Finalizer(e)) if stale(&e) => {
             tracing::debug!(error = %e, "finalizer write was stale; looking again");

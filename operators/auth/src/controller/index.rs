@@ -9,13 +9,25 @@
 //! the store, then hands the applied objects to `Controller::for_stream`, so the controller and
 //! the index share one watch and one store. The grants have no controller; their watch is driven
 //! by [`follow`]. Every event that changes a store (an object applied or deleted, a relist done)
-//! then wakes every controller that depends on that kind ([`Index::wakes`]: each of its objects
-//! is reconciled, as every change of a kind always did), so a wake always finds the store
-//! holding the change that caused it. No pass runs before every store has had its first list
+//! then wakes the controllers that depend on that kind, after the store took it in, so a wake
+//! always finds the store holding the change that caused it: every object of theirs
+//! ([`Index::wakes`]), or only those the changed object concerns ([`Index::changes`], each
+//! change naming its object; [`super::wakes`] says which). No pass runs before every store has had its first list
 //! ([`Index::ready`], awaited before each pass): a store still empty would read as "no grant",
 //! "no user". That wait is on a signal of the feed's own, set once the first list is in the
 //! store: the store's `wait_until_ready` wakes only the last of several waiters, and its
 //! Controller's runner is one already.
+//!
+//! # Under `--watch-namespaces`
+//!
+//! Each store still has one writer, fed by one watch per listed namespace merged into the
+//! events of a single watch ([`controller_kit::scope`]): one `InitDone`, once every namespace
+//! has listed, so `listed` (and [`Index::ready`]) still means "no namespace missing", and a
+//! later relist of one namespace comes as applies and deletes, each a wake. Chosen over one
+//! store per namespace, which every question here (grants of a target's namespace, users of an
+//! account in another) would have to ask of each in turn, and over one Controller per
+//! namespace, whose wakes would cross controllers. A namespace not listed has nothing in the
+//! index: a reference into it reads as absent, and nothing there is read or written.
 //!
 //! # Questions
 //!
@@ -73,23 +85,29 @@
 //!   account JWT: the store moves forward, so no pass signs from an older record than an earlier
 //!   pass did; an entry not yet seen is signed on its wake.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::scope::Namespaces;
 use futures::{Stream, StreamExt};
-use kube::api::Api;
+use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{AccountKind, NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
 use nats_api::nats::NatsReferenceGrant;
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use super::error::Error;
-use super::refs::{account_of, operator_of};
+use super::refs::{account_of, operator_of, operator_of_system_account};
+use super::wakes::{self, Change, Touch};
 use crate::grants::{self, Referrer, Target};
+
+/// The changes a kind's broadcast holds for a slow receiver before it lags.
+pub(crate) const CHANGES: usize = 4096;
 
 /// A kind the index watches; a controller wakes on the kinds its passes read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +134,8 @@ struct Signals {
     kind: Kind,
     /// Moves on every change the store took in: a wake is a counter that moved.
     changed: Arc<watch::Sender<u64>>,
+    /// Each change, saying which object it was ([`super::wakes`]).
+    changes: broadcast::Sender<Change>,
     /// True once the store has had its first list. Not the store's own `wait_until_ready`: that
     /// keeps the waker of one waiter only (its Controller's runner), and a second waiter, such as
     /// a pass, takes it over, so one of them would never wake.
@@ -135,45 +155,64 @@ pub(crate) struct Feeds {
 pub(crate) struct Feed<K: Resource<DynamicType = ()> + Clone + 'static> {
     writer: Writer<K>,
     changed: Arc<watch::Sender<u64>>,
+    changes: broadcast::Sender<Change>,
     listed: watch::Sender<bool>,
+    /// What a change of one `K` says to the kinds that read it.
+    touch: fn(&K) -> Touch,
 }
 
 /// The bounds of a kind the index watches.
 pub(crate) trait Watched:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<K> Watched for K where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
 {
 }
 
-fn feed<K: Watched>(kind: Kind) -> (Store<K>, Feed<K>, Signals) {
+fn feed<K: Watched>(kind: Kind, touch: fn(&K) -> Touch) -> (Store<K>, Feed<K>, Signals) {
     let (store, writer) = reflector::store();
     let changed = Arc::new(watch::channel(0u64).0);
+    let (changes, _) = broadcast::channel(CHANGES);
     let (listed, listed_rx) = watch::channel(false);
     let signals = Signals {
         kind,
         changed: changed.clone(),
+        changes: changes.clone(),
         listed: listed_rx,
     };
     let feed = Feed {
         writer,
         changed,
+        changes,
         listed,
+        touch,
     };
     (store, feed, signals)
 }
 
 /// An empty index and the feeds that fill it.
 pub(crate) fn new() -> (Index, Feeds) {
-    let (operators, operators_feed, operators_signals) = feed(Kind::Operator);
+    let (operators, operators_feed, operators_signals) = feed(Kind::Operator, Touch::plain);
     let (system_accounts, system_accounts_feed, system_accounts_signals) =
-        feed(Kind::SystemAccount);
-    let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account);
-    let (users, users_feed, users_signals) = feed(Kind::User);
-    let (grants, grants_feed, grants_signals) = feed(Kind::Grant);
+        feed(Kind::SystemAccount, wakes::system_account_touch);
+    let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account, wakes::account_touch);
+    let (users, users_feed, users_signals) = feed(Kind::User, wakes::user_touch);
+    let (grants, grants_feed, grants_signals) = feed(Kind::Grant, Touch::plain);
     let index = Index {
         operators,
         system_accounts,
@@ -217,29 +256,66 @@ impl<K: Watched> Feed<K> {
         self.writer.as_reader()
     }
 
-    /// The watch of every `K`, each event applied to the store and then waking the controllers
-    /// of the kinds that read `K` (a first list done also says the store is listed), as the
-    /// stream of events.
+    /// The watch of every `K` in `namespaces`, each event applied to the store and then waking
+    /// the controllers of the kinds that read `K` (a first list done also says the store is
+    /// listed), as the stream of events. Over several namespaces it is one watch's events
+    /// ([`controller_kit::scope`]): one `InitDone`, once every namespace is listed, so `listed`
+    /// keeps its meaning (no pass reads a store missing a namespace), and a later relist of
+    /// one namespace comes as applies and deletes, each a wake.
     fn events(
         self,
         client: kube::Client,
-    ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> {
-        self.apply(watcher(Api::<K>::all(client), watcher::Config::default()))
+        namespaces: &Namespaces,
+    ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K> {
+        // No pass reads managedFields (each reads its own object fresh, and a question of the
+        // index asks of specs and statuses): the store keeps objects without them, as the kit's
+        // own watches do ([`controller_kit::watch`]). With a finalizer and a status apply, a
+        // NatsUser's entries were most of what 1,000 of them cost in memory.
+        let events = namespaces.watch(
+            &client,
+            watcher::Config::default(),
+            self.writer.as_reader(),
+            |o: &mut K| {
+                o.meta_mut().managed_fields = None;
+            },
+        );
+        self.apply(events)
     }
 
-    /// `events` applied to the store, then moving the signals.
+    /// `events` applied to the store, then moving the signals: the counter on every change,
+    /// and on the broadcast the object each change was ([`Touched`]), or that the kind was
+    /// listed again ([`Change::Relisted`]). Whether an object's digest changed is judged against
+    /// the last event of the same object this feed saw.
     fn apply(
         self,
         events: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
     ) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> {
-        let (changed, listed) = (self.changed, self.listed);
+        let (changed, listed, changes, touch) =
+            (self.changed, self.listed, self.changes, self.touch);
+        let reader = self.writer.as_reader();
+        let mut digests: HashMap<ObjectRef<K>, u64> = HashMap::new();
         reflector::reflector(self.writer, events).inspect(move |event| match event {
             Ok(watcher::Event::InitDone) => {
+                digests = reader
+                    .state()
+                    .iter()
+                    .map(|o| (ObjectRef::from_obj(&**o), touch(o).digest))
+                    .collect();
                 listed.send_replace(true);
                 changed.send_modify(|n| *n = n.wrapping_add(1));
+                let _ = changes.send(Change::Relisted);
             }
-            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+            Ok(watcher::Event::Apply(o)) => {
+                let t = touch(o);
+                let was = digests.insert(ObjectRef::from_obj(o), t.digest);
                 changed.send_modify(|n| *n = n.wrapping_add(1));
+                let changed_digest = was != Some(t.digest);
+                let _ = changes.send(Change::Touched(t.touched(o, changed_digest)));
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                digests.remove(&ObjectRef::from_obj(o));
+                changed.send_modify(|n| *n = n.wrapping_add(1));
+                let _ = changes.send(Change::Touched(touch(o).touched(o, true)));
             }
             _ => {}
         })
@@ -249,15 +325,20 @@ impl<K: Watched> Feed<K> {
     pub fn trigger(
         self,
         client: kube::Client,
+        namespaces: &Namespaces,
     ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static {
-        self.events(client).applied_objects()
+        self.events(client, namespaces).applied_objects()
     }
 }
 
 /// Drives the watch of a kind no controller owns (the grants) for the life of the process.
-pub(crate) async fn follow<K: Watched>(feed: Feed<K>, client: kube::Client) {
+pub(crate) async fn follow<K: Watched>(
+    feed: Feed<K>,
+    client: kube::Client,
+    namespaces: Namespaces,
+) {
     let kind = K::kind(&()).to_string();
-    feed.events(client)
+    feed.events(client, &namespaces)
         .default_backoff()
         .for_each(|event| {
             if let Err(e) = event {
@@ -327,6 +408,15 @@ impl Index {
         })
     }
 
+    /// The changes of `kind`, each naming its object ([`super::wakes`]). A receiver that falls
+    /// more than [`CHANGES`] behind is told it lagged, and must take it as "anything changed".
+    pub fn changes(&self, kind: Kind) -> Option<broadcast::Receiver<Change>> {
+        self.signals
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|s| s.changes.subscribe())
+    }
+
     /// NatsOperator `namespace`/`name`.
     pub fn operator(&self, namespace: &str, name: &str) -> Option<Arc<NatsOperator>> {
         named(&self.operators, namespace, name)
@@ -346,6 +436,14 @@ impl Index {
     pub fn accounts_of(&self, namespace: &str, name: &str) -> Vec<Arc<NatsAccount>> {
         listed(&self.accounts, |a| {
             let (ns, n) = operator_of(a);
+            ns == namespace && n == name
+        })
+    }
+
+    /// Every NatsSystemAccount of NatsOperator `namespace`/`name`.
+    pub fn system_accounts_of(&self, namespace: &str, name: &str) -> Vec<Arc<NatsSystemAccount>> {
+        listed(&self.system_accounts, |a| {
+            let (ns, n) = operator_of_system_account(a);
             ns == namespace && n == name
         })
     }
@@ -381,6 +479,29 @@ impl Index {
         ns == op_ns
             || grants::account_admission(&ns, &op_ns, &op_name, &self.grants_in(&op_ns)).is_ok()
     }
+}
+
+/// Fills `feed`'s store with a first list of `objects` (for the tests of other modules).
+#[cfg(test)]
+pub(crate) async fn listed_with<K: Watched>(feed: Feed<K>, objects: Vec<K>) {
+    let mut events = vec![Ok(watcher::Event::Init)];
+    events.extend(
+        objects
+            .into_iter()
+            .map(|o| Ok(watcher::Event::InitApply(o))),
+    );
+    events.push(Ok(watcher::Event::InitDone));
+    feed.apply(futures::stream::iter(events))
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// Applies `events` through `feed` (for the tests of other modules).
+#[cfg(test)]
+pub(crate) async fn applied<K: Watched>(feed: Feed<K>, events: Vec<watcher::Event<K>>) {
+    feed.apply(futures::stream::iter(events.into_iter().map(Ok)))
+        .for_each(|_| futures::future::ready(()))
+        .await;
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ mod system_account;
 mod time;
 mod trust;
 mod user;
+mod wakes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -65,6 +66,8 @@ pub struct Settings {
     /// The NatsConnection (namespace, name) JWTs are pushed over; `None`: nothing is pushed and
     /// every account and user reads Distributed False, reason NoSystemConnection.
     pub system_connection: Option<SystemConnection>,
+    /// `--watch-namespaces` and `--concurrency`.
+    pub scope: controller_kit::scope::Scope,
 }
 
 impl Default for Settings {
@@ -72,6 +75,7 @@ impl Default for Settings {
         Self {
             resync: DEFAULT_RESYNC,
             system_connection: None,
+            scope: controller_kit::scope::Scope::default(),
         }
     }
 }
@@ -155,7 +159,11 @@ pub async fn run(ctx: Arc<Context>) {
     } = feeds;
     futures::join!(
         ctx.index.report_until_ready(),
-        index::follow(grants, ctx.shared.client.clone()),
+        index::follow(
+            grants,
+            ctx.shared.client.clone(),
+            ctx.shared.scope.namespaces.clone()
+        ),
         operator::controller(ctx.clone(), operators),
         system_account::controller(ctx.clone(), system_accounts),
         account::controller(ctx.clone(), accounts),
@@ -170,7 +178,7 @@ pub async fn run(ctx: Arc<Context>) {
 pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
     let (index, feeds) = index::new();
     Arc::new(Context {
-        shared: Shared::new(client, metrics, FIELD_MANAGER),
+        shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
         settings,
         system: controller_kit::dials::Dials::default(),
         roster: std::sync::Mutex::new(crate::roster::Roster::default()),

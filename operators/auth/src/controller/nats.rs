@@ -236,10 +236,17 @@ pub(crate) async fn spread(
         .claims_update(jwt, Collect::expecting(roster_len, PING))
         .await;
     // Counted whether or not every answer came: a server may have taken it.
-    ctx.pushes
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .pushed(account);
+    let count = {
+        let mut pushes = ctx.pushes.lock().unwrap_or_else(|p| p.into_inner());
+        pushes.pushed(account);
+        pushes.count(account)
+    };
+    ctx.shared.metrics.set_gauge(
+        controller_kit::metrics::ACCOUNT_JWT_PUSHES,
+        "Account JWT pushes (CLAIMS.UPDATE) this process sent, by account public key.",
+        &[("account", account)],
+        count as f64,
+    );
     if let Err(e) = pushed {
         return Spread::Unreachable(format!("CLAIMS.UPDATE: {e}"));
     }

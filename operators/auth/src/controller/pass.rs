@@ -1,5 +1,5 @@
-//! What every pass shares: its Controller (the kind's watch from the index, woken by every
-//! change of the kinds it reads), run by the kit's run loop after the wait for the index, its
+//! What every pass shares: its Controller (the kind's watch from the index, woken by the
+//! changes of the kinds it reads, [`Wake`]), run by the kit's run loop after the wait for the index, its
 //! own object read fresh, and the backoff of a pass that was refused or waits.
 
 use std::future::Future;
@@ -7,43 +7,98 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_kit::reconcile::Read;
+use futures::{Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+use tokio::sync::broadcast::error::RecvError;
 
 use super::Context;
 use super::error::Error;
 use super::index::{Feed, Kind, Watched};
+use super::wakes::{Change, Related};
 
-/// Batches bursts of watch events.
-fn config() -> Config {
-    Config::default().debounce(Duration::from_millis(100))
+/// Batches bursts of watch events; bounds the passes run at once (`--concurrency`).
+fn config(ctx: &Context) -> Config {
+    ctx.shared
+        .scope
+        .config()
+        .debounce(Duration::from_millis(100))
 }
 
-/// The controller of an indexed kind `K`: triggered by the index's watch of `K`, and every `K`
-/// reconciled on each change of a kind in `wakes` (the auth kinds depend on each other by
+/// What wakes the objects of a controller's kind `K`.
+pub(crate) enum Wake<K: Watched> {
+    /// Every `K`, on each change of the kind (a kind with few objects).
+    All(Kind),
+    /// The `K` the map names for each changed object of the kind; every `K` after a relist or a
+    /// change the wake missed ([`super::wakes`]).
+    Related(Kind, Related<K>),
+}
+
+/// The controller of an indexed kind `K`: triggered by the index's watch of `K` (less the echoes
+/// of its own passes' writes, [`controller_kit::echoes`]), and woken by
+/// changes of the kinds it reads, as `wakes` says (the auth kinds depend on each other by
 /// reference in both directions, and each pass is cheap and idempotent).
-pub(crate) fn indexed<K: Watched>(ctx: &Context, feed: Feed<K>, wakes: &[Kind]) -> Controller<K> {
+pub(crate) fn indexed<K: Watched>(
+    ctx: &Arc<Context>,
+    feed: Feed<K>,
+    wakes: &[Wake<K>],
+) -> Controller<K> {
     let store = feed.store();
-    let c = Controller::for_stream(feed.trigger(ctx.shared.client.clone()), store)
-        .with_config(config());
-    woken(c, ctx, wakes)
+    let echoes = ctx.clone();
+    let trigger = feed
+        .trigger(ctx.shared.client.clone(), &ctx.shared.scope.namespaces)
+        .filter(move |event| {
+            let echo = matches!(event, Ok(o) if echoes.shared.echoes.echo(o));
+            futures::future::ready(!echo)
+        });
+    let c = Controller::for_stream(trigger, store.clone()).with_config(config(ctx));
+    wakes.iter().fold(c, |c, wake| match wake {
+        Wake::All(kind) => c.reconcile_all_on(ctx.index.wakes(*kind)),
+        Wake::Related(kind, map) => {
+            c.reconcile_on(related(ctx.clone(), store.clone(), *kind, *map))
+        }
+    })
+}
+
+/// The objects of `K` that `map` names for each change of `kind`; all of `store` after a relist
+/// or a lag.
+fn related<K: Watched>(
+    ctx: Arc<Context>,
+    store: Store<K>,
+    kind: Kind,
+    map: Related<K>,
+) -> impl Stream<Item = ObjectRef<K>> + Send + 'static {
+    futures::stream::unfold(ctx.index.changes(kind), move |rx| {
+        let (ctx, store) = (ctx.clone(), store.clone());
+        async move {
+            let mut rx = rx?;
+            let refs = match rx.recv().await {
+                Ok(Change::Touched(t)) => map(&ctx.index, &t),
+                Ok(Change::Relisted) | Err(RecvError::Lagged(_)) => store
+                    .state()
+                    .iter()
+                    .map(|o| ObjectRef::from_obj(&**o))
+                    .collect(),
+                Err(RecvError::Closed) => return None,
+            };
+            Some((futures::stream::iter(refs), Some(rx)))
+        }
+    })
+    .flatten()
 }
 
 /// The controller of a kind the index does not hold (the trust objects): its own watch, woken
-/// like [`indexed`].
+/// on every change of the kinds in `wakes`.
 pub(crate) fn watched<K: Watched>(ctx: &Context, wakes: &[Kind]) -> Controller<K> {
-    let c = Controller::new(
-        Api::<K>::all(ctx.shared.client.clone()),
+    let c = controller_kit::watch::controller::<K>(
+        &ctx.shared.client,
+        &ctx.shared.scope,
         watcher::Config::default(),
     )
-    .with_config(config());
-    woken(c, ctx, wakes)
-}
-
-fn woken<K: Watched>(c: Controller<K>, ctx: &Context, wakes: &[Kind]) -> Controller<K> {
+    .with_config(config(ctx));
     wakes
         .iter()
         .fold(c, |c, kind| c.reconcile_all_on(ctx.index.wakes(*kind)))

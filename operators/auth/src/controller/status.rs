@@ -55,7 +55,9 @@ pub(crate) fn previous_conditions<K: Serialize>(obj: &K) -> Vec<Condition> {
 
 /// Writes `status` (the whole status this controller owns) by server-side apply on the status
 /// subresource and updates the condition gauge ([`controller_kit::context::Shared::write_status`]).
-/// A field left out is removed.
+/// A field left out is removed. A status equal to the one `obj` holds is not sent: every pass
+/// reads its object fresh, so the apply would change nothing, and a settled pass then costs
+/// the apiserver no write.
 pub(crate) async fn write_status<K, S>(ctx: &Context, obj: &K, status: &S) -> Result<(), Error>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -65,11 +67,28 @@ where
         + DeserializeOwned,
     S: Serialize,
 {
-    ctx.shared
+    if unchanged(obj, status) {
+        conditions_gauge(ctx, obj, status);
+        return Ok(());
+    }
+    let written = ctx
+        .shared
         .write_status(obj, status)
         .await
         .map_err(KubeError::of(obj))?;
+    ctx.shared.echoes.worked_from(&written);
     Ok(())
+}
+
+/// Whether `status` is what `obj` holds already (as JSON, field by field).
+pub(crate) fn unchanged<K: Serialize, S: Serialize>(obj: &K, status: &S) -> bool {
+    let held = serde_json::to_value(obj)
+        .ok()
+        .and_then(|v| v.get("status").cloned());
+    match (held, serde_json::to_value(status).ok()) {
+        (Some(held), Some(new)) => held == new,
+        _ => false,
+    }
 }
 
 /// The condition gauge of `obj`, from the status just written.
@@ -106,6 +125,10 @@ where
     let Some(rv) = obj.meta().resource_version.as_deref() else {
         return write_status(ctx, obj, status).await.map(|()| true);
     };
+    if unchanged(obj, status) {
+        conditions_gauge(ctx, obj, status);
+        return Ok(true);
+    }
     let ns = obj.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), &ns);
     match controller_kit::status::apply_at(
@@ -117,7 +140,7 @@ where
     )
     .await
     {
-        Ok(_) => {}
+        Ok(written) => ctx.shared.echoes.worked_from(&written),
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(false),
         Err(e) => return Err(KubeError::of(obj)(e).into()),
     }
@@ -130,6 +153,36 @@ mod tests {
     use super::*;
     use crate::controller::time::time_of;
     use nats_api::auth::NatsUser;
+
+    #[rstest::rstest]
+    #[case::the_same(Some("UA"), vec![("Ready", "True")], Some("UA"), vec![("Ready", "True")], true)]
+    #[case::another_key(Some("UA"), vec![("Ready", "True")], Some("UB"), vec![("Ready", "True")], false)]
+    #[case::a_condition_turned(Some("UA"), vec![("Ready", "True")], Some("UA"), vec![("Ready", "False")], false)]
+    #[case::a_field_to_remove(Some("UA"), vec![], None, vec![], false)]
+    #[case::no_status_yet(None, vec![], None, vec![], false)]
+    fn a_status_equal_to_the_one_held_is_not_written(
+        #[case] held_key: Option<&str>,
+        #[case] held: Vec<(&str, &str)>,
+        #[case] new_key: Option<&str>,
+        #[case] new: Vec<(&str, &str)>,
+        #[case] same: bool,
+    ) {
+        let status = |key: Option<&str>, conds: &[(&str, &str)]| nats_api::auth::NatsUserStatus {
+            public_key: key.map(str::to_string),
+            conditions: conds.iter().map(|(t, st)| cond(t, st, "R")).collect(),
+            ..Default::default()
+        };
+        let mut u: NatsUser = serde_json::from_value(serde_json::json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+            "metadata": {"name": "u", "namespace": "n"},
+            "spec": {"accountRef": {"kind": "NatsAccount", "name": "a"}},
+        }))
+        .expect("a NatsUser");
+        if held_key.is_some() || !held.is_empty() {
+            u.status = Some(status(held_key, &held));
+        }
+        assert_eq!(unchanged(&u, &status(new_key, &new)), same);
+    }
 
     fn cond(type_: &str, status: &str, reason: &str) -> Condition {
         Condition {

@@ -82,6 +82,10 @@ where
         namespace,
         name,
     };
+    if !ctx.shared.scope.namespaces.watches(namespace) {
+        // Outside --watch-namespaces: never read, reads as absent.
+        return Ok(Referenced::Missing);
+    }
     let got = Api::<K>::namespaced(ctx.shared.client.clone(), namespace)
         .get_opt(name)
         .await
@@ -89,9 +93,14 @@ where
     let Some(got) = got else {
         return Ok(Referenced::Missing);
     };
-    let ok = controller_kit::grants::admitted(&ctx.shared.client, from, to)
-        .await
-        .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
+    let ok = controller_kit::grants::admitted(
+        &ctx.shared.client,
+        &ctx.shared.scope.namespaces,
+        from,
+        to,
+    )
+    .await
+    .map_err(kube_err(format!("NatsReferenceGrant list {namespace}")))?;
     Ok(if ok {
         Referenced::Present(got)
     } else {

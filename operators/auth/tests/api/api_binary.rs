@@ -41,6 +41,81 @@ async fn as_its_chart_service_account_nothing_it_asks_is_refused() {
     chart.assert_nothing_refused(&sa);
 }
 
+/// Under `--watch-namespaces`, story 02's trust roots applied into a namespace not listed (before
+/// the binary starts) get no status, no finalizer and no key Secrets, while those in the listed
+/// namespace are signed; the audit shows no request refused, so nothing was even asked of the
+/// other namespace (the chart's Roles grant nothing there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_trust_roots_in_an_unwatched_namespace_are_left_untouched() {
+    const OTHER: &str = "elsewhere";
+    let Some(chart) = Installed::namespaced(&[NS], &[OTHER]).await else {
+        return;
+    };
+    for mut doc in sim::testkit::story_docs("docs/stories/02-auth-plane/01-trust-roots.yaml") {
+        if doc["kind"] == "Namespace" {
+            continue;
+        }
+        doc["metadata"]["namespace"] = json!(OTHER);
+        sim::testkit::apply(&chart.api.client(), &doc)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let sa = chart.identity("auth").await;
+    let _shown = chart.show_refusals_on_panic(&sa);
+    let watch = format!("--watch-namespaces={NS}");
+    let mut args = LEADER_ELECTION.to_vec();
+    args.push(&watch);
+    let mut child = signs_and_serves_metrics(&chart.api, sa.kubeconfig(), &args).await;
+    let operator = Api::<NatsOperator>::namespaced(chart.api.client(), OTHER)
+        .get("demo")
+        .await
+        .expect("the unwatched NatsOperator");
+    assert!(operator.status.is_none(), "{:?}", operator.status);
+    assert!(
+        operator.metadata.finalizers.unwrap_or_default().is_empty(),
+        "no finalizer on the unwatched NatsOperator"
+    );
+    let system = Api::<NatsSystemAccount>::namespaced(chart.api.client(), OTHER)
+        .get("system")
+        .await
+        .expect("the unwatched NatsSystemAccount");
+    assert!(system.status.is_none(), "{:?}", system.status);
+    let secrets = Api::<Secret>::namespaced(chart.api.client(), OTHER)
+        .list(&Default::default())
+        .await
+        .expect("listed");
+    assert!(
+        secrets.items.is_empty(),
+        "no key Secret in {OTHER}: {:?}",
+        secrets
+            .items
+            .iter()
+            .map(|s| s.metadata.name.clone())
+            .collect::<Vec<_>>()
+    );
+    stop(&mut child, "auth-controller").await;
+    chart.assert_nothing_refused(&sa);
+}
+
+#[test]
+fn a_system_connection_outside_the_watched_namespaces_exits_2() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_auth-controller"))
+        .args([
+            "--system-connection",
+            "nats-system/auth",
+            "--watch-namespaces",
+            "tenants",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not in --watch-namespaces"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Starts the binary with `kubeconfig` and `extra` flags, applies story 02's trust roots (as the
 /// admin), waits until they are signed and the metrics say so; then story 02's orders users,
 /// and deletes one; returns it running.

@@ -379,6 +379,7 @@ async fn held_deletions_say_why_and_force_delete_releases_them() {
             namespace: NS.into(),
             name: "nowhere".into(),
         }),
+        ..Default::default()
     });
     trust_roots(&rig).await;
     let accounts = rig.api::<NatsAccount>(NS);

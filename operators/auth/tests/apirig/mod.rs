@@ -46,6 +46,7 @@ impl Rig {
         rig.start_controller(Settings {
             resync: Duration::from_secs(2),
             system_connection: None,
+            ..Default::default()
         });
         rig
     }

@@ -38,6 +38,7 @@ async fn plane(extra_namespaces: &[&str]) -> (Rig, Topology) {
             namespace: SYS.into(),
             name: "auth".into(),
         }),
+        ..Default::default()
     });
     rig.apply_story("02-auth-plane", "01-trust-roots.yaml", &[])
         .await;
@@ -835,6 +836,7 @@ async fn a_system_account_adopted_over_a_richer_jwt_is_refused_until_accepted() 
             namespace: SYS.into(),
             name: "auth".into(),
         }),
+        ..Default::default()
     });
     let identity = NKey::generate(KeyKind::Account);
     rig.apply(json!({

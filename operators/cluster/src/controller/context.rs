@@ -30,6 +30,8 @@ pub struct Settings {
     pub recheck: Duration,
     /// The wait before looking again once Settled.
     pub resync: Duration,
+    /// `--watch-namespaces` and `--concurrency`.
+    pub scope: controller_kit::scope::Scope,
 }
 
 impl Default for Settings {
@@ -40,6 +42,7 @@ impl Default for Settings {
             cluster_domain: "cluster.local".into(),
             recheck: RECHECK,
             resync: RESYNC,
+            scope: controller_kit::scope::Scope::default(),
         }
     }
 }
@@ -94,7 +97,7 @@ pub fn context<L: ServerLifecycle>(
     metrics: Metrics,
 ) -> Arc<Context<L>> {
     Arc::new(Context {
-        shared: Shared::new(client, metrics, FIELD_MANAGER),
+        shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
         lifecycle,
         settings,
         plans: Default::default(),

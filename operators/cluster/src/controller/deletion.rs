@@ -68,12 +68,13 @@ pub async fn guard<L: ServerLifecycle>(
                     .publish(cluster, false, SERVERS_GONE, message)
                     .await;
             }
+            ctx.shared.settled(cluster);
             Ok(Cleanup::Done)
         }
         DeletionDecision::Hold { reason, message } => {
             deleting(ctx, cluster, reason, &message).await?;
             Ok(Cleanup::Wait {
-                after: ctx.settings.recheck,
+                after: ctx.shared.deletion_wait(cluster),
                 reason: format!("{reason}: {message}"),
             })
         }

@@ -2,8 +2,10 @@
 //! (NatsOperatorTrust), the accounts it preloads (NatsAccountTrusts), its leaf remotes
 //! (NatsConnections a grant admits, and their Secrets) — and the keys of its gateway's
 //! certificate Secret, for the refusal that reads them. A reference that is missing, not admitted
-//! or not ready yet is a wait ([`Refusal`]), not an error.
+//! or not ready yet is a wait ([`Refusal`]), not an error; one outside `--watch-namespaces` is
+//! not admitted, and never read.
 
+use controller_kit::scope::Namespaces;
 use kube::ResourceExt;
 use nats_api::cluster::{NatsCluster, reason};
 use nats_api::common::{DEFAULT_CA_KEY, DEFAULT_CREDS_KEY, ObjectReference};
@@ -64,10 +66,14 @@ fn target_ns<'a>(r: &'a ObjectReference, own: &'a str) -> &'a str {
 }
 
 /// Gathers the inputs of `cluster`.
-pub async fn gather(client: &kube::Client, cluster: &NatsCluster) -> Result<Gathered, Error> {
-    let trusts = trusts(client, cluster).await?;
+pub async fn gather(
+    client: &kube::Client,
+    namespaces: &Namespaces,
+    cluster: &NatsCluster,
+) -> Result<Gathered, Error> {
+    let trusts = trusts(client, namespaces, cluster).await?;
     let system_account = trusts.trust.as_ref().map(|t| t.system_account.as_str());
-    let leaf_remotes = leaf_remotes(client, cluster, system_account).await?;
+    let leaf_remotes = leaf_remotes(client, namespaces, cluster, system_account).await?;
     let gateway_certificate = gateway_certificate(client, cluster).await?;
     Ok(Gathered {
         trusts,
@@ -77,7 +83,11 @@ pub async fn gather(client: &kube::Client, cluster: &NatsCluster) -> Result<Gath
 }
 
 /// The operator trust `auth.trustRef` names and the accounts `auth.accountTrustRefs` preload.
-async fn trusts(client: &kube::Client, cluster: &NatsCluster) -> Result<Trusts, Error> {
+async fn trusts(
+    client: &kube::Client,
+    namespaces: &Namespaces,
+    cluster: &NatsCluster,
+) -> Result<Trusts, Error> {
     let ns = cluster.namespace().unwrap_or_default();
     let mut out = Trusts::default();
     let Some(auth) = &cluster.spec.auth else {
@@ -85,7 +95,7 @@ async fn trusts(client: &kube::Client, cluster: &NatsCluster) -> Result<Trusts, 
     };
     let r = &auth.trust_ref;
     let tns = target_ns(r, &ns);
-    let trust = if admitted(client, &ns, "NatsOperatorTrust", tns, &r.name).await? {
+    let trust = if admitted(client, namespaces, &ns, "NatsOperatorTrust", tns, &r.name).await? {
         get_opt::<NatsOperatorTrust>(client, tns, &r.name, "NatsOperatorTrust").await?
     } else {
         None
@@ -95,7 +105,7 @@ async fn trusts(client: &kube::Client, cluster: &NatsCluster) -> Result<Trusts, 
         Err(refusal) => out.waits.push(refusal),
     }
     for r in &auth.account_trust_refs {
-        account_trust(client, &ns, r, &mut out).await?;
+        account_trust(client, namespaces, &ns, r, &mut out).await?;
     }
     Ok(out)
 }
@@ -103,13 +113,14 @@ async fn trusts(client: &kube::Client, cluster: &NatsCluster) -> Result<Trusts, 
 /// One preloaded account: its NatsAccountTrust admitted, holding a key and a JWT for that key.
 async fn account_trust(
     client: &kube::Client,
+    namespaces: &Namespaces,
     ns: &str,
     r: &ObjectReference,
     out: &mut Trusts,
 ) -> Result<(), Error> {
     let tns = target_ns(r, ns);
     let named = format!("NatsAccountTrust {tns}/{}", r.name);
-    let at = if admitted(client, ns, "NatsAccountTrust", tns, &r.name).await? {
+    let at = if admitted(client, namespaces, ns, "NatsAccountTrust", tns, &r.name).await? {
         get_opt::<NatsAccountTrust>(client, tns, &r.name, "NatsAccountTrust").await?
     } else {
         None
@@ -155,12 +166,14 @@ async fn account_trust(
 /// its connection's creds and CA; or rendered out, saying why. `system_account` is the trust's.
 async fn leaf_remotes(
     client: &kube::Client,
+    namespaces: &Namespaces,
     cluster: &NatsCluster,
     system_account: Option<&str>,
 ) -> Result<LeafRemotes, Error> {
     let mut out = LeafRemotes::default();
     for index in 0..cluster.spec.leaf_remotes.len() {
-        let (view, admitted) = leaf_remote(client, cluster, index, system_account).await?;
+        let (view, admitted) =
+            leaf_remote(client, namespaces, cluster, index, system_account).await?;
         if let Some((resolved, files)) = admitted {
             out.admitted.push(resolved);
             out.files.push(files);
@@ -174,6 +187,7 @@ async fn leaf_remotes(
 /// its files.
 async fn leaf_remote(
     client: &kube::Client,
+    namespaces: &Namespaces,
     cluster: &NatsCluster,
     index: usize,
     system_account: Option<&str>,
@@ -199,7 +213,7 @@ async fn leaf_remote(
         "spec.leafRemotes[{index}] (NatsConnection {cns}/{})",
         r.name
     );
-    if !admitted(client, &ns, "NatsConnection", &cns, &r.name).await? {
+    if !admitted(client, namespaces, &ns, "NatsConnection", &cns, &r.name).await? {
         view.refused = Some((
             reason::REMOTE_NOT_PERMITTED,
             format!("{label}: no NatsReferenceGrant in {cns} admits it"),
@@ -215,9 +229,13 @@ async fn leaf_remote(
         system_account.map(str::to_string)
     } else if let Some(a) = &remote.local_account_trust_ref {
         let ans = target_ns(a, &ns);
-        get_opt::<NatsAccountTrust>(client, ans, &a.name, "NatsAccountTrust")
-            .await?
-            .and_then(|t| t.public_key().map(str::to_string))
+        if namespaces.watches(ans) {
+            get_opt::<NatsAccountTrust>(client, ans, &a.name, "NatsAccountTrust")
+                .await?
+                .and_then(|t| t.public_key().map(str::to_string))
+        } else {
+            None
+        }
     } else {
         None
     };

@@ -49,7 +49,7 @@ pub async fn pass<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
 ) -> Result<Duration, Error> {
-    let gathered = gather(&ctx.shared.client, cluster).await?;
+    let gathered = gather(&ctx.shared.client, &ctx.shared.scope.namespaces, cluster).await?;
     let seen = observe(ctx, cluster).await?;
     let holds = refuse(cluster, &ctx.settings, &gathered, &seen);
     let planned = plan(cluster, &gathered, ctx.lifecycle.layout(cluster));

@@ -1,10 +1,12 @@
 //! Reads from the Kubernetes API for one pass: an object, a Secret and the keys and files in it,
-//! and whether a NatsReferenceGrant admits a reference into another namespace. An object that
+//! and whether a NatsReferenceGrant admits a reference into another namespace (never one
+//! outside `--watch-namespaces`). An object that
 //! does not exist is `None`; only a failure to reach the API is an [`Error`].
 
 use std::collections::BTreeMap;
 
 use controller_kit::grants;
+use controller_kit::scope::Namespaces;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 
@@ -47,6 +49,7 @@ where
 /// Whether a NatsCluster in `from_ns` may read `kind` `name` in `to_ns`.
 pub async fn admitted(
     client: &kube::Client,
+    namespaces: &Namespaces,
     from_ns: &str,
     kind: &str,
     to_ns: &str,
@@ -54,6 +57,7 @@ pub async fn admitted(
 ) -> Result<bool, Error> {
     grants::admitted(
         client,
+        namespaces,
         grants::From {
             group: CLUSTER_GROUP,
             kind: "NatsCluster",

@@ -7,10 +7,8 @@
 use std::sync::Arc;
 
 use controller_kit::reconcile::Read;
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
-use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -154,10 +152,10 @@ fn secret_readers(
         .collect()
 }
 
-/// The NatsClusters in `store` that read `obj`.
+/// The NatsClusters in `store` that read `obj`, an object of kind `K` (or its metadata).
 fn readers<K: Resource<DynamicType = ()>>(
     store: &kube::runtime::reflector::Store<NatsCluster>,
-    obj: &K,
+    obj: &impl Resource,
 ) -> Vec<ObjectRef<NatsCluster>> {
     let kind = K::kind(&());
     let ns = obj.meta().namespace.clone().unwrap_or_default();
@@ -176,10 +174,14 @@ fn readers<K: Resource<DynamicType = ()>>(
 pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
     use nats_api::nats::{NatsAccountTrust, NatsConnection, NatsOperatorTrust, NatsReferenceGrant};
     let client = ctx.shared.client.clone();
+    // Every watch in the namespaces watched (`--watch-namespaces`), one per namespace.
+    let scope = ctx.shared.scope.clone();
+    let ns = &scope.namespaces;
     let pods =
         watcher::Config::default().labels(&format!("{}={}", labels::NAME, labels::NAME_VALUE));
-    let controller = controller_kit::watch::controller(
-        Api::<NatsCluster>::all(client.clone()),
+    let controller = controller_kit::watch::controller::<NatsCluster>(
+        &client,
+        &scope,
         watcher::Config::default(),
     );
     let store = controller.store();
@@ -191,44 +193,31 @@ pub async fn run<L: ServerLifecycle>(ctx: Arc<Context<L>>) {
         store,
     );
     // The NatsConnections known, so a Secret maps to the leaf remotes whose connection reads it.
-    let (connections, writer) = kube::runtime::reflector::store::<NatsConnection>();
-    let connections_in_sync = kube::runtime::reflector(
-        writer,
-        // Backed off, so a watch that keeps failing is not retried in a tight loop.
-        kube::runtime::WatchStreamExt::default_backoff(watcher(
-            Api::<NatsConnection>::all(client.clone()),
-            watcher::Config::default(),
-        )),
-    )
-    .for_each(|_| async {});
+    let (connections, connections_in_sync) =
+        controller_kit::watch::store::<NatsConnection>(&client, &scope, watcher::Config::default());
     let controller = controller
-        .owns(Api::<Meta<StatefulSet>>::all(client.clone()), own_objects())
-        .owns(Api::<Meta<ConfigMap>>::all(client.clone()), own_objects())
-        .owns(Api::<Meta<Service>>::all(client.clone()), own_objects())
-        .watches(Api::<Meta<Pod>>::all(client.clone()), pods, pod_owner)
-        .watches(
-            Api::<NatsOperatorTrust>::all(client.clone()),
-            watcher::Config::default(),
-            move |o| readers(&s1, &o),
+        .owns_stream(ns.touched::<Meta<StatefulSet>>(&client, own_objects()))
+        .owns_stream(ns.touched::<Meta<ConfigMap>>(&client, own_objects()))
+        .owns_stream(ns.touched::<Meta<Service>>(&client, own_objects()))
+        .watches_stream(ns.touched::<Meta<Pod>>(&client, pods), pod_owner)
+        .watches_stream(
+            ns.touched::<Meta<NatsOperatorTrust>>(&client, watcher::Config::default()),
+            move |o| readers::<NatsOperatorTrust>(&s1, &o),
         )
-        .watches(
-            Api::<NatsAccountTrust>::all(client.clone()),
-            watcher::Config::default(),
-            move |o| readers(&s2, &o),
+        .watches_stream(
+            ns.touched::<Meta<NatsAccountTrust>>(&client, watcher::Config::default()),
+            move |o| readers::<NatsAccountTrust>(&s2, &o),
         )
-        .watches(
-            Api::<NatsConnection>::all(client.clone()),
-            watcher::Config::default(),
-            move |o| readers(&s3, &o),
+        .watches_stream(
+            ns.touched::<Meta<NatsConnection>>(&client, watcher::Config::default()),
+            move |o| readers::<NatsConnection>(&s3, &o),
         )
-        .watches(
-            Api::<NatsReferenceGrant>::all(client.clone()),
-            watcher::Config::default(),
-            move |o| readers(&s4, &o),
+        .watches_stream(
+            ns.touched::<Meta<NatsReferenceGrant>>(&client, watcher::Config::default()),
+            move |o| readers::<NatsReferenceGrant>(&s4, &o),
         )
-        .watches(
-            Api::<Meta<Secret>>::all(client),
-            watcher::Config::default(),
+        .watches_stream(
+            ns.touched::<Meta<Secret>>(&client, watcher::Config::default()),
             move |o| secret_readers(&s5.state(), &connections.state(), &o),
         );
     let controller = controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile::<L>);

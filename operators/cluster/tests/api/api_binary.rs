@@ -3,8 +3,8 @@
 //! `--allow-gateway-without-tls`), it reconciles, and it serves /metrics. One flow, run twice: as
 //! the admin, and as its chart ServiceAccount with the chart installed (RBAC on, leader election
 //! on), where the server's audit log then shows that not one request of it was forbidden and the
-//! binary stops on SIGTERM with exit 0 (its Lease released). The namespaced install's run waits
-//! for the binary's `--watch-namespaces`.
+//! binary stops on SIGTERM with exit 0 (its Lease released). Run namespaced too, with
+//! `--watch-namespaces`, where a NatsCluster in a namespace not listed is left untouched.
 
 use std::path::Path;
 use std::time::Duration;
@@ -57,6 +57,49 @@ async fn namespaced_as_its_chart_service_account_nothing_it_asks_is_refused() {
     let mut args = LEADER_ELECTION.to_vec();
     args.push(&watch);
     as_its_service_account(&chart, &args).await;
+}
+
+/// Under `--watch-namespaces`, a NatsCluster in a namespace not listed (there before the binary
+/// starts) gets no status, no finalizer and no StatefulSet, while the one in the listed
+/// namespace reconciles; the audit shows no request refused, so nothing was even asked of the
+/// other namespace (its chart Roles grant nothing there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_a_natscluster_in_an_unwatched_namespace_is_left_untouched() {
+    const OTHER: &str = "elsewhere";
+    let Some(chart) = Installed::namespaced(&[NS], &[OTHER]).await else {
+        return;
+    };
+    let other: Api<NatsCluster> = Api::namespaced(chart.api.client(), OTHER);
+    let mut c: NatsCluster = serde_json::from_value(quickstart()).expect("a NatsCluster");
+    c.metadata.namespace = Some(OTHER.into());
+    other
+        .create(&PostParams::default(), &c)
+        .await
+        .expect("created");
+    let sa = chart.identity("cluster").await;
+    let _shown = chart.show_refusals_on_panic(&sa);
+    let watch = format!("--watch-namespaces={NS}");
+    let mut args = LEADER_ELECTION.to_vec();
+    args.push(&watch);
+    let mut child = reconciles_with_its_flags(&chart.api, sa.kubeconfig(), &args).await;
+    let watched = Api::<NatsCluster>::namespaced(chart.api.client(), NS)
+        .get("demo")
+        .await
+        .expect("the watched NatsCluster");
+    assert!(watched.status.is_some(), "the watched one has a status");
+    let untouched = other.get("demo").await.expect("the unwatched NatsCluster");
+    assert!(untouched.status.is_none(), "{:?}", untouched.status);
+    assert!(
+        untouched.metadata.finalizers.unwrap_or_default().is_empty(),
+        "no finalizer on the unwatched one"
+    );
+    let sets = Api::<StatefulSet>::namespaced(chart.api.client(), OTHER)
+        .list(&Default::default())
+        .await
+        .expect("listed");
+    assert!(sets.items.is_empty(), "no StatefulSet in {OTHER}");
+    stop(&mut child, "cluster-controller").await;
+    chart.assert_nothing_refused(&sa);
 }
 
 /// The flow as the chart's `cluster` ServiceAccount, then SIGTERM, then the audit's verdict.

@@ -7,7 +7,6 @@ use controller_kit::conditions::{self, Decided};
 use controller_kit::reconcile::Read;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, condition};
@@ -87,15 +86,21 @@ fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
 
 /// The NatsConnection controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let api: Api<NatsConnection> = Api::all(ctx.shared.client.clone());
-    let controller = controller_kit::watch::controller(api, watch_config());
+    let client = ctx.shared.client.clone();
+    let controller = controller_kit::watch::controller::<NatsConnection>(
+        &client,
+        &ctx.shared.scope,
+        watch_config(),
+    );
     let store = controller.store();
     let c = ctx.clone();
     // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.
-    let controller = controller.watches(
+    let controller = controller.watches_stream(
         // Metadata alone: no Secret's data passes through this watch.
-        Api::<kube::core::PartialObjectMeta<Secret>>::all(ctx.shared.client.clone()),
-        watch_config(),
+        ctx.shared
+            .scope
+            .namespaces
+            .touched::<kube::core::PartialObjectMeta<Secret>>(&client, watch_config()),
         move |secret| {
             let ns = secret.namespace().unwrap_or_default();
             let name = secret.name_any();

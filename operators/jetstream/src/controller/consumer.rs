@@ -76,15 +76,21 @@ async fn target(ctx: &Context, obj: &NatsConsumer) -> Result<ConsumerTarget, Err
         return Ok(references::consumer_target(obj, None, &[]));
     };
     let target_ns = references::namespace_of(r, &ns).to_string();
+    let namespaces = &ctx.shared.scope.namespaces;
     let grants = if target_ns == ns {
         Vec::new()
     } else {
-        controller_kit::grants::grants_in(&ctx.shared.client, &target_ns)
+        controller_kit::grants::grants_in(&ctx.shared.client, namespaces, &target_ns)
             .await
             .map_err(kube_err(obj))?
     };
-    let api: Api<NatsStream> = Api::namespaced(ctx.shared.client.clone(), &target_ns);
-    let stream = api.get_opt(&r.name).await.map_err(kube_err(obj))?;
+    // A stream outside --watch-namespaces is never read: it reads as absent.
+    let stream = if namespaces.watches(&target_ns) {
+        let api: Api<NatsStream> = Api::namespaced(ctx.shared.client.clone(), &target_ns);
+        api.get_opt(&r.name).await.map_err(kube_err(obj))?
+    } else {
+        None
+    };
     Ok(references::consumer_target(obj, stream.as_ref(), &grants))
 }
 
@@ -370,13 +376,19 @@ fn waiting_for(store: &Store<NatsConsumer>, stream: &NatsStream) -> Vec<Arc<Nats
 
 /// The NatsConsumer controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let api: Api<NatsConsumer> = Api::all(ctx.shared.client.clone());
-    let controller = controller_kit::watch::controller(api, watch_config());
+    let client = ctx.shared.client.clone();
+    let controller = controller_kit::watch::controller::<NatsConsumer>(
+        &client,
+        &ctx.shared.scope,
+        watch_config(),
+    );
     let store = controller.store();
     let c = ctx.clone();
-    let controller = controller.watches(
-        Api::<NatsStream>::all(ctx.shared.client.clone()),
-        watch_config(),
+    let controller = controller.watches_stream(
+        ctx.shared
+            .scope
+            .namespaces
+            .touched::<NatsStream>(&client, watch_config()),
         move |stream| {
             waiting_for(&store, &stream)
                 .into_iter()

@@ -1,5 +1,6 @@
 //! The Kubernetes shell of the JetStream controller: one kube-rs `Controller` per kind
-//! (NatsConnection, NatsStream, NatsConsumer, NatsKeyValue, NatsObjectStore), each run by the
+//! (NatsConnection, NatsStream, NatsConsumer, NatsKeyValue, NatsObjectStore,
+//! NatsClusterEvacuation, NatsSystemBalancer, NatsBalancer), each run by the
 //! kit's skeleton (`controller_kit::reconcile::run`) and, but for NatsConnection, under its
 //! finalizer path (`controller_kit::finalizer::reconcile`). A pass gathers its inputs (the
 //! resource, its NatsConnection through the pool, grants, the server object), asks the pure core
@@ -12,18 +13,21 @@
 //!
 //! Files: `context` (Context, Settings), `error` (Error), `outcome` (what a pass decided, how a
 //! pass stops short), `status` (write_status), `reach` (the NatsConnection reached),
-//! `stream_backed` (the kinds that are one stream), `objects`, `consumer` and `connection` (the
-//! passes and their Controllers).
+//! `stream_backed` (the kinds that are one stream), `objects`, `consumer`, `connection`,
+//! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers).
 
+mod balancer;
 mod connection;
 mod consumer;
 mod context;
 mod error;
+mod evacuation;
 mod objects;
 mod outcome;
 mod reach;
 mod status;
 mod stream_backed;
+mod system_balancer;
 
 use std::sync::Arc;
 
@@ -39,5 +43,8 @@ pub async fn run(ctx: Arc<Context>) {
         objects::controller::<nats_api::jetstream::NatsKeyValue>(ctx.clone()),
         objects::controller::<nats_api::jetstream::NatsObjectStore>(ctx.clone()),
         consumer::controller(ctx.clone()),
+        evacuation::controller(ctx.clone()),
+        system_balancer::controller(ctx.clone()),
+        balancer::controller(ctx.clone()),
     );
 }

@@ -481,13 +481,16 @@ fn waiting_on<K: StreamBacked>(store: &Store<K>, conn: &NatsConnection) -> Vec<A
 
 /// The controller of one stream-backed kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
-    let api: Api<K> = Api::all(ctx.shared.client.clone());
-    let controller = controller_kit::watch::controller(api, watch_config());
+    let client = ctx.shared.client.clone();
+    let controller =
+        controller_kit::watch::controller::<K>(&client, &ctx.shared.scope, watch_config());
     let store = controller.store();
     let c = ctx.clone();
-    let controller = controller.watches(
-        Api::<NatsConnection>::all(ctx.shared.client.clone()),
-        watch_config(),
+    let controller = controller.watches_stream(
+        ctx.shared
+            .scope
+            .namespaces
+            .touched::<NatsConnection>(&client, watch_config()),
         move |conn| {
             waiting_on(&store, &conn)
                 .into_iter()

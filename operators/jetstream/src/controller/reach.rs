@@ -45,6 +45,16 @@ pub(crate) async fn reach<K: Resource<DynamicType = ()>>(
             ),
         )));
     }
+    if !ctx.shared.scope.namespaces.watches(&target_ns) {
+        // Outside --watch-namespaces: never read, reads as absent.
+        return Err(Stop::NotReady(Blocked::new(
+            reason::REFERENCE_NOT_FOUND,
+            format!(
+                "NatsConnection {target_ns}/{} is in a namespace this controller does not watch",
+                conn.name
+            ),
+        )));
+    }
     let resolved = ctx
         .pool
         .resolve(&ctx.shared.client, &target_ns, &conn.name)
@@ -74,6 +84,7 @@ async fn admitted<K: Resource<DynamicType = ()>>(
     let kind = K::kind(&());
     grants::admitted(
         &ctx.shared.client,
+        &ctx.shared.scope.namespaces,
         grants::From {
             group: JETSTREAM_GROUP,
             kind: &kind,
@@ -99,20 +110,23 @@ pub(crate) async fn connection_state<K: Resource<DynamicType = ()>>(
     let ns = obj.namespace().unwrap_or_default();
     let kind = K::kind(&());
     let target_ns = references::namespace_of(conn, &ns).to_string();
+    let namespaces = &ctx.shared.scope.namespaces;
     let grants = if target_ns == ns {
         Vec::new()
     } else {
-        grants::grants_in(&ctx.shared.client, &target_ns)
+        grants::grants_in(&ctx.shared.client, namespaces, &target_ns)
             .await
             .map_err(kube_err(obj))?
     };
-    let api: Api<nats_api::nats::NatsConnection> =
-        Api::namespaced(ctx.shared.client.clone(), &target_ns);
-    let exists = api
-        .get_opt(&conn.name)
-        .await
-        .map_err(kube_err(obj))?
-        .is_some_and(|c| c.metadata.deletion_timestamp.is_none());
+    // A connection outside --watch-namespaces is never read: it reads as absent.
+    let exists = namespaces.watches(&target_ns) && {
+        let api: Api<nats_api::nats::NatsConnection> =
+            Api::namespaced(ctx.shared.client.clone(), &target_ns);
+        api.get_opt(&conn.name)
+            .await
+            .map_err(kube_err(obj))?
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+    };
     Ok(references::connection_state(
         &grants,
         referrer(&kind, &ns),

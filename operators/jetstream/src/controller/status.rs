@@ -110,6 +110,31 @@ fn plus(now: &Time, d: Duration) -> Time {
     Time(now.0.checked_add(span).unwrap_or(now.0))
 }
 
+/// Counts a balancing pass that held ([`nats_api::jetstream::metric::BALANCER_HELD_PASSES`]):
+/// `conditions` hold Holding True, whose reason (one of the few Holding reasons) is the label.
+pub(crate) fn count_held<K: Resource>(
+    ctx: &Context,
+    obj: &K,
+    conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) {
+    let Some(held) = conditions
+        .iter()
+        .find(|c| c.type_ == condition::HOLDING && c.status == "True")
+    else {
+        return;
+    };
+    ctx.shared.metrics.add_counter(
+        nats_api::jetstream::metric::BALANCER_HELD_PASSES,
+        "Balancing passes that held instead of moving, by reason.",
+        &[
+            ("namespace", &obj.namespace().unwrap_or_default()),
+            ("name", &obj.name_any()),
+            ("reason", &held.reason),
+        ],
+        1.0,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

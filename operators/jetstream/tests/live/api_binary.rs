@@ -44,6 +44,71 @@ async fn as_its_chart_service_account_nothing_it_asks_is_refused() {
     chart.assert_nothing_refused(&sa);
 }
 
+/// Under `--watch-namespaces`, a NatsConnection and a NatsStream in a namespace not listed
+/// (there before the binary starts) get no status and no finalizer, and no stream on the
+/// servers, while those in the listed namespace reconcile; the audit shows no request refused,
+/// so nothing was even asked of the other namespace (the chart's Roles grant nothing there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_objects_in_an_unwatched_namespace_are_left_untouched() {
+    const OTHER: &str = "elsewhere";
+    let Some(chart) = Installed::namespaced(&[NS], &[OTHER]).await else {
+        return;
+    };
+    let conns: Api<NatsConnection> = Api::namespaced(chart.api.client(), OTHER);
+    let conn: NatsConnection = serde_json::from_value(json!({
+        "apiVersion": "nats.mikluko.io/v1beta1",
+        "kind": "NatsConnection",
+        "metadata": {"name": "demo", "namespace": OTHER},
+        "spec": {"servers": [format!("nats://127.0.0.1:{}", sim::ports::free_port())]},
+    }))
+    .expect("a NatsConnection");
+    conns
+        .create(&PostParams::default(), &conn)
+        .await
+        .expect("created");
+    let streams: Api<NatsStream> = Api::namespaced(chart.api.client(), OTHER);
+    let stream: NatsStream = serde_json::from_value(json!({
+        "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+        "kind": "NatsStream",
+        "metadata": {"name": "elsewhere", "namespace": OTHER},
+        "spec": {"connectionRef": {"name": "demo"}, "subjects": ["elsewhere.>"],
+                 "storage": "Memory", "replicas": 1},
+    }))
+    .expect("a NatsStream");
+    streams
+        .create(&PostParams::default(), &stream)
+        .await
+        .expect("created");
+    let sa = chart.identity("jetstream").await;
+    let _shown = chart.show_refusals_on_panic(&sa);
+    let watch = format!("--watch-namespaces={NS}");
+    let mut args = LEADER_ELECTION.to_vec();
+    args.push(&watch);
+    let (mut child, topo) = reconciles_and_serves_metrics(&chart.api, sa.kubeconfig(), &args).await;
+    let conn = conns
+        .get("demo")
+        .await
+        .expect("the unwatched NatsConnection");
+    assert!(conn.status.is_none(), "{:?}", conn.status);
+    let stream = streams
+        .get("elsewhere")
+        .await
+        .expect("the unwatched NatsStream");
+    assert!(stream.status.is_none(), "{:?}", stream.status);
+    assert!(
+        stream.metadata.finalizers.unwrap_or_default().is_empty(),
+        "no finalizer on the unwatched NatsStream"
+    );
+    let nats = topo.connect().await.expect("a client of the APP account");
+    let js = async_nats::jetstream::new(nats);
+    assert!(
+        js.get_stream("elsewhere").await.is_err(),
+        "no stream on the servers for the unwatched NatsStream"
+    );
+    stop(&mut child, "jetstream-controller").await;
+    chart.assert_nothing_refused(&sa);
+}
+
 /// Boots a 3-server cluster, starts the binary with `kubeconfig` and `extra` flags, and drives
 /// a NatsConnection and a NatsStream through it (as the admin); returns both running.
 async fn reconciles_and_serves_metrics(

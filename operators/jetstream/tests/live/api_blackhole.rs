@@ -142,6 +142,7 @@ async fn a_blackholed_connection_delays_only_its_own_streams() {
         api.client(),
         Settings {
             resync: Duration::from_secs(30),
+            ..Default::default()
         },
         Metrics::default(),
     );

@@ -60,6 +60,7 @@ async fn rig_judged(judged: bool) -> Rig {
         api.client(),
         Settings {
             resync: Duration::from_secs(2),
+            ..Default::default()
         },
         metrics.clone(),
     );

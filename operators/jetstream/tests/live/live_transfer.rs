@@ -62,6 +62,7 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
         api.client(),
         Settings {
             resync: Duration::from_secs(10),
+            ..Default::default()
         },
         Metrics::default(),
     );

@@ -238,6 +238,81 @@ async fn of_two_candidates_that_saw_the_lease_expire_the_write_at_the_stale_vers
     assert_eq!(b.read().await.expect("b reads"), Step::Wait);
 }
 
+/// The campaign is dropped at shutdown, and a renew dropped in flight may have landed: the
+/// Lease then names this replica at a resourceVersion it never learnt. The release reads it again
+/// and still clears the holder (before, its replace was refused and the Lease was left to expire,
+/// which is what a SIGTERMed replica under load once did in CI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renew_that_landed_unanswered_does_not_stop_the_release() {
+    let api = apiserver().await;
+    let leases: Api<Lease> = Api::namespaced(api.client(), NS);
+    let process = Process::standby();
+    let mut a = Elector::new(
+        api.client(),
+        NS,
+        LEASE,
+        "a".into(),
+        short(),
+        process.clone(),
+    );
+    assert_eq!(a.read().await.expect("a reads"), Step::Create);
+    assert!(
+        a.write(&Step::Create)
+            .await
+            .expect("a's create is answered")
+    );
+    assert!(a.leads());
+    // The renew a would have made, landed with its answer lost: same holder, new version.
+    let mut landed = leases.get(LEASE).await.expect("the Lease is read");
+    let before = landed.metadata.resource_version.clone();
+    if let Some(spec) = landed.spec.as_mut() {
+        spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+            k8s_openapi::jiff::Timestamp::now(),
+        ));
+    }
+    let landed = leases
+        .replace(LEASE, &PostParams::default(), &landed)
+        .await
+        .expect("the unanswered renew lands");
+    assert_ne!(landed.metadata.resource_version, before);
+    assert!(
+        a.release().await.expect("the release is answered"),
+        "a released the Lease"
+    );
+    assert!(!process.leads());
+    assert_eq!(holder(&api).await.filter(|h| !h.is_empty()), None);
+}
+
+/// A release finds the Lease taken by another meanwhile: it leaves it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_leaves_a_lease_another_holds_now() {
+    let api = apiserver().await;
+    let leases: Api<Lease> = Api::namespaced(api.client(), NS);
+    let mut a = Elector::new(
+        api.client(),
+        NS,
+        LEASE,
+        "a".into(),
+        short(),
+        Process::standby(),
+    );
+    assert!(
+        a.write(&Step::Create)
+            .await
+            .expect("a's create is answered")
+    );
+    let mut taken = leases.get(LEASE).await.expect("the Lease is read");
+    if let Some(spec) = taken.spec.as_mut() {
+        spec.holder_identity = Some("b".into());
+    }
+    leases
+        .replace(LEASE, &PostParams::default(), &taken)
+        .await
+        .expect("b's write lands");
+    assert!(!a.release().await.expect("the release is answered"));
+    assert_eq!(holder(&api).await.as_deref(), Some("b"));
+}
+
 struct Ctx {
     shared: Shared,
 }

@@ -113,6 +113,7 @@ fn small() -> Report {
         took_ms: 300,
         id: None,
         observed_at_ms: None,
+        value: None,
     }];
     r.max_ack_gap = Some((2_000, 3_400));
     r.controller_events = vec![

@@ -2,8 +2,6 @@
 //! records it (that NatsOperator sends CLAIMS.DELETE, and again to servers that rejoin); then
 //! its finalizer is released and its metrics go.
 
-use std::time::Duration;
-
 use controller_kit::conditions::Decided;
 use controller_kit::finalizer::Cleanup;
 use controller_kit::metrics;
@@ -50,6 +48,7 @@ pub(super) async fn deleting(
         metrics::ACCOUNT_JWT_EXPIRY,
         &[("namespace", &ns), ("name", &name)],
     );
+    ctx.shared.settled(acct);
     Ok(Cleanup::Done)
 }
 
@@ -70,7 +69,7 @@ async fn held(
     write_status(ctx, acct, &status).await?;
     deletion_held(ctx, acct, &cond).await;
     Ok(Cleanup::Wait {
-        after: Duration::from_secs(1),
+        after: ctx.shared.deletion_wait(acct),
         reason: cond.message,
     })
 }

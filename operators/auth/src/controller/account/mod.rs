@@ -38,18 +38,20 @@ use self::stop::Stop;
 use super::finalizer;
 use super::index::{Feed, Kind};
 use super::jwt::jwt_hash;
+use super::pass::Wake;
 use super::time::unix_now;
+use super::wakes;
 use super::{Context, Error, pass};
 
 /// The NatsAccount controller: wakes on NatsOperators, other accounts (imports, activations,
 /// key uniqueness), system accounts, grants and users.
 pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
     let wakes = [
-        Kind::Operator,
-        Kind::Account,
-        Kind::SystemAccount,
-        Kind::Grant,
-        Kind::User,
+        Wake::All(Kind::Operator),
+        Wake::All(Kind::Account),
+        Wake::All(Kind::SystemAccount),
+        Wake::All(Kind::Grant),
+        Wake::Related(Kind::User, wakes::account_of_user),
     ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }

@@ -30,12 +30,17 @@ use nats_api::auth::{NatsOperator, NatsOperatorStatus};
 use self::status::Signed;
 use self::stop::Stop;
 use super::index::{Feed, Kind};
+use super::pass::Wake;
 use super::time::unix_now;
 use super::{Context, Error, pass};
 
 /// The NatsOperator controller: wakes on its system accounts, accounts and grants.
 pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsOperator>) {
-    let wakes = [Kind::SystemAccount, Kind::Account, Kind::Grant];
+    let wakes = [
+        Wake::All(Kind::SystemAccount),
+        Wake::All(Kind::Account),
+        Wake::All(Kind::Grant),
+    ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }
 

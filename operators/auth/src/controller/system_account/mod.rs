@@ -27,12 +27,18 @@ use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition, reas
 use self::stop::Stop;
 use super::index::{Feed, Kind};
 use super::jwt::jwt_hash;
+use super::pass::Wake;
 use super::time::unix_now;
+use super::wakes;
 use super::{Context, Error, pass};
 
 /// The NatsSystemAccount controller: wakes on NatsOperators, its users and grants.
 pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsSystemAccount>) {
-    let wakes = [Kind::Operator, Kind::User, Kind::Grant];
+    let wakes = [
+        Wake::All(Kind::Operator),
+        Wake::Related(Kind::User, wakes::system_account_of_user),
+        Wake::All(Kind::Grant),
+    ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }
 

@@ -7,8 +7,6 @@
 //! it in one write, and neither fact comes undone, so a copy one event behind can only hold the
 //! finalizer longer (see the index's module doc).
 
-use std::time::Duration;
-
 use controller_kit::conditions::Decided;
 use controller_kit::finalizer::Cleanup;
 use kube::{Resource, ResourceExt};
@@ -73,7 +71,7 @@ pub(super) async fn deleting(
             && let Some(n) = kick_connections(ctx, u, account_pk, pk).await?
         {
             return Ok(Cleanup::Wait {
-                after: Duration::from_secs(1),
+                after: ctx.shared.deletion_wait(u),
                 reason: format!("{n} connections of {pk} being kicked"),
             });
         }
@@ -86,6 +84,7 @@ pub(super) async fn deleting(
         &u.namespace().unwrap_or_default(),
         &u.name_any(),
     );
+    ctx.shared.settled(u);
     Ok(Cleanup::Done)
 }
 
@@ -106,7 +105,7 @@ async fn held(
     write_status(ctx, u, &status).await?;
     deletion_held(ctx, u, &cond).await;
     Ok(Cleanup::Wait {
-        after: Duration::from_secs(1),
+        after: ctx.shared.deletion_wait(u),
         reason: cond.message,
     })
 }

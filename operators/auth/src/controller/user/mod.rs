@@ -36,18 +36,20 @@ use self::status::Signed;
 use self::stop::Stop;
 use super::finalizer;
 use super::index::{Feed, Kind};
+use super::pass::Wake;
 use super::time::unix_now;
+use super::wakes;
 use super::{Context, Error, pass};
 
 /// The NatsUser controller: wakes on accounts, system accounts, other users (key uniqueness),
 /// NatsOperators and grants.
 pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
     let wakes = [
-        Kind::Account,
-        Kind::SystemAccount,
-        Kind::Operator,
-        Kind::User,
-        Kind::Grant,
+        Wake::Related(Kind::Account, wakes::users_of_account),
+        Wake::Related(Kind::SystemAccount, wakes::users_of_system_account),
+        Wake::Related(Kind::Operator, wakes::users_of_operator),
+        Wake::Related(Kind::User, wakes::users_refused_for_key),
+        Wake::All(Kind::Grant),
     ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }

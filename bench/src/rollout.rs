@@ -1,0 +1,199 @@
+//! A rolling restart of 3 servers under 200 msg/s: the time per server step the cluster
+//! controller takes (scenarios/rolling-restart.yaml, its report's rollout steps) against the same
+//! lame-duck restarts issued by hand on a 3-server sim cluster under the same workload (the
+//! floor): lame duck signalled, exit awaited, started again, and the next step only once every
+//! server answers /healthz, the meta group has a leader seeing every peer current and the R3
+//! stream's replicas are current. Both are read the same way: from the first lame duck to the
+//! last server up again, divided by the servers restarted (the gates between steps included).
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use sim::backend::LocalBackend;
+use sim::ledger::Ledger;
+use sim::scenario::{self, RolloutStep};
+use sim::traffic::{PublisherSpec, spawn_publisher};
+use sim::{Topology, TopologySpec};
+
+use crate::summary::Figure;
+
+/// What the cluster controller renders for every server (`render::LAME_DUCK_DURATION`, the
+/// server's default grace period): the floor's servers lame-duck under the same settings.
+const LAME_DUCK: &str = "lame_duck_duration: \"2m\"\nlame_duck_grace_period: \"10s\"\n";
+const WAIT: Duration = Duration::from_secs(120);
+
+/// One server step: when lame duck was signalled, when the server was up again (ms).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    pub lame_duck_at_ms: u64,
+    pub up_at_ms: u64,
+}
+
+/// The time per server step: first lame duck to last server up, over the steps taken; `None`
+/// without steps.
+pub fn per_step_ms(steps: &[Step]) -> Option<f64> {
+    let first = steps.iter().map(|s| s.lame_duck_at_ms).min()?;
+    let last = steps.iter().map(|s| s.up_at_ms).max()?;
+    Some(last.saturating_sub(first) as f64 / steps.len() as f64)
+}
+
+fn of_report(steps: &[RolloutStep]) -> Vec<Step> {
+    steps
+        .iter()
+        .map(|s| Step {
+            lame_duck_at_ms: s.lame_duck_at_ms,
+            up_at_ms: s.restarted_at_ms,
+        })
+        .collect()
+}
+
+/// The order the controller rolls in: highest ordinal first, the meta leader last.
+pub fn hand_order(mut names: Vec<String>, meta_leader: &str) -> Vec<String> {
+    names.sort();
+    names.reverse();
+    names.sort_by_key(|n| n == meta_leader);
+    names
+}
+
+async fn controller_driven() -> anyhow::Result<(Vec<Step>, u64)> {
+    let s = scenario::find(&scenario::scenarios_dir(), "rolling-restart")?;
+    let mut progress = |l: &str| println!("  rolling-restart {l}");
+    let report = scenario::run(&s, &LocalBackend, &mut progress).await?;
+    let dir = crate::workspace().join("target").join("bench");
+    if let Ok(out) = report.write(&dir) {
+        println!("  report: {}", out.display());
+    }
+    anyhow::ensure!(
+        report.passed,
+        "the rolling-restart scenario failed: {:?}",
+        report.failures
+    );
+    anyhow::ensure!(
+        report.rollout_steps.len() == 3,
+        "the rollout took {} steps, not 3",
+        report.rollout_steps.len()
+    );
+    Ok((
+        of_report(&report.rollout_steps),
+        report.figures.ack_timeouts,
+    ))
+}
+
+async fn by_hand() -> anyhow::Result<Vec<Step>> {
+    let mut topo = Topology::start(TopologySpec::cluster(3).with_extra_config(LAME_DUCK)).await?;
+    let meta = topo.wait_meta_leader(WAIT).await?;
+    let js = jetstream::new(topo.connect().await?);
+    js.create_stream(jetstream::stream::Config {
+        name: "ORDERS".into(),
+        subjects: vec!["orders.>".into()],
+        num_replicas: 3,
+        ..Default::default()
+    })
+    .await?;
+    topo.wait_stream_current("ORDERS", WAIT).await?;
+    let ledger = Ledger::new();
+    let publisher = spawn_publisher(
+        js,
+        PublisherSpec {
+            subject: "orders.new".into(),
+            rate: 200,
+            duration: Duration::from_secs(300),
+            ack_timeout: Duration::from_secs(2),
+            give_up_after: Duration::from_secs(60),
+            payload_bytes: 128,
+        },
+        ledger,
+    );
+    // As the scenario does: ten seconds of traffic before the first step.
+    let warm = Instant::now() + Duration::from_secs(10);
+    sim::wait::poll("ten seconds of traffic", WAIT, || async move {
+        Ok::<_, String>((Instant::now() >= warm).then_some(()))
+    })
+    .await?;
+    let clock = Instant::now();
+    let ms = |c: Instant| c.elapsed().as_millis() as u64;
+    let mut steps = Vec::new();
+    for name in hand_order(topo.server_names(), &meta) {
+        let lame_duck_at_ms = ms(clock);
+        let server = topo.server_mut(&name)?;
+        server.lame_duck()?;
+        server.wait_exit(Duration::from_secs(150)).await?;
+        server.start().await?;
+        let up_at_ms = ms(clock);
+        println!(
+            "  by hand: {name} lame duck to up in {:.1} s",
+            (up_at_ms - lame_duck_at_ms) as f64 / 1000.0
+        );
+        steps.push(Step {
+            lame_duck_at_ms,
+            up_at_ms,
+        });
+        // The gate before the next step: healthy, the meta group and the stream current.
+        topo.wait_healthz(WAIT).await?;
+        topo.wait_meta_leader(WAIT).await?;
+        topo.wait_stream_current("ORDERS", WAIT).await?;
+    }
+    publisher.abort();
+    Ok(steps)
+}
+
+pub async fn figure() -> anyhow::Result<Figure> {
+    let (controller, ack_timeouts) = controller_driven().await?;
+    let hand = by_hand().await?;
+    let value = per_step_ms(&controller).unwrap_or(f64::NAN) / 1000.0;
+    let floor = per_step_ms(&hand).unwrap_or(f64::NAN) / 1000.0;
+    let each = |steps: &[Step]| {
+        steps
+            .iter()
+            .map(|s| format!("{:.1}", (s.up_at_ms - s.lame_duck_at_ms) as f64 / 1000.0))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    Ok(Figure {
+        name: "rollout.rolling_restart_3".into(),
+        what: "cluster controller's rolling restart of 3 servers under 200 msg/s, time per server step"
+            .into(),
+        value,
+        unit: "s".into(),
+        floor,
+        floor_what: "the same lame-duck restarts issued by hand, same gates".into(),
+        goal: Some("≤ 1.2".into()),
+        notes: vec![
+            format!("lame duck to up: {} s by the controller", each(&controller)),
+            format!("{} s by hand", each(&hand)),
+            format!("{ack_timeouts} ack timeouts"),
+        ],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_the_span_over_the_servers() {
+        let steps = [
+            Step {
+                lame_duck_at_ms: 1000,
+                up_at_ms: 13000,
+            },
+            Step {
+                lame_duck_at_ms: 15000,
+                up_at_ms: 28000,
+            },
+            Step {
+                lame_duck_at_ms: 30000,
+                up_at_ms: 37000,
+            },
+        ];
+        assert_eq!(per_step_ms(&steps), Some(12000.0));
+        assert_eq!(per_step_ms(&[]), None);
+    }
+
+    #[test]
+    fn by_hand_rolls_the_highest_ordinal_first_and_the_meta_leader_last() {
+        let names = ["c1-0", "c1-1", "c1-2"].map(String::from).to_vec();
+        assert_eq!(hand_order(names.clone(), "c1-2"), ["c1-1", "c1-0", "c1-2"]);
+        assert_eq!(hand_order(names, "c1-0"), ["c1-2", "c1-1", "c1-0"]);
+    }
+}

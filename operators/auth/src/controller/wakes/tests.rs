@@ -1,0 +1,274 @@
+use std::collections::BTreeSet;
+
+use kube::runtime::watcher::Event;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::controller::index::{self, Kind, applied, listed_with};
+
+const PK_A: &str = "AAHY3XJPOEDL4UIJIHVBUQQNS2KZBCQS2ZSVKDO6DANR3RGUPZVHVJ2J";
+const PK_B: &str = "ABHY3XJPOEDL4UIJIHVBUQQNS2KZBCQS2ZSVKDO6DANR3RGUPZVHVJ2J";
+
+fn account(name: &str, generation: i64, status: Value) -> NatsAccount {
+    serde_json::from_value(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+        "metadata": {"name": name, "namespace": "n", "generation": generation},
+        "spec": {"operatorRef": {"name": "op"}},
+        "status": status,
+    }))
+    .expect("a NatsAccount")
+}
+
+fn system_account(name: &str) -> NatsSystemAccount {
+    serde_json::from_value(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsSystemAccount",
+        "metadata": {"name": name, "namespace": "n", "generation": 1},
+        "spec": {"operatorRef": {"name": "op"}},
+    }))
+    .expect("a NatsSystemAccount")
+}
+
+/// A user of account `kind`/`account` in namespace n; `extra` merged into its metadata and status.
+fn user(name: &str, kind: &str, account: &str, metadata: Value, status: Value) -> NatsUser {
+    let mut meta = json!({"name": name, "namespace": "n"});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), metadata.as_object()) {
+        m.extend(extra.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+        "metadata": meta,
+        "spec": {"accountRef": {"kind": kind, "name": account}},
+        "status": status,
+    }))
+    .expect("a NatsUser")
+}
+
+fn refused(reason: &str) -> Value {
+    json!({"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": "m",
+                           "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+}
+
+fn deleting() -> Value {
+    json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["auth.nats.mikluko.io/revoke"]})
+}
+
+fn replaced() -> Value {
+    json!({"replacedKeys": [{"publicKey": "UOLD", "at": "2026-01-01T00:00:00Z"}]})
+}
+
+#[rstest]
+#[case::status_distribution_only(1, json!({"publicKey": PK_A}), 1, json!({"publicKey": PK_A, "jwt": "e30.e30.x", "jwtHash": "h"}), false, false)]
+#[case::a_new_generation(1, json!({"publicKey": PK_A}), 2, json!({"publicKey": PK_A}), false, true)]
+#[case::its_public_key_recorded(1, json!({}), 1, json!({"publicKey": PK_A}), false, true)]
+#[case::its_public_key_replaced(1, json!({"publicKey": PK_A}), 1, json!({"publicKey": PK_B}), false, true)]
+#[case::its_deletion(1, json!({"publicKey": PK_A}), 1, json!({"publicKey": PK_A}), true, true)]
+fn an_accounts_digest_moves_with_what_its_users_read(
+    #[case] gen_before: i64,
+    #[case] before: Value,
+    #[case] gen_after: i64,
+    #[case] after: Value,
+    #[case] delete: bool,
+    #[case] moved: bool,
+) {
+    let old = account("a", gen_before, before);
+    let mut new = account("a", gen_after, after);
+    if delete {
+        new.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            ));
+    }
+    assert_eq!(account_touch(&old) != account_touch(&new), moved);
+}
+
+#[rstest]
+#[case::ready(json!({}), json!({}), false, false)]
+#[case::refused_for_its_key(json!({}), refused(reason::PUBLIC_KEY_IN_USE), true, false)]
+#[case::refused_otherwise(json!({}), refused(reason::KEYS_PENDING), false, false)]
+#[case::deleting(deleting(), json!({}), false, true)]
+#[case::holding_replaced_keys(json!({}), replaced(), false, true)]
+fn what_a_user_waits_on(
+    #[case] metadata: Value,
+    #[case] status: Value,
+    #[case] for_key: bool,
+    #[case] jwt: bool,
+) {
+    let u = user("u", "NatsAccount", "a", metadata, status);
+    assert_eq!(refused_for_key(&u), for_key);
+    assert_eq!(reads_account_jwt(&u), jwt);
+}
+
+fn touched(name: &str, account: Option<(AccountKind, &str)>, changed: bool) -> Touched {
+    Touched {
+        namespace: "n".into(),
+        name: name.into(),
+        account: account.map(|(k, a)| (k, "n".to_string(), a.to_string())),
+        changed,
+    }
+}
+
+#[rstest]
+#[case::a_natsaccount_user(Some((AccountKind::NatsAccount, "a")), vec!["a"], vec![])]
+#[case::a_system_user(Some((AccountKind::NatsSystemAccount, "sys")), vec![], vec!["sys"])]
+#[case::not_a_user(None, vec![], vec![])]
+fn a_user_change_wakes_its_own_account_only(
+    #[case] account: Option<(AccountKind, &str)>,
+    #[case] accounts: Vec<&str>,
+    #[case] system: Vec<&str>,
+) {
+    let (idx, _feeds) = index::new();
+    let t = touched("u", account, true);
+    let names = |refs: Vec<String>| refs;
+    assert_eq!(
+        names(
+            account_of_user(&idx, &t)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        ),
+        accounts
+    );
+    assert_eq!(
+        names(
+            system_account_of_user(&idx, &t)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        ),
+        system
+    );
+}
+
+fn names<K: kube::Resource>(refs: Vec<ObjectRef<K>>) -> BTreeSet<String> {
+    refs.into_iter().map(|r| r.name).collect()
+}
+
+/// Account a has a ready user, one refused for its key, one deleting and one holding replaced
+/// keys; account b one user; system account sys (of NatsOperator op) one.
+async fn filled() -> Index {
+    let (idx, feeds) = index::new();
+    let index::Feeds {
+        operators,
+        system_accounts,
+        accounts,
+        users,
+        grants,
+    } = feeds;
+    listed_with(operators, vec![]).await;
+    listed_with(grants, vec![]).await;
+    listed_with(system_accounts, vec![system_account("sys")]).await;
+    listed_with(
+        accounts,
+        vec![account("a", 1, json!({})), account("b", 1, json!({}))],
+    )
+    .await;
+    let users_listed = vec![
+        user("ready", "NatsAccount", "a", json!({}), json!({})),
+        user(
+            "in-use",
+            "NatsAccount",
+            "a",
+            json!({}),
+            refused(reason::PUBLIC_KEY_IN_USE),
+        ),
+        user("leaving", "NatsAccount", "a", deleting(), json!({})),
+        user("rotated", "NatsAccount", "a", json!({}), replaced()),
+        user(
+            "other",
+            "NatsAccount",
+            "b",
+            json!({}),
+            refused(reason::PUBLIC_KEY_IN_USE),
+        ),
+        user("sys-user", "NatsSystemAccount", "sys", json!({}), json!({})),
+    ];
+    listed_with(users, users_listed).await;
+    idx
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+#[tokio::test]
+async fn an_account_change_wakes_all_its_users_only_when_what_they_read_changed() {
+    let idx = filled().await;
+    assert_eq!(
+        names(users_of_account(&idx, &touched("a", None, true))),
+        set(&["ready", "in-use", "leaving", "rotated"])
+    );
+    assert_eq!(
+        names(users_of_account(&idx, &touched("a", None, false))),
+        set(&["leaving", "rotated"])
+    );
+    assert_eq!(
+        names(users_of_system_account(&idx, &touched("sys", None, true))),
+        set(&["sys-user"])
+    );
+    assert_eq!(
+        names(users_of_operator(&idx, &touched("op", None, true))),
+        set(&["sys-user"])
+    );
+    assert_eq!(
+        names(users_of_operator(&idx, &touched("other-op", None, true))),
+        set(&[])
+    );
+}
+
+#[tokio::test]
+async fn a_user_change_wakes_the_users_of_its_account_refused_for_their_key() {
+    let idx = filled().await;
+    let a = Some((AccountKind::NatsAccount, "a"));
+    assert_eq!(
+        names(users_refused_for_key(&idx, &touched("ready", a, true))),
+        set(&["in-use"])
+    );
+    // The refused user's own change wakes no one (its own watch event runs its pass).
+    assert_eq!(
+        names(users_refused_for_key(&idx, &touched("in-use", a, true))),
+        set(&[])
+    );
+    let b = Some((AccountKind::NatsAccount, "b"));
+    assert_eq!(
+        names(users_refused_for_key(&idx, &touched("new", b, true))),
+        set(&["other"])
+    );
+}
+
+#[tokio::test]
+async fn the_feed_says_whether_an_accounts_digest_changed_since_its_last_event() {
+    let (idx, feeds) = index::new();
+    let mut rx = idx.changes(Kind::Account).expect("the accounts' changes");
+    let first = account("a", 1, json!({}));
+    let keyed = account("a", 1, json!({"publicKey": PK_A}));
+    let distributed = account("a", 1, json!({"publicKey": PK_A, "jwtHash": "h"}));
+    applied(
+        feeds.accounts,
+        vec![
+            Event::Init,
+            Event::InitApply(first),
+            Event::InitDone,
+            Event::Apply(keyed),
+            Event::Apply(distributed.clone()),
+            Event::Delete(distributed),
+        ],
+    )
+    .await;
+    let mut seen = Vec::new();
+    while let Ok(c) = rx.try_recv() {
+        seen.push(match c {
+            Change::Relisted => "relisted".to_string(),
+            Change::Touched(t) => format!("{} changed={}", t.name, t.changed),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "relisted",
+            "a changed=true",
+            "a changed=false",
+            "a changed=true"
+        ]
+    );
+}

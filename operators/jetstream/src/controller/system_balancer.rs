@@ -1,0 +1,646 @@
+//! NatsSystemBalancer: evens leaders (and, opted in, copies) over every account of the NATS
+//! cluster its system connection reaches (design §6.5; the rules are [`crate::balance`]'s, the
+//! lease [`crate::lease`]'s). A pass, phase by phase:
+//!
+//! 1. [`gather`] — the system connection reached; the NATS cluster it reaches (the server it is
+//!    connected to says); one JSZ ping filtered to that NATS cluster → [`SystemView`]; which
+//!    accounts' jetstream-stepdown export the system account reaches (a stepdown of a stream no
+//!    account has is answered 404 through the import, and by nobody without it).
+//! 2. [`refuse`] — a second NatsSystemBalancer for the same NATS cluster (the older wins):
+//!    DuplicateBalancer; a NATS cluster of one server: NotClustered.
+//! 3. observe — moves pending judged done (the leader left `from`; the copy left `from` and the
+//!    group is as its config asks), MoveDone, the lease released.
+//! 4. hold — Unsettled, MovePending, MoveLeaseHeld (Holding True, no move).
+//! 5. plan and apply — [`balance::next_move`]; the lease taken; a leader move as a stepdown
+//!    through the account's export toward the chosen member, a placement move as
+//!    ACCOUNT.STREAM.MOVE off the server within the NATS cluster (MoveStarted, MoveRefused).
+//! 6. write status — capabilities, servers, skew, lastMove, pending, Ready and Holding; the
+//!    skew and pending gauges. The next pass comes after `interval`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller_kit::conditions::{self, Decided};
+use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::reconcile::{Read, describe};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use nats_api::jetstream::{
+    Capabilities, FINALIZER, LeaderCapability, Move, MoveKind, NatsKeyValue, NatsObjectStore,
+    NatsStream, NatsSystemBalancer, NatsSystemBalancerStatus, condition, event, metric, reason,
+};
+use nats_wire::jsapi::StreamMove;
+use nats_wire::monitor::{JszOptions, Placement};
+use nats_wire::{Collect, ServerFilter, Wire, WireError};
+
+use super::context::{Context, SystemClaim, lock, watch_config};
+use super::error::{Error, kube_err};
+use super::evacuation::watched;
+use super::outcome::Stop;
+use super::reach::reach;
+use crate::balance::{self, PlannedMove, Scope};
+use crate::references;
+use crate::system_view::{SystemView, system_view};
+
+const KIND: &str = "NatsSystemBalancer";
+const JSZ_DEADLINE: Duration = Duration::from_secs(2);
+/// The stream a capability probe steps down: a name no account has (a `$`-free, valid name).
+const PROBE_STREAM: &str = "nats-operator-stepdown-probe";
+/// How soon a pass with a move pending looks again.
+const PENDING_POLL: Duration = Duration::from_secs(2);
+
+/// What a pass works from.
+struct Gathered {
+    wire: Wire,
+    cluster: String,
+    view: SystemView,
+    /// Accounts with groups in the cluster, and those whose stepdown export is reached.
+    accounts: BTreeSet<String>,
+    reached: BTreeSet<String>,
+}
+
+/// The parts of status every pass writes, from what it found.
+struct Written {
+    ready: Decided,
+    holding: Option<Decided>,
+    pending: Vec<Move>,
+    last_move: Option<Move>,
+    after: Duration,
+}
+
+async fn reconcile(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let api: Api<NatsSystemBalancer> = Api::namespaced(
+        ctx.shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+    );
+    let c = ctx.clone();
+    finalizer::reconcile(
+        &api,
+        FINALIZER,
+        obj,
+        true,
+        |o| live(o, c),
+        |o| cleanup(o, ctx),
+    )
+    .await
+}
+
+/// The pace of passes ([`super::balancer::pace`]).
+fn interval(obj: &NatsSystemBalancer) -> Duration {
+    super::balancer::pace(&obj.spec.interval)
+}
+
+/// The live path: the phases, then status.
+async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let previous = obj.status.clone().unwrap_or_default();
+    let g = match gather(&ctx, &obj).await {
+        Ok(g) => g,
+        Err(Ok((why, message))) => {
+            let status = NatsSystemBalancerStatus {
+                observed_generation: obj.metadata.generation,
+                conditions: merged(
+                    &previous,
+                    obj.metadata.generation,
+                    &Decided::new(condition::READY, false, why, message),
+                    None,
+                ),
+                ..previous.clone()
+            };
+            write(&ctx, &obj, &status, "").await?;
+            return Ok(Action::requeue(ctx.shared.retry_later(&*obj)));
+        }
+        Err(Err(e)) => return Err(e),
+    };
+    let loads = balance::loads(&g.view, &g.cluster);
+    let skew = balance::skew(&loads);
+    let capabilities = capabilities(&g.accounts, &g.reached);
+    let w = match refuse(&ctx, &obj, &g) {
+        Some(ready) => Written {
+            ready,
+            holding: None,
+            pending: previous.pending.clone(),
+            last_move: previous.last_move.clone(),
+            after: interval(&obj),
+        },
+        None => step(&ctx, &obj, &g, &previous).await,
+    };
+    let status = NatsSystemBalancerStatus {
+        observed_generation: obj.metadata.generation,
+        conditions: merged(
+            &previous,
+            obj.metadata.generation,
+            &w.ready,
+            w.holding.as_ref(),
+        ),
+        capabilities: Some(capabilities),
+        servers: loads,
+        skew: Some(skew),
+        last_move: w.last_move,
+        pending: w.pending,
+    };
+    write(&ctx, &obj, &status, &g.cluster).await?;
+    Ok(Action::requeue(w.after))
+}
+
+/// The gather phase; `Err(Ok((reason, message)))` when the NATS cluster cannot be judged.
+async fn gather(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+) -> Result<Gathered, Result<(&'static str, String), Error>> {
+    let ns = obj.namespace().unwrap_or_default();
+    let conn = references::absolute(&obj.spec.connection_ref, &ns);
+    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
+    let client = match reach(ctx, obj, &conn, check_grant).await {
+        Ok(c) => c,
+        Err(Stop::Failed(e)) => return Err(Err(e)),
+        Err(Stop::Held(d)) => return Err(Ok((d.reason, d.message))),
+        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
+            return Err(Ok((b.reason, b.message)));
+        }
+    };
+    let cluster = client.server_info().cluster.unwrap_or_default();
+    if cluster.is_empty() {
+        return Err(Ok((
+            reason::NOT_CLUSTERED,
+            "the server spec.connectionRef reaches is in no NATS cluster: there is nothing to \
+             balance"
+                .into(),
+        )));
+    }
+    let wire = Wire::new(client);
+    let options = JszOptions {
+        filter: ServerFilter {
+            cluster: cluster.clone(),
+            exact_match: true,
+            ..Default::default()
+        },
+        accounts: true,
+        streams: true,
+        config: true,
+        ..Default::default()
+    };
+    let replies = match wire.ping_jsz(&options, Collect::until(JSZ_DEADLINE)).await {
+        Ok(r) if !r.replies.is_empty() => r,
+        Ok(_) | Err(WireError::NoResponders { .. }) | Err(WireError::Timeout { .. }) => {
+            return Err(Ok((
+                reason::PASS_FAILED,
+                format!(
+                    "no server answered $SYS.REQ.SERVER.PING.JSZ over NatsConnection {}: \
+                     spec.connectionRef must name a connection with system account credentials",
+                    conn.name
+                ),
+            )));
+        }
+        Err(e) => return Err(Ok((reason::PASS_FAILED, format!("the JSZ ping: {e}")))),
+    };
+    ctx.shared.settled(obj);
+    let view = system_view(&replies);
+    let accounts: BTreeSet<String> = view
+        .groups
+        .iter()
+        .filter(|g| g.cluster == cluster)
+        .map(|g| g.account.clone())
+        .collect();
+    let mut reached = BTreeSet::new();
+    for a in &accounts {
+        let through = wire.clone().with_js_domain(a);
+        match through.stream_leader_stepdown(PROBE_STREAM, None).await {
+            // Answered by the account's JetStream: the import leads there.
+            Ok(()) | Err(WireError::JetStream { .. }) => {
+                reached.insert(a.clone());
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(Gathered {
+        wire,
+        cluster,
+        view,
+        accounts,
+        reached,
+    })
+}
+
+/// `status.capabilities`: placement moves always (the system account may move any stream);
+/// leader moves as far as the accounts' jetstream-stepdown exports are reached.
+fn capabilities(accounts: &BTreeSet<String>, reached: &BTreeSet<String>) -> Capabilities {
+    let missing: Vec<&str> = accounts
+        .iter()
+        .filter(|a| !reached.contains(*a))
+        .map(String::as_str)
+        .collect();
+    let reason = || {
+        format!(
+            "{} of {} accounts carry no jetstream-stepdown export; their leaders are not moved: {}",
+            missing.len(),
+            accounts.len(),
+            missing.join(", ")
+        )
+    };
+    let (leader, leader_reason) = if missing.is_empty() {
+        (LeaderCapability::Full, None)
+    } else if missing.len() == accounts.len() {
+        (LeaderCapability::None, Some(reason()))
+    } else {
+        (LeaderCapability::Partial, Some(reason()))
+    };
+    Capabilities {
+        placement: true,
+        leader: Some(leader),
+        leader_reason,
+    }
+}
+
+/// The refuse phase: a second NatsSystemBalancer of the same NATS cluster (the older wins), or
+/// a NATS cluster of one server.
+fn refuse(ctx: &Context, obj: &NatsSystemBalancer, g: &Gathered) -> Option<Decided> {
+    let me = describe(obj);
+    let age = (
+        obj.metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+        me.clone(),
+    );
+    let winner = {
+        let mut claims = lock(&ctx.moving.system_balancers);
+        let pending = claims
+            .get(&me)
+            .map(|c| c.pending.clone())
+            .unwrap_or_default();
+        claims.insert(
+            me.clone(),
+            SystemClaim {
+                cluster: g.cluster.clone(),
+                age,
+                pending,
+                leader_accounts: if obj.spec.moves.leader {
+                    g.reached.clone()
+                } else {
+                    BTreeSet::new()
+                },
+                placement: obj.spec.moves.placement,
+            },
+        );
+        claims
+            .iter()
+            .filter(|(_, c)| c.cluster == g.cluster)
+            .min_by(|a, b| a.1.age.cmp(&b.1.age))
+            .map(|(k, _)| k.clone())
+    };
+    if let Some(w) = winner.filter(|w| *w != me) {
+        return Some(Decided::new(
+            condition::READY,
+            false,
+            reason::DUPLICATE_BALANCER,
+            format!(
+                "{w} already balances NATS cluster {}: at most one NatsSystemBalancer per NATS \
+                 cluster",
+                g.cluster
+            ),
+        ));
+    }
+    if g.view.servers_of(&g.cluster).count() < 2 {
+        return Some(Decided::new(
+            condition::READY,
+            false,
+            reason::NOT_CLUSTERED,
+            format!(
+                "NATS cluster {} has one server: there is nothing to balance",
+                g.cluster
+            ),
+        ));
+    }
+    None
+}
+
+/// Observe, hold, plan and apply: what this pass writes.
+async fn step(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+    g: &Gathered,
+    previous: &NatsSystemBalancerStatus,
+) -> Written {
+    let me = describe(obj);
+    let now = Instant::now();
+    let balancing =
+        |message: String| Decided::new(condition::READY, true, reason::BALANCING, message);
+    let holding = |why: &'static str, message: String| {
+        Some(Decided::new(condition::HOLDING, true, why, message))
+    };
+    // Observe: the moves pending.
+    let mut pending = Vec::new();
+    for m in &previous.pending {
+        if move_done(&g.view, m) {
+            let message = format!(
+                "{:?} move of stream {} of account {} off {} done",
+                m.kind,
+                m.stream,
+                m.account.as_deref().unwrap_or_default(),
+                m.from.as_deref().unwrap_or_default()
+            );
+            ctx.shared
+                .events
+                .publish(obj, false, event::MOVE_DONE, message)
+                .await;
+        } else {
+            pending.push(m.clone());
+        }
+    }
+    record_pending(ctx, &me, &pending);
+    let servers = g.view.servers_of(&g.cluster).count();
+    let what = if obj.spec.moves.placement {
+        "leaders and replicas"
+    } else {
+        "leaders"
+    };
+    let ready = balancing(format!(
+        "balancing {what} across {servers} servers of NATS cluster {}",
+        g.cluster
+    ));
+    if !pending.is_empty() {
+        ctx.leases.renew(&g.cluster, &me, now);
+        return Written {
+            ready,
+            holding: holding(
+                reason::MOVE_PENDING,
+                format!("a move of stream {} is pending", pending[0].stream),
+            ),
+            pending,
+            last_move: previous.last_move.clone(),
+            after: PENDING_POLL,
+        };
+    }
+    ctx.leases.release(&g.cluster, &me);
+    let quiet = |holding, last_move| Written {
+        ready: ready.clone(),
+        holding,
+        pending: Vec::new(),
+        last_move,
+        after: interval(obj),
+    };
+    if let Err(why) = balance::settled(&g.view, &g.cluster) {
+        return quiet(holding(reason::UNSETTLED, why), previous.last_move.clone());
+    }
+    let scope = Scope {
+        leader: obj.spec.moves.leader,
+        placement: obj.spec.moves.placement,
+        leader_accounts: g.reached.clone(),
+        skip: ctx.moving.under_evacuation(),
+        pinned: pinned(ctx, &g.view).await,
+        only: None,
+    };
+    let Some(planned) = balance::next_move(&g.view, &g.cluster, &scope) else {
+        return quiet(
+            Some(Decided::new(
+                condition::HOLDING,
+                false,
+                reason::SETTLED,
+                format!(
+                    "NATS cluster {} is Settled; next pass in {}",
+                    g.cluster,
+                    obj.spec.interval.as_str()
+                ),
+            )),
+            previous.last_move.clone(),
+        );
+    };
+    if let Err(holder) = ctx.leases.take(&g.cluster, &me, now) {
+        return quiet(
+            holding(
+                reason::MOVE_LEASE_HELD,
+                format!("{holder} holds the move lease of {}", g.cluster),
+            ),
+            previous.last_move.clone(),
+        );
+    }
+    match request(g, &planned).await {
+        Ok(()) => {
+            let m = Move {
+                kind: planned.kind,
+                account: Some(planned.account.clone()),
+                stream: planned.stream.clone(),
+                consumer: None,
+                from: Some(planned.from.clone()),
+                to: planned.to.clone(),
+                time: Some(conditions::now()),
+            };
+            let message = format!(
+                "{:?} move of stream {} of account {} off {}{}",
+                m.kind,
+                m.stream,
+                planned.account,
+                planned.from,
+                planned
+                    .to
+                    .as_deref()
+                    .map(|t| format!(" to {t}"))
+                    .unwrap_or_default()
+            );
+            ctx.shared
+                .events
+                .publish(obj, false, event::MOVE_STARTED, message)
+                .await;
+            record_pending(ctx, &me, std::slice::from_ref(&m));
+            Written {
+                ready,
+                holding: holding(
+                    reason::MOVE_PENDING,
+                    format!("the move of stream {} is pending", m.stream),
+                ),
+                pending: vec![m.clone()],
+                last_move: Some(m),
+                after: PENDING_POLL,
+            }
+        }
+        Err(e) => {
+            ctx.leases.release(&g.cluster, &me);
+            let message = format!(
+                "{:?} move of stream {} of account {}: {e}",
+                planned.kind, planned.stream, planned.account
+            );
+            ctx.shared
+                .events
+                .publish(obj, true, event::MOVE_REFUSED, message)
+                .await;
+            quiet(None, previous.last_move.clone())
+        }
+    }
+}
+
+/// The move on the server: a stepdown through the account's export toward the chosen member,
+/// or ACCOUNT.STREAM.MOVE of the copy on `from` within the NATS cluster.
+async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), WireError> {
+    match m.kind {
+        MoveKind::Leader => {
+            let placement = Placement {
+                preferred: m.to.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            g.wire
+                .clone()
+                .with_js_domain(&m.account)
+                .stream_leader_stepdown(&m.stream, Some(&placement))
+                .await
+        }
+        MoveKind::Placement => {
+            let request = StreamMove {
+                server: m.from.clone(),
+                cluster: g.cluster.clone(),
+                ..Default::default()
+            };
+            g.wire
+                .account_stream_move(&m.account, &m.stream, &request)
+                .await
+                .map(|_| ())
+        }
+    }
+}
+
+/// Whether a pending move is done in `view`: the leader left `from` (leader move); the copy
+/// left `from` and the group is as its config asks (placement move). A stream gone is done.
+fn move_done(view: &SystemView, m: &Move) -> bool {
+    let Some(g) = view
+        .groups
+        .iter()
+        .find(|g| Some(g.account.as_str()) == m.account.as_deref() && g.stream == m.stream)
+    else {
+        return true;
+    };
+    let from = m.from.as_deref().unwrap_or_default();
+    match m.kind {
+        MoveKind::Leader => !g.leader.is_empty() && g.leader != from,
+        MoveKind::Placement => g.settled() && g.members().all(|s| s != from),
+    }
+}
+
+fn record_pending(ctx: &Context, me: &str, pending: &[Move]) {
+    if let Some(c) = lock(&ctx.moving.system_balancers).get_mut(me) {
+        c.pending = pending
+            .iter()
+            .map(|m| (m.account.clone().unwrap_or_default(), m.stream.clone()))
+            .collect();
+    }
+}
+
+/// Streams whose resource sets placement.cluster, by the ownership marker of their groups.
+async fn pinned(ctx: &Context, view: &SystemView) -> BTreeSet<(String, String)> {
+    let placed = |v: serde_json::Value| {
+        v.pointer("/spec/placement/cluster")
+            .and_then(|c| c.as_str())
+            .is_some_and(|c| !c.is_empty())
+    };
+    let mut uids = BTreeSet::new();
+    macro_rules! collect {
+        ($k:ty) => {
+            for r in watched::<$k>(ctx).await.unwrap_or_default() {
+                if placed(serde_json::to_value(&r).unwrap_or_default()) {
+                    uids.extend(r.metadata.uid.clone());
+                }
+            }
+        };
+    }
+    collect!(NatsStream);
+    collect!(NatsKeyValue);
+    collect!(NatsObjectStore);
+    view.groups
+        .iter()
+        .filter(|g| g.owner.as_ref().is_some_and(|o| uids.contains(o)))
+        .map(|g| (g.account.clone(), g.stream.clone()))
+        .collect()
+}
+
+fn merged(
+    previous: &NatsSystemBalancerStatus,
+    generation: Option<i64>,
+    ready: &Decided,
+    holding: Option<&Decided>,
+) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    let set: Vec<Decided> = std::iter::once(ready.clone())
+        .chain(holding.cloned())
+        .collect();
+    conditions::merge(
+        &previous.conditions,
+        generation,
+        &set,
+        &[condition::HOLDING],
+        &conditions::now(),
+    )
+}
+
+/// The write-status phase: status applied, the skew and pending gauges set.
+async fn write(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+    status: &NatsSystemBalancerStatus,
+    _cluster: &str,
+) -> Result<(), Error> {
+    let ns = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let m = &ctx.shared.metrics;
+    if let Some(skew) = &status.skew {
+        m.set_gauge(
+            metric::BALANCER_LEADER_SKEW,
+            "The difference between the most and fewest group leaders a server holds, per pool.",
+            &[("namespace", &ns), ("name", &name), ("pool", "system")],
+            f64::from(skew.leaders),
+        );
+    }
+    for (kind, label) in [
+        (MoveKind::Leader, "leader"),
+        (MoveKind::Placement, "placement"),
+    ] {
+        m.set_gauge(
+            metric::BALANCER_PENDING_MOVES,
+            "Moves a balancer requested and has not seen done, per kind of move.",
+            &[("namespace", &ns), ("name", &name), ("move_kind", label)],
+            status.pending.iter().filter(|p| p.kind == kind).count() as f64,
+        );
+    }
+    super::status::count_held(ctx, obj, &status.conditions);
+    ctx.shared
+        .write_status(obj, status)
+        .await
+        .map_err(kube_err(obj))?;
+    Ok(())
+}
+
+/// Deletion: its claim and lease dropped, its gauges removed. A pending move is left to finish
+/// (a leader move cannot be undone; a placement move within the cluster is harmless).
+async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Cleanup, Error> {
+    let me = describe(&*obj);
+    let claim = lock(&ctx.moving.system_balancers).remove(&me);
+    if let Some(c) = claim {
+        ctx.leases.release(&c.cluster, &me);
+    }
+    let ns = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let m = &ctx.shared.metrics;
+    m.remove_gauge(
+        metric::BALANCER_LEADER_SKEW,
+        &[("namespace", &ns), ("name", &name), ("pool", "system")],
+    );
+    for label in ["leader", "placement"] {
+        m.remove_gauge(
+            metric::BALANCER_PENDING_MOVES,
+            &[("namespace", &ns), ("name", &name), ("move_kind", label)],
+        );
+    }
+    m.forget(KIND, &ns, &name);
+    Ok(Cleanup::Done)
+}
+
+/// The NatsSystemBalancer controller; each pass reads the object fresh (its status carries the
+/// moves pending).
+pub(super) async fn controller(ctx: Arc<Context>) {
+    let client = ctx.shared.client.clone();
+    let controller = controller_kit::watch::controller::<NatsSystemBalancer>(
+        &client,
+        &ctx.shared.scope,
+        watch_config(),
+    );
+    controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile).await;
+}

@@ -1,0 +1,288 @@
+//! The NATS system as one `$SYS.REQ.SERVER.PING.JSZ` shows it to the system account: every
+//! server that answered (its name, NATS cluster and tags), the meta group as its leader reports
+//! it, and every stream group of every account once (its account, NATS cluster, leader, peers,
+//! configured replicas and placement, and the ownership marker). The evacuation (and the
+//! balancers) judge from this alone; reading it is the shell's job.
+
+use std::collections::BTreeMap;
+
+use nats_wire::Reply;
+use nats_wire::jsapi::{MetaGroup, meta_group_of};
+use nats_wire::monitor::{Jsz, StreamDetail};
+use nats_wire::{PingReplies, ServerInfo};
+
+use crate::ownership::OWNER_METADATA_KEY;
+
+/// One server that answered the ping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSeen {
+    /// Its server_name.
+    pub name: String,
+    /// The NATS cluster it is in.
+    pub cluster: String,
+    /// Its server tags (`key:value`).
+    pub tags: Vec<String>,
+}
+
+impl ServerSeen {
+    /// Whether the server carries every one of `tags` (nats-server matches tags without case).
+    pub fn carries_all(&self, tags: &[String]) -> bool {
+        tags.iter()
+            .all(|t| self.tags.iter().any(|s| s.eq_ignore_ascii_case(t)))
+    }
+}
+
+/// One stream group (a stream, key-value bucket or object store) as the system sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupSeen {
+    /// The account (its name as JSZ reports it: the public key in operator mode).
+    pub account: String,
+    /// The server-side stream name.
+    pub stream: String,
+    /// The NATS cluster the group is placed in.
+    pub cluster: String,
+    /// Its leader's server_name; empty while it has none.
+    pub leader: String,
+    /// Its other peers' server_names.
+    pub peers: Vec<String>,
+    /// The replicas its config asks for.
+    pub replicas: usize,
+    /// The NATS cluster its config's placement names; empty when none.
+    pub placement_cluster: String,
+    /// The UID its ownership marker names, if any.
+    pub owner: Option<String>,
+}
+
+impl GroupSeen {
+    /// Leader and peers: every server holding a copy.
+    pub fn members(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.leader.as_str())
+            .filter(|l| !l.is_empty())
+            .chain(self.peers.iter().map(String::as_str))
+    }
+
+    /// Whether the group is as its config asks: a leader and exactly its replicas (a group being
+    /// moved holds the old peers and the new ones at once).
+    pub fn settled(&self) -> bool {
+        !self.leader.is_empty() && self.members().count() == self.replicas.max(1)
+    }
+}
+
+/// What one JSZ ping showed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemView {
+    /// The servers that answered, by name.
+    pub servers: Vec<ServerSeen>,
+    /// The meta group as its leader reports it; `None` when no leader answered.
+    pub meta: Option<MetaGroup>,
+    /// The meta leader any answer names (a cluster-filtered ping may not reach the leader).
+    pub meta_leader: Option<String>,
+    /// Every stream group of every account, once, sorted by account then name.
+    pub groups: Vec<GroupSeen>,
+}
+
+impl SystemView {
+    /// The servers of the NATS cluster `cluster` that answered.
+    pub fn servers_of<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a ServerSeen> {
+        self.servers.iter().filter(move |s| s.cluster == cluster)
+    }
+}
+
+/// The view of a JSZ ping asked with accounts, streams and configs.
+pub fn system_view(replies: &PingReplies<Jsz>) -> SystemView {
+    let mut servers: Vec<ServerSeen> = replies
+        .replies
+        .iter()
+        .map(|r| server_seen(&r.server))
+        .collect();
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    servers.dedup_by(|a, b| a.name == b.name);
+    SystemView {
+        servers,
+        meta: meta_group_of(replies),
+        meta_leader: replies
+            .replies
+            .iter()
+            .filter_map(|r| r.data.meta_cluster.as_ref())
+            .map(|m| m.leader.clone())
+            .find(|l| !l.is_empty()),
+        groups: groups(&replies.replies),
+    }
+}
+
+fn server_seen(s: &ServerInfo) -> ServerSeen {
+    ServerSeen {
+        name: s.name.clone(),
+        cluster: s.cluster.clone(),
+        tags: s.tags.clone(),
+    }
+}
+
+/// Every group once: each member reports the groups it holds, and the leader's report wins
+/// (a follower's may lag behind a change of peers).
+fn groups(replies: &[Reply<Jsz>]) -> Vec<GroupSeen> {
+    let mut by_key: BTreeMap<(String, String), (bool, GroupSeen)> = BTreeMap::new();
+    for r in replies {
+        for account in &r.data.account_details {
+            for stream in &account.streams {
+                let seen = group_seen(&account.name, stream);
+                let from_leader = !seen.leader.is_empty() && seen.leader == r.server.name;
+                let key = (seen.account.clone(), seen.stream.clone());
+                match by_key.get(&key) {
+                    Some((true, _)) => {}
+                    Some((false, _)) if !from_leader => {}
+                    _ => {
+                        by_key.insert(key, (from_leader, seen));
+                    }
+                }
+            }
+        }
+    }
+    by_key.into_values().map(|(_, g)| g).collect()
+}
+
+fn group_seen(account: &str, s: &StreamDetail) -> GroupSeen {
+    let cluster = s.cluster.clone().unwrap_or_default();
+    let config = s.config.clone().unwrap_or_default();
+    GroupSeen {
+        account: account.to_string(),
+        stream: s.name.clone(),
+        cluster: cluster.name,
+        leader: cluster.leader,
+        peers: cluster.replicas.into_iter().map(|p| p.name).collect(),
+        replicas: usize::try_from(config.num_replicas).unwrap_or(1),
+        placement_cluster: config.placement.map(|p| p.cluster).unwrap_or_default(),
+        owner: config
+            .metadata
+            .get(OWNER_METADATA_KEY)
+            .filter(|o| !o.is_empty())
+            .cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nats_wire::monitor::{
+        AccountDetail, ClusterInfo, MetaClusterInfo, Placement, StreamConfigView,
+    };
+
+    pub(crate) fn detail(name: &str, cluster: &str, leader: &str, peers: &[&str]) -> StreamDetail {
+        StreamDetail {
+            name: name.into(),
+            cluster: Some(ClusterInfo {
+                name: cluster.into(),
+                leader: leader.into(),
+                replicas: peers
+                    .iter()
+                    .map(|p| nats_wire::monitor::PeerInfo {
+                        name: p.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            config: Some(StreamConfigView {
+                name: name.into(),
+                num_replicas: 1 + peers.len() as i64,
+                placement: Some(Placement {
+                    cluster: "c1".into(),
+                    ..Default::default()
+                }),
+                metadata: [(OWNER_METADATA_KEY.to_string(), "uid-1".to_string())].into(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn reply(server: &str, cluster: &str, streams: Vec<StreamDetail>) -> Reply<Jsz> {
+        Reply {
+            server: ServerInfo {
+                name: server.into(),
+                cluster: cluster.into(),
+                tags: vec!["region:east".into()],
+                ..Default::default()
+            },
+            data: Jsz {
+                meta_cluster: Some(MetaClusterInfo {
+                    leader: "a".into(),
+                    ..Default::default()
+                }),
+                account_details: vec![AccountDetail {
+                    name: "APP".into(),
+                    streams,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        }
+    }
+
+    fn replies(r: Vec<Reply<Jsz>>) -> PingReplies<Jsz> {
+        PingReplies {
+            request: "$SYS.REQ.SERVER.PING.JSZ".into(),
+            replies: r,
+            failures: Vec::new(),
+            expected: None,
+        }
+    }
+
+    #[test]
+    fn a_group_is_seen_once_and_the_leaders_report_wins() {
+        // b reports a stale peer set; a, the leader, the current one.
+        let view = system_view(&replies(vec![
+            reply("b", "c1", vec![detail("S", "c1", "a", &["b", "old"])]),
+            reply("a", "c1", vec![detail("S", "c1", "a", &["b", "c"])]),
+            reply("c", "c1", vec![detail("S", "c1", "a", &["b", "old2"])]),
+        ]));
+        assert_eq!(view.groups.len(), 1);
+        let g = &view.groups[0];
+        assert_eq!(g.peers, vec!["b", "c"]);
+        assert_eq!((g.account.as_str(), g.cluster.as_str()), ("APP", "c1"));
+        assert_eq!(g.placement_cluster, "c1");
+        assert_eq!(g.owner.as_deref(), Some("uid-1"));
+        assert!(g.settled());
+        assert_eq!(
+            view.servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a", "b", "c"]
+        );
+        assert_eq!(view.meta.map(|m| m.leader), Some("a".to_string()));
+        assert_eq!(view.meta_leader.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn a_group_being_moved_or_leaderless_is_not_settled() {
+        let mut g = group_seen("APP", &detail("S", "c1", "a", &["b", "c"]));
+        assert!(g.settled());
+        g.peers.push("d".into());
+        assert!(
+            !g.settled(),
+            "four members of an R3 group: a move in progress"
+        );
+        let mut g = group_seen("APP", &detail("S", "c1", "", &["b", "c"]));
+        g.replicas = 2;
+        assert!(!g.settled(), "no leader");
+    }
+
+    #[test]
+    fn tags_are_matched_whole_and_without_case() {
+        let s = ServerSeen {
+            name: "a".into(),
+            cluster: "c1".into(),
+            tags: vec!["region:East".into(), "env:prod".into()],
+        };
+        for (tags, carries) in [
+            (vec!["region:east"], true),
+            (vec!["region:east", "env:prod"], true),
+            (vec!["region:east", "env:dev"], false),
+            (vec!["region:ea"], false),
+            (vec![], true),
+        ] {
+            let tags: Vec<String> = tags.into_iter().map(String::from).collect();
+            assert_eq!(s.carries_all(&tags), carries, "{tags:?}");
+        }
+    }
+}
