@@ -45,20 +45,37 @@ pub async fn js_api(
     jsapi::request(client, subject, body).await
 }
 
+/// Sends an idempotent request (a create or update with one config) until it is answered: a
+/// JetStream API request is dropped unanswered while the meta or stream leader changes, which a
+/// loaded machine makes happen right after a cluster reports its meta leader. The server's
+/// refusal fails the test at once; only "no answer" is sent again, within [`WAIT`].
+pub async fn answered<F, Fut>(what: &str, mut send: F) -> Value
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Value, JsApiError>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match send().await {
+            Ok(reply) => return reply,
+            Err(e @ JsApiError::Request { .. }) if tokio::time::Instant::now() < deadline => {
+                eprintln!("{what}: {e}; sending it again");
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
 /// Creates a stream from a mapped config; returns the config the server answered with.
 pub async fn create_stream(client: &async_nats::Client, config: &Map<String, Value>) -> Value {
-    match jsapi::create_stream(client, config).await {
-        Ok(reply) => reply["config"].clone(),
-        Err(e) => panic!("creating stream {}: {e}", config["name"]),
-    }
+    let what = format!("creating stream {}", config["name"]);
+    answered(&what, || jsapi::create_stream(client, config)).await["config"].clone()
 }
 
 /// Updates a stream with a mapped config (what correcting drift sends).
 pub async fn update_stream(client: &async_nats::Client, config: &Map<String, Value>) -> Value {
-    match jsapi::update_stream(client, config).await {
-        Ok(reply) => reply["config"].clone(),
-        Err(e) => panic!("updating stream {}: {e}", config["name"]),
-    }
+    let what = format!("updating stream {}", config["name"]);
+    answered(&what, || jsapi::update_stream(client, config)).await["config"].clone()
 }
 
 /// A stream's whole STREAM.INFO answer (config, state, cluster); it must exist.
@@ -92,10 +109,12 @@ pub async fn put_consumer(
     config: &Map<String, Value>,
     update: bool,
 ) -> Value {
-    match jsapi::put_consumer(client, stream, config, update).await {
-        Ok(reply) => reply["config"].clone(),
-        Err(e) => panic!("putting consumer {stream}/{}: {e}", config["name"]),
-    }
+    let what = format!("putting consumer {stream}/{}", config["name"]);
+    answered(&what, || {
+        jsapi::put_consumer(client, stream, config, update)
+    })
+    .await["config"]
+        .clone()
 }
 
 /// The server's config of a consumer, `None` when it does not exist.
