@@ -97,6 +97,34 @@ pub struct Figures {
     pub leadership_changes: u64,
     /// Lost messages per consumer.
     pub lost_by_consumer: BTreeMap<String, u64>,
+    /// With several publishers: the most publish-ack timeouts one of them saw (a timing).
+    #[serde(default)]
+    pub ack_timeouts_max_per_publisher: u64,
+}
+
+impl Figures {
+    /// The figures of several publishers' ledgers as one: counts summed, the longest ack gap
+    /// and the most ack timeouts of one publisher kept, every consumer's losses listed.
+    pub fn sum<'a>(each: impl IntoIterator<Item = &'a Figures>) -> Figures {
+        let mut t = Figures::default();
+        for f in each {
+            t.published += f.published;
+            t.acknowledged += f.acknowledged;
+            t.lost += f.lost;
+            t.undrained += f.undrained;
+            t.duplicated += f.duplicated;
+            t.delivered_twice += f.delivered_twice;
+            t.redeliveries += f.redeliveries;
+            t.ack_timeouts += f.ack_timeouts;
+            t.publish_errors += f.publish_errors;
+            t.unacknowledged += f.unacknowledged;
+            t.max_ack_gap_ms = t.max_ack_gap_ms.max(f.max_ack_gap_ms);
+            t.leadership_changes += f.leadership_changes;
+            t.ack_timeouts_max_per_publisher = t.ack_timeouts_max_per_publisher.max(f.ack_timeouts);
+            t.lost_by_consumer.extend(f.lost_by_consumer.clone());
+        }
+        t
+    }
 }
 
 /// A shared, append-only event log.
@@ -116,6 +144,15 @@ impl Ledger {
     pub fn new() -> Self {
         Ledger {
             start: Instant::now(),
+            events: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// A ledger of its own on this one's clock: one publisher's among several, whose message
+    /// ids and consumers are its own.
+    pub fn sibling(&self) -> Ledger {
+        Ledger {
+            start: self.start,
             events: Arc::new(Mutex::new(Vec::new())),
         }
     }
@@ -431,6 +468,46 @@ mod tests {
             leader(600, Some("c1-2")),
         ];
         assert_eq!(figures(&ev, &[]).leadership_changes, 2);
+    }
+
+    #[test]
+    fn several_publishers_sum_their_counts_and_keep_the_worst_gap_and_timeouts() {
+        let a = Figures {
+            published: 10,
+            acknowledged: 10,
+            lost: 1,
+            ack_timeouts: 3,
+            max_ack_gap_ms: 40,
+            lost_by_consumer: [("a-pull".to_string(), 1)].into(),
+            ..Figures::default()
+        };
+        let b = Figures {
+            published: 5,
+            acknowledged: 4,
+            unacknowledged: 1,
+            ack_timeouts: 1,
+            max_ack_gap_ms: 900,
+            lost_by_consumer: [("b-pull".to_string(), 0)].into(),
+            ..Figures::default()
+        };
+        let t = Figures::sum([&a, &b]);
+        assert_eq!((t.published, t.acknowledged, t.lost), (15, 14, 1));
+        assert_eq!((t.unacknowledged, t.ack_timeouts), (1, 4));
+        assert_eq!(
+            (t.max_ack_gap_ms, t.ack_timeouts_max_per_publisher),
+            (900, 3)
+        );
+        assert_eq!(t.lost_by_consumer.len(), 2);
+    }
+
+    #[test]
+    fn a_sibling_ledger_shares_the_clock_not_the_events() {
+        let l = Ledger::new();
+        l.step("main");
+        let s = l.sibling();
+        s.record(ack(s.now_ms(), 1, 1));
+        assert_eq!((l.events().len(), s.events().len()), (1, 1));
+        assert!(s.now_ms() >= l.events()[0].at_ms());
     }
 
     #[test]

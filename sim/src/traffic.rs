@@ -82,6 +82,17 @@ pub fn spawn_publisher(
     spec: PublisherSpec,
     ledger: Ledger,
 ) -> JoinHandle<()> {
+    spawn_publisher_until(js, spec, ledger, watch::channel(false).1)
+}
+
+/// [`spawn_publisher`] that also stops sending new messages once `stop` turns true (before
+/// `duration` ends); those in flight are still acknowledged or given up on.
+pub fn spawn_publisher_until(
+    js: jetstream::Context,
+    spec: PublisherSpec,
+    ledger: Ledger,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
     let mut js = js;
     js.set_timeout(spec.ack_timeout);
     tokio::spawn(async move {
@@ -93,7 +104,14 @@ pub fn spawn_publisher(
         let mut tasks = tokio::task::JoinSet::new();
         let payload = bytes::Bytes::from(vec![b'x'; spec.payload_bytes]);
         for id in 1..=total {
-            tick.tick().await;
+            if *stop.borrow() {
+                break;
+            }
+            tokio::select! {
+                _ = tick.tick() => {}
+                // A closed channel (no one to stop it) disables this branch.
+                Ok(()) = stop.changed() => break,
+            }
             let Ok(permit) = slots.clone().acquire_owned().await else {
                 break;
             };
@@ -261,7 +279,8 @@ pub async fn spawn_consumer(
             loop {
                 let next = tokio::select! {
                     n = messages.next() => n,
-                    _ = stop.changed() => break,
+                    // A closed channel (no one to stop it) disables this branch.
+                Ok(()) = stop.changed() => break,
                 };
                 match next {
                     Some(Ok(msg)) => {

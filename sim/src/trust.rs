@@ -97,13 +97,11 @@ impl Roots {
     }
 }
 
-/// Signs a fresh operator, system account, system user, workload account and workload user.
-pub fn generate() -> Result<GeneratedTrust, String> {
-    let fail = |what: &str, e: nats_claims::Error| format!("signing the {what}: {e}");
-    let roots = Roots::sign("sim").map_err(|e| fail("trust roots", e))?;
+/// An account named `name` with JetStream and no limits, signed by `roots`' operator.
+fn jetstream_account(roots: &Roots, name: &str) -> Result<(NKey, String), nats_claims::Error> {
     let account = NKey::generate(KeyKind::Account);
-    let account_jwt = AccountClaims::new(account.public_key())
-        .name("APP")
+    let jwt = AccountClaims::new(account.public_key())
+        .name(name)
         .jetstream(JetStreamLimits {
             memory_storage: NO_LIMIT,
             disk_storage: NO_LIMIT,
@@ -111,8 +109,57 @@ pub fn generate() -> Result<GeneratedTrust, String> {
             consumer: NO_LIMIT,
             ..Default::default()
         })
-        .encode(&roots.operator)
-        .map_err(|e| fail("workload account JWT", e))?;
+        .encode(&roots.operator)?;
+    Ok((account, jwt))
+}
+
+/// A sim topology's trust roots (`topology: { servers: .., trust: generated, accounts: [..] }`):
+/// what its servers boot with, the system user's creds, and per JetStream account (by name)
+/// its user's creds.
+pub struct SignedTopology {
+    pub operator: crate::OperatorMode,
+    pub system_creds: String,
+    pub account_creds: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SignedTopology {
+    // Creds hold seeds: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedTopology")
+            .field("accounts", &self.account_creds.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Signs an operator, its system account and user, and one JetStream account with one user per
+/// name of `accounts`, every account preloaded into the servers' resolver.
+pub fn sign_topology(accounts: &[String]) -> Result<SignedTopology, String> {
+    let fail = |what: &str, e: nats_claims::Error| format!("signing the {what}: {e}");
+    let roots = Roots::sign("sim").map_err(|e| fail("trust roots", e))?;
+    let mut preload = Vec::new();
+    let mut account_creds = BTreeMap::new();
+    for name in accounts {
+        let (key, jwt) =
+            jetstream_account(&roots, name).map_err(|e| fail(&format!("account {name}"), e))?;
+        let creds = user_creds(&key, &name.to_lowercase())
+            .map_err(|e| fail(&format!("user of account {name}"), e))?;
+        preload.push((key.public_key(), jwt));
+        account_creds.insert(name.clone(), creds);
+    }
+    Ok(SignedTopology {
+        operator: roots.operator_mode(&preload),
+        system_creds: user_creds(&roots.system, "sim-system")
+            .map_err(|e| fail("system user", e))?,
+        account_creds,
+    })
+}
+
+/// Signs a fresh operator, system account, system user, workload account and workload user.
+pub fn generate() -> Result<GeneratedTrust, String> {
+    let fail = |what: &str, e: nats_claims::Error| format!("signing the {what}: {e}");
+    let roots = Roots::sign("sim").map_err(|e| fail("trust roots", e))?;
+    let (account, account_jwt) =
+        jetstream_account(&roots, "APP").map_err(|e| fail("workload account JWT", e))?;
     let system_creds =
         user_creds(&roots.system, "cluster-controller").map_err(|e| fail("system user", e))?;
     let workload_creds = user_creds(&account, "app").map_err(|e| fail("workload user", e))?;
@@ -164,6 +211,30 @@ mod tests {
         assert!(app.nats.limits.jetstream.is_enabled(), "JetStream on");
         assert!(get("trust.system_creds").contains("BEGIN NATS USER JWT"));
         assert!(t.workload_creds.contains("BEGIN USER NKEY SEED"));
+        assert!(!format!("{t:?}").contains("SEED"), "Debug hides the seeds");
+    }
+
+    #[test]
+    fn a_signed_topology_preloads_every_account_with_jetstream_and_gives_each_a_user() {
+        let names: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
+        let t = sign_topology(&names).expect("signed");
+        assert_eq!(
+            t.operator.preload.len(),
+            4,
+            "the system account and three more"
+        );
+        assert_eq!(t.operator.preload[0].0, t.operator.system_account);
+        for (key, jwt) in &t.operator.preload[1..] {
+            let a: AccountClaims = nats_claims::decode(jwt).expect("account");
+            assert_eq!(&a.subject, key);
+            assert!(
+                a.nats.limits.jetstream.is_enabled(),
+                "{} has JetStream",
+                a.name
+            );
+        }
+        assert_eq!(t.account_creds.keys().collect::<Vec<_>>(), ["A", "B", "C"]);
+        assert!(t.system_creds.contains("BEGIN USER NKEY SEED"));
         assert!(!format!("{t:?}").contains("SEED"), "Debug hides the seeds");
     }
 }

@@ -127,11 +127,7 @@ impl Scenario {
 
     /// The workload's stream names: what the leaders are counted over.
     pub fn stream_names(&self) -> Vec<String> {
-        self.workload
-            .streams
-            .iter()
-            .map(|s| s.name.clone())
-            .collect()
+        self.streams().into_iter().map(|s| s.name).collect()
     }
 }
 

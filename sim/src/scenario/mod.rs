@@ -10,6 +10,8 @@
 mod auth_plane;
 mod auth_steps;
 mod clients;
+mod fleet;
+mod hand_moves;
 pub mod html;
 mod leaders;
 mod placement;
@@ -20,8 +22,11 @@ pub mod status_watch;
 mod steps;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fleet;
 pub mod timeline;
 mod validate;
+mod validate_fleet;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +39,7 @@ use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 use crate::traffic::{ConsumerSpec, PublisherSpec};
 
 pub use clients::{ClientDecl, ClientReport};
+pub use fleet::{BucketDecl, INDEX, PublisherLane, PublisherReport};
 pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
@@ -119,6 +125,9 @@ pub struct Scenario {
     /// Figure name → rule (`"== 0"`, `"<= 1"`, `">= 1"`; a bare number means `==`).
     #[serde(default)]
     pub expect: std::collections::BTreeMap<String, String>,
+    /// Ratios of two step figures the report gives: name → `[of, to]` (of / to).
+    #[serde(default)]
+    pub ratios: std::collections::BTreeMap<String, [String; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +155,10 @@ pub struct TopologyDecl {
     /// `auth-controller`, and whatever accounts and users the scenario needs.
     #[serde(default)]
     pub auth_plane: Vec<String>,
+    /// With `trust: generated` on a sim topology: the JetStream accounts the sim signs, each
+    /// with one user the traffic in it connects as (default: one, APP).
+    #[serde(default)]
+    pub accounts: Vec<String>,
     #[serde(default)]
     pub gateways: Option<GatewayDecl>,
     /// Server tags per cluster of a sim topology (`c1: [region:east]`): every server of the
@@ -166,7 +179,7 @@ fn one() -> usize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TrustDecl {
-    /// Signed by the sim for this run.
+    /// Signed by the sim for this run: for NatsClusters, or for a sim topology's servers.
     Generated,
     /// Signed by the auth controller from the `auth_plane` manifests; the auth controller runs
     /// with a system connection to the sim servers and pushes every JWT to them.
@@ -231,6 +244,13 @@ pub struct Workload {
     pub publisher: Option<PublisherDecl>,
     #[serde(default)]
     pub consumers: Vec<ConsumerSpec>,
+    #[serde(default)]
+    pub key_values: Vec<BucketDecl>,
+    #[serde(default)]
+    pub object_stores: Vec<BucketDecl>,
+    /// Several publishers, each with its own ledger (instead of `publisher`).
+    #[serde(default)]
+    pub publishers: Vec<PublisherLane>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,6 +263,12 @@ pub struct StreamDecl {
     /// The NATS cluster its config's placement names (`c1`); none by default.
     #[serde(default)]
     pub cluster: Option<String>,
+    /// Declares this many streams: `{i}` in the name and subjects counts 0 … count-1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// The account it is created in (one of `topology.accounts`); the first by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -256,7 +282,12 @@ pub struct PublisherDecl {
 impl Workload {
     /// Whether there is JetStream traffic at all (streams, a publisher or consumers).
     pub fn is_empty(&self) -> bool {
-        self.streams.is_empty() && self.publisher.is_none() && self.consumers.is_empty()
+        self.streams.is_empty()
+            && self.publisher.is_none()
+            && self.consumers.is_empty()
+            && self.key_values.is_empty()
+            && self.object_stores.is_empty()
+            && self.publishers.is_empty()
     }
 }
 
@@ -425,6 +456,25 @@ pub enum Action {
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
+    // Steps through the system account (`hand_moves`).
+    /// Moves every stream group of every account off NATS cluster `from` into the servers
+    /// tagged `to`, one ACCOUNT.STREAM.MOVE after the other, each waited for until done (at
+    /// most `timeout` each): the floor an evacuation's time is measured against.
+    MoveByHand {
+        from: String,
+        to: Vec<String>,
+        #[serde(with = "crate::duration", default = "default_cluster_wait")]
+        timeout: Duration,
+    },
+    /// Waits until every stream group of every account, read through the system account, is
+    /// led in NATS cluster `cluster` with exactly its replicas, all in it.
+    WaitGroupsSettled {
+        cluster: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// Every publisher of `publishers` stops sending new messages now.
+    StopPublishers {},
     // Steps on objects and on the clients of an auth plane (`auth_steps`).
     /// Deletes an object; done once the apiserver accepted the delete (finalizers may hold it).
     Delete {
@@ -561,6 +611,14 @@ impl Action {
             Action::WaitStreamsSettled {
                 cluster, streams, ..
             } => format!("wait until {} is settled in {cluster}", streams.join(", ")),
+            Action::MoveByHand { from, to, .. } => format!(
+                "move every stream off {from} into the servers tagged {} by hand",
+                to.join(", ")
+            ),
+            Action::WaitGroupsSettled { cluster, .. } => {
+                format!("wait until every group of every account is settled in {cluster}")
+            }
+            Action::StopPublishers {} => "stop the publishers".into(),
             Action::Delete { object } => format!("delete {object}"),
             Action::WaitGone { object, .. } => format!("wait until {object} is gone"),
             Action::WipeStatus { object } => format!("wipe the status of {object}"),

@@ -12,7 +12,7 @@ use super::leaders::LeaderCount;
 use super::status_watch::StatusChange;
 use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
-use crate::ledger::{Event, Figures, Ledger};
+use crate::ledger::{Event, Figures};
 
 /// A comparison from the `expect` map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +124,7 @@ pub fn figure(f: &Figures, name: &str) -> Option<u64> {
         "unacknowledged" => f.unacknowledged,
         "max_ack_gap_ms" => f.max_ack_gap_ms,
         "leadership_changes" => f.leadership_changes,
+        "ack_timeouts_max_per_publisher" => f.ack_timeouts_max_per_publisher,
         _ => return None,
     })
 }
@@ -217,7 +218,11 @@ fn judged_by_default() -> bool {
 
 /// Figures that measure time on this machine (publish acks missing their deadline, the longest
 /// gap between acks): a loaded machine moves them without the software doing anything wrong.
-pub const TIMING_FIGURES: &[&str] = &["ack_timeouts", "max_ack_gap_ms"];
+pub const TIMING_FIGURES: &[&str] = &[
+    "ack_timeouts",
+    "max_ack_gap_ms",
+    "ack_timeouts_max_per_publisher",
+];
 
 /// How long the consumers get to receive every acknowledged message once the publisher stops.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
@@ -314,6 +319,12 @@ pub struct Report {
     /// step, and at the end of the run where an expectation names `stream_leader_spread`.
     #[serde(default)]
     pub stream_leaders: Vec<LeaderCount>,
+    /// Each publisher of `publishers` with the figures of its own ledger (`figures` sums them).
+    #[serde(default)]
+    pub publishers: Vec<super::PublisherReport>,
+    /// The scenario's `ratios`: one step figure over another (a timing, never judged).
+    #[serde(default)]
+    pub ratios: BTreeMap<String, f64>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -431,6 +442,30 @@ impl Report {
                 .collect();
             s.push_str(&format!("  counts from steps: {}\n", list.join(", ")));
         }
+        if !self.ratios.is_empty() {
+            let list: Vec<String> = self
+                .ratios
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.2}"))
+                .collect();
+            s.push_str(&format!("  ratios: {}\n", list.join(", ")));
+        }
+        for p in &self.publishers {
+            let f = &p.figures;
+            s.push_str(&format!(
+                "  publisher {} ({}, {}): published {}  acknowledged {}  lost {}  duplicated {}  unacknowledged {}  ack timeouts {}  max ack gap {} ms\n",
+                p.name,
+                p.account.as_deref().unwrap_or("-"),
+                p.stream,
+                f.published,
+                f.acknowledged,
+                f.lost,
+                f.duplicated,
+                f.unacknowledged,
+                f.ack_timeouts,
+                f.max_ack_gap_ms
+            ));
+        }
         for c in &self.clients {
             s.push_str(&format!("  {}\n", c.summary()));
         }
@@ -517,13 +552,10 @@ pub(super) fn finish(
     backend: &str,
     started_at: String,
     clock: std::time::Instant,
-    ledger: &Ledger,
-    (consumers, drained): (&[String], bool),
+    (events, figures): (Vec<Event>, Figures),
     mut failures: Vec<String>,
     steps: Vec<StepOutcome>,
 ) -> Report {
-    let events = ledger.events();
-    let figures = undrained_unless(drained, crate::ledger::figures(&events, consumers));
     let judge_timings = judges_timings();
     let mut expectations = Vec::new();
     for (k, rule_text) in &scenario.expect {
@@ -610,5 +642,22 @@ pub(super) fn finish(
         controller_events: Vec::new(),
         cluster_status: Vec::new(),
         stream_leaders: Vec::new(),
+        publishers: Vec::new(),
+        ratios: BTreeMap::new(),
     }
+}
+
+/// The scenario's `ratios` over the recorded step figures: `of / to`, where both were
+/// recorded and `to` is not 0.
+pub fn ratios(
+    declared: &BTreeMap<String, [String; 2]>,
+    figures: &BTreeMap<String, u64>,
+) -> BTreeMap<String, f64> {
+    declared
+        .iter()
+        .filter_map(|(name, [of, to])| {
+            let (a, b) = (figures.get(of)?, figures.get(to)?);
+            (*b > 0).then(|| (name.clone(), *a as f64 / *b as f64))
+        })
+        .collect()
 }

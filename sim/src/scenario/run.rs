@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
+use super::hand_moves::SystemAccess;
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
+use super::report::ratios;
 use super::report::{finish, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
 use super::status_watch::StatusWatch;
@@ -15,7 +17,7 @@ use super::timeline::{
     ControllerEvent, ServerChange, ServerEvent, controller_events, lifecycle_change,
     server_events_of_steps,
 };
-use super::workload::Traffic;
+use super::workload::{Traffic, TrafficCreds};
 use super::{
     Action, LeaderCount, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
     clients, default_cluster_wait, judges_timings, manifest_path, rollout_figure, rollout_steps,
@@ -48,8 +50,10 @@ struct Deployment {
     deployed: Deployed,
     /// The auth plane the sim booted (`trust: auth`).
     plane: Option<Plane>,
-    /// The workload user's creds when the sim signed the trust roots (`trust: generated`).
-    workload_creds: Option<String>,
+    /// The workload users' creds when the sim signed the trust roots (`trust: generated`).
+    creds: TrafficCreds,
+    /// The system user's creds when the sim signed a sim topology's trust roots.
+    system_creds: Option<String>,
 }
 
 /// Runs a scenario on `backend`; the report says whether it passed.
@@ -74,22 +78,20 @@ pub async fn run(
     let Deployment {
         mut deployed,
         plane,
-        workload_creds,
+        creds,
+        system_creds,
     } = run.deploy(backend, &mut ctx).await?;
     let deployed_ms = run.ledger.now_ms();
     let server_names = deployed.dep().server_names();
-    let meta = run.topology_ready(&deployed, &mut ctx).await?;
+    let meta = run
+        .topology_ready(&deployed, system_creds, &mut ctx)
+        .await?;
     let status_watch = ctx
         .host
         .clone()
         .map(|h| StatusWatch::start(h, run.ledger.clone()));
     let mut traffic = run
-        .start_workload(
-            &deployed,
-            workload_creds.as_deref(),
-            plane.as_ref(),
-            &mut ctx,
-        )
+        .start_workload(&deployed, &creds, plane.as_ref(), &mut ctx)
         .await?;
     let workload_start = run.ledger.now_ms();
     let mut failures = Vec::new();
@@ -100,6 +102,7 @@ pub async fn run(
     let drained = traffic
         .finish(&run.ledger, run.progress, &mut failures)
         .await;
+    let (events, figures, publishers) = traffic.figures(&run.ledger, drained);
     let stream_leaders = run
         .stream_leaders(&deployed, &mut ctx, &steps, &mut failures)
         .await;
@@ -118,8 +121,7 @@ pub async fn run(
         backend_name,
         started_at,
         clock,
-        &run.ledger,
-        (&traffic.consumer_names, drained),
+        (events, figures),
         failures,
         steps,
     );
@@ -128,6 +130,8 @@ pub async fn run(
     report.meta_leader_at_start = Some(meta);
     report.rollout_steps = rollout_steps(&log);
     report.step_figures = step_figures(&scenario.steps, &report.steps);
+    report.ratios = ratios(&scenario.ratios, &report.step_figures);
+    report.publishers = publishers;
     report.status_figures = status_figures(&scenario.steps, &report.steps);
     report.clients = client_reports;
     servers.extend(server_events_of_steps(&scenario.steps, &report.steps));
@@ -311,11 +315,29 @@ impl Run<'_, '_> {
             return Ok(Deployment {
                 deployed: Deployed::Local(Box::new(topology)),
                 plane: Some(plane),
-                workload_creds: None,
+                creds: TrafficCreds::default(),
+                system_creds: None,
             });
         }
         if topology.nats_clusters.is_empty() {
-            let spec = topology.to_spec();
+            let mut spec = topology.to_spec();
+            let (mut creds, mut system_creds) = (TrafficCreds::default(), None);
+            if topology.trust == Some(TrustDecl::Generated) {
+                let signed = crate::trust::sign_topology(&topology.account_names())
+                    .map_err(self.host_err())?;
+                self.say(&format!(
+                    "trust roots signed: operator, system account, JetStream accounts {}",
+                    topology.account_names().join(", ")
+                ));
+                spec.auth = crate::topology::Auth::Operator(signed.operator);
+                ctx.vars.insert(
+                    "trust.system_creds".into(),
+                    serde_json::to_string(&signed.system_creds).unwrap_or_default(),
+                );
+                creds.default = signed.account_creds.values().next().cloned();
+                creds.accounts = signed.account_creds;
+                system_creds = Some(signed.system_creds);
+            }
             (self.progress)(&line(
                 0,
                 &format!(
@@ -337,7 +359,8 @@ impl Run<'_, '_> {
             return Ok(Deployment {
                 deployed: Deployed::Other(deployed),
                 plane: None,
-                workload_creds: None,
+                creds,
+                system_creds,
             });
         }
         self.deploy_nats_clusters(ctx).await
@@ -352,11 +375,11 @@ impl Run<'_, '_> {
     ) -> Result<Deployment, ScenarioError> {
         let host_err = self.host_err();
         let host = ctx.host.clone().ok_or_else(|| host_err("no host".into()))?;
-        let mut workload_creds = None;
+        let mut creds = TrafficCreds::default();
         if self.scenario.topology.trust == Some(TrustDecl::Generated) {
             let trust = crate::trust::generate().map_err(&host_err)?;
             ctx.vars.extend(trust.vars.clone());
-            workload_creds = Some(trust.workload_creds);
+            creds.default = Some(trust.workload_creds);
             self.say("trust roots signed: operator, system account, workload account APP");
         }
         let mut applied = Vec::new();
@@ -386,16 +409,27 @@ impl Run<'_, '_> {
         Ok(Deployment {
             deployed: Deployed::Other(Box::new(controlled)),
             plane: None,
-            workload_creds,
+            creds,
+            system_creds: None,
         })
     }
 
-    /// Names the servers for the steps (`${servers}`) and waits for the meta leader.
+    /// Names the servers for the steps (`${servers}`), tells them how to reach the system
+    /// account, where they can, and waits for the meta leader.
     async fn topology_ready(
         &mut self,
         deployed: &Deployed,
+        system_creds: Option<String>,
         ctx: &mut StepContext,
     ) -> Result<String, ScenarioError> {
+        let servers = deployed.dep().server_names().len();
+        if let Some(creds) = system_creds {
+            ctx.system = Some(SystemAccess {
+                urls: deployed.dep().client_urls(),
+                creds: Some(creds),
+                servers,
+            });
+        }
         ctx.vars.insert(
             "servers".into(),
             serde_json::to_string(&deployed.dep().client_urls()).unwrap_or_default(),
@@ -405,6 +439,11 @@ impl Run<'_, '_> {
                 "sys_servers".into(),
                 serde_json::to_string(&urls).unwrap_or_default(),
             );
+            ctx.system = Some(SystemAccess {
+                urls,
+                creds: None,
+                servers,
+            });
         }
         let meta = deployed
             .dep()
@@ -419,18 +458,19 @@ impl Run<'_, '_> {
     async fn start_workload(
         &mut self,
         deployed: &Deployed,
-        creds: Option<&str>,
+        creds: &TrafficCreds,
         plane: Option<&Plane>,
         ctx: &mut StepContext,
     ) -> Result<Traffic, ScenarioError> {
         let workload_err = self.workload_err();
-        let traffic = if self.scenario.workload.is_empty() {
+        let mut traffic = if self.scenario.workload.is_empty() {
             Traffic::default()
         } else {
             Traffic::start(self.scenario, deployed, creds, &self.ledger)
                 .await
                 .map_err(&workload_err)?
         };
+        ctx.publishers_stop = traffic.publishers_stop.take();
         for l in &traffic.lines {
             self.say(l);
         }

@@ -74,6 +74,10 @@ pub(super) struct StepContext {
     pub(super) streams: Vec<String>,
     /// What each `record_leader_spread` step counted, by its name: stream leaders per server.
     pub(super) leader_counts: BTreeMap<String, BTreeMap<String, u64>>,
+    /// How the steps through the system account reach it, where the topology has one.
+    pub(super) system: Option<super::hand_moves::SystemAccess>,
+    /// Stops every publisher of `publishers` (`stop_publishers`).
+    pub(super) publishers_stop: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 impl StepContext {
@@ -81,6 +85,12 @@ impl StepContext {
         self.host
             .as_ref()
             .ok_or_else(|| "the host is not running".to_string())
+    }
+
+    fn system_access(&self) -> Result<&super::hand_moves::SystemAccess, String> {
+        self.system
+            .as_ref()
+            .ok_or_else(|| "this topology gives the steps no system account".to_string())
     }
 
     /// Reserves the ports of the manifest's NatsClusters and records them and their variables.
@@ -197,6 +207,22 @@ pub(super) async fn run_step(
             super::auth_steps::run(deployed, action, last_faulted, ctx).await
         }
         Action::WaitStatus { .. } => super::status_steps::run(action, ctx).await,
+        Action::MoveByHand { from, to, timeout } => {
+            let access = ctx.system_access()?;
+            super::hand_moves::move_by_hand(access, from, to, *timeout).await
+        }
+        Action::WaitGroupsSettled { cluster, timeout } => {
+            let access = ctx.system_access()?;
+            super::hand_moves::wait_groups_settled(access, cluster, *timeout).await
+        }
+        Action::StopPublishers {} => {
+            let stop = ctx
+                .publishers_stop
+                .as_ref()
+                .ok_or("the workload has no publishers to stop")?;
+            stop.send_replace(true);
+            Ok(Done::default())
+        }
         Action::WaitStreamsSettled {
             cluster,
             streams,
@@ -258,7 +284,10 @@ async fn run_server_step(
         | Action::ExpectJwtRevokes { .. }
         | Action::WaitAccountAbsent { .. }
         | Action::WaitStatus { .. }
-        | Action::WaitStreamsSettled { .. } => not_a_server_step(action),
+        | Action::WaitStreamsSettled { .. }
+        | Action::MoveByHand { .. }
+        | Action::WaitGroupsSettled { .. }
+        | Action::StopPublishers {} => not_a_server_step(action),
     }
 }
 

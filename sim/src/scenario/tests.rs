@@ -2,7 +2,7 @@
 
 use super::report::finish;
 use super::*;
-use crate::ledger::{Figures, Ledger};
+use crate::ledger::Figures;
 
 const FULL: &str = r#"
 name: demo
@@ -89,8 +89,7 @@ fn rollout_figures_count_restarts_per_server_and_the_meta_leader_last() {
         "local",
         String::new(),
         std::time::Instant::now(),
-        &Ledger::new(),
-        (&[], true),
+        (Vec::new(), Figures::default()),
         vec![],
         vec![],
     );
@@ -331,8 +330,7 @@ fn step_figures_are_timings_judged_only_where_timings_are() {
             "local",
             String::new(),
             std::time::Instant::now(),
-            &Ledger::new(),
-            (&[], true),
+            (Vec::new(), Figures::default()),
             vec![],
             vec![],
         );

@@ -33,7 +33,7 @@ impl Scenario {
             }
         }
         self.validate_replicas()?;
-        Ok(())
+        self.validate_fleet()
     }
 
     /// `replicas:` names controllers the host runs, 2 or 3 of each; `kill_leader` and
@@ -162,8 +162,8 @@ impl Scenario {
             ));
         }
         match t.trust {
-            Some(TrustDecl::Generated) if !nats_clusters => Err(self.invalid(
-                "topology.trust: generated signs trust roots for nats_clusters manifests; a sim topology has its own"
+            Some(TrustDecl::Generated) if sim_topology && !t.leafs.is_empty() => Err(self.invalid(
+                "topology.trust: generated boots a sim topology's clusters in operator mode; it has no leafs"
                     .into(),
             )),
             Some(TrustDecl::Auth) if !sim_topology || t.auth_plane.is_empty() => Err(self.invalid(

@@ -1,7 +1,10 @@
-//! A scenario's JetStream traffic: its streams created and led, its consumers and publisher
-//! running against the ledger, a watch on the publisher's stream leader and on the meta leader; at the end the
-//! publisher awaited and the consumers drained.
+//! A scenario's JetStream traffic: its streams, key-value buckets and object stores created and
+//! led (each in its account), its consumers and publishers running against a ledger, a watch on
+//! each publisher's stream leader and on the meta leader; at the end the publishers awaited and
+//! the consumers drained. `publisher` records into the run's ledger; each of `publishers`
+//! into its own, on the same clock.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_nats::jetstream;
@@ -9,38 +12,66 @@ use tokio::task::JoinHandle;
 
 use super::run::line;
 use super::steps::Deployed;
-use super::{DRAIN_DEADLINE, Scenario, StreamDecl};
+use super::{BucketDecl, DRAIN_DEADLINE, Scenario, StreamDecl, undrained_unless};
 use crate::backend::Deployment;
-use crate::ledger::Ledger;
+use crate::ledger::{Event, Figures, Ledger};
 use crate::traffic;
 
-/// The JetStream traffic: streams created, consumers and a publisher running, a watch on the
-/// publisher's stream leader. Empty when the scenario has none.
+/// One publisher of `publishers`: its ledger and consumers.
+pub(super) struct Lane {
+    pub(super) name: String,
+    pub(super) account: Option<String>,
+    pub(super) stream: String,
+    pub(super) ledger: Ledger,
+    pub(super) consumer_names: Vec<String>,
+    drained: bool,
+}
+
+/// The JetStream traffic: streams created, consumers and publishers running, a watch on the
+/// publishers' stream leaders. Empty when the scenario has none.
 #[derive(Default)]
 pub(super) struct Traffic {
     pub(super) consumer_names: Vec<String>,
     consumers: Vec<JoinHandle<()>>,
-    watch: Option<JoinHandle<()>>,
-    meta_watch: Option<JoinHandle<()>>,
-    publisher: Option<JoinHandle<()>>,
+    watches: Vec<JoinHandle<()>>,
+    publishers: Vec<JoinHandle<()>>,
     stop: Option<tokio::sync::watch::Sender<bool>>,
+    /// Stops the publishers of `publishers` early (`stop_publishers`); the steps take it.
+    pub(super) publishers_stop: Option<tokio::sync::watch::Sender<bool>>,
+    pub(super) lanes: Vec<Lane>,
     /// Progress lines of the setup.
     pub(super) lines: Vec<String>,
 }
 
-impl Traffic {
-    pub(super) async fn start(
-        scenario: &Scenario,
-        deployed: &Deployed,
-        creds: Option<&str>,
-        ledger: &Ledger,
-    ) -> Result<Traffic, String> {
-        let dep = deployed.dep();
-        let addrs: Vec<async_nats::ServerAddr> = dep
-            .client_urls()
-            .iter()
-            .filter_map(|u| u.parse().ok())
-            .collect();
+/// The credentials the traffic connects with: per account of `topology.accounts`, its user's;
+/// else the one workload user's, if any.
+#[derive(Clone, Default)]
+pub(super) struct TrafficCreds {
+    pub(super) default: Option<String>,
+    pub(super) accounts: BTreeMap<String, String>,
+}
+
+/// One JetStream context per account the workload uses.
+struct Contexts<'a> {
+    addrs: Vec<async_nats::ServerAddr>,
+    creds: &'a TrafficCreds,
+    by_account: BTreeMap<Option<String>, jetstream::Context>,
+}
+
+impl Contexts<'_> {
+    async fn of(&mut self, account: &Option<String>) -> Result<jetstream::Context, String> {
+        if let Some(js) = self.by_account.get(account) {
+            return Ok(js.clone());
+        }
+        let creds = match account {
+            Some(a) => Some(
+                self.creds
+                    .accounts
+                    .get(a)
+                    .ok_or_else(|| format!("no user of account {a}"))?,
+            ),
+            None => self.creds.default.as_ref(),
+        };
         let options = match creds {
             Some(creds) => async_nats::ConnectOptions::with_credentials(creds)
                 .map_err(|e| format!("the workload user's creds: {e}"))?,
@@ -48,34 +79,73 @@ impl Traffic {
         };
         let client = options
             .retry_on_initial_connect()
-            .connect(addrs)
+            .connect(self.addrs.clone())
             .await
             .map_err(|e| e.to_string())?;
         let js = jetstream::new(client);
+        self.by_account.insert(account.clone(), js.clone());
+        Ok(js)
+    }
+}
+
+impl Traffic {
+    pub(super) async fn start(
+        scenario: &Scenario,
+        deployed: &Deployed,
+        creds: &TrafficCreds,
+        ledger: &Ledger,
+    ) -> Result<Traffic, String> {
+        let dep = deployed.dep();
+        let mut js = Contexts {
+            addrs: dep
+                .client_urls()
+                .iter()
+                .filter_map(|u| u.parse().ok())
+                .collect(),
+            creds,
+            by_account: BTreeMap::new(),
+        };
         let mut t = Traffic::default();
-        for st in &scenario.workload.streams {
-            t.lines.push(create_stream(&js, dep, st).await?);
+        for st in scenario.streams() {
+            let ctx = js.of(&scenario.account_of(&st.account)).await?;
+            t.lines.push(create_stream(&ctx, dep, &st).await?);
+        }
+        for b in &scenario.workload.key_values {
+            let ctx = js.of(&scenario.account_of(&b.account)).await?;
+            t.lines
+                .push(create_bucket(&ctx, dep, b, Bucket::KeyValue).await?);
+        }
+        for b in &scenario.workload.object_stores {
+            let ctx = js.of(&scenario.account_of(&b.account)).await?;
+            t.lines
+                .push(create_bucket(&ctx, dep, b, Bucket::Objects).await?);
         }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         t.stop = Some(stop_tx);
+        let default = js.of(&scenario.account_of(&None)).await?;
         for c in &scenario.workload.consumers {
-            let h = traffic::spawn_consumer(js.clone(), c.clone(), ledger.clone(), stop_rx.clone())
-                .await
-                .map_err(|e| e.to_string())?;
+            let h = traffic::spawn_consumer(
+                default.clone(),
+                c.clone(),
+                ledger.clone(),
+                stop_rx.clone(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
             t.consumers.push(h);
             t.consumer_names.push(c.name.clone());
         }
         let monitors = dep.monitor_urls();
         if !monitors.is_empty() {
-            t.meta_watch = Some(traffic::spawn_meta_leader_watch(
+            t.watches.push(traffic::spawn_meta_leader_watch(
                 monitors,
                 ledger.clone(),
                 stop_rx.clone(),
             ));
         }
         if let Some(p) = &scenario.workload.publisher {
-            t.watch = Some(traffic::spawn_leader_watch(
-                js.clone(),
+            t.watches.push(traffic::spawn_leader_watch(
+                default.clone(),
                 p.stream.clone(),
                 ledger.clone(),
                 stop_rx.clone(),
@@ -86,39 +156,100 @@ impl Traffic {
                 p.spec.subject,
                 p.spec.duration.as_secs_f64()
             ));
-            t.publisher = Some(traffic::spawn_publisher(
-                js.clone(),
+            t.publishers.push(traffic::spawn_publisher(
+                default.clone(),
                 p.spec.clone(),
                 ledger.clone(),
             ));
         }
+        let (early_tx, early_rx) = tokio::sync::watch::channel(false);
+        for p in &scenario.workload.publishers {
+            let account = scenario.account_of(&p.account);
+            let ctx = js.of(&account).await?;
+            let lane_ledger = ledger.sibling();
+            let mut names = Vec::new();
+            for c in p.consumer_specs() {
+                let h = traffic::spawn_consumer(
+                    ctx.clone(),
+                    c.clone(),
+                    lane_ledger.clone(),
+                    stop_rx.clone(),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                t.consumers.push(h);
+                names.push(c.name);
+            }
+            t.watches.push(traffic::spawn_leader_watch(
+                ctx.clone(),
+                p.stream.clone(),
+                lane_ledger.clone(),
+                stop_rx.clone(),
+            ));
+            t.lines.push(format!(
+                "publisher {} ({}) publishing {} msg/s to {} for at most {:.0} s, consumers {}",
+                p.name,
+                account.as_deref().unwrap_or("the workload account"),
+                p.spec.rate,
+                p.spec.subject,
+                p.spec.duration.as_secs_f64(),
+                names.join(", ")
+            ));
+            t.publishers.push(traffic::spawn_publisher_until(
+                ctx,
+                p.spec.clone(),
+                lane_ledger.clone(),
+                early_rx.clone(),
+            ));
+            t.lanes.push(Lane {
+                name: p.name.clone(),
+                account,
+                stream: p.stream.clone(),
+                ledger: lane_ledger,
+                consumer_names: names,
+                drained: true,
+            });
+        }
+        if !t.lanes.is_empty() {
+            t.publishers_stop = Some(early_tx);
+        }
         Ok(t)
     }
 
-    /// Waits for the publisher, then for the consumers to drain; stops everything. Returns
-    /// whether the consumers drained.
+    /// Waits for the publishers, then for the consumers to drain; stops everything. Returns
+    /// whether the consumers of `publisher` drained (each lane keeps its own).
     pub(super) async fn finish(
         &mut self,
         ledger: &Ledger,
         progress: &mut (dyn FnMut(&str) + Send),
         failures: &mut Vec<String>,
     ) -> bool {
-        if let Some(p) = self.publisher.take() {
+        for p in std::mem::take(&mut self.publishers) {
             let _ = p.await;
-            progress(&line(ledger.now_ms(), "publisher done"));
+        }
+        if !self.lanes.is_empty() || !self.consumer_names.is_empty() {
+            progress(&line(ledger.now_ms(), "publishers done"));
         }
         let mut drained = true;
+        let mut waits: Vec<(String, &Ledger, &[String], &mut bool)> = Vec::new();
         if !self.consumer_names.is_empty() {
-            match traffic::wait_drained(ledger, &self.consumer_names, DRAIN_DEADLINE).await {
-                Ok(()) => progress(&line(ledger.now_ms(), "consumers drained")),
+            waits.push((String::new(), ledger, &self.consumer_names, &mut drained));
+        }
+        for l in &mut self.lanes {
+            let what = format!("publisher {}'s ", l.name);
+            waits.push((what, &l.ledger, &l.consumer_names, &mut l.drained));
+        }
+        for (what, ledger, names, ok) in waits {
+            match traffic::wait_drained(ledger, names, DRAIN_DEADLINE).await {
+                Ok(()) => progress(&line(ledger.now_ms(), &format!("{what}consumers drained"))),
                 Err(e) => {
-                    drained = false;
+                    *ok = false;
                     progress(&line(
                         ledger.now_ms(),
-                        &format!("consumers not drained: {e}"),
+                        &format!("{what}consumers not drained: {e}"),
                     ));
                     failures.push(format!(
-                        "consumers not drained {}s after the publisher stopped: {e} (counted as undrained, not lost)",
+                        "{what}consumers not drained {}s after the publisher stopped: {e} (counted as undrained, not lost)",
                         DRAIN_DEADLINE.as_secs()
                     ));
                 }
@@ -130,13 +261,40 @@ impl Traffic {
         for h in std::mem::take(&mut self.consumers) {
             let _ = h.await;
         }
-        for w in [self.watch.take(), self.meta_watch.take()]
-            .into_iter()
-            .flatten()
-        {
+        for w in std::mem::take(&mut self.watches) {
             let _ = w.await;
         }
         drained
+    }
+
+    /// The run's events (the run's ledger and every publisher's, in time order) and its
+    /// figures: of the run's ledger, or with `publishers` summed over theirs (see
+    /// [`Figures::sum`]), with each publisher's.
+    pub(super) fn figures(
+        &self,
+        ledger: &Ledger,
+        drained: bool,
+    ) -> (Vec<Event>, Figures, Vec<super::PublisherReport>) {
+        let mut events = ledger.events();
+        if self.lanes.is_empty() {
+            let f = crate::ledger::figures(&events, &self.consumer_names);
+            return (events, undrained_unless(drained, f), Vec::new());
+        }
+        let mut each = Vec::new();
+        for l in &self.lanes {
+            let lane_events = l.ledger.events();
+            let f = crate::ledger::figures(&lane_events, &l.consumer_names);
+            events.extend(lane_events);
+            each.push(super::PublisherReport {
+                name: l.name.clone(),
+                account: l.account.clone(),
+                stream: l.stream.clone(),
+                figures: undrained_unless(l.drained, f),
+            });
+        }
+        events.sort_by_key(Event::at_ms);
+        let total = Figures::sum(each.iter().map(|p| &p.figures));
+        (events, total, each)
     }
 }
 
@@ -152,10 +310,7 @@ async fn create_stream(
         subjects: st.subjects.clone(),
         num_replicas: st.replicas,
         duplicate_window: Duration::from_secs(120),
-        placement: st.cluster.as_ref().map(|c| jetstream::stream::Placement {
-            cluster: Some(c.clone()),
-            ..Default::default()
-        }),
+        placement: placement(&st.cluster),
         ..Default::default()
     };
     crate::wait::poll(
@@ -170,12 +325,94 @@ async fn create_stream(
     )
     .await
     .map_err(|e| e.to_string())?;
+    led(dep, &st.name, st.replicas).await
+}
+
+fn placement(cluster: &Option<String>) -> Option<jetstream::stream::Placement> {
+    cluster.as_ref().map(|c| jetstream::stream::Placement {
+        cluster: Some(c.clone()),
+        ..Default::default()
+    })
+}
+
+async fn led(dep: &dyn Deployment, stream: &str, replicas: usize) -> Result<String, String> {
     let leader = dep
-        .stream_leader(&st.name, Duration::from_secs(30))
+        .stream_leader(stream, Duration::from_secs(30))
         .await
         .map_err(|e| e.to_string())?;
-    Ok(format!(
-        "stream {} R{} led by {leader}",
-        st.name, st.replicas
-    ))
+    Ok(format!("stream {stream} R{replicas} led by {leader}"))
+}
+
+#[derive(Clone, Copy)]
+enum Bucket {
+    KeyValue,
+    Objects,
+}
+
+/// Creates a key-value bucket or object store (retrying until the meta group answers; one
+/// that exists already is taken) and waits for its stream's leader.
+async fn create_bucket(
+    js: &jetstream::Context,
+    dep: &dyn Deployment,
+    b: &BucketDecl,
+    kind: Bucket,
+) -> Result<String, String> {
+    let what = match kind {
+        Bucket::KeyValue => "key-value bucket",
+        Bucket::Objects => "object store",
+    };
+    crate::wait::poll(
+        &format!("{what} {} created", b.bucket),
+        Duration::from_secs(30),
+        || async {
+            let made = match kind {
+                Bucket::KeyValue => {
+                    let cfg = jetstream::kv::Config {
+                        bucket: b.bucket.clone(),
+                        num_replicas: b.replicas,
+                        placement: placement(&b.cluster),
+                        ..Default::default()
+                    };
+                    match js.create_key_value(cfg).await {
+                        Ok(_) => Ok(()),
+                        Err(e) => js
+                            .get_key_value(&b.bucket)
+                            .await
+                            .map(|_| ())
+                            .map_err(|_| e.to_string()),
+                    }
+                }
+                Bucket::Objects => {
+                    let cfg = jetstream::object_store::Config {
+                        bucket: b.bucket.clone(),
+                        num_replicas: b.replicas,
+                        placement: placement(&b.cluster),
+                        ..Default::default()
+                    };
+                    match js.create_object_store(cfg).await {
+                        Ok(_) => Ok(()),
+                        Err(e) => js
+                            .get_object_store(&b.bucket)
+                            .await
+                            .map(|_| ())
+                            .map_err(|_| e.to_string()),
+                    }
+                }
+            };
+            made.map(Some)
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let stream = b.stream_name(kind_prefix(kind));
+    led(dep, &stream, b.replicas)
+        .await
+        .map(|l| format!("{what} {}: {l}", b.bucket))
+}
+
+fn kind_prefix(kind: Bucket) -> &'static str {
+    match kind {
+        Bucket::KeyValue => "KV_",
+        Bucket::Objects => "OBJ_",
+    }
 }
