@@ -35,7 +35,8 @@ impl ServerSeen {
 /// One stream group (a stream, key-value bucket or object store) as the system sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupSeen {
-    /// The account (its name as JSZ reports it: the public key in operator mode).
+    /// The account as the JetStream API names it: JSZ's `id` (the public key in operator
+    /// mode, where `name` is the JWT's name; the name under config accounts).
     pub account: String,
     /// The server-side stream name.
     pub stream: String,
@@ -125,7 +126,13 @@ fn groups(replies: &[Reply<Jsz>]) -> Vec<GroupSeen> {
     for r in replies {
         for account in &r.data.account_details {
             for stream in &account.streams {
-                let seen = group_seen(&account.name, stream);
+                // ACCOUNT.STREAM.MOVE.<account> takes the id; JSZ's name is only a label.
+                let id = if account.id.is_empty() {
+                    &account.name
+                } else {
+                    &account.id
+                };
+                let seen = group_seen(id, stream);
                 let from_leader = !seen.leader.is_empty() && seen.leader == r.server.name;
                 let key = (seen.account.clone(), seen.stream.clone());
                 match by_key.get(&key) {
@@ -225,6 +232,15 @@ mod tests {
             failures: Vec::new(),
             expected: None,
         }
+    }
+
+    #[test]
+    fn a_group_is_named_by_its_accounts_id_not_its_jwt_name() {
+        let mut r = reply("a", "c1", vec![detail("S", "c1", "a", &["b", "c"])]);
+        r.data.account_details[0].name = "ORDERS".into();
+        r.data.account_details[0].id = "ADQK6Z".into();
+        let view = system_view(&replies(vec![r]));
+        assert_eq!(view.groups[0].account, "ADQK6Z");
     }
 
     #[test]
