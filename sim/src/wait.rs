@@ -18,7 +18,21 @@ pub struct WaitError {
 
 /// Calls `check` every [`POLL_INTERVAL`] until it yields `Ok(Some(v))` or `timeout` passes.
 /// `Ok(None)` and `Err(text)` both mean "not yet"; the last text is reported on timeout.
-pub async fn poll<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T, WaitError>
+pub async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> Result<T, WaitError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, String>>,
+{
+    poll_every(what, timeout, POLL_INTERVAL, check).await
+}
+
+/// [`poll`] every `interval`: for a check that costs the servers something (a JSZ ping).
+pub async fn poll_every<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    interval: Duration,
+    mut check: F,
+) -> Result<T, WaitError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>, String>>,
@@ -37,7 +51,7 @@ where
                 last,
             });
         }
-        tokio::time::sleep(POLL_INTERVAL).await;
+        tokio::time::sleep(interval).await;
     }
 }
 

@@ -14,6 +14,10 @@ use nats_wire::{Collect, Wire};
 
 use super::steps::Done;
 
+/// How often a move's wait reads the servers: a quarter of a second, so the floor is within
+/// that of each move's own time, and the servers are not kept busy answering.
+const MOVE_POLL: Duration = Duration::from_millis(250);
+
 /// How the steps reach the system account: the servers' URLs (a config account's user and
 /// password in them) and, under signed trust roots, the system user's creds.
 #[derive(Clone, Default)]
@@ -40,8 +44,12 @@ impl SystemAccess {
         Ok(Wire::new(client))
     }
 
-    async fn view(&self, wire: &Wire) -> Result<SystemView, String> {
+    /// The system as one JSZ ping shows it; only `account`'s groups when it names one (what a
+    /// move's wait reads: a ping of every account's every stream, several times a second,
+    /// loads the servers the traffic runs on).
+    async fn view(&self, wire: &Wire, account: &str) -> Result<SystemView, String> {
         let options = JszOptions {
+            account: account.to_string(),
             accounts: true,
             streams: true,
             config: true,
@@ -107,7 +115,7 @@ pub(super) async fn move_by_hand(
     timeout: Duration,
 ) -> Result<Done, String> {
     let wire = access.connect().await?;
-    let view = access.view(&wire).await?;
+    let view = access.view(&wire, "").await?;
     let source: BTreeSet<String> = view.servers_of(from).map(|s| s.name.clone()).collect();
     if source.is_empty() {
         return Err(format!("no server of {from} answered the JSZ ping"));
@@ -126,8 +134,9 @@ pub(super) async fn move_by_hand(
         wire.account_stream_move(account, stream, &request)
             .await
             .map_err(|e| format!("ACCOUNT.STREAM.MOVE of {stream} ({account}): {e}"))?;
-        crate::wait::poll(&format!("{stream} moved off {from}"), timeout, || async {
-            let view = access.view(&wire).await?;
+        let what = format!("{stream} moved off {from}");
+        crate::wait::poll_every(&what, timeout, MOVE_POLL, || async {
+            let view = access.view(&wire, account).await?;
             let Some(g) = view
                 .groups
                 .iter()
@@ -166,11 +175,12 @@ pub(super) async fn wait_groups_settled(
     timeout: Duration,
 ) -> Result<Done, String> {
     let wire = access.connect().await?;
-    let count = crate::wait::poll(
+    let count = crate::wait::poll_every(
         &format!("every group settled in {cluster}"),
         timeout,
+        MOVE_POLL,
         || async {
-            let view = access.view(&wire).await?;
+            let view = access.view(&wire, "").await?;
             let servers: BTreeSet<String> =
                 view.servers_of(cluster).map(|s| s.name.clone()).collect();
             if view.groups.is_empty() {
