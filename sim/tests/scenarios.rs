@@ -1,6 +1,7 @@
-//! The scenarios the issues require, run end to end on the local backend (35 s to six minutes).
-//! CI runs them, but for `replace-server`, which waits nats-server's five-minute removal tombstone
-//! out: the gate runs `replace-server-held` in its place and the nightly tier runs both
+//! The scenarios the issues require, run end to end on the local backend (35 s to eleven
+//! minutes). CI runs them, but for `replace-server`, which waits nats-server's five-minute removal
+//! tombstone out, and the full `evacuation`: the gate runs `replace-server-held` and
+//! `evacuation-short` in their place and the nightly tier runs all four
 //! (.config/nextest.toml). They are what the issues' figures come from. The baseline's run also
 //! checks its report.html in headless Chromium (skipped, saying why, without one).
 
@@ -267,7 +268,7 @@ async fn scenario_evacuation_short() {
     }
 }
 
-/// Issue #16's evacuation in full (nightly: about five minutes and more): 51 R3 groups over
+/// Issue #16's evacuation in full (nightly only: about eleven minutes): 51 R3 groups over
 /// three accounts the sim signs (a key-value bucket and an object store among them) leave c1
 /// for region:c2 under three publishers, one move at a time; the same moves by hand back (the
 /// floor) in the same run; every publisher's ledger clean, the timings and their ratio reported.

@@ -1,11 +1,68 @@
-//! Many streams over several accounts, as one scenario declares them: a stream declared once
-//! for `count` copies (`{i}` in its name and subjects, 0 … count-1), key-value buckets and
-//! object stores, and `publishers`, each on its own stream with its own ledger and consumers.
+//! The workload as a scenario declares it, up to many streams over several accounts: a stream
+//! declared once for `count` copies (`{i}` in its name and subjects, 0 … count-1), key-value
+//! buckets and object stores, and `publishers`, each on its own stream with its own ledger and
+//! consumers.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Scenario, StreamDecl, one};
+use super::{Scenario, one};
 use crate::traffic::{ConsumerKind, ConsumerSpec, PublisherSpec};
+
+/// A scenario's JetStream traffic: streams, buckets, a publisher or several, consumers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    #[serde(default)]
+    pub streams: Vec<StreamDecl>,
+    pub publisher: Option<PublisherDecl>,
+    #[serde(default)]
+    pub consumers: Vec<ConsumerSpec>,
+    #[serde(default)]
+    pub key_values: Vec<BucketDecl>,
+    #[serde(default)]
+    pub object_stores: Vec<BucketDecl>,
+    /// Several publishers, each with its own ledger (instead of `publisher`).
+    #[serde(default)]
+    pub publishers: Vec<PublisherLane>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamDecl {
+    pub name: String,
+    pub subjects: Vec<String>,
+    #[serde(default = "one")]
+    pub replicas: usize,
+    /// The NATS cluster its config's placement names (`c1`); none by default.
+    #[serde(default)]
+    pub cluster: Option<String>,
+    /// Declares this many streams: `{i}` in the name and subjects counts 0 … count-1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// The account it is created in (one of `topology.accounts`); the first by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublisherDecl {
+    /// The stream whose leader the ledger watches.
+    pub stream: String,
+    #[serde(flatten)]
+    pub spec: PublisherSpec,
+}
+
+impl Workload {
+    /// Whether there is JetStream traffic at all (streams, a publisher or consumers).
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+            && self.publisher.is_none()
+            && self.consumers.is_empty()
+            && self.key_values.is_empty()
+            && self.object_stores.is_empty()
+            && self.publishers.is_empty()
+    }
+}
 
 /// What `{i}` in a stream template's name and subjects stands for.
 pub const INDEX: &str = "{i}";

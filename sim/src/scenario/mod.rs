@@ -36,10 +36,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendError;
 use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
-use crate::traffic::{ConsumerSpec, PublisherSpec};
 
 pub use clients::{ClientDecl, ClientReport};
-pub use fleet::{BucketDecl, INDEX, PublisherLane, PublisherReport};
+pub use fleet::{
+    BucketDecl, INDEX, PublisherDecl, PublisherLane, PublisherReport, StreamDecl, Workload,
+};
 pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
@@ -233,61 +234,6 @@ impl TopologyDecl {
             spec.version = v.clone();
         }
         spec
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Workload {
-    #[serde(default)]
-    pub streams: Vec<StreamDecl>,
-    pub publisher: Option<PublisherDecl>,
-    #[serde(default)]
-    pub consumers: Vec<ConsumerSpec>,
-    #[serde(default)]
-    pub key_values: Vec<BucketDecl>,
-    #[serde(default)]
-    pub object_stores: Vec<BucketDecl>,
-    /// Several publishers, each with its own ledger (instead of `publisher`).
-    #[serde(default)]
-    pub publishers: Vec<PublisherLane>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StreamDecl {
-    pub name: String,
-    pub subjects: Vec<String>,
-    #[serde(default = "one")]
-    pub replicas: usize,
-    /// The NATS cluster its config's placement names (`c1`); none by default.
-    #[serde(default)]
-    pub cluster: Option<String>,
-    /// Declares this many streams: `{i}` in the name and subjects counts 0 … count-1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub count: Option<usize>,
-    /// The account it is created in (one of `topology.accounts`); the first by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PublisherDecl {
-    /// The stream whose leader the ledger watches.
-    pub stream: String,
-    #[serde(flatten)]
-    pub spec: PublisherSpec,
-}
-
-impl Workload {
-    /// Whether there is JetStream traffic at all (streams, a publisher or consumers).
-    pub fn is_empty(&self) -> bool {
-        self.streams.is_empty()
-            && self.publisher.is_none()
-            && self.consumers.is_empty()
-            && self.key_values.is_empty()
-            && self.object_stores.is_empty()
-            && self.publishers.is_empty()
     }
 }
 
