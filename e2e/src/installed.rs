@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use sim::apiserver::{Access, ApiServer, AuditEvent, ServiceAccountIdentity};
-use sim::testkit::{KillOnDrop, WAIT};
+use sim::testkit::{KillOnDrop, OUTPUT_TAIL, WAIT};
 
 use crate::chart::{self, Helm, NAMESPACE, RELEASE};
 
@@ -272,7 +272,11 @@ pub async fn stop(child: &mut KillOnDrop, what: &str) {
         .terminate(WAIT)
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(status.success(), "{what} exited {status} after SIGTERM");
+    assert!(
+        status.success(),
+        "{what} exited {status} after SIGTERM; the last {OUTPUT_TAIL} lines of its output:\n{}",
+        child.output_tail(OUTPUT_TAIL)
+    );
 }
 
 /// Whether the binary `program` serves `--watch-namespaces` (its `--help` names it); prints why

@@ -347,10 +347,20 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// A child process killed and reaped when this drops, pass or fail.
-pub struct KillOnDrop(pub std::process::Child);
+/// A child process killed and reaped when this drops, pass or fail. When it was started with
+/// its output kept ([`spawn_binary`]), a test that panics prints the output's last lines as it
+/// drops, and [`KillOnDrop::terminate`]'s caller can show them on a bad exit status.
+pub struct KillOnDrop(pub std::process::Child, Option<tempfile::NamedTempFile>);
+
+/// How many lines of a binary's output a failing test prints.
+pub const OUTPUT_TAIL: usize = 60;
 
 impl KillOnDrop {
+    /// Guards `child`, whose output is not kept.
+    pub fn new(child: std::process::Child) -> Self {
+        KillOnDrop(child, None)
+    }
+
     /// Sends the process SIGTERM (what the kubelet sends a pod's container) and waits up to
     /// `within` for it to exit; its exit status, or why it did not exit.
     pub async fn terminate(
@@ -372,26 +382,59 @@ impl KillOnDrop {
         .await
         .map_err(|e| e.to_string())
     }
+
+    /// The last `lines` lines of the process's output (stdout and stderr as written), or a
+    /// sentence saying why there are none.
+    pub fn output_tail(&self, lines: usize) -> String {
+        let Some(file) = &self.1 else {
+            return "(its output was not kept)".to_owned();
+        };
+        match std::fs::read_to_string(file.path()) {
+            Ok(text) => {
+                let all: Vec<&str> = text.lines().collect();
+                all[all.len().saturating_sub(lines)..].join("\n")
+            }
+            Err(e) => format!("(reading {}: {e})", file.path().display()),
+        }
+    }
 }
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        if std::thread::panicking() && self.1.is_some() {
+            eprintln!(
+                "--- the last {OUTPUT_TAIL} lines of process {}'s output:\n{}",
+                self.0.id(),
+                self.output_tail(OUTPUT_TAIL)
+            );
+        }
     }
 }
 
-/// Starts the binary `program` with `KUBECONFIG=kubeconfig` and `args`, its output discarded.
+/// Starts the binary `program` with `KUBECONFIG=kubeconfig` and `args`, its output (stdout and
+/// stderr, at `RUST_LOG` or info) kept in a temp file that a failing test prints the end of.
 pub fn spawn_binary(program: &str, kubeconfig: &Path, args: &[&str]) -> KillOnDrop {
-    KillOnDrop(
-        std::process::Command::new(program)
-            .env("KUBECONFIG", kubeconfig)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {program}: {e}")),
-    )
+    let log = tempfile::NamedTempFile::new()
+        .unwrap_or_else(|e| panic!("a temp file for {program}'s output: {e}"));
+    let out = |what: &str| {
+        log.as_file()
+            .try_clone()
+            .unwrap_or_else(|e| panic!("{program}'s {what}: {e}"))
+    };
+    let child = std::process::Command::new(program)
+        .env("KUBECONFIG", kubeconfig)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned()),
+        )
+        .args(args)
+        .stdout(out("stdout"))
+        .stderr(out("stderr"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {program}: {e}"));
+    KillOnDrop(child, Some(log))
 }
 
 /// One `GET /metrics` of 127.0.0.1:`port`: the whole HTTP response, status line first.

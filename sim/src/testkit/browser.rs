@@ -60,7 +60,7 @@ pub async fn run(page: &Path, extra: &[String], work: &Path) -> Result<Output, S
     let err_path = work.join(format!("chromium-{}.err", std::process::id()));
     let file = |p: &Path| std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
     let url = format!("file://{}", page.display());
-    let mut child = KillOnDrop(
+    let mut child = KillOnDrop::new(
         Command::new(&bin)
             .args(FLAGS)
             .arg(format!("--user-data-dir={}", profile.path().display()))

@@ -847,7 +847,7 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     let log_dir = tempfile::tempdir().expect("a temp dir");
     let log_path = log_dir.path().join("jetstream-controller.log");
     let log_file = std::fs::File::create(&log_path).expect("the log file");
-    let child = KillOnDrop(
+    let child = KillOnDrop::new(
         std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
             .env("KUBECONFIG", api.kubeconfig())
             .env("RUST_LOG", "info")
