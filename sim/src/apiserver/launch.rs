@@ -30,10 +30,11 @@ pub(super) async fn attempt(
     etcd_bin: &Path,
     program: &Path,
     root: &Path,
+    etcd_data: &Path,
     pki: &Pki,
 ) -> Result<Launched, ApiServerError> {
     let [client_port, peer_port, secure_port] = free_ports::<3>()?;
-    let (etcd, etcd_url) = start_etcd(etcd_bin, root, client_port, peer_port).await?;
+    let (etcd, etcd_url) = start_etcd(etcd_bin, root, etcd_data, client_port, peer_port).await?;
     let args = server_args(flavor, &etcd_url, secure_port, root, pki)?;
     let mut server = Proc::spawn(flavor.name(), program, &args, root.join("server.log"))?;
     let url = format!("https://127.0.0.1:{secure_port}");
@@ -48,18 +49,19 @@ pub(super) async fn attempt(
     })
 }
 
-/// etcd on `client_port` and `peer_port`, its data fresh under `root`, once healthy.
+/// etcd on `client_port` and `peer_port`, its data fresh in `data`, its log under `root`, once
+/// healthy.
 async fn start_etcd(
     etcd_bin: &Path,
     root: &Path,
+    data: &Path,
     client_port: u16,
     peer_port: u16,
 ) -> Result<(Proc, String), ApiServerError> {
     let etcd_url = format!("http://127.0.0.1:{client_port}");
     let peer_url = format!("http://127.0.0.1:{peer_port}");
-    let data = root.join("etcd-data");
     if data.exists() {
-        std::fs::remove_dir_all(&data).map_err(io("clear etcd data of a failed attempt", &data))?;
+        std::fs::remove_dir_all(data).map_err(io("clear etcd data of a failed attempt", data))?;
     }
     let etcd_args = [
         "--name=default".to_owned(),

@@ -95,6 +95,8 @@ pub struct ApiServer {
     // Field order is drop order: the server goes before its etcd, and both before the directory.
     server: Proc,
     etcd: Proc,
+    /// etcd's data in memory ([`etcd_data_dir`]), removed once etcd is gone.
+    etcd_mem: Option<tempfile::TempDir>,
     dir: Option<tempfile::TempDir>,
 }
 
@@ -105,6 +107,7 @@ impl std::fmt::Debug for ApiServer {
             .field("url", &self.url)
             .field("server_pid", &self.server.pid())
             .field("etcd_pid", &self.etcd.pid())
+            .field("etcd_data", &self.etcd_mem.as_ref().map(|d| d.path()))
             .field("dir", &self.dir())
             .finish()
     }
@@ -126,6 +129,25 @@ impl Drop for ApiServer {
         }
     }
 }
+
+/// Where etcd keeps its data: a fresh directory in `/dev/shm` (memory) where it can make one,
+/// else `root/etcd-data`. A test's etcd needs no durability, and on disk each of its writes
+/// waits for an fsync: with other tests writing hundreds of megabytes beside it (image
+/// imports, 2,000 Secrets), one fsync can wait seconds, long enough for a controller under test
+/// to miss its Lease's renew deadline. In memory an fsync returns at once. The directory is
+/// removed when the server is dropped.
+fn etcd_data_dir(root: &Path) -> (PathBuf, Option<tempfile::TempDir>) {
+    match tempfile::Builder::new()
+        .prefix("nats-operators-etcd-")
+        .tempdir_in(MEMORY_DIR)
+    {
+        Ok(mem) => (mem.path().join("data"), Some(mem)),
+        Err(_) => (root.join("etcd-data"), None),
+    }
+}
+
+/// A tmpfs every Linux machine mounts.
+const MEMORY_DIR: &str = "/dev/shm";
 
 /// Keeps an instance directory for reading after a failure, minus etcd's data (preallocated WAL files,
 /// ~64 MiB each) that nobody reads and that would fill the disk over many failing runs.
@@ -171,11 +193,12 @@ impl ApiServer {
         let pki_dir = root.join("pki");
         std::fs::create_dir_all(&pki_dir).map_err(io("create the PKI directory", &pki_dir))?;
         let pki = pki::generate(&pki_dir)?;
+        let (etcd_data, etcd_mem) = etcd_data_dir(&root);
 
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match launch::attempt(flavor, &bins.etcd, &program, &root, &pki).await {
+            match launch::attempt(flavor, &bins.etcd, &program, &root, &etcd_data, &pki).await {
                 Ok(Launched {
                     etcd,
                     server,
@@ -192,6 +215,7 @@ impl ApiServer {
                         judge: tokio::sync::Mutex::new(None),
                         server,
                         etcd,
+                        etcd_mem,
                         dir: Some(dir),
                     });
                 }
