@@ -48,13 +48,12 @@ use nats_wire::monitor::Placement;
 use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
 use super::evacuation::watched;
-use super::outcome::Stop;
-use super::reach::reach;
+use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::account::{self, Listed};
 use crate::balance::pools::{self, Assignment, Labeled, Owned, PoolDef, StreamKey};
 use crate::balance::{self, PlannedMove, Scope};
+use crate::jsapi;
 use crate::system_view::SystemView;
-use crate::{jsapi, references};
 
 const KIND: &str = "NatsBalancer";
 /// How soon a pass with its move pending looks again.
@@ -197,30 +196,9 @@ async fn live(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error
 }
 
 /// The gather phase; `Err(Ok((reason, message)))` when the account cannot be judged.
-async fn gather(
-    ctx: &Context,
-    obj: &NatsBalancer,
-) -> Result<Gathered, Result<(&'static str, String), Error>> {
-    let ns = obj.namespace().unwrap_or_default();
-    let conn = references::absolute(&obj.spec.connection_ref, &ns);
-    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
-    let client = match reach(ctx, obj, &conn, check_grant).await {
-        Ok(c) => c,
-        Err(Stop::Failed(e)) => return Err(Err(e)),
-        Err(Stop::Held(d)) => return Err(Ok((d.reason, d.message))),
-        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
-            return Err(Ok((b.reason, b.message)));
-        }
-    };
-    let cluster = client.server_info().cluster.unwrap_or_default();
-    if cluster.is_empty() {
-        return Err(Ok((
-            reason::NOT_CLUSTERED,
-            "the server spec.connectionRef reaches is in no NATS cluster: there is nothing to \
-             balance"
-                .into(),
-        )));
-    }
+async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gathered, Why> {
+    let client = reach_or_why(ctx, obj, &obj.spec.connection_ref).await?;
+    let cluster = nats_cluster(&client).map_err(Ok)?;
     // Yielding judges by account; one that cannot be told (a user whose permissions refuse
     // USER.INFO: no answer) yields to any system balancer of the NATS cluster.
     let account = tokio::time::timeout(USER_INFO_DEADLINE, jsapi::user_account(&client))
@@ -235,7 +213,7 @@ async fn gather(
                 reason::PASS_FAILED,
                 format!(
                     "listing the account's streams over NatsConnection {}: {e}",
-                    conn.name
+                    obj.spec.connection_ref.name
                 ),
             )));
         }

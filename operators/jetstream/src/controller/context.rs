@@ -10,6 +10,7 @@ use controller_kit::metrics::Metrics;
 use kube::runtime::watcher;
 use nats_api::jetstream::FIELD_MANAGER;
 
+use super::census::Census;
 use crate::balance::account::SystemCover;
 use crate::lease::Leases;
 use crate::pool::Pool;
@@ -51,6 +52,8 @@ pub struct Context {
     /// What the balancers must leave alone and whom they yield to, as the passes of the
     /// evacuations and system balancers last recorded it.
     pub moving: Moving,
+    /// How many servers each balancer's and evacuation's JSZ ping was answered by.
+    pub census: Census,
 }
 
 /// The streams each evacuation has a move requested on and each system balancer's NATS cluster
@@ -125,6 +128,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         settings,
         leases: Leases::default(),
         moving: Moving::default(),
+        census: Census::default(),
     })
 }
 

@@ -34,23 +34,20 @@ use nats_api::jetstream::{
 };
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::JszOptions;
-use nats_wire::{Collect, Wire, WireError};
+use nats_wire::{Wire, WireError};
 use serde_json::Value;
 
 use super::context::{Context, lock, watch_config};
 use super::error::{Error, kube_err};
-use super::outcome::Stop;
-use super::reach::{connection_state, reach};
+use super::reach::{connection_state, reach, reach_or_why};
 use crate::evacuation::{self, EvacuationPlan, Owner};
 use crate::lifecycle::ConnectionState;
 use crate::references;
 use crate::system_view::{SystemView, system_view};
 
-/// How often a pass looks again while a move is on its way or groups remain.
-pub const MOVE_POLL: Duration = Duration::from_secs(3);
-
-/// How long the JSZ ping collects answers.
-const JSZ_DEADLINE: Duration = Duration::from_secs(2);
+/// How often a pass looks again while a move is on its way or groups remain: a move is
+/// seen done (and the next one requested) at most this long after it is.
+pub const MOVE_POLL: Duration = Duration::from_secs(1);
 
 const KIND: &str = "NatsClusterEvacuation";
 
@@ -160,17 +157,9 @@ async fn gather(
     ctx: &Context,
     obj: &NatsClusterEvacuation,
 ) -> Result<Gathered, Result<Stopped, Error>> {
-    let ns = obj.namespace().unwrap_or_default();
-    let conn = references::absolute(&obj.spec.connection_ref, &ns);
-    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
-    let client = match reach(ctx, obj, &conn, check_grant).await {
-        Ok(c) => c,
-        Err(Stop::Failed(e)) => return Err(Err(e)),
-        Err(Stop::Held(d)) => return Err(Ok(not_reached(ctx, obj, d.reason, d.message))),
-        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
-            return Err(Ok(not_reached(ctx, obj, b.reason, b.message)));
-        }
-    };
+    let client = reach_or_why(ctx, obj, &obj.spec.connection_ref)
+        .await
+        .map_err(|why| why.map(|(reason, message)| not_reached(ctx, obj, reason, message)))?;
     let wire = Wire::new(client);
     let options = JszOptions {
         accounts: true,
@@ -178,7 +167,7 @@ async fn gather(
         config: true,
         ..Default::default()
     };
-    let replies = match wire.ping_jsz(&options, Collect::until(JSZ_DEADLINE)).await {
+    let replies = match ctx.census.ping(&describe(obj), &wire, &options).await {
         Ok(r) if !r.replies.is_empty() => r,
         Ok(_) | Err(WireError::NoResponders { .. }) | Err(WireError::Timeout { .. }) => {
             return Err(Ok(observe_failed(
@@ -187,7 +176,7 @@ async fn gather(
                 format!(
                     "no server answered $SYS.REQ.SERVER.PING.JSZ over NatsConnection {}: \
                      spec.connectionRef must name a connection with system account credentials",
-                    conn.name
+                    obj.spec.connection_ref.name
                 ),
             )));
         }
@@ -476,6 +465,7 @@ async fn cleanup(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<C
     m.remove_gauge(metric::EVACUATION_STALE_PLACEMENTS, &labels);
     m.forget(KIND, &ns, &name);
     lock(&ctx.moving.evacuations).remove(&describe(obj));
+    ctx.census.forget(&describe(obj));
     Ok(Cleanup::Done)
 }
 

@@ -17,6 +17,7 @@
 //! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers).
 
 mod balancer;
+mod census;
 mod connection;
 mod consumer;
 mod context;

@@ -1,6 +1,8 @@
 //! The NatsConnection a JetStream resource names, reached: admitted by a NatsReferenceGrant when
 //! it crosses namespaces, dialed through the pool ([`reach`]); and, for a deletion, whether it
-//! still exists and is admitted ([`connection_state`]).
+//! still exists and is admitted ([`connection_state`]). The balancers and the evacuation read
+//! an unreached connection as a reason and a message ([`reach_or_why`]) and, the balancers, a
+//! server in no NATS cluster as nothing to judge ([`nats_cluster`]).
 
 use controller_kit::blocked::Blocked;
 use controller_kit::grants;
@@ -71,6 +73,45 @@ pub(crate) async fn reach<K: Resource<DynamicType = ()>>(
             format!("NatsConnection {target_ns}/{}: {}", conn.name, r.message()),
         ))),
     }
+}
+
+/// Why a balancer or an evacuation cannot judge now: a reason and a message for its Ready, or
+/// an error of the API (retried with backoff).
+pub(crate) type Why = Result<(&'static str, String), Error>;
+
+/// The NATS client of `obj`'s `spec.connectionRef` (`conn`, relative to `obj`'s namespace; a
+/// grant checked when it crosses), or why not as a reason and a message.
+pub(crate) async fn reach_or_why<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    conn: &ObjectReference,
+) -> Result<async_nats::Client, Why> {
+    let ns = obj.namespace().unwrap_or_default();
+    let conn = references::absolute(conn, &ns);
+    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
+    match reach(ctx, obj, &conn, check_grant).await {
+        Ok(c) => Ok(c),
+        Err(Stop::Failed(e)) => Err(Err(e)),
+        Err(Stop::Held(d)) => Err(Ok((d.reason, d.message))),
+        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
+            Err(Ok((b.reason, b.message)))
+        }
+    }
+}
+
+/// The NATS cluster the server `client` is connected to names, or `NotClustered` when it names
+/// none: a lone server has nothing to balance.
+pub(crate) fn nats_cluster(client: &async_nats::Client) -> Result<String, (&'static str, String)> {
+    let cluster = client.server_info().cluster.unwrap_or_default();
+    if cluster.is_empty() {
+        return Err((
+            reason::NOT_CLUSTERED,
+            "the server spec.connectionRef reaches is in no NATS cluster: there is nothing to \
+             balance"
+                .into(),
+        ));
+    }
+    Ok(cluster)
 }
 
 /// Whether a NatsReferenceGrant in `target_ns` admits `obj`'s reference to `conn`.

@@ -33,19 +33,16 @@ use nats_api::jetstream::{
 };
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{JszOptions, Placement};
-use nats_wire::{Collect, ServerFilter, Wire, WireError};
+use nats_wire::{ServerFilter, Wire, WireError};
 
 use super::context::{Context, SystemClaim, lock, watch_config};
 use super::error::{Error, kube_err};
 use super::evacuation::watched;
-use super::outcome::Stop;
-use super::reach::reach;
+use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::{self, PlannedMove, Scope};
-use crate::references;
 use crate::system_view::{SystemView, system_view};
 
 const KIND: &str = "NatsSystemBalancer";
-const JSZ_DEADLINE: Duration = Duration::from_secs(2);
 /// The stream a capability probe steps down: a name no account has (a `$`-free, valid name).
 const PROBE_STREAM: &str = "nats-operator-stepdown-probe";
 /// How soon a pass with a move pending looks again.
@@ -145,30 +142,9 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
 }
 
 /// The gather phase; `Err(Ok((reason, message)))` when the NATS cluster cannot be judged.
-async fn gather(
-    ctx: &Context,
-    obj: &NatsSystemBalancer,
-) -> Result<Gathered, Result<(&'static str, String), Error>> {
-    let ns = obj.namespace().unwrap_or_default();
-    let conn = references::absolute(&obj.spec.connection_ref, &ns);
-    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
-    let client = match reach(ctx, obj, &conn, check_grant).await {
-        Ok(c) => c,
-        Err(Stop::Failed(e)) => return Err(Err(e)),
-        Err(Stop::Held(d)) => return Err(Ok((d.reason, d.message))),
-        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
-            return Err(Ok((b.reason, b.message)));
-        }
-    };
-    let cluster = client.server_info().cluster.unwrap_or_default();
-    if cluster.is_empty() {
-        return Err(Ok((
-            reason::NOT_CLUSTERED,
-            "the server spec.connectionRef reaches is in no NATS cluster: there is nothing to \
-             balance"
-                .into(),
-        )));
-    }
+async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why> {
+    let client = reach_or_why(ctx, obj, &obj.spec.connection_ref).await?;
+    let cluster = nats_cluster(&client).map_err(Ok)?;
     let wire = Wire::new(client);
     let options = JszOptions {
         filter: ServerFilter {
@@ -181,7 +157,7 @@ async fn gather(
         config: true,
         ..Default::default()
     };
-    let replies = match wire.ping_jsz(&options, Collect::until(JSZ_DEADLINE)).await {
+    let replies = match ctx.census.ping(&describe(obj), &wire, &options).await {
         Ok(r) if !r.replies.is_empty() => r,
         Ok(_) | Err(WireError::NoResponders { .. }) | Err(WireError::Timeout { .. }) => {
             return Err(Ok((
@@ -189,7 +165,7 @@ async fn gather(
                 format!(
                     "no server answered $SYS.REQ.SERVER.PING.JSZ over NatsConnection {}: \
                      spec.connectionRef must name a connection with system account credentials",
-                    conn.name
+                    obj.spec.connection_ref.name
                 ),
             )));
         }
@@ -613,6 +589,7 @@ async fn write(
 async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Cleanup, Error> {
     let me = describe(&*obj);
     let claim = lock(&ctx.moving.system_balancers).remove(&me);
+    ctx.census.forget(&me);
     if let Some(c) = claim {
         ctx.leases.release(&c.cluster, &me);
     }
