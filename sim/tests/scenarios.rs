@@ -268,9 +268,9 @@ async fn scenario_evacuation_short() {
     }
 }
 
-/// Issue #16's evacuation in full (nightly only: about eleven minutes): 51 R3 groups over
-/// three accounts the sim signs (a key-value bucket and an object store among them) leave c1
-/// for region:c2 under three publishers, one move at a time; the same moves by hand back (the
+/// Issue #16's evacuation in full (nightly only: about four and a half minutes quiet): 51 R3
+/// groups over three accounts the sim signs (a key-value bucket and an object store among them)
+/// leave c1 for region:c2 under three publishers, one move at a time; the same moves by hand back (the
 /// floor) in the same run; every publisher's ledger clean, the timings and their ratio reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_evacuation() {
