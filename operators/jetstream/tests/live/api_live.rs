@@ -22,7 +22,7 @@ use nats_api::nats::NatsConnection;
 use serde_json::{Value, json};
 use sim::apiserver::ApiServer;
 use sim::testkit::{
-    AbortOnDrop, ApiObject, KillOnDrop, WAIT, apiserver_with_crds, condition, is, story_objects,
+    AbortOnDrop, ApiObject, WAIT, apiserver_with_crds, condition, is, spawn_binary, story_objects,
     wait_for, wait_gone,
 };
 use sim::topology::Topology;
@@ -843,24 +843,17 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     topo.wait_meta_leader(WAIT)
         .await
         .expect("the cluster elects a meta leader");
-    // The controller's log, printed when the test fails (the reason a stream is stuck).
-    let log_dir = tempfile::tempdir().expect("a temp dir");
-    let log_path = log_dir.path().join("jetstream-controller.log");
-    let log_file = std::fs::File::create(&log_path).expect("the log file");
-    let child = KillOnDrop::new(
-        std::process::Command::new(env!("CARGO_BIN_EXE_jetstream-controller"))
-            .env("KUBECONFIG", api.kubeconfig())
-            .env("RUST_LOG", "info")
-            .args([
-                "--metrics-addr",
-                &format!("127.0.0.1:{}", sim::ports::free_port()),
-                "--probe-addr",
-                "127.0.0.1:0",
-            ])
-            .stdout(log_file.try_clone().expect("the log file"))
-            .stderr(log_file)
-            .spawn()
-            .expect("the binary starts"),
+    // Its output is kept: a failing run prints the end of it (the reason a stream is stuck).
+    let metrics_addr = format!("127.0.0.1:{}", sim::ports::free_port());
+    let child = spawn_binary(
+        env!("CARGO_BIN_EXE_jetstream-controller"),
+        api.kubeconfig(),
+        &[
+            "--metrics-addr",
+            &metrics_addr,
+            "--probe-addr",
+            "127.0.0.1:0",
+        ],
     );
     let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
     create(
@@ -928,15 +921,8 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
         },
     )
     .await
-    .unwrap_or_else(|e| {
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let tail: Vec<_> = log.lines().rev().take(60).collect();
-        let tail: Vec<_> = tail.into_iter().rev().collect();
-        panic!(
-            "{e}\njetstream-controller log (last 60 lines):\n{}",
-            tail.join("\n")
-        )
-    });
+    // The guard prints the end of the binary's output as the panic unwinds.
+    .unwrap_or_else(|e| panic!("{e}"));
     let all_ready = started.elapsed();
     let rss = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
     eprintln!(
