@@ -4,6 +4,13 @@
 setup:
     bash scripts/setup.sh
 
+# Build and install what the sim's node backend runs on (docs/node.md): the kubelet, kube-proxy,
+# kube-controller-manager, kube-scheduler and pause (built, cached) and containerd, runc, the CNI plugins
+# and dnsmasq (apt, root). The gate's setup does not build them (about 10 minutes on a fresh machine).
+node-install:
+    bash scripts/install-apiserver.sh node
+    bash scripts/install-node.sh
+
 # Build every crate.
 build:
     cargo build --workspace

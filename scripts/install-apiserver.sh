@@ -4,6 +4,10 @@
 #   kube-apiserver-1.20/bin/{kube-apiserver,etcd}
 #       A genuine kube-apiserver v1.20.2, built from Debian bookworm's `kubernetes` source package with Debian's
 #       Go 1.19, plus Debian's etcd 3.4. Required: a failure here exits non-zero.
+#   kube-node-1.20/bin/{kubelet,kube-proxy,kube-controller-manager,kube-scheduler,pause}
+#       The rest of a Kubernetes 1.20.2 node for the sim's `node` backend (docs/node.md), built in the same
+#       source tree as kube-apiserver (one tree, one `make`, when both are missing), and the pause binary the
+#       sandbox image holds (`gcc -static` of the tree's build/pause/linux/pause.c). Only with `node`.
 #   kubectl-1.20/bin/kubectl
 #       Debian bookworm's `kubernetes-client` package (kubectl v1.20.2, the apiserver's own version), unpacked:
 #       for `sim up` and the test that drives it as a user would. Required. Seconds: a download, no build.
@@ -16,7 +20,9 @@
 # Nothing is installed system-wide: .debs are unpacked with `dpkg -x` under the cache. Package sources are the
 # machine's own configured Debian mirror and pip. A second run with the binaries present returns at once.
 #
-# usage: scripts/install-apiserver.sh [kube|kubectl|apiext|all]     (default all)
+# usage: scripts/install-apiserver.sh [kube|node|kubectl|apiext|all]     (default all)
+#   all is what the gate needs (kube, kubectl, apiext); node is asked for by name (the nightly and `just
+#   node-install`): it adds ~10 build minutes on a fresh machine, which the gate does not spend.
 # env:   NATS_OPERATORS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators)
 #        DEBIAN_MIRROR         overrides the mirror read from the apt sources
 set -euo pipefail
@@ -26,6 +32,8 @@ CACHE=${NATS_OPERATORS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nats-operators}
 KUBE_DIR=$CACHE/kube-apiserver-1.20
 APIEXT_DIR=$CACHE/apiextensions-apiserver-1.36
 KUBECTL_DIR=$CACHE/kubectl-1.20
+NODE_DIR=$CACHE/kube-node-1.20
+NODE_BINARIES=(kubelet kube-proxy kube-controller-manager kube-scheduler)
 
 KUBE_SRC_VERSION=1.20.5+really1.20.2-1.1+deb12u1 # bookworm's kubernetes source package (upstream v1.20.2)
 KUBE_GIT_COMMIT=faecb196815e248d3ecfb03c680a4507229c2a56 # upstream v1.20.2
@@ -72,9 +80,15 @@ need() {
 
 kubectl_present() { [ -x "$KUBECTL_DIR/bin/kubectl" ]; }
 kube_present() { [ -x "$KUBE_DIR/bin/kube-apiserver" ] && [ -x "$KUBE_DIR/bin/etcd" ]; }
+node_present() {
+  local b
+  for b in "${NODE_BINARIES[@]}" pause; do [ -x "$NODE_DIR/bin/$b" ] || return 1; done
+}
 apiext_present() { [ -x "$APIEXT_DIR/bin/apiextensions-apiserver" ]; }
 
+# build_kube APISERVER(0|1) NODE(0|1): one source tree, one `make` for whichever of the two is wanted.
 build_kube() {
+  local want_api=$1 want_node=$2 what=() t
   need apt-get dpkg make tar gcc
   local b=$KUBE_DIR/build mirror
   mirror=$(debian_mirror)
@@ -110,14 +124,28 @@ V
     export PATH="$GOROOT/bin:$b/bin:$PATH"
     stage "generating code (make generated_files, about 2 minutes)"
     make -C "$s" generated_files
-    stage "compiling kube-apiserver (about 5 minutes on 2 cores)"
-    make -C "$s" all WHAT=cmd/kube-apiserver KUBE_GIT_VERSION_FILE="$b/version" KUBE_BUILD_PLATFORMS=linux/amd64
+    if [ "$want_api" = 1 ]; then what+=(cmd/kube-apiserver); fi
+    if [ "$want_node" = 1 ]; then for t in "${NODE_BINARIES[@]}"; do what+=("cmd/$t"); done; fi
+    stage "compiling ${what[*]} (about 5 minutes on 2 cores for the apiserver, 12-18 for all five)"
+    make -C "$s" all WHAT="${what[*]}" KUBE_GIT_VERSION_FILE="$b/version" KUBE_BUILD_PLATFORMS=linux/amd64
   )
-  cp "$s/_output/bin/kube-apiserver" "$KUBE_DIR/bin/.kube-apiserver.new"
-  cp "$b/root/usr/bin/etcd" "$KUBE_DIR/bin/etcd"
-  mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
-  "$KUBE_DIR/bin/kube-apiserver" --version
-  "$KUBE_DIR/bin/etcd" --version | head -n1
+  if [ "$want_node" = 1 ]; then
+    mkdir -p "$NODE_DIR/bin"
+    stage "compiling the pause binary (gcc -static)"
+    gcc -Os -Wall -Werror -static -DVERSION=v3.4-debian -o "$NODE_DIR/bin/.pause.new" "$s/build/pause/linux/pause.c"
+    strip "$NODE_DIR/bin/.pause.new"
+    for t in "${NODE_BINARIES[@]}"; do cp "$s/_output/bin/$t" "$NODE_DIR/bin/.$t.new"; done
+    for t in "${NODE_BINARIES[@]}"; do mv "$NODE_DIR/bin/.$t.new" "$NODE_DIR/bin/$t"; done
+    mv "$NODE_DIR/bin/.pause.new" "$NODE_DIR/bin/pause" # last, so "present" means complete
+    for t in "${NODE_BINARIES[@]}"; do "$NODE_DIR/bin/$t" --version; done
+  fi
+  if [ "$want_api" = 1 ]; then
+    cp "$s/_output/bin/kube-apiserver" "$KUBE_DIR/bin/.kube-apiserver.new"
+    cp "$b/root/usr/bin/etcd" "$KUBE_DIR/bin/etcd"
+    mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
+    "$KUBE_DIR/bin/kube-apiserver" --version
+    "$KUBE_DIR/bin/etcd" --version | head -n1
+  fi
 }
 
 install_kubectl() {
@@ -190,25 +218,31 @@ exec 9>"$CACHE/.install-apiserver.lock"
 flock 9
 
 status=0
+want_api=0 want_node=0
 if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
-  if kube_present; then
-    log "kube-apiserver 1.20 + etcd present in $KUBE_DIR/bin"
+  if kube_present; then log "kube-apiserver 1.20 + etcd present in $KUBE_DIR/bin"; else want_api=1; fi
+fi
+if [ "$WHAT" = node ]; then
+  if node_present; then log "kubelet, kube-proxy, kube-controller-manager, kube-scheduler 1.20 present in $NODE_DIR/bin"; else want_node=1; fi
+fi
+if [ $want_api = 1 ] || [ $want_node = 1 ]; then
+  built=""
+  [ $want_api = 0 ] || built="kube-apiserver + etcd 3.4 "
+  [ $want_node = 0 ] || built="${built}the node binaries"
+  log "building ${built% } (1.20.2) into $CACHE (log: $KUBE_DIR/build.log)"
+  mkdir -p "$KUBE_DIR"
+  start=$SECONDS
+  # In the background, not as an `if` condition: bash ignores `set -e` inside conditions.
+  STAGE_T0=$SECONDS
+  build_kube $want_api $want_node >"$KUBE_DIR/build.log" 2>&1 &
+  if wait $!; then
+    log "${built% } built in $((SECONDS - start))s: $(tail -n2 "$KUBE_DIR/build.log" | tr '\n' ' ')"
+    clean_build_tree "$KUBE_DIR"
   else
-    log "building kube-apiserver 1.20.2 + etcd 3.4 into $KUBE_DIR (log: $KUBE_DIR/build.log)"
-    mkdir -p "$KUBE_DIR"
-    start=$SECONDS
-    # In the background, not as an `if` condition: bash ignores `set -e` inside conditions.
-    STAGE_T0=$SECONDS
-    build_kube >"$KUBE_DIR/build.log" 2>&1 &
-    if wait $!; then
-      log "kube-apiserver built in $((SECONDS - start))s: $(tail -n2 "$KUBE_DIR/build.log" | tr '\n' ' ')"
-      clean_build_tree "$KUBE_DIR"
-    else
-      log "kube-apiserver build FAILED after $((SECONDS - start))s; last lines of $KUBE_DIR/build.log:"
-      tail -n 30 "$KUBE_DIR/build.log" >&2
-      clean_build_tree "$KUBE_DIR"
-      status=1
-    fi
+    log "${built% } build FAILED after $((SECONDS - start))s; last lines of $KUBE_DIR/build.log:"
+    tail -n 30 "$KUBE_DIR/build.log" >&2
+    clean_build_tree "$KUBE_DIR"
+    status=1
   fi
 fi
 
