@@ -28,8 +28,8 @@ mod crds;
 mod error;
 mod identity;
 mod launch;
-mod pki;
-mod process;
+pub(crate) mod pki;
+pub(crate) mod process;
 #[cfg(test)]
 mod tests;
 

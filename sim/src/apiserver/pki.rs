@@ -25,11 +25,11 @@ pub struct Pki {
     pub service_account_pub: PathBuf,
 }
 
-fn pki_error(what: &'static str) -> impl FnOnce(rcgen::Error) -> ApiServerError {
+pub(crate) fn pki_error(what: &'static str) -> impl FnOnce(rcgen::Error) -> ApiServerError {
     move |source| ApiServerError::Pki { what, source }
 }
 
-fn leaf(
+pub(crate) fn leaf(
     common_name: &str,
     organization: Option<&str>,
     usage: ExtendedKeyUsagePurpose,
