@@ -67,12 +67,12 @@ fn write(path: PathBuf, contents: &str) -> Result<PathBuf, ApiServerError> {
     Ok(path)
 }
 
-/// Generates the PKI into `dir` (which must exist).
-pub fn generate(dir: &Path) -> Result<Pki, ApiServerError> {
+/// A self-signed CA named `common_name`, and its key.
+pub(crate) fn self_signed_ca(common_name: &str) -> Result<(Certificate, KeyPair), ApiServerError> {
     let ca_key = KeyPair::generate().map_err(pki_error("CA key"))?;
     let mut ca_params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "nats-operators test CA");
+    dn.push(DnType::CommonName, common_name);
     ca_params.distinguished_name = dn;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![
@@ -83,6 +83,12 @@ pub fn generate(dir: &Path) -> Result<Pki, ApiServerError> {
     let ca = ca_params
         .self_signed(&ca_key)
         .map_err(pki_error("CA certificate"))?;
+    Ok((ca, ca_key))
+}
+
+/// Generates the PKI into `dir` (which must exist).
+pub fn generate(dir: &Path) -> Result<Pki, ApiServerError> {
+    let (ca, ca_key) = self_signed_ca("nats-operators test CA")?;
 
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let localhost = "localhost"

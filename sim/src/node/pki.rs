@@ -6,14 +6,11 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose, SanType,
-};
+use rcgen::{ExtendedKeyUsagePurpose, KeyPair, SanType};
 
 use super::NodeError;
 use super::config::{KUBERNETES_SERVICE_IP, NODE_IP, NODE_NAME};
-use crate::apiserver::pki::{leaf, pki_error};
+use crate::apiserver::pki::{leaf, pki_error, self_signed_ca};
 
 /// One certificate to issue: file stem, CN, O, usage and SANs.
 struct Issue {
@@ -89,20 +86,7 @@ fn write(dir: &Path, name: &str, contents: &str) -> Result<(), NodeError> {
 
 /// Writes `ca.{crt,key}`, `<stem>.{crt,key}` for every part and `sa.{key,pub}` into `dir`.
 pub fn generate(dir: &Path) -> Result<(), NodeError> {
-    let ca_key = KeyPair::generate().map_err(pki_error("CA key"))?;
-    let mut params = CertificateParams::default();
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "sim node CA");
-    params.distinguished_name = dn;
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = params
-        .self_signed(&ca_key)
-        .map_err(pki_error("CA certificate"))?;
+    let (ca, ca_key) = self_signed_ca("sim node CA")?;
     write(dir, "ca.crt", &ca.pem())?;
     write(dir, "ca.key", &ca_key.serialize_pem())?;
     for i in issues() {
