@@ -154,7 +154,7 @@ async fn admin_client(
 
 /// A client loaded from the kubeconfig at `path` (of the server at `url`), as a binary given
 /// `KUBECONFIG=path` loads it.
-pub(super) async fn client_of(path: &Path, url: &str) -> Result<Client, ApiServerError> {
+pub(crate) async fn client_of(path: &Path, url: &str) -> Result<Client, ApiServerError> {
     let loaded = Kubeconfig::read_from(path).map_err(|source| ApiServerError::Kubeconfig {
         path: path.to_path_buf(),
         source,

@@ -27,7 +27,7 @@ mod cel_judge;
 mod crds;
 mod error;
 mod identity;
-mod launch;
+pub(crate) mod launch;
 pub(crate) mod pki;
 pub(crate) mod process;
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The networks the harness makes inside this machine; nothing else is addressed.
 pub const NODE_IFACE: &str = "kn0";
-/// The node's address, on the dummy interface [`NODE_IFACE`] the harness creates (never the uplink).
+/// The node's address, on the veth [`NODE_IFACE`] the harness creates (never the uplink).
 pub const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 245, 0, 1);
 /// The pods' bridge and network (the CNI bridge plugin makes it on the first pod).
 pub const BRIDGE: &str = "kp0";

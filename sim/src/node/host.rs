@@ -1,4 +1,4 @@
-//! The host as the node found it, and putting it back: the node adds links (its dummy interface,
+//! The host as the node found it, and putting it back: the node adds links (its veth pair,
 //! the pods' bridge and veths), routes, mounts (pod volumes, network namespaces), sysctls (the
 //! kubelet's panic and overcommit settings, forwarding), nftables rules (kube-proxy's and the CNI
 //! masquerade, through iptables-nft) and cgroups. [`Baseline::record`] takes them before `up`;
@@ -240,6 +240,22 @@ pub fn restore(b: &Baseline) -> Vec<String> {
         }
     }
     let mut new_cgroups: Vec<_> = now.cgroups.difference(&b.cgroups).collect();
+    // Containers outlive their shims; what is left in the node's cgroups is killed, and each
+    // cgroup waited for to empty (≤ 5 s) before it can be removed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let pids = cgroup_pids(&new_cgroups);
+        if pids.is_empty() || std::time::Instant::now() > deadline {
+            break;
+        }
+        for pid in pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     new_cgroups.reverse();
     for c in new_cgroups {
         if let Err(e) = std::fs::remove_dir(c) {
@@ -255,6 +271,19 @@ pub fn restore(b: &Baseline) -> Vec<String> {
         }
     }
     failed
+}
+
+/// The processes in these cgroups.
+fn cgroup_pids(cgroups: &[&String]) -> BTreeSet<i32> {
+    cgroups
+        .iter()
+        .filter_map(|c| std::fs::read_to_string(Path::new(c).join("cgroup.procs")).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
 }
 
 /// Where the state of the machine's one node is kept between `up` and `down`: the baseline and

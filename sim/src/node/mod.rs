@@ -3,17 +3,21 @@
 //! `scripts/install-apiserver.sh node`, containerd + runc + the CNI plugins from the distribution
 //! (`scripts/install-node.sh`), images made with umoci and imported with `ctr`, cluster DNS from
 //! dnsmasq fed by a watch of Endpoints. No Docker, no registry, no traffic off the machine: the node
-//! address is a dummy interface the harness creates, never the uplink.
+//! address is on a veth pair the harness creates, never the uplink.
 //!
-//! What is here so far, each a pure core with its table tests: the parts' configuration
-//! ([`config`]), the node's PKI ([`pki`]), the host's baseline and its restoration ([`host`]), the
-//! DNS hosts file ([`dns`]) and what the node needs of the machine ([`missing`]). Starting and
-//! stopping the processes (`Node::up`/`down`) is the next step of issue #15.
+//! The pure cores, each with its table tests: the parts' configuration ([`config`]), the node's
+//! PKI ([`pki`]), the host's baseline and its restoration ([`host`]), the DNS hosts file ([`dns`])
+//! and what the node needs of the machine ([`missing`]). The shell: [`Node::up`] and
+//! [`Node::down`] (`up.rs`), images ([`image`]).
 
 pub mod config;
 pub mod dns;
 pub mod host;
+pub mod image;
 pub mod pki;
+mod up;
+
+pub use up::{Node, import_image};
 
 use std::path::{Path, PathBuf};
 
@@ -111,7 +115,7 @@ pub fn missing(m: &Machine, cache: &Path) -> Vec<String> {
         out.push("not root (the node makes links, mounts and cgroups)".to_string());
     }
     if !m.net_admin {
-        out.push("no CAP_NET_ADMIN (the node makes a dummy interface and a bridge)".to_string());
+        out.push("no CAP_NET_ADMIN (the node makes a veth pair and a bridge)".to_string());
     }
     let absent = |p: &Path| !m.present.iter().any(|q| q == p);
     let cached: Vec<_> = CACHED
