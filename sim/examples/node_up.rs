@@ -20,6 +20,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         t0.elapsed(),
         node.kubeconfig().display()
     );
+    if let Some(version) = std::env::var_os("NODE_NATS") {
+        let version = version.to_string_lossy().into_owned();
+        let binary = cache.join("nats-server").join(&version).join("nats-server");
+        node.import_binary(&binary, "nats-server", &version, "docker.io/library/nats")?;
+        println!("imported docker.io/library/nats:{version}");
+    }
     if std::env::var_os("NODE_HOLD").is_some() {
         println!("holding; Ctrl-C to take it down");
         tokio::signal::ctrl_c().await?;

@@ -105,6 +105,18 @@ impl Node {
         self.layout.kubeconfig("admin")
     }
 
+    /// Makes an image of one static binary (entrypoint `/<name>`) and imports it as `base_name:tag`.
+    pub fn import_binary(
+        &self,
+        binary: &Path,
+        name: &str,
+        tag: &str,
+        base_name: &str,
+    ) -> Result<(), NodeError> {
+        let archive = super::image::single_binary(&self.layout.path("images"), binary, name, tag)?;
+        import_image(&self.layout, &archive, base_name)
+    }
+
     pub fn ports(&self) -> Ports {
         self.ports
     }
@@ -388,7 +400,7 @@ impl Node {
     }
 
     /// Server-side applies each object of a multi-document YAML as the node's admin.
-    async fn apply(&self, yaml: &str) -> Result<(), NodeError> {
+    pub async fn apply(&self, yaml: &str) -> Result<(), NodeError> {
         for doc in serde_yaml::Deserializer::from_str(yaml) {
             let obj: kube::api::DynamicObject = serde::Deserialize::deserialize(doc)
                 .map_err(|e| part("cluster objects", e.to_string()))?;
@@ -403,11 +415,12 @@ impl Node {
                 .await
                 .map_err(|e| part("cluster objects", e.to_string()))?;
             let name = obj.metadata.name.clone().unwrap_or_default();
-            let api: Api<kube::api::DynamicObject> = match (caps.scope, &obj.metadata.namespace) {
-                (kube::discovery::Scope::Namespaced, Some(ns)) => {
+            let api: Api<kube::api::DynamicObject> = match caps.scope {
+                kube::discovery::Scope::Namespaced => {
+                    let ns = obj.metadata.namespace.as_deref().unwrap_or("default");
                     Api::namespaced_with(self.client.clone(), ns, &ar)
                 }
-                _ => Api::all_with(self.client.clone(), &ar),
+                kube::discovery::Scope::Cluster => Api::all_with(self.client.clone(), &ar),
             };
             api.patch(
                 &name,
