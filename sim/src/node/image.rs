@@ -9,24 +9,7 @@ use std::process::Command;
 use super::NodeError;
 
 fn umoci(args: &[&str]) -> Result<(), NodeError> {
-    let out = Command::new("umoci")
-        .args(args)
-        .output()
-        .map_err(|e| NodeError::Part {
-            part: "image",
-            message: format!("umoci {}: {e}", args.join(" ")),
-        })?;
-    if !out.status.success() {
-        return Err(NodeError::Part {
-            part: "image",
-            message: format!(
-                "umoci {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        });
-    }
-    Ok(())
+    super::sh("image", "umoci", args).map(drop)
 }
 
 /// An OCI archive in `dir` holding `binary` as `/<name>`, its entrypoint, tagged `tag`.

@@ -144,6 +144,29 @@ pub fn missing(m: &Machine, cache: &Path) -> Vec<String> {
     out
 }
 
+/// Runs `program args…`; its stdout, or an error of `part_name` with its stderr.
+pub(crate) fn sh(
+    part_name: &'static str,
+    program: &str,
+    args: &[&str],
+) -> Result<String, NodeError> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| up::part(part_name, format!("{program} {}: {e}", args.join(" "))))?;
+    if !out.status.success() {
+        return Err(up::part(
+            part_name,
+            format!(
+                "{program} {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams};
 
 use super::config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
 use super::host::{self, Baseline};
-use super::{Machine, NodeError, missing};
+use super::{Machine, NodeError, missing, sh};
 use crate::apiserver::process::{Proc, free_ports};
 
 /// How long each part may take to answer before `up` gives up on it.
@@ -38,29 +38,11 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> NodeErr
     move |source| NodeError::Io { what, path, source }
 }
 
-fn part(part: &'static str, message: impl Into<String>) -> NodeError {
+pub(super) fn part(part: &'static str, message: impl Into<String>) -> NodeError {
     NodeError::Part {
         part,
         message: message.into(),
     }
-}
-
-fn sh(part_name: &'static str, program: &str, args: &[&str]) -> Result<String, NodeError> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| part(part_name, format!("{program} {}: {e}", args.join(" "))))?;
-    if !out.status.success() {
-        return Err(part(
-            part_name,
-            format!(
-                "{program} {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Polls `ok` until it holds or [`PART_DEADLINE`] passes.
