@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("holding; Ctrl-C to take it down");
         tokio::signal::ctrl_c().await?;
     }
-    let left = node.down();
+    let left = node.down().await;
     println!("down; host differences left: {left:?}");
     Ok(())
 }

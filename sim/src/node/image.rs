@@ -12,13 +12,32 @@ fn umoci(args: &[&str]) -> Result<(), NodeError> {
     super::sh("image", "umoci", args).map(drop)
 }
 
+/// An image archive and the digest of its manifest: what a pod names as `repository@digest`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Archive {
+    pub path: PathBuf,
+    pub digest: String,
+}
+
+/// The manifest digest of the image tagged `tag` in an OCI layout's `index.json`.
+pub fn manifest_digest(index_json: &str, tag: &str) -> Option<String> {
+    let index: serde_json::Value = serde_json::from_str(index_json).ok()?;
+    index["manifests"]
+        .as_array()?
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == tag)?["digest"]
+        .as_str()
+        .filter(|d| d.starts_with("sha256:"))
+        .map(str::to_string)
+}
+
 /// An OCI archive in `dir` holding `binary` as `/<name>`, its entrypoint, tagged `tag`.
 pub fn single_binary(
     dir: &Path,
     binary: &Path,
     name: &str,
     tag: &str,
-) -> Result<PathBuf, NodeError> {
+) -> Result<Archive, NodeError> {
     let layout = dir.join(format!("oci-{name}"));
     let bundle = dir.join(format!("bundle-{name}"));
     let image = format!("{}:{tag}", layout.display());
@@ -44,6 +63,14 @@ pub fn single_binary(
         "--config.env",
         "PATH=/",
     ])?;
+    let index = layout.join("index.json");
+    let digest = std::fs::read_to_string(&index)
+        .ok()
+        .and_then(|text| manifest_digest(&text, tag))
+        .ok_or_else(|| NodeError::Part {
+            part: "image",
+            message: format!("no manifest tagged {tag} in {}", index.display()),
+        })?;
     let archive = dir.join(format!("{name}.tar"));
     let out = Command::new("tar")
         .arg("-C")
@@ -63,5 +90,48 @@ pub fn single_binary(
         });
     }
     let _ = std::fs::remove_dir_all(&bundle);
-    Ok(archive)
+    Ok(Archive {
+        path: archive,
+        digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_digest_is_the_tagged_manifests() {
+        let a = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let b = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+        let index = |entries: &[(&str, &str)]| {
+            let manifests: Vec<_> = entries
+                .iter()
+                .map(|(d, t)| serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": d, "size": 1, "annotations": {"org.opencontainers.image.ref.name": t}}))
+                .collect();
+            serde_json::json!({"schemaVersion": 2, "manifests": manifests}).to_string()
+        };
+        let cases: Vec<(&str, String, &str, Option<&str>)> = vec![
+            ("one image", index(&[(a, "2.15.1")]), "2.15.1", Some(a)),
+            (
+                "the tagged one of two",
+                index(&[(a, "x"), (b, "2.15.1")]),
+                "2.15.1",
+                Some(b),
+            ),
+            ("no such tag", index(&[(a, "x")]), "2.15.1", None),
+            (
+                "not a sha256 digest",
+                index(&[("md5:00", "2.15.1")]),
+                "2.15.1",
+                None,
+            ),
+            ("not JSON", "{".to_string(), "2.15.1", None),
+            ("no manifests", "{}".to_string(), "2.15.1", None),
+        ];
+        for (name, text, tag, want) in cases {
+            assert_eq!(manifest_digest(&text, tag).as_deref(), want, "{name}");
+        }
+    }
 }

@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod dns;
+mod drain;
 pub mod host;
 pub mod image;
 pub mod pki;

@@ -19,6 +19,8 @@ use crate::apiserver::process::{Proc, free_ports};
 
 /// How long each part may take to answer before `up` gives up on it.
 const PART_DEADLINE: Duration = Duration::from_secs(90);
+/// How long `down` waits for the pods to stop before it kills what is left.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(120);
 
 /// A running node. Dropping it takes it down.
 pub struct Node {
@@ -87,16 +89,35 @@ impl Node {
         self.layout.kubeconfig("admin")
     }
 
-    /// Makes an image of one static binary (entrypoint `/<name>`) and imports it as `base_name:tag`.
+    /// Makes an image of one static binary (entrypoint `/<name>`) and imports it as both
+    /// `base_name:tag` and `base_name@<digest>`; returns the digest (a pod may name either).
     pub fn import_binary(
         &self,
         binary: &Path,
         name: &str,
         tag: &str,
         base_name: &str,
-    ) -> Result<(), NodeError> {
+    ) -> Result<String, NodeError> {
         let archive = super::image::single_binary(&self.layout.path("images"), binary, name, tag)?;
-        import_image(&self.layout, &archive, base_name)
+        import_image(&self.layout, &archive.path, base_name)?;
+        Ok(archive.digest)
+    }
+
+    /// Imports an OCI archive that names itself (an `org.opencontainers.image.ref.name` of a whole
+    /// reference: the images `scripts/image.py` writes) under that name.
+    pub fn import_archive(&self, archive: &Path) -> Result<(), NodeError> {
+        let sock = self.layout.containerd_socket().display().to_string();
+        let archive = archive.display().to_string();
+        let args = [
+            "--address",
+            &sock,
+            "-n",
+            "k8s.io",
+            "images",
+            "import",
+            &archive,
+        ];
+        sh("image import", "/usr/bin/ctr", &args).map(drop)
     }
 
     pub fn ports(&self) -> Ports {
@@ -200,7 +221,7 @@ impl Node {
         .await?;
         let pause =
             super::image::single_binary(&l.path("images"), &node_bin("pause"), "pause", "3.4")?;
-        import_image(&l, &pause, "localhost/pause")?;
+        import_image(&l, &pause.path, "localhost/pause")?;
 
         // etcd and the apiserver.
         let p = self.ports;
@@ -381,8 +402,14 @@ impl Node {
         Ok(())
     }
 
-    /// Server-side applies each object of a multi-document YAML as the node's admin.
+    /// Server-side applies each object of a multi-document YAML as the node's admin; a namespaced
+    /// object that names no namespace goes to `default`.
     pub async fn apply(&self, yaml: &str) -> Result<(), NodeError> {
+        self.apply_in("default", yaml).await
+    }
+
+    /// [`Node::apply`], a namespaced object that names no namespace going to `namespace`.
+    pub async fn apply_in(&self, namespace: &str, yaml: &str) -> Result<(), NodeError> {
         for doc in serde_yaml::Deserializer::from_str(yaml) {
             let obj: kube::api::DynamicObject = serde::Deserialize::deserialize(doc)
                 .map_err(|e| part("cluster objects", e.to_string()))?;
@@ -399,7 +426,7 @@ impl Node {
             let name = obj.metadata.name.clone().unwrap_or_default();
             let api: Api<kube::api::DynamicObject> = match caps.scope {
                 kube::discovery::Scope::Namespaced => {
-                    let ns = obj.metadata.namespace.as_deref().unwrap_or("default");
+                    let ns = obj.metadata.namespace.as_deref().unwrap_or(namespace);
                     Api::namespaced_with(self.client.clone(), ns, &ar)
                 }
                 kube::discovery::Scope::Cluster => Api::all_with(self.client.clone(), &ar),
@@ -415,9 +442,13 @@ impl Node {
         Ok(())
     }
 
-    /// Takes the node down and puts the host back; the lines are what still differs.
-    pub fn down(mut self) -> Vec<String> {
-        self.teardown()
+    /// Takes the node down and puts the host back; the lines are what still differs. The
+    /// workloads are deleted first and their pods stopped by the kubelet, each with its grace
+    /// period and preStop hook (a nats-server's lame duck), before the parts are killed.
+    pub async fn down(mut self) -> Vec<String> {
+        let mut left = super::drain::drain(&self.client, DRAIN_DEADLINE).await;
+        left.extend(self.teardown());
+        left
     }
 
     fn teardown(&mut self) -> Vec<String> {
@@ -571,7 +602,8 @@ fn write_files(l: &Layout, ports: &Ports) -> Result<(), NodeError> {
     Ok(())
 }
 
-/// Imports an OCI archive into the CRI's namespace as `base_name:<its tag>`.
+/// Imports an OCI archive into the CRI's namespace as `base_name:<its tag>` and, for a pod that
+/// names its image by digest, `base_name@<its manifest digest>`.
 pub fn import_image(l: &Layout, archive: &Path, base_name: &str) -> Result<(), NodeError> {
     let sock = l.containerd_socket().display().to_string();
     let archive = archive.display().to_string();
@@ -587,6 +619,7 @@ pub fn import_image(l: &Layout, archive: &Path, base_name: &str) -> Result<(), N
             "import",
             "--base-name",
             base_name,
+            "--digests",
             &archive,
         ],
     )?;
