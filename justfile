@@ -11,6 +11,11 @@ node-install:
     bash scripts/install-apiserver.sh node
     bash scripts/install-node.sh
 
+# The node backend's tests (root; after `just node-install`): a StatefulSet of nats-servers on the
+# node, then the chart Helm-installed and story 01 rolled under ledger traffic (docs/node.md).
+node-test:
+    cargo nextest run -p sim -p e2e --features sim/node,e2e/node --test node --profile nightly --no-fail-fast --no-capture
+
 # Build every crate.
 build:
     cargo build --workspace
