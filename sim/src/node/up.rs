@@ -20,7 +20,9 @@ use crate::apiserver::process::{Proc, free_ports};
 /// How long each part may take to answer before `up` gives up on it.
 const PART_DEADLINE: Duration = Duration::from_secs(90);
 /// How long `down` waits for the pods to stop before it kills what is left.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(120);
+/// (A nats-server's lame duck alone takes its 30 s minimum, and a controller's pod must be gone
+/// before what it recreated stays deleted.)
+const DRAIN_DEADLINE: Duration = Duration::from_secs(180);
 
 /// A running node. Dropping it takes it down.
 pub struct Node {
@@ -392,6 +394,12 @@ impl Node {
                 "--domain-needed".into(),
             ],
         )?;
+        // Listening, so its SIGHUP handler is in place: a SIGHUP before that (the first sync's,
+        // milliseconds after the spawn) killed it, and with it every name the pods resolve.
+        until("dnsmasq", Some(&mut self.procs[i]), || async {
+            std::net::TcpStream::connect((NODE_IP, 53)).is_ok()
+        })
+        .await?;
         let dnsmasq = self.procs[i].pid();
         self.dns = Some(tokio::spawn(super::dns::sync(
             self.client.clone(),
