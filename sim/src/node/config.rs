@@ -215,6 +215,23 @@ pub fn kubeconfig(l: &Layout, server: &str, cert: &str) -> String {
     )
 }
 
+/// The flags kube-controller-manager and kube-scheduler share: `who`'s kubeconfig for the API,
+/// for authenticating and for authorizing its own callers, its secure port on 127.0.0.1 (the
+/// insecure one off), its serving certificates in `cert_dir`, and no leader election (one node).
+pub fn control_plane_flags(l: &Layout, who: &str, secure_port: u16, cert_dir: &str) -> Vec<String> {
+    let kc = p(&l.kubeconfig(who));
+    vec![
+        format!("--kubeconfig={kc}"),
+        format!("--authentication-kubeconfig={kc}"),
+        format!("--authorization-kubeconfig={kc}"),
+        "--bind-address=127.0.0.1".into(),
+        "--port=0".into(),
+        format!("--secure-port={secure_port}"),
+        format!("--cert-dir={}", p(&l.path(cert_dir))),
+        "--leader-elect=false".into(),
+    ]
+}
+
 /// The pods' resolv.conf base: no upstream nameserver of the host (a pod's queries stay on the
 /// cluster DNS, which answers `cluster.local` only).
 pub fn resolv_conf() -> String {
@@ -224,6 +241,32 @@ pub fn resolv_conf() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_plane_flags_name_the_part_its_port_and_its_certificates() {
+        let l = Layout::new("/n");
+        let cases = [
+            ("controller-manager", 10257, "cm-certs"),
+            ("scheduler", 10259, "scheduler-certs"),
+        ];
+        for (who, port, certs) in cases {
+            let flags = control_plane_flags(&l, who, port, certs);
+            let kc = format!("/n/kubeconfig/{who}.kubeconfig");
+            for want in [
+                format!("--kubeconfig={kc}"),
+                format!("--authentication-kubeconfig={kc}"),
+                format!("--authorization-kubeconfig={kc}"),
+                format!("--secure-port={port}"),
+                format!("--cert-dir=/n/{certs}"),
+                "--bind-address=127.0.0.1".to_string(),
+                "--port=0".to_string(),
+                "--leader-elect=false".to_string(),
+            ] {
+                assert!(flags.contains(&want), "{who}: {want} not in {flags:?}");
+            }
+            assert_eq!(flags.len(), 8, "{who}: {flags:?}");
+        }
+    }
 
     fn ports() -> Ports {
         Ports {

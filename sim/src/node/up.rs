@@ -297,38 +297,30 @@ impl Node {
         self.spawn(
             "kube-controller-manager",
             &node_bin("kube-controller-manager"),
-            vec![
-                format!("--kubeconfig={}", kc("controller-manager")),
-                format!("--authentication-kubeconfig={}", kc("controller-manager")),
-                format!("--authorization-kubeconfig={}", kc("controller-manager")),
-                "--bind-address=127.0.0.1".into(),
-                "--port=0".into(),
-                format!("--secure-port={}", p.controller_manager),
-                format!("--cert-dir={}", l.path("cm-certs").display()),
-                "--leader-elect=false".into(),
-                format!("--service-account-private-key-file={}", pki("sa.key")),
-                format!("--root-ca-file={}", pki("ca.crt")),
-                "--use-service-account-credentials=true".into(),
-                format!("--cluster-signing-cert-file={}", pki("ca.crt")),
-                format!("--cluster-signing-key-file={}", pki("ca.key")),
-                format!("--service-cluster-ip-range={}", config::SERVICE_CIDR),
-                "--allocate-node-cidrs=false".into(),
-                format!("--flex-volume-plugin-dir={}", l.path("cm-flex").display()),
-            ],
+            [
+                config::control_plane_flags(
+                    &l,
+                    "controller-manager",
+                    p.controller_manager,
+                    "cm-certs",
+                ),
+                vec![
+                    format!("--service-account-private-key-file={}", pki("sa.key")),
+                    format!("--root-ca-file={}", pki("ca.crt")),
+                    "--use-service-account-credentials=true".into(),
+                    format!("--cluster-signing-cert-file={}", pki("ca.crt")),
+                    format!("--cluster-signing-key-file={}", pki("ca.key")),
+                    format!("--service-cluster-ip-range={}", config::SERVICE_CIDR),
+                    "--allocate-node-cidrs=false".into(),
+                    format!("--flex-volume-plugin-dir={}", l.path("cm-flex").display()),
+                ],
+            ]
+            .concat(),
         )?;
         self.spawn(
             "kube-scheduler",
             &node_bin("kube-scheduler"),
-            vec![
-                format!("--kubeconfig={}", kc("scheduler")),
-                format!("--authentication-kubeconfig={}", kc("scheduler")),
-                format!("--authorization-kubeconfig={}", kc("scheduler")),
-                "--bind-address=127.0.0.1".into(),
-                "--port=0".into(),
-                format!("--secure-port={}", p.scheduler),
-                format!("--cert-dir={}", l.path("scheduler-certs").display()),
-                "--leader-elect=false".into(),
-            ],
+            config::control_plane_flags(&l, "scheduler", p.scheduler, "scheduler-certs"),
         )?;
         let i = self.spawn(
             "kubelet",
