@@ -363,7 +363,12 @@ async fn story_01_rolls_real_pods_one_at_a_time_meta_leader_last_losing_nothing(
     assert_eq!(f.lost, 0, "acknowledged messages lost: {f:?}");
     assert_eq!(f.duplicated, 0, "messages stored twice: {f:?}");
 
+    let t3 = Instant::now();
     let left = node.down().await;
+    eprintln!(
+        "figure: down (drain, kill, restore) in {:.1} s",
+        t3.elapsed().as_secs_f64()
+    );
     assert!(
         left.is_empty(),
         "the host differs from its baseline after down: {left:#?}"

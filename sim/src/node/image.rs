@@ -4,7 +4,6 @@
 //! Used for the node's pause image (measured: imported, sandboxes run on it).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use super::NodeError;
 
@@ -72,23 +71,12 @@ pub fn single_binary(
             message: format!("no manifest tagged {tag} in {}", index.display()),
         })?;
     let archive = dir.join(format!("{name}.tar"));
-    let out = Command::new("tar")
-        .arg("-C")
-        .arg(&layout)
-        .arg("-cf")
-        .arg(&archive)
-        .arg(".")
-        .output()
-        .map_err(|e| NodeError::Part {
-            part: "image",
-            message: format!("tar: {e}"),
-        })?;
-    if !out.status.success() {
-        return Err(NodeError::Part {
-            part: "image",
-            message: format!("tar: {}", String::from_utf8_lossy(&out.stderr).trim()),
-        });
-    }
+    let (layout_dir, archive_path) = (layout.display().to_string(), archive.display().to_string());
+    super::sh(
+        "image",
+        "tar",
+        &["-C", &layout_dir, "-cf", &archive_path, "."],
+    )?;
     let _ = std::fs::remove_dir_all(&bundle);
     Ok(Archive {
         path: archive,

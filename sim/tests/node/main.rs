@@ -7,7 +7,7 @@
 //! machine and its build is not part of the gate's install step.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams, LogParams, PostParams};
@@ -78,9 +78,11 @@ async fn three_nats_servers_run_as_a_statefulset_and_the_host_is_restored() {
         return;
     }
     let dir = tempfile::tempdir().expect("a temp dir");
+    let t0 = Instant::now();
     let node = Node::up(&cache, dir.path(), 3)
         .await
         .unwrap_or_else(|e| panic!("node up: {e}"));
+    eprintln!("figure: node Ready in {:.1} s", t0.elapsed().as_secs_f64());
     let binary = cache
         .join("nats-server")
         .join(NATS_VERSION)
@@ -102,6 +104,7 @@ async fn three_nats_servers_run_as_a_statefulset_and_the_host_is_restored() {
         .create(&PostParams::default(), &object)
         .await
         .expect("the test's namespace");
+    let t1 = Instant::now();
     node.apply_in(ns, include_str!("statefulset.yaml"))
         .await
         .unwrap_or_else(|e| panic!("applying the StatefulSet: {e}"));
@@ -129,6 +132,10 @@ async fn three_nats_servers_run_as_a_statefulset_and_the_host_is_restored() {
         Ok(ips) => ips,
         Err(e) => panic!("{e}\n{}", describe(&pods).await),
     };
+    eprintln!(
+        "figure: StatefulSet applied to three pods Ready in {:.1} s",
+        t1.elapsed().as_secs_f64()
+    );
 
     // Each server routes to the two others, over the names the cluster DNS gave it.
     let http = reqwest::Client::builder()
@@ -147,7 +154,12 @@ async fn three_nats_servers_run_as_a_statefulset_and_the_host_is_restored() {
         assert_eq!(jsz["meta_cluster"]["cluster_size"], 3, "{ip}: {jsz}");
     }
 
+    let t2 = Instant::now();
     let left = node.down().await;
+    eprintln!(
+        "figure: down (drain, kill, restore) in {:.1} s",
+        t2.elapsed().as_secs_f64()
+    );
     assert!(
         left.is_empty(),
         "the host differs from its baseline after down: {left:#?}"
