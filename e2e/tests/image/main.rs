@@ -16,6 +16,7 @@
 //! dependency features over what it builds). `IMAGE_TEST_PROFILE=release` tests the release image
 //! instead (cargo reuses a binary already built).
 
+mod build_env;
 mod dockerfile;
 mod node;
 mod oci;
