@@ -108,18 +108,7 @@ impl Node {
     /// Imports an OCI archive that names itself (an `org.opencontainers.image.ref.name` of a whole
     /// reference: the images `scripts/image.py` writes) under that name.
     pub fn import_archive(&self, archive: &Path) -> Result<(), NodeError> {
-        let sock = self.layout.containerd_socket().display().to_string();
-        let archive = archive.display().to_string();
-        let args = [
-            "--address",
-            &sock,
-            "-n",
-            "k8s.io",
-            "images",
-            "import",
-            &archive,
-        ];
-        sh("image import", "/usr/bin/ctr", &args).map(drop)
+        import(&self.layout, archive, None)
     }
 
     pub fn ports(&self) -> Ports {
@@ -605,25 +594,20 @@ fn write_files(l: &Layout, ports: &Ports) -> Result<(), NodeError> {
 /// Imports an OCI archive into the CRI's namespace as `base_name:<its tag>` and, for a pod that
 /// names its image by digest, `base_name@<its manifest digest>`.
 pub fn import_image(l: &Layout, archive: &Path, base_name: &str) -> Result<(), NodeError> {
+    import(l, archive, Some(base_name))
+}
+
+/// `ctr images import` into the CRI's namespace: under `base_name` (and by digest) when given,
+/// else under the name the archive gives itself.
+fn import(l: &Layout, archive: &Path, base_name: Option<&str>) -> Result<(), NodeError> {
     let sock = l.containerd_socket().display().to_string();
     let archive = archive.display().to_string();
-    sh(
-        "image import",
-        "/usr/bin/ctr",
-        &[
-            "--address",
-            &sock,
-            "-n",
-            "k8s.io",
-            "images",
-            "import",
-            "--base-name",
-            base_name,
-            "--digests",
-            &archive,
-        ],
-    )?;
-    Ok(())
+    let mut args = vec!["--address", &sock, "-n", "k8s.io", "images", "import"];
+    if let Some(base) = base_name {
+        args.extend(["--base-name", base, "--digests"]);
+    }
+    args.push(&archive);
+    sh("image import", "/usr/bin/ctr", &args).map(drop)
 }
 
 /// The cluster's own objects: the kube-dns Service with its manual Endpoints at dnsmasq, and the
