@@ -56,9 +56,19 @@ chart:
 image *BINARIES:
     python3 scripts/image.py {{BINARIES}}
 
-# Run one scripted scenario on the local backend and print its report, e.g. `just scenario baseline`.
-scenario NAME:
-    cargo run -q -p sim --bin sim -- scenario {{NAME}}
+# Run one scripted scenario and print its report, e.g. `just scenario baseline`. `--backend node`
+# runs it on the sim's real node with the chart installed (root, after `just node-install`; add
+# `--local` for the local backend's run first and the per-step times side by side); `--backend
+# k3s` on k3s (Docker, `--features k3s`). docs/scenarios.md, docs/node.md.
+scenario NAME *FLAGS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    flags=" {{FLAGS}} "
+    if [[ $flags == *" --backend node "* ]]; then
+        local=""; [[ $flags == *" --local "* ]] && local="--local"
+        exec cargo run -q -p e2e --features node --bin node-scenario -- {{NAME}} $local
+    fi
+    exec cargo run -q -p sim --bin sim -- scenario {{NAME}} {{FLAGS}}
 
 # Try the controllers without a cluster: a kube-apiserver with the CRDs and the three controllers
 # (NatsClusters as local nats-server processes) to drive with kubectl, until Ctrl-C (docs/try-it.md).

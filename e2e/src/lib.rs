@@ -6,10 +6,12 @@
 //! [`chart`] reaches Helm, renders the chart and reads its RBAC table (`tests/api/chart_*.rs`);
 //! [`installed`] installs the chart into a test kube-apiserver and runs as its ServiceAccounts;
 //! [`decode`] decodes a document strictly into its type, [`monitoring`] holds the Prometheus
-//! Operator kinds the chart writes.
+//! Operator kinds the chart writes; [`on_node`] installs the chart on the sim's real node and runs
+//! scenarios there.
 
 pub mod chart;
 pub mod decode;
 pub mod installed;
 pub mod monitoring;
+pub mod on_node;
 pub mod stories;

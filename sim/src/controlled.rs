@@ -2,7 +2,6 @@
 //! [`Host`] run as local processes of its [`LocalLifecycle`](crate::local::LocalLifecycle), and the scenario runner's
 //! workload, ledger and faults reach them as they reach a sim topology.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::backend::{BackendError, Deployment, Fault};
-use crate::host::{Host, HostError};
+use crate::host::{Host, HostError, Objects};
+use crate::monitored::{self, Member, Monitored};
 use crate::wait;
 
 const BACKEND: &str = "local";
@@ -58,7 +58,11 @@ pub fn nats_clusters_in(text: &str) -> Vec<(String, String, u32)> {
 }
 
 /// Reads the NatsCluster `namespace/name` from the apiserver.
-pub async fn read_cluster(host: &Host, namespace: &str, name: &str) -> Result<NatsCluster, String> {
+pub async fn read_cluster(
+    host: &Objects,
+    namespace: &str,
+    name: &str,
+) -> Result<NatsCluster, String> {
     Api::<NatsCluster>::namespaced(host.client(), namespace)
         .get(name)
         .await
@@ -154,8 +158,7 @@ impl Controlled {
             .ok_or_else(|| other(format!("no server {name}")))
     }
 
-    async fn monitor(&self, s: &ControlledServer, path: &str) -> Result<Value, String> {
-        let url = format!("{}{path}", s.monitor_url);
+    async fn monitor_url(&self, url: String) -> Result<Value, String> {
         let resp = self
             .http
             .get(&url)
@@ -164,82 +167,23 @@ impl Controlled {
             .map_err(|e| format!("GET {url}: {e}"))?;
         resp.json().await.map_err(|e| format!("GET {url}: {e}"))
     }
+}
 
-    /// The meta leader every server of one NatsCluster agrees on, seeing every peer current.
-    async fn meta_leader_check(&self) -> Result<Option<String>, String> {
-        let clusters: BTreeSet<&str> = self.servers.iter().map(|s| s.cluster.as_str()).collect();
-        let Some(first) = clusters.first() else {
-            return Err("no servers".into());
-        };
-        let members: Vec<&ControlledServer> = self
-            .servers
+impl Monitored for Controlled {
+    fn members(&self) -> Vec<Member> {
+        self.servers
             .iter()
-            .filter(|s| s.cluster == *first)
-            .collect();
-        let mut leader: Option<String> = None;
-        for m in &members {
-            let jsz = self.monitor(m, "/jsz").await?;
-            let l = jsz["meta_cluster"]["leader"].as_str().unwrap_or("");
-            if l.is_empty() {
-                if members.len() == 1 {
-                    return Ok(Some(m.name.clone()));
-                }
-                return Err(format!("{} sees no meta leader", m.name));
-            }
-            match &leader {
-                Some(prev) if prev != l => {
-                    return Err(format!("{} sees {l}, others {prev}", m.name));
-                }
-                _ => leader = Some(l.to_string()),
-            }
-        }
-        let Some(leader) = leader else {
-            return Ok(None);
-        };
-        let Some(ls) = members.iter().find(|m| m.name == leader) else {
-            // A leader in another cluster of the supercluster: it is the answer.
-            return Ok(Some(leader));
-        };
-        let jsz = self.monitor(ls, "/jsz").await?;
-        let current: BTreeSet<String> = jsz["meta_cluster"]["replicas"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| {
-                r["current"].as_bool() == Some(true) && r["offline"].as_bool() != Some(true)
+            .map(|s| Member {
+                name: s.name.clone(),
+                cluster: s.cluster.clone(),
             })
-            .filter_map(|r| r["name"].as_str().map(String::from))
-            .collect();
-        let missing: Vec<&str> = members
-            .iter()
-            .filter(|m| m.name != leader && !current.contains(&m.name))
-            .map(|m| m.name.as_str())
-            .collect();
-        if missing.is_empty() {
-            Ok(Some(leader))
-        } else {
-            Err(format!(
-                "leader {leader} does not see {missing:?} as current"
-            ))
-        }
+            .collect()
     }
-
-    async fn stream_leader_now(&self, stream: &str) -> Result<Option<String>, String> {
-        for s in &self.servers {
-            let Ok(jsz) = self.monitor(s, "/jsz?accounts=true&streams=true").await else {
-                continue;
-            };
-            for acc in jsz["account_details"].as_array().into_iter().flatten() {
-                for st in acc["stream_detail"].as_array().into_iter().flatten() {
-                    if st["name"].as_str() == Some(stream)
-                        && st["cluster"]["leader"].as_str() == Some(s.name.as_str())
-                    {
-                        return Ok(Some(s.name.clone()));
-                    }
-                }
-            }
-        }
-        Ok(None)
+    fn monitor<'a>(&'a self, name: &'a str, path: &'a str) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let s = self.server(name).map_err(|e| e.to_string())?;
+            self.monitor_url(format!("{}{path}", s.monitor_url)).await
+        })
     }
 }
 
@@ -276,7 +220,7 @@ impl Deployment for Controlled {
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move {
             wait::poll("a meta leader with all peers", timeout, || {
-                self.meta_leader_check()
+                monitored::meta_leader(self)
             })
             .await
             .map_err(|e| other(e.to_string()))
@@ -290,7 +234,7 @@ impl Deployment for Controlled {
         let stream = stream.to_string();
         Box::pin(async move {
             wait::poll(&format!("a leader for stream {stream}"), timeout, || {
-                self.stream_leader_now(&stream)
+                monitored::stream_leader(self, &stream)
             })
             .await
             .map_err(|e| other(e.to_string()))
@@ -298,14 +242,8 @@ impl Deployment for Controlled {
     }
     fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async move {
-            wait::poll("healthz ok on every server", timeout, || async {
-                for s in &self.servers {
-                    let h = self.monitor(s, "/healthz").await?;
-                    if h["status"].as_str() != Some("ok") {
-                        return Err(format!("{}: {h}", s.name));
-                    }
-                }
-                Ok(Some(()))
+            wait::poll("healthz ok on every server", timeout, || {
+                monitored::healthz(self)
             })
             .await
             .map_err(|e| other(e.to_string()))

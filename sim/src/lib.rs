@@ -14,6 +14,7 @@ pub mod install;
 pub mod k3s;
 pub mod ledger;
 pub mod local;
+pub mod monitored;
 pub mod node;
 pub mod ports;
 pub mod proxy;

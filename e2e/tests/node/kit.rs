@@ -1,67 +1,18 @@
-//! What the node test needs around the node: the controller images built and imported, the
-//! chart installed, waits that say what they saw, and a record of every pod the node ran.
+//! What the node test needs around the node (installed by `e2e::on_node`): waits that say what
+//! they saw, and a record of every pod the node ran.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use e2e::on_node::describe;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use serde_json::Value;
-use sim::node::Node;
+use sim::node::servers::pod_ready;
 use sim::wait::poll;
-
-pub fn cache() -> PathBuf {
-    std::env::var_os("NATS_OPERATORS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/nats-operators"))
-        })
-        .expect("HOME or NATS_OPERATORS_CACHE")
-}
-
-/// Builds the three controller images (`scripts/image.py --profile image-test`, the image tests'
-/// profile) into `out` and imports each under the name the chart's defaults give it.
-pub fn import_controllers(node: &Node, out: &Path) -> Vec<String> {
-    let root = e2e::chart::workspace_root();
-    let run = Command::new("python3")
-        .current_dir(&root)
-        .args(["scripts/image.py", "--profile", "image-test", "--out"])
-        .arg(out)
-        .output()
-        .expect("running python3 scripts/image.py");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "scripts/image.py: {}\n{stdout}\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let mut names = Vec::new();
-    for line in stdout.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (Some(name), Some(path)) = (words.first(), words.last()) else {
-            continue;
-        };
-        if !path.ends_with(".oci.tar") {
-            continue;
-        }
-        node.import_archive(Path::new(path))
-            .unwrap_or_else(|e| panic!("importing {path}: {e}"));
-        names.push(name.to_string());
-    }
-    assert_eq!(
-        names.len(),
-        3,
-        "three images from scripts/image.py:\n{stdout}"
-    );
-    names
-}
 
 pub fn resource<K: kube::Resource<DynamicType = ()>>() -> ApiResource {
     ApiResource::erase::<K>(&())
@@ -81,93 +32,6 @@ pub fn condition(obj: &Value, type_: &str) -> Option<(String, String)> {
 
 pub fn is_true(obj: &Value, type_: &str) -> bool {
     condition(obj, type_).is_some_and(|(s, _)| s == "True")
-}
-
-pub fn pod_ready(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// Every pod of `namespace`: phase, container states and the head and tail of each container's log.
-pub async fn describe(client: &kube::Client, namespace: &str) -> String {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let mut out = String::new();
-    let list = pods
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default();
-    for p in list {
-        let name = p.metadata.name.clone().unwrap_or_default();
-        let status = serde_json::to_string(&p.status).unwrap_or_default();
-        out.push_str(&format!("--- pod {namespace}/{name}\n{status}\n"));
-        let containers = p.spec.map(|s| s.containers).unwrap_or_default();
-        for c in containers {
-            let params = LogParams {
-                container: Some(c.name.clone()),
-                ..LogParams::default()
-            };
-            let log = pods
-                .logs(&name, &params)
-                .await
-                .unwrap_or_else(|e| format!("(no log: {e})"));
-            out.push_str(&format!(
-                "--- log of {}:\n{}\n",
-                c.name,
-                head_and_tail(&log, 20)
-            ));
-        }
-    }
-    out
-}
-
-/// The first and last `n` lines of a log (the cause is often at its start, the state at its end).
-fn head_and_tail(log: &str, n: usize) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    if lines.len() <= 2 * n {
-        return log.to_string();
-    }
-    let skipped = lines.len() - 2 * n;
-    format!(
-        "{}\n[… {skipped} lines …]\n{}",
-        lines[..n].join("\n"),
-        lines[lines.len() - n..].join("\n")
-    )
-}
-
-/// Waits until every Deployment of `namespace` has all its replicas ready.
-pub async fn deployments_ready(client: &kube::Client, namespace: &str, within: Duration) {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let waited = poll("the controllers' Deployments ready", within, || async {
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let not_ready: Vec<String> = list
-            .items
-            .iter()
-            .filter(|d| {
-                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-                let have = d
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.ready_replicas)
-                    .unwrap_or(0);
-                have < want
-            })
-            .filter_map(|d| d.metadata.name.clone())
-            .collect();
-        if list.items.is_empty() || !not_ready.is_empty() {
-            return Err(format!("not ready: {not_ready:?} of {}", list.items.len()));
-        }
-        Ok(Some(()))
-    })
-    .await;
-    if let Err(e) = waited {
-        panic!("{e}\n{}", describe(client, namespace).await);
-    }
 }
 
 /// Polls `namespace/name` of `ar` until `ok` holds of it; panics with the object and the pods.

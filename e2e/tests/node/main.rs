@@ -15,6 +15,7 @@
 //! missing and returns. Built only with `--features node` (the nightly job).
 
 mod kit;
+mod scenarios;
 
 use std::time::{Duration, Instant};
 
@@ -24,12 +25,12 @@ use kube::api::{Api, ListParams, PostParams};
 use nats_api::cluster::NatsCluster;
 use nats_api::jetstream::NatsStream;
 use sim::ledger::Ledger;
-use sim::node::{Machine, Node, missing};
+use sim::node::Node;
 use sim::traffic::{self, ConsumerKind, ConsumerSpec, PublisherSpec};
 
-use kit::{PodRecord, cache, condition, is_true, object_until, resource};
+use kit::{PodRecord, condition, is_true, object_until, resource};
 
-const NATS_VERSION: &str = "2.15.0";
+use e2e::on_node::NATS_VERSION;
 const NS: &str = "nats";
 const STREAM: &str = "orders";
 const RATE: u32 = 200;
@@ -79,56 +80,22 @@ spec:
 
 /// The node, the controllers' images and the nats image imported, the chart installed.
 async fn install(dir: &std::path::Path) -> Option<(Node, String)> {
-    let cache = cache();
-    let gaps = missing(&Machine::probe(&cache), &cache);
-    if !gaps.is_empty() {
-        eprintln!("SKIPPED: the node cannot run here: {}", gaps.join("; "));
+    if let Some(why) = e2e::on_node::unavailable() {
+        eprintln!("SKIPPED: the node cannot run here: {why}");
         return None;
     }
-    let helm = e2e::chart::Helm::find()?;
-    let t0 = Instant::now();
-    let node = Node::up(&cache, &dir.join("node"), 4)
+    let mut say = |line: &str| eprintln!("figure: {line}");
+    let installed = e2e::on_node::install(dir, &mut say)
         .await
-        .unwrap_or_else(|e| panic!("node up: {e}"));
-    eprintln!("figure: node Ready in {:.1} s", t0.elapsed().as_secs_f64());
-    let images = dir.join("images");
-    let names = kit::import_controllers(&node, &images);
-    let binary = cache
-        .join("nats-server")
-        .join(NATS_VERSION)
-        .join("nats-server");
-    let digest = node
-        .import_binary(
-            &binary,
-            "nats-server",
-            NATS_VERSION,
-            "docker.io/library/nats",
-        )
-        .unwrap_or_else(|e| panic!("importing nats-server: {e}"));
-    eprintln!("imported {names:?} and docker.io/library/nats@{digest}");
-
-    let client = node.client();
-    for ns in [e2e::chart::NAMESPACE, NS] {
-        let mut object = Namespace::default();
-        object.metadata.name = Some(ns.into());
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap_or_else(|e| panic!("namespace {ns}: {e}"));
-    }
-    let values = dir.join("values.yaml");
-    // Never: the node has no registry; a pull would be a failure to find the imported image.
-    std::fs::write(&values, "image:\n  pullPolicy: Never\n").expect("the values file");
-    let sim_values = e2e::chart::testdata("sim-install-values.yaml");
-    let t1 = Instant::now();
-    helm.install(&node.kubeconfig(), &[&sim_values, &values])
-        .unwrap_or_else(|e| panic!("helm install: {e}"));
-    kit::deployments_ready(&client, e2e::chart::NAMESPACE, Duration::from_secs(180)).await;
-    eprintln!(
-        "figure: helm install to the three controllers Ready in {:.1} s",
-        t1.elapsed().as_secs_f64()
-    );
-    Some((node, digest))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = installed.node.client();
+    let mut object = Namespace::default();
+    object.metadata.name = Some(NS.into());
+    Api::<Namespace>::all(client)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("namespace {NS}: {e}"));
+    Some((installed.node, installed.nats_digest))
 }
 
 /// The client Service's ClusterIP: the host reaches the ready servers through kube-proxy.

@@ -22,6 +22,8 @@ struct Cli {
 enum BackendChoice {
     Local,
     K3s,
+    /// The sim's real node with the chart installed: run by the e2e crate, which installs it.
+    Node,
 }
 
 #[derive(Subcommand)]
@@ -232,6 +234,14 @@ async fn run_scenario(
     }
     let backend: Box<dyn Backend> = match backend {
         BackendChoice::Local => Box::new(LocalBackend),
+        BackendChoice::Node => {
+            eprintln!(
+                "sim scenario {name}: the node backend needs the chart and the controllers' images, \
+                 which the e2e crate installs: `just scenario {name} --backend node` \
+                 (`cargo run -p e2e --features node --bin node-scenario -- {name}`)"
+            );
+            return ExitCode::FAILURE;
+        }
         #[cfg(feature = "k3s")]
         BackendChoice::K3s => Box::new(sim::k3s::K3sBackend::default()),
         #[cfg(not(feature = "k3s"))]

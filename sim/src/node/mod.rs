@@ -13,9 +13,12 @@
 pub mod config;
 pub mod dns;
 mod drain;
+pub mod fit;
 pub mod host;
 pub mod image;
 pub mod pki;
+pub mod pods;
+pub mod servers;
 mod up;
 
 pub use up::{Node, import_image};

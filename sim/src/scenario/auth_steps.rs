@@ -157,7 +157,7 @@ async fn account_absent_step(
 }
 
 /// What holds a deleted object: its finalizers and its Ready condition, for a wait's last text.
-async fn holding(host: &crate::host::Host, r: &ObjectRef) -> String {
+async fn holding(host: &crate::host::Objects, r: &ObjectRef) -> String {
     let Ok(obj) = host.get(r).await else {
         return String::new();
     };

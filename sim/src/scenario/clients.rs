@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::host::{Host, ObjectRef};
+use crate::host::{ObjectRef, Objects};
 use crate::ledger::Ledger;
 
 /// Reconnects a closed client tries before it gives up (each refused when its user is revoked).
@@ -134,7 +134,7 @@ pub(super) fn user_of(creds: &str) -> Result<(String, i64), String> {
 /// `urls` and starts publishing.
 pub(super) async fn start(
     decl: &ClientDecl,
-    host: &Host,
+    host: &Objects,
     urls: Vec<String>,
     ledger: &Ledger,
     timeout: Duration,

@@ -10,10 +10,12 @@
 mod auth_plane;
 mod auth_steps;
 mod clients;
+mod compare;
 mod fleet;
 mod hand_moves;
 pub mod html;
 mod leaders;
+mod place;
 mod placement;
 mod report;
 mod run;
@@ -38,16 +40,18 @@ use crate::backend::BackendError;
 use crate::topology::{ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 
 pub use clients::{ClientDecl, ClientReport};
+pub use compare::side_by_side;
 pub use fleet::{
     BucketDecl, INDEX, PublisherDecl, PublisherLane, PublisherReport, StreamDecl, Workload,
 };
 pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
+pub use place::Place;
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
     set_judge_timings, step_figures, undrained_unless,
 };
-pub use run::{Progress, run};
+pub use run::{Progress, run, run_at, run_on_node};
 
 /// The `server` of a `wait_server_restarted` step that any server satisfies.
 pub const ANY_SERVER: &str = "any";

@@ -8,14 +8,15 @@ use std::time::Duration;
 use super::auth_plane::{self, Plane};
 use super::hand_moves::SystemAccess;
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
+use super::place::Place;
 use super::report::ratios;
 use super::report::{finish, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
 use super::status_watch::StatusWatch;
 use super::steps::{Deployed, StepContext, run_step};
 use super::timeline::{
-    ControllerEvent, ServerChange, ServerEvent, controller_events, lifecycle_change,
-    server_events_of_steps,
+    ControllerEvent, ServerChange, ServerEvent, controller_events, server_events_of_steps,
+    server_timeline,
 };
 use super::workload::{Traffic, TrafficCreds};
 use super::{
@@ -24,10 +25,9 @@ use super::{
     step_figures,
 };
 use crate::backend::Backend;
-use crate::controlled::{self, Controlled};
-use crate::host::Host;
-use crate::ledger::{Event, Ledger};
-use crate::local::LocalEvent;
+use crate::controlled::Controlled;
+use crate::host::{ControlPlane, Host, NodeHost};
+use crate::ledger::Ledger;
 
 /// Where progress lines go (stdout for the CLI, captured in tests).
 pub type Progress<'a> = &'a mut (dyn FnMut(&str) + Send);
@@ -62,6 +62,25 @@ pub async fn run(
     backend: &dyn Backend,
     progress: Progress<'_>,
 ) -> Result<Report, ScenarioError> {
+    run_at(scenario, Place::Backend(backend), progress).await
+}
+
+/// Runs a scenario whose topology is NatsClusters on the node `host` (its controllers the
+/// chart's pods); the report says whether it passed, and that the node ran it.
+pub async fn run_on_node(
+    scenario: &Scenario,
+    host: Arc<NodeHost>,
+    progress: Progress<'_>,
+) -> Result<Report, ScenarioError> {
+    run_at(scenario, Place::Node(host), progress).await
+}
+
+/// Runs a scenario at `place`.
+pub async fn run_at(
+    scenario: &Scenario,
+    place: Place<'_>,
+    progress: Progress<'_>,
+) -> Result<Report, ScenarioError> {
     let run_start = chrono::Utc::now();
     let started_at = run_start.to_rfc3339();
     let clock = std::time::Instant::now();
@@ -71,7 +90,7 @@ pub async fn run(
         progress,
     };
     let mut ctx = StepContext {
-        host: run.start_host(backend).await?,
+        host: run.start_host(&place).await?,
         streams: scenario.stream_names(),
         ..StepContext::default()
     };
@@ -80,7 +99,7 @@ pub async fn run(
         plane,
         creds,
         system_creds,
-    } = run.deploy(backend, &mut ctx).await?;
+    } = run.deploy(&place, &mut ctx).await?;
     let deployed_ms = run.ledger.now_ms();
     let server_names = deployed.dep().server_names();
     let meta = run
@@ -89,7 +108,7 @@ pub async fn run(
     let status_watch = ctx
         .host
         .clone()
-        .map(|h| StatusWatch::start(h, run.ledger.clone()));
+        .map(|h| StatusWatch::start(h.client(), run.ledger.clone()));
     let mut traffic = run
         .start_workload(&deployed, &creds, plane.as_ref(), &mut ctx)
         .await?;
@@ -113,7 +132,7 @@ pub async fn run(
     }
     let backend_name = deployed.dep().backend();
     let restarts = ctx.restarts().await;
-    let (restart_order, log, mut servers) = server_timeline(&ctx, &run.ledger);
+    let (restart_order, log, mut servers) = server_timeline(ctx.host.as_ref(), &run.ledger);
     let controller_events = run.controller_events(&ctx, run_start).await;
     drop(deployed);
     let mut report = finish(
@@ -241,19 +260,23 @@ impl Run<'_, '_> {
         }
     }
 
-    /// The kube-apiserver and the controllers, when the scenario needs them (local backend only).
+    /// The kube-apiserver and the controllers, when the scenario needs them: started in-process
+    /// on the local backend, the node's as they are.
     async fn start_host(
         &mut self,
-        backend: &dyn Backend,
-    ) -> Result<Option<Arc<Host>>, ScenarioError> {
+        place: &Place<'_>,
+    ) -> Result<Option<ControlPlane>, ScenarioError> {
         let scenario = self.scenario;
+        if let Place::Node(host) = place {
+            return self.node_host(host).map(Some);
+        }
         if !scenario.needs_host() {
             return Ok(None);
         }
-        if backend.name() != "local" {
+        let backend = place.name();
+        if backend != "local" {
             return Err(self.host_err()(format!(
-                "controller steps and NatsCluster topologies run on the local backend only, not {}",
-                backend.name()
+                "controller steps and NatsCluster topologies run on the local and node backends, not {backend}"
             )));
         }
         let namespaces: Vec<&str> = if scenario.namespaces.is_empty() {
@@ -289,22 +312,51 @@ impl Run<'_, '_> {
                 .await
                 .map_err(|e| self.host_err()(e.to_string()))?;
         }
-        Ok(Some(Arc::new(host)))
+        Ok(Some(ControlPlane::Local(Arc::new(host))))
+    }
+
+    /// The node's control plane, for a scenario it can run: NatsClusters as the topology, under
+    /// no auth plane, the controllers one pod each.
+    fn node_host(&mut self, host: &Arc<NodeHost>) -> Result<ControlPlane, ScenarioError> {
+        let scenario = self.scenario;
+        let refuse = |why: &str| {
+            Err(self.host_err()(format!(
+                "scenario {} cannot run on the node backend: {why}",
+                scenario.name
+            )))
+        };
+        if scenario.topology.nats_clusters.is_empty() {
+            return refuse(
+                "its topology is not NatsClusters (the node runs what the cluster controller renders)",
+            );
+        }
+        if scenario.topology.trust == Some(TrustDecl::Auth) {
+            return refuse("an auth plane (trust: auth) runs the auth controller in-process");
+        }
+        if !scenario.replicas.is_empty() {
+            return refuse("`replicas:` elects in-process controllers");
+        }
+        let fit = host.fit().describe();
+        self.say(&format!(
+            "on the node: the controllers are the chart's pods; {fit}"
+        ));
+        Ok(ControlPlane::Node(host.clone()))
     }
 
     /// The topology: the auth plane's NATS cluster, a topology of the backend, or the scenario's
     /// NatsClusters applied to the host.
     async fn deploy(
         &mut self,
-        backend: &dyn Backend,
+        place: &Place<'_>,
         ctx: &mut StepContext,
     ) -> Result<Deployment, ScenarioError> {
         let topology = &self.scenario.topology;
         if topology.trust == Some(TrustDecl::Auth) {
             let host = ctx
-                .host
-                .clone()
-                .ok_or_else(|| self.host_err()("no host".into()))?;
+                .host()
+                .and_then(|h| h.local("an auth plane (trust: auth)"))
+                .map_err(self.host_err())?
+                .clone();
             let host_err = self.host_err();
             let ledger = self.ledger.clone();
             let progress = &mut *self.progress;
@@ -319,7 +371,7 @@ impl Run<'_, '_> {
                 system_creds: None,
             });
         }
-        if topology.nats_clusters.is_empty() {
+        if let (true, Place::Backend(backend)) = (topology.nats_clusters.is_empty(), place) {
             let mut spec = topology.to_spec();
             let (mut creds, mut system_creds) = (TrafficCreds::default(), None);
             if topology.trust == Some(TrustDecl::Generated) {
@@ -400,14 +452,23 @@ impl Run<'_, '_> {
                 .map_err(|e| host_err(e.to_string()))?;
         }
         for (ns, n) in &applied {
-            controlled::wait_servers(&host, ns, n, default_cluster_wait())
+            host.wait_servers(ns, n, default_cluster_wait())
                 .await
                 .map_err(&host_err)?;
             self.say(&format!("NatsCluster {ns}/{n}: every server running"));
         }
-        let controlled = Controlled::new(host, &applied).await.map_err(&host_err)?;
+        let servers: Box<dyn crate::backend::Deployment> = match host {
+            ControlPlane::Local(h) => {
+                Box::new(Controlled::new(h, &applied).await.map_err(&host_err)?)
+            }
+            ControlPlane::Node(h) => Box::new(
+                crate::node::servers::PodServers::new(h.client(), &applied)
+                    .await
+                    .map_err(&host_err)?,
+            ),
+        };
         Ok(Deployment {
-            deployed: Deployed::Other(Box::new(controlled)),
+            deployed: Deployed::Other(servers),
             plane: None,
             creds,
             system_creds: None,
@@ -475,7 +536,11 @@ impl Run<'_, '_> {
             self.say(l);
         }
         if let Some(p) = plane {
-            let host = ctx.host().map_err(&workload_err)?.clone();
+            let host = ctx
+                .host()
+                .and_then(|h| h.local("an auth plane"))
+                .map_err(&workload_err)?
+                .clone();
             ctx.account_keys = auth_plane::account_keys(&host, p).await;
             if let Some(topo) = deployed.topology() {
                 ctx.resolver_held = auth_plane::resolver_held(topo, &ctx.account_keys);
@@ -598,44 +663,6 @@ impl Run<'_, '_> {
             value,
         }
     }
-}
-
-/// The order servers were restarted in, every event as (at_ms, server, event) and as a server
-/// change for the report's page.
-type ServerTimeline = (
-    Vec<String>,
-    Vec<(u64, String, LocalEvent)>,
-    Vec<ServerEvent>,
-);
-
-/// The servers' lives on the local lifecycle, put into the timeline beside the steps and the
-/// traffic.
-fn server_timeline(ctx: &StepContext, ledger: &Ledger) -> ServerTimeline {
-    let mut restart_order = Vec::new();
-    let mut log = Vec::new();
-    let mut changes = Vec::new();
-    if let Some(host) = &ctx.host {
-        for e in host.lifecycle().events() {
-            let at_ms = ledger
-                .now_ms()
-                .saturating_sub(e.at.elapsed().as_millis() as u64);
-            ledger.record(Event::Step {
-                at_ms,
-                text: format!("server {} {:?}", e.server, e.event),
-            });
-            if e.event == LocalEvent::Restarted {
-                restart_order.push(e.server.clone());
-            }
-            changes.push(ServerEvent {
-                at_ms,
-                server: e.server.clone(),
-                change: lifecycle_change(e.event),
-                revision: e.revision,
-            });
-            log.push((at_ms, e.server, e.event));
-        }
-    }
-    (restart_order, log, changes)
 }
 
 /// Expectations on the rollout, judged once the report holds it.

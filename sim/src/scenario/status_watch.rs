@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
-use crate::host::Host;
 use crate::ledger::Ledger;
 
 /// What the controller's status says of one NatsCluster at one moment.
@@ -78,12 +77,12 @@ pub struct StatusWatch {
 }
 
 impl StatusWatch {
-    /// Samples every NatsCluster on `host` every 500 ms, timed by `ledger`.
-    pub fn start(host: Arc<Host>, ledger: Ledger) -> StatusWatch {
+    /// Samples every NatsCluster `client` reaches every 500 ms, timed by `ledger`.
+    pub fn start(client: kube::Client, ledger: Ledger) -> StatusWatch {
         let changes: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
         let out = changes.clone();
         let task = tokio::spawn(async move {
-            let api: kube::Api<nats_api::cluster::NatsCluster> = kube::Api::all(host.client());
+            let api: kube::Api<nats_api::cluster::NatsCluster> = kube::Api::all(client);
             loop {
                 if let Ok(list) = api.list(&Default::default()).await {
                     let at_ms = ledger.now_ms();

@@ -3,14 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::clients::ClientRun;
 use super::{Action, manifest_path};
 use crate::backend::{Deployment, Fault};
 use crate::controlled;
-use crate::host::{Host, ObjectRef};
+use crate::host::{ControlPlane, ObjectRef};
 use crate::topology::Topology;
 
 /// The running topology: a sim topology on this machine (the steps on an auth plane read its
@@ -60,7 +59,7 @@ impl Deployed {
 /// clients and the account keys recorded when the workload started.
 #[derive(Default)]
 pub(super) struct StepContext {
-    pub(super) host: Option<Arc<Host>>,
+    pub(super) host: Option<ControlPlane>,
     pub(super) vars: BTreeMap<String, String>,
     /// (namespace, name) of every NatsCluster the scenario applied.
     pub(super) clusters: Vec<(String, String)>,
@@ -81,7 +80,7 @@ pub(super) struct StepContext {
 }
 
 impl StepContext {
-    pub(super) fn host(&self) -> Result<&Arc<Host>, String> {
+    pub(super) fn host(&self) -> Result<&ControlPlane, String> {
         self.host
             .as_ref()
             .ok_or_else(|| "the host is not running".to_string())
@@ -95,8 +94,12 @@ impl StepContext {
 
     /// Reserves the ports of the manifest's NatsClusters and records them and their variables.
     pub(super) fn reserve(&mut self, path: &Path) -> Result<Vec<(String, String)>, String> {
-        let host = self.host()?.clone();
-        let found = controlled::reserve(&host, path).map_err(|e| e.to_string())?;
+        let found = match self.host()? {
+            ControlPlane::Local(host) => {
+                controlled::reserve(host, path).map_err(|e| e.to_string())?
+            }
+            ControlPlane::Node(_) => node_clusters(path)?,
+        };
         let mut out = Vec::new();
         for (cluster, vars) in found {
             self.vars.extend(vars);
@@ -113,8 +116,14 @@ impl StepContext {
         use cluster_controller::lifecycle::ServerLifecycle;
         let mut servers = BTreeMap::new();
         let mut controllers = BTreeMap::new();
-        let Some(host) = &self.host else {
+        let Some(plane) = &self.host else {
             return (servers, controllers);
+        };
+        let host = match plane {
+            ControlPlane::Local(host) => host,
+            ControlPlane::Node(_) => {
+                return (plane.server_restarts(), plane.controller_restarts().await);
+            }
         };
         for (ns, name) in &self.clusters {
             let Ok(cluster) = controlled::read_cluster(host, ns, name).await else {
@@ -435,7 +444,7 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
                 .await
                 .map_err(|e| e.to_string())?;
             for (ns, n) in &clusters {
-                controlled::wait_servers(&host, ns, n, *timeout).await?;
+                host.wait_servers(ns, n, *timeout).await?;
             }
             let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
             Ok(Some(names.join(", ")))
@@ -467,6 +476,7 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
         }
         Action::RestartController { controller } => {
             ctx.host()?
+                .local("restart_controller")?
                 .restart_controller(controller)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -474,6 +484,7 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
         }
         Action::KillLeader { controller } => ctx
             .host()?
+            .local("kill_leader")?
             .kill_leader(controller)
             .map(Some)
             .map_err(|e| e.to_string()),
@@ -481,14 +492,18 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
     }
 }
 
-/// Waits until the local lifecycle has restarted `server` (a rollout step the controller took).
-async fn wait_server_restarted(host: &Host, server: &str, timeout: Duration) -> Result<(), String> {
+/// Waits until `server` was restarted (a rollout step the controller took).
+async fn wait_server_restarted(
+    host: &ControlPlane,
+    server: &str,
+    timeout: Duration,
+) -> Result<(), String> {
     use crate::local::LocalEvent;
     crate::wait::poll(
         &format!("the controller restarting {server}"),
         timeout,
         || async {
-            let done = host.lifecycle().events().iter().any(|e| {
+            let done = host.server_events().iter().any(|e| {
                 (server == super::ANY_SERVER || e.server == server)
                     && e.event == LocalEvent::Restarted
             });
@@ -501,4 +516,26 @@ async fn wait_server_restarted(host: &Host, server: &str, timeout: Duration) -> 
     )
     .await
     .map_err(|e| e.to_string())
+}
+
+/// The NatsClusters of the manifest at `path` on the node, with the variable naming each one's
+/// client Service (`<name>.client`, `<name>.clients`): the node's servers have no ports to
+/// reserve, and a gateway or leaf URL is not named (topologies of several NatsClusters run on the
+/// local backend).
+fn node_clusters(path: &Path) -> Result<Vec<crate::controlled::Reserved>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(controlled::nats_clusters_in(&text)
+        .into_iter()
+        .map(|(ns, name, _)| {
+            let url = format!("nats://{name}.{ns}.svc:4222");
+            let vars = vec![
+                (format!("{name}.client"), url.clone()),
+                (
+                    format!("{name}.clients"),
+                    serde_json::to_string(&[&url]).unwrap_or_default(),
+                ),
+            ];
+            ((ns, name), vars)
+        })
+        .collect())
 }

@@ -239,6 +239,47 @@ pub fn max_ack_gap(events: &[Event]) -> Option<(u64, u64)> {
         .max_by_key(|(a, b)| (b - a, std::cmp::Reverse(*a)))
 }
 
+/// The order servers were restarted in, every event as (at_ms, server, event) and as a server
+/// change for the report's page.
+pub(super) type ServerTimeline = (
+    Vec<String>,
+    Vec<(u64, String, LocalEvent)>,
+    Vec<ServerEvent>,
+);
+
+/// The servers' lives on the local lifecycle, put into the timeline beside the steps and the
+/// traffic.
+pub(super) fn server_timeline(
+    host: Option<&crate::host::ControlPlane>,
+    ledger: &crate::ledger::Ledger,
+) -> ServerTimeline {
+    let mut restart_order = Vec::new();
+    let mut log = Vec::new();
+    let mut changes = Vec::new();
+    if let Some(host) = host {
+        for e in host.server_events() {
+            let at_ms = ledger
+                .now_ms()
+                .saturating_sub(e.at.elapsed().as_millis() as u64);
+            ledger.record(Event::Step {
+                at_ms,
+                text: format!("server {} {:?}", e.server, e.event),
+            });
+            if e.event == LocalEvent::Restarted {
+                restart_order.push(e.server.clone());
+            }
+            changes.push(ServerEvent {
+                at_ms,
+                server: e.server.clone(),
+                change: lifecycle_change(e.event),
+                revision: e.revision,
+            });
+            log.push((at_ms, e.server, e.event));
+        }
+    }
+    (restart_order, log, changes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

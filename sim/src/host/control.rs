@@ -1,0 +1,204 @@
+//! The control plane a scenario drives ([`ControlPlane`]): the local [`Host`] (kube-apiserver
+//! and the controllers in-process, servers as local processes) or a [`NodeHost`] (the sim's
+//! real node, the controllers the chart's pods, servers the kubelet's pods). Both are their
+//! objects ([`Objects`]) and both tell the servers' lives as [`LifecycleEvent`]s; steps only a
+//! local host can take (restart an in-process controller, kill an elected replica, boot an auth
+//! plane) ask for [`ControlPlane::local`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+
+use super::{Host, HostError, Objects};
+use crate::local::LifecycleEvent;
+use crate::node::fit::Fit;
+use crate::node::pods::{Lives, PodLog};
+
+/// The label the chart gives each controller's pods: `<name>-controller`.
+const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+
+/// The sim's node with the chart installed: the controllers run as its pods, and every
+/// NatsCluster applied through it is fitted to the node ([`Fit`]) and run by the kubelet.
+pub struct NodeHost {
+    objects: Objects,
+    pods: PodLog,
+    /// The namespace the chart runs the controllers in.
+    controllers: String,
+    fit: Fit,
+}
+
+impl std::fmt::Debug for NodeHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeHost")
+            .field("controllers", &self.controllers)
+            .field("fit", &self.fit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for NodeHost {
+    type Target = Objects;
+    fn deref(&self) -> &Objects {
+        &self.objects
+    }
+}
+
+impl NodeHost {
+    /// The node `client` reaches, whose controllers run in namespace `controllers`; creates
+    /// `namespaces` (those that exist are kept) and starts watching the servers' pods.
+    pub async fn new(
+        client: Client,
+        controllers: &str,
+        fit: Fit,
+        namespaces: &[&str],
+    ) -> Result<Self, HostError> {
+        let api: Api<Namespace> = Api::all(client.clone());
+        for ns in namespaces {
+            let mut object = Namespace::default();
+            object.metadata.name = Some((*ns).into());
+            match api.create(&PostParams::default(), &object).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(source) => {
+                    return Err(HostError::Object {
+                        action: "creating",
+                        object: format!("Namespace/{ns}"),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(Self {
+            pods: PodLog::start(client.clone()),
+            objects: Objects::fitted(client, fit.clone()),
+            controllers: controllers.into(),
+            fit,
+        })
+    }
+
+    pub fn fit(&self) -> &Fit {
+        &self.fit
+    }
+
+    /// Per controller (`cluster`, `auth`, `jetstream`), the restarts of its pods' containers.
+    pub async fn controller_restarts(&self) -> Result<BTreeMap<String, u32>, HostError> {
+        let pods: Api<Pod> = Api::namespaced(self.client(), &self.controllers);
+        let list = pods
+            .list(&ListParams::default().labels(COMPONENT_LABEL))
+            .await
+            .map_err(|source| HostError::Object {
+                action: "listing",
+                object: format!("the controllers' pods in {}", self.controllers),
+                source,
+            })?;
+        let mut out = BTreeMap::new();
+        for p in &list.items {
+            let Some(name) = p
+                .labels()
+                .get(COMPONENT_LABEL)
+                .and_then(|c| c.strip_suffix("-controller"))
+            else {
+                continue;
+            };
+            let restarts: i32 = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+                .unwrap_or(0);
+            *out.entry(name.to_string()).or_insert(0) += restarts.max(0) as u32;
+        }
+        Ok(out)
+    }
+
+    /// The servers' lives so far, read off their pods.
+    pub fn server_events(&self) -> Vec<LifecycleEvent> {
+        self.pods.events()
+    }
+}
+
+/// The control plane of a scenario's run.
+#[derive(Clone, Debug)]
+pub enum ControlPlane {
+    Local(Arc<Host>),
+    Node(Arc<NodeHost>),
+}
+
+impl std::ops::Deref for ControlPlane {
+    type Target = Objects;
+    fn deref(&self) -> &Objects {
+        match self {
+            ControlPlane::Local(h) => h,
+            ControlPlane::Node(h) => h,
+        }
+    }
+}
+
+impl ControlPlane {
+    /// The backend the servers run on.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            ControlPlane::Local(_) => "local",
+            ControlPlane::Node(_) => "node",
+        }
+    }
+
+    /// The local host, for what only it can do; `what` names the step that asked.
+    pub fn local(&self, what: &str) -> Result<&Arc<Host>, String> {
+        match self {
+            ControlPlane::Local(h) => Ok(h),
+            ControlPlane::Node(_) => Err(format!(
+                "{what} needs the local backend (on the node the controllers are the chart's pods)"
+            )),
+        }
+    }
+
+    /// The servers' lives so far: the local lifecycle's log, or what the node's pods showed.
+    pub fn server_events(&self) -> Vec<LifecycleEvent> {
+        match self {
+            ControlPlane::Local(h) => h.lifecycle().events(),
+            ControlPlane::Node(h) => h.server_events(),
+        }
+    }
+
+    /// Waits until every server of NatsCluster `namespace/name` runs and answers: the local
+    /// lifecycle's processes, or the node's pods Ready.
+    pub async fn wait_servers(
+        &self,
+        namespace: &str,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(), String> {
+        match self {
+            ControlPlane::Local(h) => {
+                crate::controlled::wait_servers(h, namespace, name, timeout).await
+            }
+            ControlPlane::Node(h) => {
+                crate::node::servers::wait_ready(&h.client(), namespace, name, timeout).await
+            }
+        }
+    }
+
+    /// Per server seen, its restarts (replaced or revived) so far.
+    pub fn server_restarts(&self) -> BTreeMap<String, u32> {
+        Lives::restarts(&self.server_events())
+    }
+
+    /// Per controller, its restarts so far (none known is an empty map).
+    pub async fn controller_restarts(&self) -> BTreeMap<String, u32> {
+        match self {
+            ControlPlane::Local(h) => h
+                .controller_names()
+                .into_iter()
+                .map(|c| {
+                    let n = h.controller_restarts(&c).unwrap_or(0);
+                    (c, n)
+                })
+                .collect(),
+            ControlPlane::Node(h) => h.controller_restarts().await.unwrap_or_default(),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! What the sim asks of the servers a cluster controller runs, through their monitoring ports,
+//! whatever runs them ([`Monitored`]: local processes or the node's pods): the meta leader every
+//! server of a NATS cluster agrees on, a stream's leader, healthz on every server.
+
+use std::collections::BTreeSet;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// One server: its name and its NATS cluster's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub cluster: String,
+}
+
+/// Servers whose monitoring endpoints the sim reaches.
+pub trait Monitored: Sync {
+    /// Every server, in order.
+    fn members(&self) -> Vec<Member>;
+    /// `GET path` (`/jsz`, `/healthz`) of server `name`'s monitoring port, as JSON.
+    fn monitor<'a>(&'a self, name: &'a str, path: &'a str) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// The meta leader every server of the first NATS cluster agrees on, seeing every peer
+/// current; None while no server names one.
+pub async fn meta_leader(m: &dyn Monitored) -> Result<Option<String>, String> {
+    let all = m.members();
+    let Some(first) = all.first().map(|s| s.cluster.clone()) else {
+        return Err("no servers".into());
+    };
+    let members: Vec<&Member> = all.iter().filter(|s| s.cluster == first).collect();
+    let mut leader: Option<String> = None;
+    for s in &members {
+        let jsz = m.monitor(&s.name, "/jsz").await?;
+        let l = jsz["meta_cluster"]["leader"].as_str().unwrap_or("");
+        if l.is_empty() {
+            if members.len() == 1 {
+                return Ok(Some(s.name.clone()));
+            }
+            return Err(format!("{} sees no meta leader", s.name));
+        }
+        match &leader {
+            Some(prev) if prev != l => {
+                return Err(format!("{} sees {l}, others {prev}", s.name));
+            }
+            _ => leader = Some(l.to_string()),
+        }
+    }
+    let Some(leader) = leader else {
+        return Ok(None);
+    };
+    if !members.iter().any(|s| s.name == leader) {
+        // A leader in another cluster of the supercluster: it is the answer.
+        return Ok(Some(leader));
+    }
+    let jsz = m.monitor(&leader, "/jsz").await?;
+    let current: BTreeSet<String> = jsz["meta_cluster"]["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["current"].as_bool() == Some(true) && r["offline"].as_bool() != Some(true))
+        .filter_map(|r| r["name"].as_str().map(String::from))
+        .collect();
+    let missing: Vec<&str> = members
+        .iter()
+        .filter(|s| s.name != leader && !current.contains(&s.name))
+        .map(|s| s.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        Ok(Some(leader))
+    } else {
+        Err(format!(
+            "leader {leader} does not see {missing:?} as current"
+        ))
+    }
+}
+
+/// The server leading `stream` (of any account), if one answers that it does.
+pub async fn stream_leader(m: &dyn Monitored, stream: &str) -> Result<Option<String>, String> {
+    for s in m.members() {
+        let Ok(jsz) = m.monitor(&s.name, "/jsz?accounts=true&streams=true").await else {
+            continue;
+        };
+        for acc in jsz["account_details"].as_array().into_iter().flatten() {
+            for st in acc["stream_detail"].as_array().into_iter().flatten() {
+                if st["name"].as_str() == Some(stream)
+                    && st["cluster"]["leader"].as_str() == Some(s.name.as_str())
+                {
+                    return Ok(Some(s.name.clone()));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `Some(())` once every server's healthz says ok.
+pub async fn healthz(m: &dyn Monitored) -> Result<Option<()>, String> {
+    for s in m.members() {
+        let h = m.monitor(&s.name, "/healthz").await?;
+        if h["status"].as_str() != Some("ok") {
+            return Err(format!("{}: {h}", s.name));
+        }
+    }
+    Ok(Some(()))
+}

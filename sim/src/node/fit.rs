@@ -1,0 +1,247 @@
+//! A NatsCluster written for a production Kubernetes cluster, fitted to the one 2-core node of
+//! this machine with no registry ([`Fit`]): what a scenario or a story applies on the node
+//! backend is its manifest with
+//!
+//! - the nats image pinned to the digest the node gave the imported nats-server binary (the
+//!   manifest's own digest names an image that cannot be pulled here);
+//! - no exporter sidecar (its image is not obtainable offline: the design's render with
+//!   `exporter.enabled: false`);
+//! - memory requests and limits divided by [`Fit::memory_divisor`] (so 4Gi → 512Mi and 8Gi →
+//!   1Gi: a change of memory stays a change, and a rolling restart stays one), CPU requests
+//!   capped at [`Fit::cpu_millis`], and the JetStream volume's request capped at
+//!   [`Fit::storage`].
+//!
+//! Every other field is applied as written. Pure: a table test is beside it.
+
+use kube::api::DynamicObject;
+use serde_json::Value;
+
+/// How a NatsCluster is fitted to the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// The nats image's repository and the digest the node imported it under.
+    pub image: Option<(String, String)>,
+    /// Memory requests and limits are divided by this.
+    pub memory_divisor: i64,
+    /// CPU requests are at most this many millicores.
+    pub cpu_millis: i64,
+    /// The JetStream volume's storage request is at most this.
+    pub storage: String,
+}
+
+impl Fit {
+    /// The node's fit for the nats image `repository@digest`: memory ÷ 8, 100m of CPU, 1Gi
+    /// volumes.
+    pub fn node(repository: &str, digest: &str) -> Self {
+        Self {
+            image: Some((repository.into(), digest.into())),
+            memory_divisor: 8,
+            cpu_millis: 100,
+            storage: "1Gi".into(),
+        }
+    }
+
+    /// What this fit changes, in a line for a report.
+    pub fn describe(&self) -> String {
+        let image = match &self.image {
+            Some((repo, digest)) => format!("image {repo}@{digest}, "),
+            None => String::new(),
+        };
+        format!(
+            "NatsClusters fitted to the node: {image}no exporter, memory ÷ {}, CPU requests ≤ {}m, \
+             volumes ≤ {}",
+            self.memory_divisor, self.cpu_millis, self.storage
+        )
+    }
+
+    /// Fits `obj` when it is a NatsCluster; leaves any other object as it is. An error names
+    /// the field that cannot be read.
+    pub fn nats_cluster(&self, obj: &mut DynamicObject) -> Result<(), String> {
+        if obj.types.as_ref().is_none_or(|t| t.kind != "NatsCluster") {
+            return Ok(());
+        }
+        let Some(spec) = obj.data.get_mut("spec").and_then(Value::as_object_mut) else {
+            return Ok(());
+        };
+        if let Some((repository, digest)) = &self.image {
+            spec.insert(
+                "image".into(),
+                serde_json::json!({"repository": repository, "digest": digest}),
+            );
+        }
+        let exporter = spec
+            .entry("exporter")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(e) = exporter.as_object_mut() {
+            e.insert("enabled".into(), Value::Bool(false));
+        }
+        if let Some(resources) = spec.get_mut("resources") {
+            for part in ["requests", "limits"] {
+                let Some(r) = resources.get_mut(part).and_then(Value::as_object_mut) else {
+                    continue;
+                };
+                if let Some(m) = r.get_mut("memory") {
+                    *m = Value::String(self.memory(m, part)?);
+                }
+                if part == "requests"
+                    && let Some(c) = r.get_mut("cpu")
+                {
+                    *c = Value::String(self.cpu(c)?);
+                }
+            }
+        }
+        let storage = spec
+            .get_mut("jetstream")
+            .and_then(|j| j.pointer_mut("/volumeClaimTemplate/spec/resources/requests/storage"));
+        if let Some(s) = storage {
+            *s = Value::String(self.storage(s)?);
+        }
+        Ok(())
+    }
+
+    fn memory(&self, value: &Value, part: &str) -> Result<String, String> {
+        let bytes = quantity_bytes(value, &format!("spec.resources.{part}.memory"))?;
+        Ok(nats_api::quantity::of_bytes(
+            bytes / self.memory_divisor.max(1),
+        ))
+    }
+
+    fn cpu(&self, value: &Value) -> Result<String, String> {
+        let field = "spec.resources.requests.cpu";
+        let text = quantity_text(value, field)?;
+        let millis = match text.strip_suffix('m') {
+            Some(m) => m.parse::<f64>(),
+            None => text.parse::<f64>().map(|c| c * 1000.0),
+        }
+        .map_err(|_| format!("{field}: {text:?} is not a CPU quantity"))?;
+        Ok(format!("{}m", (millis.ceil() as i64).min(self.cpu_millis)))
+    }
+
+    fn storage(&self, value: &Value) -> Result<String, String> {
+        let field = "spec.jetstream.volumeClaimTemplate.spec.resources.requests.storage";
+        let asked = quantity_bytes(value, field)?;
+        let cap = nats_api::quantity::bytes(&self.storage)
+            .map_err(|why| format!("the node's storage cap {:?}: {why}", self.storage))?;
+        Ok(nats_api::quantity::of_bytes(asked.min(cap)))
+    }
+}
+
+fn quantity_text(value: &Value, field: &str) -> Result<String, String> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(format!("{field}: {other} is not a quantity")),
+    }
+}
+
+fn quantity_bytes(value: &Value, field: &str) -> Result<i64, String> {
+    let text = quantity_text(value, field)?;
+    nats_api::quantity::bytes(&text).map_err(|why| format!("{field}: {text:?}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(spec: Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+            "kind": "NatsCluster",
+            "metadata": {"name": "demo", "namespace": "nats"},
+            "spec": spec,
+        }))
+        .expect("a NatsCluster")
+    }
+
+    fn fitted(spec: Value) -> Result<Value, String> {
+        let mut obj = cluster(spec);
+        Fit::node("docker.io/library/nats", "sha256:ab").nats_cluster(&mut obj)?;
+        Ok(obj.data["spec"].clone())
+    }
+
+    #[test]
+    fn story_01s_cluster_fits_the_node() {
+        let spec = fitted(serde_json::json!({
+            "version": "2.15.0",
+            "image": {"repository": "docker.io/library/nats", "digest": "sha256:5b2c"},
+            "replicas": 3,
+            "resources": {"requests": {"cpu": "500m", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+            "jetstream": {"volumeClaimTemplate": {"spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "20Gi"}}}}},
+        }))
+        .expect("fits");
+        assert_eq!(
+            spec,
+            serde_json::json!({
+                "version": "2.15.0",
+                "image": {"repository": "docker.io/library/nats", "digest": "sha256:ab"},
+                "replicas": 3,
+                "exporter": {"enabled": false},
+                "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+                "jetstream": {"volumeClaimTemplate": {"spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}}}},
+            })
+        );
+    }
+
+    #[rstest::rstest]
+    #[case::eight_gi("8Gi", "1Gi")]
+    #[case::decimal("4G", "500000000")]
+    #[case::small("512Mi", "64Mi")]
+    fn memory_is_divided(#[case] memory: &str, #[case] want: &str) {
+        let spec =
+            fitted(serde_json::json!({"resources": {"limits": {"memory": memory}}})).expect("fits");
+        assert_eq!(spec["resources"]["limits"]["memory"], want);
+    }
+
+    #[rstest::rstest]
+    #[case::millis("500m", "100m")]
+    #[case::cores("2", "100m")]
+    #[case::under("50m", "50m")]
+    #[case::fraction("0.05", "50m")]
+    fn cpu_requests_are_capped(#[case] cpu: &str, #[case] want: &str) {
+        let spec =
+            fitted(serde_json::json!({"resources": {"requests": {"cpu": cpu}}})).expect("fits");
+        assert_eq!(spec["resources"]["requests"]["cpu"], want);
+    }
+
+    #[test]
+    fn a_smaller_volume_and_the_exporters_other_fields_stay() {
+        let spec = fitted(serde_json::json!({
+            "exporter": {"enabled": true, "port": 7777},
+            "jetstream": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "512Mi"}}}}},
+        }))
+        .expect("fits");
+        assert_eq!(
+            spec["exporter"],
+            serde_json::json!({"enabled": false, "port": 7777})
+        );
+        assert_eq!(
+            spec["jetstream"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"],
+            "512Mi"
+        );
+    }
+
+    #[rstest::rstest]
+    #[case::memory(serde_json::json!({"resources": {"limits": {"memory": "lots"}}}), "spec.resources.limits.memory")]
+    #[case::cpu(serde_json::json!({"resources": {"requests": {"cpu": "fast"}}}), "spec.resources.requests.cpu")]
+    #[case::storage(serde_json::json!({"jetstream": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": true}}}}}}), "storage")]
+    fn a_bad_quantity_names_its_field(#[case] spec: Value, #[case] field: &str) {
+        let err = fitted(spec).expect_err("refused");
+        assert!(err.contains(field), "{err}");
+    }
+
+    #[test]
+    fn other_kinds_are_applied_as_written() {
+        let mut obj: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "spec": {"resources": {"limits": {"memory": "4Gi"}}},
+        }))
+        .expect("an object");
+        let before = obj.data.clone();
+        Fit::node("r", "d").nats_cluster(&mut obj).expect("fits");
+        assert_eq!(obj.data, before);
+    }
+}

@@ -1,0 +1,25 @@
+//! Where a scenario runs ([`Place`]): a backend the run starts its own host on, or the sim's node
+//! with the chart installed.
+
+use std::sync::Arc;
+
+use crate::backend::Backend;
+use crate::host::NodeHost;
+
+/// Where a run's servers and controllers are.
+pub enum Place<'a> {
+    /// A backend (local or k3s): the run starts the host itself where the scenario needs one.
+    Backend(&'a dyn Backend),
+    /// The sim's node with the chart installed: the controllers its pods, the scenario's
+    /// NatsClusters run by the kubelet (NatsCluster topologies only).
+    Node(Arc<NodeHost>),
+}
+
+impl Place<'_> {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Place::Backend(b) => b.name(),
+            Place::Node(_) => "node",
+        }
+    }
+}
