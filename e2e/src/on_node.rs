@@ -113,6 +113,7 @@ impl Installed {
             namespaces,
         )
         .await
+        .map(|h| h.with_containers(self.node.containers()))
         .map_err(|e| e.to_string())
     }
 }

@@ -1,7 +1,8 @@
-//! The cluster controller's scenarios on the node backend (issue #15): `rolling-restart` and
-//! `replace-server` run first on the local backend, then on a node with the chart installed,
-//! their NatsClusters fitted to the node (`sim::node::fit`). Each must pass on both; the test
-//! prints the per-step times side by side (`sim::scenario::side_by_side`).
+//! The scenarios whose topology is NatsClusters on the node backend (issue #15): each runs first
+//! on the local backend, then on a node with the chart installed, its NatsClusters fitted to the
+//! node (`sim::node::fit`), its controller faults on the chart's pods and its server faults
+//! signals to the pods' containers. Each must pass on both; the test prints the per-step times
+//! side by side (`sim::scenario::side_by_side`).
 
 use std::time::Instant;
 
@@ -51,4 +52,19 @@ async fn scenario_rolling_restart_passes_on_the_node_as_locally() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scenario_replace_server_passes_on_the_node_as_locally() {
     on_both_backends("replace-server").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scenario_replace_server_held_passes_on_the_node_as_locally() {
+    on_both_backends("replace-server-held").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scenario_leader_kill_rollout_passes_on_the_node_as_locally() {
+    on_both_backends("leader-kill-rollout").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scenario_rollout_faults_passes_on_the_node_as_locally() {
+    on_both_backends("rollout-faults").await;
 }

@@ -8,12 +8,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 
 use super::{Host, HostError, Objects};
 use crate::local::LifecycleEvent;
+use crate::node::containers::Containers;
 use crate::node::fit::Fit;
 use crate::node::pods::{Lives, PodLog};
 
@@ -28,6 +31,8 @@ pub struct NodeHost {
     /// The namespace the chart runs the controllers in.
     controllers: String,
     fit: Fit,
+    /// The kubelet's containers, for the scenarios' faults on pods.
+    containers: Option<Containers>,
 }
 
 impl std::fmt::Debug for NodeHost {
@@ -76,11 +81,98 @@ impl NodeHost {
             objects: Objects::fitted(client, fit.clone()),
             controllers: controllers.into(),
             fit,
+            containers: None,
         })
+    }
+
+    /// This host, its scenarios' faults reaching the pods through `containers`.
+    pub fn with_containers(mut self, containers: Containers) -> Self {
+        self.containers = Some(containers);
+        self
     }
 
     pub fn fit(&self) -> &Fit {
         &self.fit
+    }
+
+    pub fn containers(&self) -> Option<&Containers> {
+        self.containers.as_ref()
+    }
+
+    fn failed(
+        &self,
+        action: &'static str,
+        object: String,
+    ) -> impl FnOnce(kube::Error) -> HostError {
+        move |source| HostError::Object {
+            action,
+            object,
+            source,
+        }
+    }
+
+    /// The pods of controller `name` (`cluster`, `auth`, `jetstream`), by name.
+    async fn controller_pods(&self, name: &str) -> Result<Vec<String>, HostError> {
+        let pods: Api<Pod> = Api::namespaced(self.client(), &self.controllers);
+        let selector = format!("{COMPONENT_LABEL}={name}-controller");
+        let list = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(self.failed("listing", format!("the pods of {selector}")))?;
+        Ok(list.items.iter().map(|p| p.name_any()).collect())
+    }
+
+    /// How many replicas the chart runs of controller `name`.
+    pub async fn controller_replicas(&self, name: &str) -> Result<u32, HostError> {
+        let api: Api<Deployment> = Api::namespaced(self.client(), &self.controllers);
+        let selector = format!("{COMPONENT_LABEL}={name}-controller");
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(self.failed("listing", format!("the Deployment of {selector}")))?;
+        let d = list
+            .items
+            .first()
+            .ok_or_else(|| HostError::UnknownController(name.into()))?;
+        Ok(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32)
+    }
+
+    /// Deletes the pod of controller `name` that holds its Lease at once (grace 0: no release,
+    /// as a node lost would); returns the pod's name. The Deployment starts another.
+    pub async fn kill_leader(&self, name: &str) -> Result<String, HostError> {
+        let pods = self.controller_pods(name).await?;
+        let leases: Api<Lease> = Api::namespaced(self.client(), &self.controllers);
+        let list = leases
+            .list(&ListParams::default())
+            .await
+            .map_err(self.failed("listing", format!("the Leases of {}", self.controllers)))?;
+        let leader = list
+            .items
+            .iter()
+            .filter_map(|l| l.spec.as_ref()?.holder_identity.clone())
+            .find(|h| pods.contains(h))
+            .ok_or_else(|| HostError::NoLeader(name.into()))?;
+        let api: Api<Pod> = Api::namespaced(self.client(), &self.controllers);
+        api.delete(&leader, &DeleteParams::default().grace_period(0))
+            .await
+            .map_err(self.failed("deleting", format!("Pod/{}/{leader}", self.controllers)))?;
+        Ok(leader)
+    }
+
+    /// Deletes every pod of controller `name` (each with its grace period): the Deployment starts
+    /// them again from nothing, as a restart would.
+    pub async fn restart_controller(&self, name: &str) -> Result<(), HostError> {
+        let pods = self.controller_pods(name).await?;
+        if pods.is_empty() {
+            return Err(HostError::UnknownController(name.into()));
+        }
+        let api: Api<Pod> = Api::namespaced(self.client(), &self.controllers);
+        for p in pods {
+            api.delete(&p, &DeleteParams::default())
+                .await
+                .map_err(self.failed("deleting", format!("Pod/{}/{p}", self.controllers)))?;
+        }
+        Ok(())
     }
 
     /// Per controller (`cluster`, `auth`, `jetstream`), the restarts of its pods' containers.
@@ -146,7 +238,7 @@ impl ControlPlane {
         }
     }
 
-    /// The local host, for what only it can do; `what` names the step that asked.
+    /// The local host, for what only it can do (boot an auth plane); `what` names what asked.
     pub fn local(&self, what: &str) -> Result<&Arc<Host>, String> {
         match self {
             ControlPlane::Local(h) => Ok(h),
@@ -162,6 +254,23 @@ impl ControlPlane {
             ControlPlane::Local(h) => h.lifecycle().events(),
             ControlPlane::Node(h) => h.server_events(),
         }
+    }
+
+    /// Kills the leading replica of controller `name`; returns what it was.
+    pub async fn kill_leader(&self, name: &str) -> Result<String, String> {
+        match self {
+            ControlPlane::Local(h) => h.kill_leader(name).map_err(|e| e.to_string()),
+            ControlPlane::Node(h) => h.kill_leader(name).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Restarts controller `name` from nothing.
+    pub async fn restart_controller(&self, name: &str) -> Result<(), String> {
+        match self {
+            ControlPlane::Local(h) => h.restart_controller(name).await,
+            ControlPlane::Node(h) => h.restart_controller(name).await,
+        }
+        .map_err(|e| e.to_string())
     }
 
     /// Waits until every server of NatsCluster `namespace/name` runs and answers: the local

@@ -11,6 +11,7 @@
 //! [`Node::down`] (`up.rs`), images ([`image`]).
 
 pub mod config;
+pub mod containers;
 pub mod dns;
 mod drain;
 pub mod fit;

@@ -13,6 +13,7 @@ use kube::Api;
 use nats_api::cluster::NatsCluster;
 use serde_json::Value;
 
+use super::containers::Containers;
 use crate::backend::{BackendError, Deployment, Fault};
 use crate::monitored::{self, Member, Monitored};
 use crate::wait;
@@ -34,6 +35,8 @@ pub struct PodServers {
     client: kube::Client,
     servers: Vec<PodServer>,
     http: reqwest::Client,
+    /// The kubelet's containers, where the host may signal them.
+    containers: Option<Containers>,
 }
 
 impl std::fmt::Debug for PodServers {
@@ -59,8 +62,13 @@ fn unsupported(what: &str) -> BackendError {
 }
 
 impl PodServers {
-    /// The servers of the NatsClusters `(namespace, name)` as they stand now.
-    pub async fn new(client: kube::Client, clusters: &[(String, String)]) -> Result<Self, String> {
+    /// The servers of the NatsClusters `(namespace, name)` as they stand now; faults reach them
+    /// through `containers` when given.
+    pub async fn new(
+        client: kube::Client,
+        clusters: &[(String, String)],
+        containers: Option<Containers>,
+    ) -> Result<Self, String> {
         let mut servers = Vec::new();
         for (ns, name) in clusters {
             let cluster = Api::<NatsCluster>::namespaced(client.clone(), ns)
@@ -85,6 +93,7 @@ impl PodServers {
             client,
             servers,
             http,
+            containers,
         })
     }
 
@@ -225,16 +234,31 @@ impl Deployment for PodServers {
         fault: Fault,
     ) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
-            let what = match fault {
-                Fault::Kill9 => "kill -9",
-                Fault::Sigterm => "SIGTERM",
-                Fault::LameDuck => "lame duck",
-                Fault::Pause => "pause",
-                Fault::Resume => "resume",
-                Fault::Restart => "restart",
-                Fault::WipeStore => "wipe_store",
+            let containers = self
+                .containers
+                .as_ref()
+                .ok_or_else(|| unsupported("a fault (no access to the node's containers)"))?;
+            let s = self.server(server).map_err(other)?;
+            let pod = self.pod(s).await.map_err(other)?;
+            let status = pod
+                .status
+                .as_ref()
+                .and_then(|st| st.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == "nats"))
+                .and_then(|c| c.container_id.clone())
+                .unwrap_or_default();
+            let id = Containers::id_of(&status)
+                .ok_or_else(|| other(format!("{server}'s nats container is not running")))?;
+            let done = match fault {
+                Fault::Kill9 => containers.signal(id, "SIGKILL"),
+                Fault::Sigterm => containers.signal(id, "SIGTERM"),
+                Fault::LameDuck => containers.signal(id, "SIGUSR2"),
+                Fault::Pause => containers.pause(id),
+                Fault::Resume => containers.resume(id),
+                Fault::Restart => return Err(unsupported("restart (the kubelet restarts)")),
+                Fault::WipeStore => return Err(unsupported("wipe_store")),
             };
-            Err(unsupported(&format!("{what} of {server}")))
+            done.map_err(|e| other(format!("{fault:?} of {server}: {e}")))
         })
     }
     fn reload_with<'a>(

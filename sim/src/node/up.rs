@@ -115,6 +115,13 @@ impl Node {
         self.ports
     }
 
+    /// The kubelet's containers, for signals and pauses from the host.
+    pub fn containers(&self) -> super::containers::Containers {
+        super::containers::Containers {
+            socket: self.layout.containerd_socket(),
+        }
+    }
+
     /// Brings the node up in `dir` (a fresh directory), with `volumes` static local PVs.
     pub async fn up(cache: &Path, dir: &Path, volumes: usize) -> Result<Self, NodeError> {
         let gaps = missing(&Machine::probe(cache), cache);

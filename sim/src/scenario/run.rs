@@ -268,7 +268,7 @@ impl Run<'_, '_> {
     ) -> Result<Option<ControlPlane>, ScenarioError> {
         let scenario = self.scenario;
         if let Place::Node(host) = place {
-            return self.node_host(host).map(Some);
+            return self.node_host(host).await.map(Some);
         }
         if !scenario.needs_host() {
             return Ok(None);
@@ -317,10 +317,11 @@ impl Run<'_, '_> {
 
     /// The node's control plane, for a scenario it can run: NatsClusters as the topology, under
     /// no auth plane, the controllers one pod each.
-    fn node_host(&mut self, host: &Arc<NodeHost>) -> Result<ControlPlane, ScenarioError> {
+    async fn node_host(&mut self, host: &Arc<NodeHost>) -> Result<ControlPlane, ScenarioError> {
         let scenario = self.scenario;
+        let host_err = self.host_err();
         let refuse = |why: &str| {
-            Err(self.host_err()(format!(
+            Err(host_err(format!(
                 "scenario {} cannot run on the node backend: {why}",
                 scenario.name
             )))
@@ -333,8 +334,19 @@ impl Run<'_, '_> {
         if scenario.topology.trust == Some(TrustDecl::Auth) {
             return refuse("an auth plane (trust: auth) runs the auth controller in-process");
         }
-        if !scenario.replicas.is_empty() {
-            return refuse("`replicas:` elects in-process controllers");
+        for (name, count) in &scenario.replicas {
+            let runs = host
+                .controller_replicas(name)
+                .await
+                .map_err(|e| host_err(e.to_string()))?;
+            if runs != *count {
+                return refuse(&format!(
+                    "it asks for {count} replicas of {name}, and the chart runs {runs}"
+                ));
+            }
+            self.say(&format!(
+                "the chart runs {runs} replicas of {name} under leader election"
+            ));
         }
         let fit = host.fit().describe();
         self.say(&format!(
@@ -462,9 +474,13 @@ impl Run<'_, '_> {
                 Box::new(Controlled::new(h, &applied).await.map_err(&host_err)?)
             }
             ControlPlane::Node(h) => Box::new(
-                crate::node::servers::PodServers::new(h.client(), &applied)
-                    .await
-                    .map_err(&host_err)?,
+                crate::node::servers::PodServers::new(
+                    h.client(),
+                    &applied,
+                    h.containers().cloned(),
+                )
+                .await
+                .map_err(&host_err)?,
             ),
         };
         Ok(Deployment {

@@ -475,17 +475,13 @@ async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<Stri
             Ok(Some(r.to_string()))
         }
         Action::RestartController { controller } => {
-            ctx.host()?
-                .local("restart_controller")?
-                .restart_controller(controller)
-                .await
-                .map_err(|e| e.to_string())?;
+            ctx.host()?.restart_controller(controller).await?;
             Ok(Some(controller.clone()))
         }
         Action::KillLeader { controller } => ctx
             .host()?
-            .local("kill_leader")?
             .kill_leader(controller)
+            .await
             .map(Some)
             .map_err(|e| e.to_string()),
         _ => not_a_server_step(action),
