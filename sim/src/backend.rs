@@ -61,33 +61,50 @@ pub trait Deployment: Send + Sync {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<(), BackendError>> {
         let _ = (server, timeout);
-        let backend = self.backend().to_string();
-        Box::pin(async move {
-            Err(BackendError::Unsupported {
-                backend,
-                what: "wait for a server to exit".into(),
-            })
-        })
+        unsupported(self.backend(), "wait for a server to exit")
     }
     fn fault<'a>(
         &'a mut self,
         server: &'a str,
         fault: Fault,
     ) -> BoxFuture<'a, Result<(), BackendError>>;
-    /// Appends raw text to a server's config and reloads it.
+    /// Appends raw text to a server's config and reloads it. Unsupported by default.
     fn reload_with<'a>(
         &'a mut self,
         server: &'a str,
         append: &'a str,
-    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = (server, append);
+        unsupported(self.backend(), "append to a server's config and reload it")
+    }
+    /// Cuts (or restores) the gateway link between clusters `a` and `b`. Unsupported by default.
     fn gateway_link<'a>(
         &'a self,
         a: &'a str,
         b: &'a str,
         cut: bool,
-    ) -> BoxFuture<'a, Result<(), BackendError>>;
-    fn leaf_link<'a>(&'a self, leaf: &'a str, cut: bool)
-    -> BoxFuture<'a, Result<(), BackendError>>;
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = (a, b, cut);
+        unsupported(self.backend(), "cut or restore a gateway")
+    }
+    /// Cuts (or restores) leaf `leaf`'s link to its hub. Unsupported by default.
+    fn leaf_link<'a>(
+        &'a self,
+        leaf: &'a str,
+        cut: bool,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        let _ = (leaf, cut);
+        unsupported(self.backend(), "cut or restore a leaf link")
+    }
+}
+
+/// What a backend cannot do, as the future its trait method returns.
+pub fn unsupported<'a>(backend: &str, what: &str) -> BoxFuture<'a, Result<(), BackendError>> {
+    let err = BackendError::Unsupported {
+        backend: backend.into(),
+        what: what.into(),
+    };
+    Box::pin(async move { Err(err) })
 }
 
 /// Something that can start a topology.

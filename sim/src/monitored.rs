@@ -3,9 +3,13 @@
 //! server of a NATS cluster agrees on, a stream's leader, healthz on every server.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+
+use crate::backend::BackendError;
+use crate::wait;
 
 /// One server: its name and its NATS cluster's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,4 +108,56 @@ pub async fn healthz(m: &dyn Monitored) -> Result<Option<()>, String> {
         }
     }
     Ok(Some(()))
+}
+
+fn failed(backend: &'static str) -> impl Fn(crate::wait::WaitError) -> BackendError {
+    move |e| BackendError::Other {
+        backend: backend.into(),
+        message: e.to_string(),
+    }
+}
+
+/// [`meta_leader`] polled until it answers, within `timeout`: a [`Deployment::meta_leader`].
+///
+/// [`Deployment::meta_leader`]: crate::backend::Deployment::meta_leader
+pub fn wait_meta_leader<'a>(
+    m: &'a dyn Monitored,
+    backend: &'static str,
+    timeout: Duration,
+) -> BoxFuture<'a, Result<String, BackendError>> {
+    Box::pin(async move {
+        wait::poll("a meta leader with all peers", timeout, || meta_leader(m))
+            .await
+            .map_err(failed(backend))
+    })
+}
+
+/// [`stream_leader`] polled until it answers, within `timeout`.
+pub fn wait_stream_leader<'a>(
+    m: &'a dyn Monitored,
+    backend: &'static str,
+    stream: &str,
+    timeout: Duration,
+) -> BoxFuture<'a, Result<String, BackendError>> {
+    let stream = stream.to_string();
+    Box::pin(async move {
+        wait::poll(&format!("a leader for stream {stream}"), timeout, || {
+            stream_leader(m, &stream)
+        })
+        .await
+        .map_err(failed(backend))
+    })
+}
+
+/// [`healthz`] polled until every server says ok, within `timeout`.
+pub fn wait_healthz<'a>(
+    m: &'a dyn Monitored,
+    backend: &'static str,
+    timeout: Duration,
+) -> BoxFuture<'a, Result<(), BackendError>> {
+    Box::pin(async move {
+        wait::poll("healthz ok on every server", timeout, || healthz(m))
+            .await
+            .map_err(failed(backend))
+    })
 }

@@ -197,36 +197,17 @@ impl Deployment for PodServers {
         self.servers.iter().map(|s| s.client_url.clone()).collect()
     }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
-        Box::pin(async move {
-            wait::poll("a meta leader with all peers", timeout, || {
-                monitored::meta_leader(self)
-            })
-            .await
-            .map_err(|e| other(e.to_string()))
-        })
+        monitored::wait_meta_leader(self, BACKEND, timeout)
     }
     fn stream_leader(
         &self,
         stream: &str,
         timeout: Duration,
     ) -> BoxFuture<'_, Result<String, BackendError>> {
-        let stream = stream.to_string();
-        Box::pin(async move {
-            wait::poll(&format!("a leader for stream {stream}"), timeout, || {
-                monitored::stream_leader(self, &stream)
-            })
-            .await
-            .map_err(|e| other(e.to_string()))
-        })
+        monitored::wait_stream_leader(self, BACKEND, stream, timeout)
     }
     fn wait_healthz(&self, timeout: Duration) -> BoxFuture<'_, Result<(), BackendError>> {
-        Box::pin(async move {
-            wait::poll("healthz ok on every server", timeout, || {
-                monitored::healthz(self)
-            })
-            .await
-            .map_err(|e| other(e.to_string()))
-        })
+        monitored::wait_healthz(self, BACKEND, timeout)
     }
     fn fault<'a>(
         &'a mut self,
@@ -260,28 +241,6 @@ impl Deployment for PodServers {
             };
             done.map_err(|e| other(format!("{fault:?} of {server}: {e}")))
         })
-    }
-    fn reload_with<'a>(
-        &'a mut self,
-        _server: &'a str,
-        _append: &'a str,
-    ) -> BoxFuture<'a, Result<(), BackendError>> {
-        Box::pin(async move { Err(unsupported("reload")) })
-    }
-    fn gateway_link<'a>(
-        &'a self,
-        _a: &'a str,
-        _b: &'a str,
-        _cut: bool,
-    ) -> BoxFuture<'a, Result<(), BackendError>> {
-        Box::pin(async move { Err(unsupported("cut or restore a gateway")) })
-    }
-    fn leaf_link<'a>(
-        &'a self,
-        _leaf: &'a str,
-        _cut: bool,
-    ) -> BoxFuture<'a, Result<(), BackendError>> {
-        Box::pin(async move { Err(unsupported("cut or restore a leaf link")) })
     }
 }
 
