@@ -329,7 +329,8 @@ async fn step(
     }
     let account = g.account.clone().unwrap_or_default();
     let pinned = account::placement_pinned(&g.view, pinned_uids);
-    let system_pending = account::system_pending(&ctx.moving.system_covers());
+    let system_pending =
+        account::system_pending(&ctx.moving.system_covers(std::time::Instant::now()));
     let evacuating = ctx.moving.under_evacuation();
     let plan = |skip: &BTreeSet<StreamKey>| {
         assignment.pools.iter().find_map(|(_, streams)| {

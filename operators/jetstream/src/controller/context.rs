@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
@@ -12,7 +12,7 @@ use nats_api::jetstream::FIELD_MANAGER;
 
 use super::census::Census;
 use crate::balance::account::SystemCover;
-use crate::lease::Leases;
+use crate::lease::{LEASE_LAPSE, Leases};
 use crate::pool::Pool;
 
 /// The default resync period: every resource is re-read and compared this often.
@@ -68,7 +68,10 @@ pub struct Moving {
 }
 
 /// A system balancer's NATS cluster, its age (the oldest of two for one cluster wins), the moves
-/// it makes and the streams it has a move pending on.
+/// it makes, the streams it has a move pending on, and when it last passed with its NATS cluster
+/// in view. A claim lapses a minute after that pass ([`SystemClaim::alive`]), as a move lease
+/// does: a balancer that can no longer reach its NATS cluster, or whose controller shard lost
+/// it, stops holding the account balancers back and stops refusing its successor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemClaim {
     /// The NATS cluster its connection reaches.
@@ -82,6 +85,29 @@ pub struct SystemClaim {
     pub leader_accounts: BTreeSet<String>,
     /// Whether it makes placement moves.
     pub placement: bool,
+    /// Its last pass that gathered its NATS cluster.
+    pub last_pass: Instant,
+}
+
+impl SystemClaim {
+    /// Whether the claim still stands at `now` (its last pass less than [`LEASE_LAPSE`] ago).
+    pub fn alive(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_pass) < LEASE_LAPSE
+    }
+}
+
+/// Of the claims standing at `now` on NATS cluster `cluster`, the one that balances it: the
+/// oldest (then the first by name).
+pub fn claim_winner(
+    claims: &BTreeMap<String, SystemClaim>,
+    cluster: &str,
+    now: Instant,
+) -> Option<String> {
+    claims
+        .iter()
+        .filter(|(_, c)| c.cluster == cluster && c.alive(now))
+        .min_by(|a, b| a.1.age.cmp(&b.1.age))
+        .map(|(k, _)| k.clone())
 }
 
 impl Moving {
@@ -94,10 +120,11 @@ impl Moving {
             .collect()
     }
 
-    /// Every system balancer's claim as the account balancers read it.
-    pub fn system_covers(&self) -> Vec<SystemCover> {
+    /// Every system balancer's claim standing at `now`, as the account balancers read it.
+    pub fn system_covers(&self, now: Instant) -> Vec<SystemCover> {
         lock(&self.system_balancers)
             .iter()
+            .filter(|(_, c)| c.alive(now))
             .map(|(name, c)| SystemCover {
                 name: name.clone(),
                 cluster: c.cluster.clone(),
@@ -135,4 +162,94 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
 /// The watcher configuration every controller uses.
 pub(crate) fn watch_config() -> watcher::Config {
     watcher::Config::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(cluster: &str, created: &str, last_pass: Instant) -> SystemClaim {
+        SystemClaim {
+            cluster: cluster.into(),
+            age: (created.into(), String::new()),
+            pending: BTreeSet::from([("APP".into(), "ORDERS".into())]),
+            leader_accounts: BTreeSet::new(),
+            placement: false,
+            last_pass,
+        }
+    }
+
+    /// Each row: the claims (name, cluster, creation, seconds since its last pass), the cluster
+    /// judged, and who balances it.
+    #[test]
+    fn the_oldest_standing_claim_balances_a_nats_cluster() {
+        type Row = (
+            &'static [(&'static str, &'static str, &'static str, u64)],
+            &'static str,
+            Option<&'static str>,
+        );
+        let rows: &[Row] = &[
+            (&[("nats/a", "c1", "2026-01-01", 0)], "c1", Some("nats/a")),
+            // The older wins while both stand.
+            (
+                &[
+                    ("nats/a", "c1", "2026-01-02", 0),
+                    ("nats/b", "c1", "2026-01-01", 5),
+                ],
+                "c1",
+                Some("nats/b"),
+            ),
+            // The older has not passed for a minute: its claim lapsed, the younger balances.
+            (
+                &[
+                    ("nats/a", "c1", "2026-01-02", 0),
+                    ("nats/b", "c1", "2026-01-01", 60),
+                ],
+                "c1",
+                Some("nats/a"),
+            ),
+            (
+                &[
+                    ("nats/a", "c1", "2026-01-02", 59),
+                    ("nats/b", "c1", "2026-01-01", 61),
+                ],
+                "c1",
+                Some("nats/a"),
+            ),
+            // Every claim lapsed: nobody.
+            (&[("nats/a", "c1", "2026-01-01", 600)], "c1", None),
+            // Another NATS cluster's claim is not this one's.
+            (&[("nats/a", "c2", "2026-01-01", 0)], "c1", None),
+        ];
+        let now = Instant::now() + Duration::from_secs(3600);
+        for (i, (claims, cluster, want)) in rows.iter().enumerate() {
+            let map: BTreeMap<String, SystemClaim> = claims
+                .iter()
+                .map(|(name, c, created, ago)| {
+                    (
+                        (*name).into(),
+                        claim(c, created, now - Duration::from_secs(*ago)),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                claim_winner(&map, cluster, now).as_deref(),
+                *want,
+                "row {i}: {claims:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lapsed_claim_holds_no_account_balancer_back() {
+        let now = Instant::now() + Duration::from_secs(3600);
+        let moving = Moving::default();
+        lock(&moving.system_balancers).insert("nats/sys".into(), claim("c1", "t", now));
+        assert_eq!(moving.system_covers(now).len(), 1);
+        let later = now + LEASE_LAPSE;
+        assert!(
+            moving.system_covers(later).is_empty(),
+            "lapsed a minute after its last pass"
+        );
+    }
 }

@@ -35,7 +35,7 @@ use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{JszOptions, Placement};
 use nats_wire::{ServerFilter, Wire, WireError};
 
-use super::context::{Context, SystemClaim, lock, watch_config};
+use super::context::{Context, SystemClaim, claim_winner, lock, watch_config};
 use super::error::{Error, kube_err};
 use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
@@ -241,6 +241,7 @@ fn refuse(ctx: &Context, obj: &NatsSystemBalancer, g: &Gathered) -> Option<Decid
             .unwrap_or_default(),
         me.clone(),
     );
+    let now = std::time::Instant::now();
     let winner = {
         let mut claims = lock(&ctx.moving.system_balancers);
         let pending = claims
@@ -259,13 +260,10 @@ fn refuse(ctx: &Context, obj: &NatsSystemBalancer, g: &Gathered) -> Option<Decid
                     BTreeSet::new()
                 },
                 placement: obj.spec.moves.placement,
+                last_pass: now,
             },
         );
-        claims
-            .iter()
-            .filter(|(_, c)| c.cluster == g.cluster)
-            .min_by(|a, b| a.1.age.cmp(&b.1.age))
-            .map(|(k, _)| k.clone())
+        claim_winner(&claims, &g.cluster, now)
     };
     if let Some(w) = winner.filter(|w| *w != me) {
         return Some(Decided::new(
