@@ -27,6 +27,9 @@ pub const NATS_VERSION: &str = "2.15.0";
 /// The repository the chart's and the stories' NatsClusters name.
 pub const NATS_REPOSITORY: &str = "docker.io/library/nats";
 
+/// The node's static local volumes: twice the most servers a scenario runs.
+pub const VOLUMES: usize = 8;
+
 /// The node with the chart installed.
 pub struct Installed {
     pub node: Node,
@@ -60,7 +63,10 @@ pub async fn install(dir: &Path, say: &mut (dyn FnMut(&str) + Send)) -> Result<I
     let helm = crate::chart::Helm::find().ok_or("no Helm (scripts/install-helm.sh)")?;
     let cache = cache();
     let t0 = Instant::now();
-    let node = Node::up(&cache, &dir.join("node"), 4)
+    // A replaced server's claim goes with its volume, and the static PVs of the node's
+    // no-provisioner class cannot be reclaimed (the PV goes Failed): spare volumes stand in for
+    // the fresh one a provisioner would make. replace-server's four servers need five.
+    let node = Node::up(&cache, &dir.join("node"), VOLUMES)
         .await
         .map_err(|e| format!("node up: {e}"))?;
     say(&format!(
