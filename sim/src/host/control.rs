@@ -149,8 +149,10 @@ impl NodeHost {
         let leader = list
             .items
             .iter()
-            .filter_map(|l| l.spec.as_ref()?.holder_identity.clone())
-            .find(|h| pods.contains(h))
+            .filter_map(|l| l.spec.as_ref()?.holder_identity.as_deref())
+            .map(holder_pod)
+            .find(|h| pods.iter().any(|p| p == h))
+            .map(String::from)
             .ok_or_else(|| HostError::NoLeader(name.into()))?;
         let api: Api<Pod> = Api::namespaced(self.client(), &self.controllers);
         api.delete(&leader, &DeleteParams::default().grace_period(0))
@@ -210,6 +212,12 @@ impl NodeHost {
     pub fn server_events(&self) -> Vec<LifecycleEvent> {
         self.pods.events()
     }
+}
+
+/// The pod a Lease holder's identity names: `<pod>_<random suffix>` (controller_kit's
+/// `leader::identity`), or the identity itself without a suffix.
+pub fn holder_pod(identity: &str) -> &str {
+    identity.rsplit_once('_').map_or(identity, |(pod, _)| pod)
 }
 
 /// The control plane of a scenario's run.
@@ -309,5 +317,21 @@ impl ControlPlane {
                 .collect(),
             ControlPlane::Node(h) => h.controller_restarts().await.unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holder_pod;
+
+    #[rstest::rstest]
+    #[case::suffixed(
+        "nats-operators-cluster-687b47b964-wp6vw_1a2b3c4d",
+        "nats-operators-cluster-687b47b964-wp6vw"
+    )]
+    #[case::bare("cluster-0", "cluster-0")]
+    #[case::underscores_in_the_name("a_b_0000ffff", "a_b")]
+    fn a_lease_holder_names_its_pod(#[case] identity: &str, #[case] pod: &str) {
+        assert_eq!(holder_pod(identity), pod);
     }
 }
