@@ -224,6 +224,8 @@ impl ServerLifecycle for LocalLifecycle {
                 revision,
                 restarts: entry.restarts.load(Ordering::SeqCst),
                 volume: entry.volume.clone(),
+                // A local server's store goes with its delete: nothing is left to wait for.
+                claim: None,
             });
         }
         Ok(out)

@@ -46,7 +46,7 @@ impl Facts {
             not_current: not_current(&answers, Some(&s.server)),
             objects: ServerObjects {
                 statefulset: observed.is_some_and(|o| o.present),
-                pvc: None,
+                pvc: observed.and_then(|o| o.claim.clone()),
                 configmap: None,
             },
         }

@@ -393,6 +393,11 @@ impl ServerLifecycle for KubernetesLifecycle {
             .list(&ListParams::default().labels(&selector))
             .await
             .map_err(|e| failed("list", "Pod", &selector, e))?;
+        let claims: Api<PersistentVolumeClaim> = self.api(&owner.namespace);
+        let claims = claims
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?;
         let mut present: Vec<u32> = sets
             .items
             .iter()
@@ -419,6 +424,11 @@ impl ServerLifecycle for KubernetesLifecycle {
                     .find(|s| s.name_any() == server_name)
                     .and_then(claim_spec)
                     .map(crate::rollout::volume::shape_of);
+                let claim = claims
+                    .items
+                    .iter()
+                    .find(|c| c.labels().get(labels::SERVER) == Some(&server_name))
+                    .map(|c| (c.name_any(), true));
                 ObservedServer {
                     ordinal: i,
                     server_name,
@@ -427,6 +437,7 @@ impl ServerLifecycle for KubernetesLifecycle {
                     revision,
                     restarts,
                     volume,
+                    claim,
                 }
             })
             .collect())

@@ -51,6 +51,10 @@ pub struct ObservedServer {
     /// The claim its data volume was made from (Kubernetes: the StatefulSet's claim template,
     /// fixed at creation); none without one or when it cannot be told.
     pub volume: Option<crate::rollout::volume::ClaimShape>,
+    /// The server's data claim while it exists, being deleted or not (Kubernetes: the PVC with
+    /// the server's labels, so `true`: it is the server's): a replacement makes the server again
+    /// only once it is gone, or the new pod would find its claim being deleted.
+    pub claim: Option<(String, bool)>,
 }
 
 /// Where a server is reached from the controller.

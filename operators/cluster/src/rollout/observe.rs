@@ -356,6 +356,7 @@ mod tests {
                 revision: Some("r2".into()),
                 restarts: 1,
                 volume: None,
+                claim: None,
             },
             ObservedServer {
                 ordinal: 1,

@@ -40,6 +40,7 @@ async fn observe(topo: &mut Topology, wire: &Wire, digests: &BTreeMap<String, St
             revision: Some("r1".into()),
             restarts: 0,
             volume: None,
+            claim: None,
         });
     }
     let targets: Targets = (0..names.len() as u32)
