@@ -2,12 +2,14 @@
 
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod, ResourceQuota};
 use kube::Api;
+use kube::api::PostParams;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
 use super::binaries::{apiextensions_binary_in, binaries_in};
+use super::launch::KUBE_120_APIS;
 use super::{ApiServer, ApiServerError, ApiextensionsUnavailable, Flavor, apiextensions_binary};
 
 fn alive(pid: u32) -> bool {
@@ -118,6 +120,47 @@ async fn kube_1_20_serves_the_admin_and_dies_with_its_handle() {
         "kube-apiserver {apiserver} survived the drop"
     );
     assert!(!dir.exists(), "instance dir {} left behind", dir.display());
+}
+
+#[tokio::test]
+async fn kube_1_20_serves_only_the_api_groups_of_the_tier_and_enforces_no_quota() {
+    let server = ApiServer::kube_1_20()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = server.client();
+    let mut served: Vec<String> = client
+        .list_core_api_versions()
+        .await
+        .expect("GET /api")
+        .versions;
+    for group in client.list_api_groups().await.expect("GET /apis").groups {
+        served.extend(group.versions.into_iter().map(|v| v.group_version));
+    }
+    served.sort();
+    let mut wanted: Vec<String> = KUBE_120_APIS.iter().map(|gv| gv.to_string()).collect();
+    wanted.sort();
+    assert_eq!(served, wanted);
+
+    // ResourceQuota admission is off: a quota of no Pods refuses none.
+    server.create_namespace("quota").await.expect("namespace");
+    let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "none"},
+        "spec": {"hard": {"pods": "0"}},
+    }))
+    .expect("a quota");
+    Api::<ResourceQuota>::namespaced(client.clone(), "quota")
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("quota created");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "none"}]},
+    }))
+    .expect("a pod");
+    Api::<Pod>::namespaced(client, "quota")
+        .create(&PostParams::default(), &pod)
+        .await
+        .expect("a Pod admitted beside a quota of none");
 }
 
 #[tokio::test]
