@@ -90,13 +90,39 @@ impl Fit {
                 }
             }
         }
-        let storage = spec
-            .get_mut("jetstream")
-            .and_then(|j| j.pointer_mut("/volumeClaimTemplate/spec/resources/requests/storage"));
-        if let Some(s) = storage {
+        let Some(jetstream) = spec.get_mut("jetstream") else {
+            return Ok(());
+        };
+        if let Some(s) =
+            jetstream.pointer_mut("/volumeClaimTemplate/spec/resources/requests/storage")
+        {
             *s = Value::String(self.storage(s)?);
         }
+        if let Some(limits) = jetstream.get_mut("limits").and_then(Value::as_object_mut) {
+            // The stores keep their share of what they live in: memory's ÷ as the limit, the
+            // file store at most the volume.
+            if let Some(m) = limits.get_mut("maxMemoryStore") {
+                *m = Value::String(self.memory_store(m)?);
+            }
+            if let Some(f) = limits.get_mut("maxFileStore") {
+                *f = Value::String(self.file_store(f)?);
+            }
+        }
         Ok(())
+    }
+
+    fn memory_store(&self, value: &Value) -> Result<String, String> {
+        let bytes = quantity_bytes(value, "spec.jetstream.limits.maxMemoryStore")?;
+        Ok(nats_api::quantity::of_bytes(
+            bytes / self.memory_divisor.max(1),
+        ))
+    }
+
+    fn file_store(&self, value: &Value) -> Result<String, String> {
+        let asked = quantity_bytes(value, "spec.jetstream.limits.maxFileStore")?;
+        let cap = nats_api::quantity::bytes(&self.storage)
+            .map_err(|why| format!("the node's storage cap {:?}: {why}", self.storage))?;
+        Ok(nats_api::quantity::of_bytes(asked.min(cap)))
     }
 
     fn memory(&self, value: &Value, part: &str) -> Result<String, String> {
@@ -205,6 +231,22 @@ mod tests {
         let spec =
             fitted(serde_json::json!({"resources": {"requests": {"cpu": cpu}}})).expect("fits");
         assert_eq!(spec["resources"]["requests"]["cpu"], want);
+    }
+
+    #[test]
+    fn the_stores_keep_their_share_of_the_limit_and_the_volume() {
+        // rollout-faults' raised memory store: 3584Mi of a 4Gi limit, 7/8 of it on either scale.
+        let spec = fitted(serde_json::json!({
+            "resources": {"limits": {"memory": "4Gi"}},
+            "jetstream": {
+                "limits": {"maxMemoryStore": "3584Mi", "maxFileStore": "20Gi"},
+                "volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "20Gi"}}}},
+            },
+        }))
+        .expect("fits");
+        assert_eq!(spec["resources"]["limits"]["memory"], "512Mi");
+        assert_eq!(spec["jetstream"]["limits"]["maxMemoryStore"], "448Mi");
+        assert_eq!(spec["jetstream"]["limits"]["maxFileStore"], "1Gi");
     }
 
     #[test]
