@@ -207,6 +207,27 @@ pub(super) async fn wait_groups_settled(
     })
 }
 
+/// The client URLs as the system user of a sim topology's config accounts (`${sys_servers}`:
+/// what a NatsConnection of an evacuation or balancer names); None for other topologies.
+pub(super) fn system_urls(
+    scenario: &super::Scenario,
+    deployed: &super::steps::Deployed,
+) -> Option<Vec<String>> {
+    let t = &scenario.topology;
+    let accounts = t.trust.is_none()
+        && t.nats_clusters.is_empty()
+        && t.to_spec().auth == crate::topology::Auth::Accounts;
+    accounts.then(|| {
+        let (user, password) = crate::topology::SYS_USER;
+        deployed
+            .dep()
+            .client_urls()
+            .iter()
+            .map(|u| u.replacen("nats://", &format!("nats://{user}:{password}@"), 1))
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -661,3 +661,14 @@ pub fn ratios(
         })
         .collect()
 }
+
+/// Expectations on the rollout, judged once the report holds it.
+pub(super) fn judge_rollout_expectations(scenario: &super::Scenario, report: &mut Report) {
+    for (k, rule_text) in &scenario.expect {
+        let (Some(actual), Ok(rule)) = (rollout_figure(report, k), super::Rule::parse(rule_text))
+        else {
+            continue;
+        };
+        report.judge(k, rule_text, rule, actual, true);
+    }
+}

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
-use super::hand_moves::SystemAccess;
+use super::hand_moves::{SystemAccess, system_urls};
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
 use super::place::Place;
 use super::report::ratios;
-use super::report::{finish, judge_step_figures};
+use super::report::{finish, judge_rollout_expectations, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
 use super::status_watch::StatusWatch;
 use super::steps::{Deployed, StepContext, run_step};
@@ -20,9 +20,8 @@ use super::timeline::{
 };
 use super::workload::{Traffic, TrafficCreds};
 use super::{
-    Action, LeaderCount, Report, Rule, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
-    clients, default_cluster_wait, judges_timings, manifest_path, rollout_figure, rollout_steps,
-    step_figures,
+    Action, LeaderCount, Report, Scenario, ScenarioError, Step, StepOutcome, TrustDecl, clients,
+    default_cluster_wait, judges_timings, manifest_path, rollout_steps, step_figures,
 };
 use crate::backend::Backend;
 use crate::controlled::Controlled;
@@ -679,32 +678,4 @@ impl Run<'_, '_> {
             value,
         }
     }
-}
-
-/// Expectations on the rollout, judged once the report holds it.
-fn judge_rollout_expectations(scenario: &Scenario, report: &mut Report) {
-    for (k, rule_text) in &scenario.expect {
-        let (Some(actual), Ok(rule)) = (rollout_figure(report, k), Rule::parse(rule_text)) else {
-            continue;
-        };
-        report.judge(k, rule_text, rule, actual, true);
-    }
-}
-
-/// The client URLs as the system user of a sim topology's config accounts (`${sys_servers}`:
-/// what a NatsConnection of an evacuation or balancer names); None for other topologies.
-fn system_urls(scenario: &Scenario, deployed: &Deployed) -> Option<Vec<String>> {
-    let t = &scenario.topology;
-    let accounts = t.trust.is_none()
-        && t.nats_clusters.is_empty()
-        && t.to_spec().auth == crate::topology::Auth::Accounts;
-    accounts.then(|| {
-        let (user, password) = crate::topology::SYS_USER;
-        deployed
-            .dep()
-            .client_urls()
-            .iter()
-            .map(|u| u.replacen("nats://", &format!("nats://{user}:{password}@"), 1))
-            .collect()
-    })
 }
