@@ -169,7 +169,12 @@ pub enum Confirmation {
     Confirmed,
     /// Not yet: the server still reports what it had (a reload can take a moment to apply).
     Pending,
-    /// The server loaded a config with another digest: the file it read is not the one rendered.
+    /// The server reloaded, but the file it read is still the one it ran before: the new config
+    /// has not reached it yet (on Kubernetes the kubelet projects a changed ConfigMap into the
+    /// pod at its next sync of that pod). Ask again.
+    NotProjected,
+    /// The server loaded a config with another digest: the file it read is neither the one it
+    /// ran nor the one rendered.
     WrongDigest { reported: String },
 }
 
@@ -185,6 +190,8 @@ pub fn judge(before: &LoadedConfig, after: &LoadedConfig, expected_digest: &str)
     }
     if after.config_digest == expected_digest {
         Confirmation::Confirmed
+    } else if after.config_digest == before.config_digest {
+        Confirmation::NotProjected
     } else {
         Confirmation::WrongDigest {
             reported: after.config_digest.clone(),
@@ -209,9 +216,23 @@ pub enum ReloadDecision {
 pub struct ReloadTiming {
     /// Each request's (VARZ, RELOAD) answer deadline.
     pub request: Duration,
-    /// How long the reload has to show in `/varz`.
+    /// How long the reload has to show in `/varz`: longer than the new file takes to reach the
+    /// server ([`crate::lifecycle::ServerLifecycle::config_projection`]).
     pub confirm_within: Duration,
     pub poll: Duration,
+    /// How long after a reload that read the old file the reload is asked for again.
+    pub reask: Duration,
+}
+
+impl ReloadTiming {
+    /// The timing of a config reload whose file takes up to `projection` to reach the server.
+    pub fn for_projection(projection: Duration) -> Self {
+        let base = ReloadTiming::default();
+        ReloadTiming {
+            confirm_within: base.confirm_within + projection,
+            ..base
+        }
+    }
 }
 
 impl Default for ReloadTiming {
@@ -220,6 +241,7 @@ impl Default for ReloadTiming {
             request: Duration::from_secs(5),
             confirm_within: Duration::from_secs(20),
             poll: Duration::from_millis(200),
+            reask: Duration::from_secs(2),
         }
     }
 }
@@ -317,6 +339,7 @@ mod tests {
         Confirmation::Pending
     )]
     #[case::first_time_seen(lc("old", None), lc("new", Some(5)), Confirmation::Confirmed)]
+    #[case::old_file_reloaded(lc("old", Some(1)), lc("old", Some(2)), Confirmation::NotProjected)]
     #[case::wrong_file(lc("old", Some(1)), lc("other", Some(2)), Confirmation::WrongDigest { reported: "other".into() })]
     fn a_reload_is_confirmed_by_digest_and_load_time(
         #[case] before: LoadedConfig,

@@ -138,7 +138,7 @@ async fn reload<L: ServerLifecycle>(
         .await
         .map_err(|e| format!("system connection: {e}"))?;
     let digest = config_digest(&render_block(&d.plan));
-    let timing = ReloadTiming::default();
+    let timing = ReloadTiming::for_projection(ctx.lifecycle.config_projection());
     match reload_server(&wire, &d.plan.server_name, &digest, timing).await {
         ReloadDecision::Reloaded | ReloadDecision::AlreadyCurrent => Ok(()),
         ReloadDecision::Restart { reason } => Err(reason),

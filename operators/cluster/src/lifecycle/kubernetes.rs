@@ -11,10 +11,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, names};
 
+use super::projection;
 use super::{
     Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
 };
@@ -85,6 +86,30 @@ impl KubernetesLifecycle {
             }
         })?;
         Ok((owner, objects))
+    }
+
+    /// Has the kubelet sync `server`'s pod now, so that the ConfigMap just written reaches its
+    /// file in seconds rather than at the next resync ([`projection`]). A failure only costs
+    /// that time, so it is logged, not returned.
+    async fn nudge_pod(&self, owner: &Owner, server: &DesiredServer) {
+        let pods: Api<Pod> = self.api(&owner.namespace);
+        let name = names::server_pod(&owner.name, server.ordinal);
+        let result = match pods.get_opt(&name).await {
+            Ok(Some(pod)) => {
+                match projection::nudge(&pod, &server.plan.server_name, &server.revision) {
+                    Some(patch) => pods
+                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .map(|_| ()),
+                    None => Ok(()),
+                }
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(pod = %name, error = %e, "could not nudge the kubelet to project the new config; the reload waits for its resync");
+        }
     }
 
     async fn server_objects(
@@ -295,12 +320,18 @@ impl ServerLifecycle for KubernetesLifecycle {
     ) -> Result<Applied, LifecycleError> {
         let (owner, cm, _) = self.server_objects(cluster, server).await?;
         let api: Api<ConfigMap> = self.api(&owner.namespace);
-        Ok(Applied {
-            foreign: apply_owned(&api, "ConfigMap", uid(&owner), &cm)
-                .await?
-                .into_iter()
-                .collect(),
-        })
+        let foreign: Vec<String> = apply_owned(&api, "ConfigMap", uid(&owner), &cm)
+            .await?
+            .into_iter()
+            .collect();
+        if foreign.is_empty() {
+            self.nudge_pod(&owner, server).await;
+        }
+        Ok(Applied { foreign })
+    }
+
+    fn config_projection(&self) -> std::time::Duration {
+        projection::PROJECTION_BOUND
     }
 
     async fn apply_server(

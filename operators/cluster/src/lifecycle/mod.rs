@@ -6,6 +6,7 @@
 //! same code over both.
 
 pub mod kubernetes;
+pub mod projection;
 
 use std::future::Future;
 
@@ -103,6 +104,13 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         cluster: &NatsCluster,
         server: &DesiredServer,
     ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+
+    /// How long a config written by [`write_config`](Self::write_config) may take to reach the
+    /// file its server reads: what a reload waits beyond its own time (Kubernetes: the kubelet
+    /// projecting the ConfigMap, [`projection`]). None locally: the file is written in place.
+    fn config_projection(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 
     /// Writes config and files and the workload tagged with `server.revision`: starts a server
     /// that is absent, restarts one running under another revision (Kubernetes: the pod

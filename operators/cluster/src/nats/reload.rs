@@ -64,8 +64,10 @@ async fn ask_reload(
 /// Asks server `server_name` to reload the config it was given (already written through the
 /// lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
 /// reaches every server) against `expected_digest`, the [`config_digest`](crate::reload::config_digest) of what was rendered.
-/// Any error — the server not found, the request refused (a restart-only field), a timeout, a
-/// digest other than expected — yields [`ReloadDecision::Restart`] naming it.
+/// A reload that read the file the server already ran (the new one not projected into the pod
+/// yet) is asked for again every `timing.reask` until `timing.confirm_within`. Any error — the
+/// server not found, the request refused (a restart-only field), a timeout, a digest neither
+/// the old nor the expected — yields [`ReloadDecision::Restart`] naming it.
 pub async fn reload_server(
     wire: &Wire,
     server_name: &str,
@@ -86,6 +88,7 @@ pub async fn reload_server(
         return restart(why);
     }
     let deadline = tokio::time::Instant::now() + timing.confirm_within;
+    let mut asked = tokio::time::Instant::now();
     let mut last: String;
     loop {
         match tokio::time::timeout(bound, wire.varz(&id)).await {
@@ -97,6 +100,18 @@ pub async fn reload_server(
                     return restart(format!(
                         "{server_name} reloaded config {reported}, not the rendered {expected_digest}"
                     ));
+                }
+                Confirmation::NotProjected => {
+                    last = format!(
+                        "{server_name} reloaded the config it ran ({}): the rendered one has not reached it",
+                        before.config_digest
+                    );
+                    if asked.elapsed() >= timing.reask {
+                        if let Err(why) = ask_reload(wire, server_name, &id, timing).await {
+                            return restart(why);
+                        }
+                        asked = tokio::time::Instant::now();
+                    }
                 }
                 Confirmation::Pending => {
                     last = format!(

@@ -1,11 +1,12 @@
 //! API tier: the Kubernetes server lifecycle on its own against a real kube-apiserver 1.20 —
 //! write_config writes the ConfigMap only, apply_server the ConfigMap and the StatefulSet naming
-//! the revision, observe reads StatefulSets and Pods, delete_server removes what it controls and
+//! the revision (and nudges the server's pod to project it), observe reads StatefulSets and Pods, delete_server removes what it controls and
 //! a PVC only when it carries the server's labels.
 
 use std::collections::BTreeMap;
 
 use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
+use cluster_controller::lifecycle::projection::CONFIG_WRITTEN_ANNOTATION;
 use cluster_controller::lifecycle::{DesiredServer, ServerLifecycle};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::objects::labels;
@@ -115,6 +116,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         "ConfigMap {cm_rv} before StatefulSet {}",
         rv(&sts)
     );
+    let sts_uid = sts.uid().expect("uid");
     let template = sts.spec.expect("spec").template;
     assert_eq!(
         template.metadata.expect("meta").annotations.expect("ann")[REVISION_ANNOTATION],
@@ -127,6 +129,10 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
             "name": "demo-1-0",
             "labels": labels::server("demo", "demo-1"),
             "annotations": {REVISION_ANNOTATION: servers[1].revision},
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "demo-1",
+                "uid": sts_uid, "controller": true,
+            }],
         },
         "spec": {"containers": [{"name": "nats", "image": "nats"}]},
     }))
@@ -159,6 +165,28 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         addr.monitor_url,
         "http://demo-1-0.demo-headless.nats.svc.cluster.local:8222"
     );
+
+    // write_config nudges the kubelet to project the config now: the server's pod (its
+    // StatefulSet's) is annotated with the revision written, and nothing else of it changes.
+    let before = pods.get("demo-1-0").await.expect("pod");
+    lifecycle
+        .write_config(&c, &servers[1])
+        .await
+        .expect("write_config");
+    let after = pods.get("demo-1-0").await.expect("pod");
+    assert_eq!(
+        after.annotations().get(CONFIG_WRITTEN_ANNOTATION),
+        Some(&servers[1].revision)
+    );
+    assert_eq!(after.spec, before.spec);
+    assert_eq!(after.labels(), before.labels());
+    // Written again under the same revision: the pod is left alone.
+    lifecycle
+        .write_config(&c, &servers[1])
+        .await
+        .expect("write_config");
+    let again = pods.get("demo-1-0").await.expect("pod");
+    assert_eq!(again.resource_version(), after.resource_version());
 
     // A server beyond replicas that is still present is observed too.
     let mut fewer = c.clone();

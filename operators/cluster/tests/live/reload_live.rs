@@ -286,6 +286,35 @@ async fn a_reloadable_change_reloads_and_a_restart_only_change_yields_a_restart(
         ReloadDecision::AlreadyCurrent
     );
 
+    // A file that reaches the server late, as on Kubernetes, where the kubelet projects a changed
+    // ConfigMap into the pod at its next sync: the first reload reads the file the server ran,
+    // and the reload is asked for again until the rendered one is read. Here the new file is
+    // written only once the server has reloaded the old one.
+    let before = rig.varz(0).await;
+    let mut block = rig.blocks[0].clone();
+    block.set("max_payload", 3i64 << 20);
+    let expected = config_digest(&block);
+    let project_late = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while rig.varz(0).await["config_load_time"] == before["config_load_time"] {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "demo-0 never reloaded the file it ran"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(rig.varz(0).await["config_digest"], before["config_digest"]);
+        rig.write(0, block);
+    };
+    let (decision, ()) = tokio::join!(
+        reload_server(&wire, "demo-0", &expected, timing),
+        project_late
+    );
+    assert_eq!(decision, ReloadDecision::Reloaded);
+    let after = rig.varz(0).await;
+    assert_eq!(after["max_payload"].as_i64(), Some(3 << 20));
+    assert_eq!(after["start"], before["start"], "reloaded, not restarted");
+
     // A change the allow-list calls reloadable (server_tags) reloads on the real server too.
     let old_plan = rig.plans[1].clone();
     let mut new_plan = old_plan.clone();
