@@ -70,6 +70,12 @@ scenario NAME *FLAGS:
     fi
     exec cargo run -q -p sim --bin sim -- scenario {{NAME}} {{FLAGS}}
 
+# The conformance run: every story of docs/stories applied in story order on the sim's real node,
+# the chart Helm-installed, each step's status examples reached; a line per story says pass, FAIL
+# or why it does not apply here. `just conformance 01` runs one. Root, after `just node-install`.
+conformance *STORIES:
+    cargo run -q -p e2e --features node --bin conformance -- {{STORIES}}
+
 # Try the controllers without a cluster: a kube-apiserver with the CRDs and the three controllers
 # (NatsClusters as local nats-server processes) to drive with kubectl, until Ctrl-C (docs/try-it.md).
 up:

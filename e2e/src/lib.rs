@@ -10,6 +10,7 @@
 //! scenarios there.
 
 pub mod chart;
+pub mod conformance;
 pub mod decode;
 pub mod installed;
 pub mod monitoring;

@@ -30,11 +30,35 @@ pub const NATS_REPOSITORY: &str = "docker.io/library/nats";
 /// The node's static local volumes: twice the most servers a scenario runs.
 pub const VOLUMES: usize = 8;
 
+/// The nats-server versions the stories name besides [`NATS_VERSION`] (story 01's upgrade).
+pub const STORY_VERSIONS: &[&str] = &["2.15.1"];
+
 /// The node with the chart installed.
 pub struct Installed {
     pub node: Node,
-    /// The digest the node gave the nats image.
+    /// The digest the node gave the nats image of [`NATS_VERSION`].
     pub nats_digest: String,
+    /// The digests of the other versions imported, by version.
+    pub other_versions: Vec<(String, String)>,
+}
+
+/// What a node is brought up with beyond the chart.
+#[derive(Clone, Debug)]
+pub struct NodeShape {
+    /// Static local volumes.
+    pub volumes: usize,
+    /// nats-server versions imported besides [`NATS_VERSION`].
+    pub versions: Vec<String>,
+}
+
+impl Default for NodeShape {
+    /// The scenarios' node: [`VOLUMES`], [`NATS_VERSION`] alone.
+    fn default() -> Self {
+        Self {
+            volumes: VOLUMES,
+            versions: vec![],
+        }
+    }
 }
 
 /// Where the install step caches the node's parts and nats-server.
@@ -57,6 +81,15 @@ pub fn unavailable() -> Option<String> {
 /// Brings the node up under `dir`, imports the images and Helm-installs the chart; `say` gets a
 /// line per phase with its time.
 pub async fn install(dir: &Path, say: &mut (dyn FnMut(&str) + Send)) -> Result<Installed, String> {
+    install_shaped(dir, &NodeShape::default(), say).await
+}
+
+/// [`install`] with the volumes and nats versions of `shape`.
+pub async fn install_shaped(
+    dir: &Path,
+    shape: &NodeShape,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Result<Installed, String> {
     if let Some(why) = unavailable() {
         return Err(format!("the node cannot run here: {why}"));
     }
@@ -66,7 +99,7 @@ pub async fn install(dir: &Path, say: &mut (dyn FnMut(&str) + Send)) -> Result<I
     // A replaced server's claim goes with its volume, and the static PVs of the node's
     // no-provisioner class cannot be reclaimed (the PV goes Failed): spare volumes stand in for
     // the fresh one a provisioner would make. replace-server's four servers need five.
-    let node = Node::up(&cache, &dir.join("node"), VOLUMES)
+    let node = Node::up(&cache, &dir.join("node"), shape.volumes)
         .await
         .map_err(|e| format!("node up: {e}"))?;
     say(&format!(
@@ -81,6 +114,15 @@ pub async fn install(dir: &Path, say: &mut (dyn FnMut(&str) + Send)) -> Result<I
     let nats_digest = node
         .import_binary(&binary, "nats-server", NATS_VERSION, NATS_REPOSITORY)
         .map_err(|e| format!("importing nats-server: {e}"))?;
+    let mut other_versions = Vec::new();
+    for version in &shape.versions {
+        let binary = sim::install::nats_server(version)
+            .map_err(|e| format!("nats-server {version}: {e}"))?;
+        let digest = node
+            .import_binary(&binary, "nats-server", version, NATS_REPOSITORY)
+            .map_err(|e| format!("importing nats-server {version}: {e}"))?;
+        other_versions.push((version.clone(), digest));
+    }
     say(&format!(
         "imported {names:?} and {NATS_REPOSITORY}@{nats_digest}"
     ));
@@ -106,7 +148,11 @@ pub async fn install(dir: &Path, say: &mut (dyn FnMut(&str) + Send)) -> Result<I
         "helm install to the three controllers Ready in {:.1} s",
         t1.elapsed().as_secs_f64()
     ));
-    Ok(Installed { node, nats_digest })
+    Ok(Installed {
+        node,
+        nats_digest,
+        other_versions,
+    })
 }
 
 impl Installed {
@@ -115,12 +161,22 @@ impl Installed {
         NodeHost::new(
             self.node.client(),
             crate::chart::NAMESPACE,
-            Fit::node(NATS_REPOSITORY, &self.nats_digest),
+            self.fit(),
             namespaces,
         )
         .await
         .map(|h| h.with_containers(self.node.containers()))
         .map_err(|e| e.to_string())
+    }
+}
+
+impl Installed {
+    /// How manifests are fitted to this node: its nats images by version.
+    pub fn fit(&self) -> Fit {
+        self.other_versions.iter().fold(
+            Fit::node(NATS_REPOSITORY, &self.nats_digest),
+            |fit, (version, digest)| fit.with_version(version, digest),
+        )
     }
 }
 

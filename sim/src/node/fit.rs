@@ -2,8 +2,9 @@
 //! this machine with no registry ([`Fit`]): what a scenario or a story applies on the node
 //! backend is its manifest with
 //!
-//! - the nats image pinned to the digest the node gave the imported nats-server binary (the
-//!   manifest's own digest names an image that cannot be pulled here);
+//! - the nats image pinned to the digest the node gave the imported nats-server binary of the
+//!   NatsCluster's `spec.version` (or the default one; the manifest's own digest names an image
+//!   that cannot be pulled here);
 //! - no exporter sidecar (its image is not obtainable offline: the design's render with
 //!   `exporter.enabled: false`);
 //! - memory requests and limits divided by [`Fit::memory_divisor`] (so 4Gi → 512Mi and 8Gi →
@@ -21,6 +22,9 @@ use serde_json::Value;
 pub struct Fit {
     /// The nats image's repository and the digest the node imported it under.
     pub image: Option<(String, String)>,
+    /// The digests of other nats-server versions the node imported into the same repository,
+    /// by version: a NatsCluster of one of these versions runs its own image.
+    pub versions: std::collections::BTreeMap<String, String>,
     /// Memory requests and limits are divided by this.
     pub memory_divisor: i64,
     /// CPU requests are at most this many millicores.
@@ -35,10 +39,17 @@ impl Fit {
     pub fn node(repository: &str, digest: &str) -> Self {
         Self {
             image: Some((repository.into(), digest.into())),
+            versions: Default::default(),
             memory_divisor: 8,
             cpu_millis: 100,
             storage: "1Gi".into(),
         }
+    }
+
+    /// Also version `version` of nats-server, imported as `digest` of the same repository.
+    pub fn with_version(mut self, version: &str, digest: &str) -> Self {
+        self.versions.insert(version.into(), digest.into());
+        self
     }
 
     /// What this fit changes, in a line for a report.
@@ -64,6 +75,8 @@ impl Fit {
             return Ok(());
         };
         if let Some((repository, digest)) = &self.image {
+            let version = spec.get("version").and_then(Value::as_str);
+            let digest = version.and_then(|v| self.versions.get(v)).unwrap_or(digest);
             spec.insert(
                 "image".into(),
                 serde_json::json!({"repository": repository, "digest": digest}),
@@ -210,6 +223,19 @@ mod tests {
                     "resources": {"requests": {"storage": "1Gi"}}}}},
             })
         );
+    }
+
+    #[rstest::rstest]
+    #[case::the_default_version("2.15.0", "sha256:ab")]
+    #[case::another_imported_version("2.15.1", "sha256:cd")]
+    #[case::a_version_not_imported("2.16.0", "sha256:ab")]
+    fn each_version_runs_its_own_image(#[case] version: &str, #[case] digest: &str) {
+        let mut obj = cluster(serde_json::json!({"version": version}));
+        Fit::node("docker.io/library/nats", "sha256:ab")
+            .with_version("2.15.1", "sha256:cd")
+            .nats_cluster(&mut obj)
+            .expect("fits");
+        assert_eq!(obj.data["spec"]["image"]["digest"], digest);
     }
 
     #[rstest::rstest]

@@ -1,0 +1,66 @@
+//! `just conformance`: every story of docs/stories applied in story order on the sim's real node,
+//! the chart Helm-installed with the controllers as pods, each step's status examples reached
+//! (`e2e::conformance`). Prints a line per story: pass, FAIL and why, or not applicable here and
+//! why. Root and `just node-install` needed.
+//!
+//! usage: conformance [STORY...]   (a story by its folder name or number prefix, e.g. 01)
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long one example may take to be reached: a rolling restart of three servers on the node.
+const WITHIN: Duration = Duration::from_secs(420);
+
+fn main() -> ExitCode {
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(why) = e2e::on_node::unavailable() {
+        eprintln!("conformance: the node cannot run here: {why}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("conformance: a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let dir = match tempfile::Builder::new().prefix("conformance-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("conformance: a temp dir: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut say = |line: &str| println!("{line}");
+    let run = match runtime.block_on(e2e::conformance::run::on_node(
+        dir.path(),
+        &only,
+        WITHIN,
+        &mut say,
+    )) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("conformance: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("conformance on the node:");
+    for s in &run.stories {
+        println!("  {}", s.line());
+    }
+    if !run.host_left.is_empty() {
+        eprintln!(
+            "conformance: the host differs from its baseline after down: {:#?}",
+            run.host_left
+        );
+    }
+    if run.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,258 @@
+//! Applying the stories on the node and waiting for their examples ([`story`]).
+//!
+//! Each step's manifests are server-side applied as the story writes them, fitted to the node
+//! ([`sim::node::fit`]); then every example of that step is waited for at once, each by reading
+//! its object until its status [conforms](super::matches::conforms), so that a passing state
+//! (midway through a rolling restart) and the state after it are both seen. An example with an
+//! `observedGeneration` is met only by a status of the object's current generation.
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject, GroupVersionKind};
+use serde_json::Value;
+use sim::host::Objects;
+
+use super::matches::{Mismatch, conforms};
+use super::{Applicability, applicability, steps};
+use crate::stories::{StatusExample, Story};
+
+/// How often an example's object is read.
+const POLL: Duration = Duration::from_millis(250);
+
+/// How one story went.
+#[derive(Clone, Debug)]
+pub struct StoryRun {
+    pub story: String,
+    pub outcome: Outcome,
+    pub took: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// Every example reached: each with the time from its step's apply.
+    Passed(Vec<(String, Duration)>),
+    /// The first step that did not: what was applied or waited for, and why.
+    Failed {
+        step: u32,
+        why: String,
+    },
+    NotHere(&'static str),
+}
+
+impl StoryRun {
+    pub fn passed(&self) -> bool {
+        matches!(self.outcome, Outcome::Passed(_))
+    }
+
+    /// One line for the run's table.
+    pub fn line(&self) -> String {
+        match &self.outcome {
+            Outcome::Passed(reached) => format!(
+                "{:<22} pass ({} examples, {:.1} s)",
+                self.story,
+                reached.len(),
+                self.took.as_secs_f64()
+            ),
+            Outcome::Failed { step, why } => {
+                format!("{:<22} FAIL at step {step:02}: {why}", self.story)
+            }
+            Outcome::NotHere(why) => format!("{:<22} not applicable here: {why}", self.story),
+        }
+    }
+}
+
+/// Runs `story` on the cluster `objects` reaches: each step applied, then its examples waited
+/// for, each within `within`.
+pub async fn story(
+    objects: &Objects,
+    story: &Story,
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> StoryRun {
+    let t0 = Instant::now();
+    let done = |outcome| StoryRun {
+        story: story.name.clone(),
+        outcome,
+        took: t0.elapsed(),
+    };
+    if let Applicability::NotHere(why) = applicability(&story.name) {
+        return done(Outcome::NotHere(why));
+    }
+    let mut reached = Vec::new();
+    for step in steps(story) {
+        for doc in &step.manifests {
+            let applied = match serde_yaml::to_string(&doc.object.value) {
+                Ok(text) => objects.apply_text(&doc.path, &text).await,
+                Err(e) => {
+                    return done(Outcome::Failed {
+                        step: step.number,
+                        why: format!("{doc}: {e}"),
+                    });
+                }
+            };
+            match applied {
+                Ok(names) => say(&format!("  applied {doc}: {}", names.join(", "))),
+                Err(e) => {
+                    return done(Outcome::Failed {
+                        step: step.number,
+                        why: format!("applying {doc}: {e}"),
+                    });
+                }
+            }
+        }
+        let client = objects.client();
+        let waits = step
+            .examples
+            .iter()
+            .map(|e| reach(&client, e, within))
+            .collect::<Vec<_>>();
+        for (example, result) in step
+            .examples
+            .iter()
+            .zip(futures::future::join_all(waits).await)
+        {
+            match result {
+                Ok(after) => {
+                    say(&format!(
+                        "  reached {example} after {:.1} s",
+                        after.as_secs_f64()
+                    ));
+                    reached.push((example.to_string(), after));
+                }
+                Err(why) => {
+                    return done(Outcome::Failed {
+                        step: step.number,
+                        why: format!("{example}: {why}"),
+                    });
+                }
+            }
+        }
+    }
+    done(Outcome::Passed(reached))
+}
+
+/// Reads `example`'s object until its status conforms; the time it took, or the differences
+/// still there at `within`.
+async fn reach(
+    client: &kube::Client,
+    example: &StatusExample,
+    within: Duration,
+) -> Result<Duration, String> {
+    let o = &example.object;
+    let gvk = GroupVersionKind::gvk(o.group(), o.version(), &o.kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|e| format!("the kind {}: {e}", o.kind))?;
+    let api: Api<DynamicObject> = match (caps.scope, &o.namespace) {
+        (kube::discovery::Scope::Namespaced, Some(ns)) => {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        }
+        _ => Api::all_with(client.clone(), &ar),
+    };
+    let t0 = Instant::now();
+    let mut last: String;
+    loop {
+        match api.get_opt(&o.name).await {
+            Ok(Some(obj)) => {
+                let found = differences(example, &obj);
+                if found.is_empty() {
+                    return Ok(t0.elapsed());
+                }
+                last = shown(&found);
+            }
+            Ok(None) => last = "no such object".into(),
+            Err(e) => last = format!("reading it: {e}"),
+        }
+        if t0.elapsed() >= within {
+            return Err(format!("not reached within {within:?}: {last}"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// How `obj` falls short of `example`: its status, and its generation when the example names one.
+fn differences(example: &StatusExample, obj: &DynamicObject) -> Vec<Mismatch> {
+    let status = obj.data.get("status").cloned().unwrap_or(Value::Null);
+    let mut found = conforms(example.status(), &status);
+    if example.status().get("observedGeneration").is_some() {
+        let seen = status.get("observedGeneration").and_then(Value::as_i64);
+        if seen != obj.metadata.generation {
+            found.push(Mismatch {
+                path: "status.observedGeneration".into(),
+                want: format!("{:?} (the object's generation)", obj.metadata.generation),
+                got: format!("{seen:?}"),
+            });
+        }
+    }
+    found
+}
+
+fn shown(found: &[Mismatch]) -> String {
+    let mut parts: Vec<String> = found.iter().take(6).map(ToString::to_string).collect();
+    if found.len() > 6 {
+        parts.push(format!("{} more", found.len() - 6));
+    }
+    parts.join("; ")
+}
+
+/// A whole conformance run on the node.
+pub struct Conformance {
+    pub stories: Vec<StoryRun>,
+    /// How the host differed from its baseline after `down` (empty: restored).
+    pub host_left: Vec<String>,
+}
+
+impl Conformance {
+    /// Every story that runs here passed, and the host is restored.
+    pub fn passed(&self) -> bool {
+        self.host_left.is_empty()
+            && self
+                .stories
+                .iter()
+                .all(|s| s.passed() || matches!(s.outcome, Outcome::NotHere(_)))
+    }
+}
+
+/// The node's volumes for a conformance run: every story's servers, with their claims kept.
+pub const VOLUMES: usize = 40;
+
+/// Brings a node up under `dir` with the chart installed, runs the stories named in `only` (all
+/// when empty) in story order, each example within `within`, and brings the node down.
+pub async fn on_node(
+    dir: &std::path::Path,
+    only: &[String],
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Result<Conformance, String> {
+    let stories = crate::stories::load().map_err(|e| e.to_string())?;
+    let chosen: Vec<&Story> = stories
+        .iter()
+        .filter(|s| only.is_empty() || only.iter().any(|o| s.name.starts_with(o.as_str())))
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!("no story is named {only:?}"));
+    }
+    let shape = crate::on_node::NodeShape {
+        volumes: VOLUMES,
+        versions: crate::on_node::STORY_VERSIONS
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
+    };
+    let installed = crate::on_node::install_shaped(dir, &shape, &mut *say).await?;
+    let fit = installed.fit();
+    say(&format!("stories fitted to the node: {}", fit.describe()));
+    let objects = Objects::fitted(installed.node.client(), fit);
+    let mut runs = Vec::new();
+    for s in chosen {
+        say(&format!("--- {}", s.name));
+        let run = story(&objects, s, within, &mut *say).await;
+        say(&run.line());
+        runs.push(run);
+    }
+    let host_left = installed.node.down().await;
+    Ok(Conformance {
+        stories: runs,
+        host_left,
+    })
+}
