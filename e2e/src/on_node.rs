@@ -49,6 +49,8 @@ pub struct NodeShape {
     pub volumes: usize,
     /// nats-server versions imported besides [`NATS_VERSION`].
     pub versions: Vec<String>,
+    /// Chart values beyond the node's own (YAML).
+    pub values: Option<String>,
 }
 
 impl Default for NodeShape {
@@ -57,6 +59,7 @@ impl Default for NodeShape {
         Self {
             volumes: VOLUMES,
             versions: vec![],
+            values: None,
         }
     }
 }
@@ -140,8 +143,11 @@ pub async fn install_shaped(
     std::fs::write(&values, "image:\n  pullPolicy: Never\n")
         .map_err(|e| format!("{}: {e}", values.display()))?;
     let sim_values = crate::chart::testdata("sim-install-values.yaml");
+    let extra = dir.join("extra-values.yaml");
+    std::fs::write(&extra, shape.values.as_deref().unwrap_or("{}\n"))
+        .map_err(|e| format!("{}: {e}", extra.display()))?;
     let t1 = Instant::now();
-    helm.install(&node.kubeconfig(), &[&sim_values, &values])
+    helm.install(&node.kubeconfig(), &[&sim_values, &values, &extra])
         .map_err(|e| format!("helm install: {e}"))?;
     deployments_ready(&client, crate::chart::NAMESPACE, Duration::from_secs(180)).await?;
     say(&format!(

@@ -78,6 +78,35 @@ pub async fn story(
     if let Applicability::NotHere(why) = applicability(&story.name) {
         return done(Outcome::NotHere(why));
     }
+    let fixtures = match super::fixtures::before(&story.name) {
+        Ok(f) => f,
+        Err(e) => {
+            return done(Outcome::Failed {
+                step: 0,
+                why: format!("making what the story leaves to the platform: {e}"),
+            });
+        }
+    };
+    for fixture in fixtures {
+        let applied = match serde_yaml::to_string(&fixture) {
+            Ok(text) => objects.apply_text(&story.dir, &text).await,
+            Err(e) => {
+                return done(Outcome::Failed {
+                    step: 0,
+                    why: e.to_string(),
+                });
+            }
+        };
+        match applied {
+            Ok(names) => say(&format!("  the platform's {}", names.join(", "))),
+            Err(e) => {
+                return done(Outcome::Failed {
+                    step: 0,
+                    why: e.to_string(),
+                });
+            }
+        }
+    }
     let mut reached = Vec::new();
     for step in steps(story) {
         for doc in &step.manifests {
@@ -213,6 +242,10 @@ impl Conformance {
     }
 }
 
+/// The chart as the stories install it: the auth controller pushes through story 02's
+/// NatsConnection of its system user (its README: `--system-connection nats-system/auth`).
+pub const CHART_VALUES: &str = "controllers:\n  auth:\n    systemConnection: nats-system/auth\n";
+
 /// The node's volumes for a conformance run: every story's servers, with their claims kept.
 pub const VOLUMES: usize = 40;
 
@@ -238,6 +271,7 @@ pub async fn on_node(
             .iter()
             .map(|v| v.to_string())
             .collect(),
+        values: Some(CHART_VALUES.into()),
     };
     let installed = crate::on_node::install_shaped(dir, &shape, &mut *say).await?;
     let fit = installed.fit();
