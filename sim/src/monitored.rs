@@ -33,20 +33,33 @@ pub async fn meta_leader(m: &dyn Monitored) -> Result<Option<String>, String> {
     let Some(first) = all.first().map(|s| s.cluster.clone()) else {
         return Err("no servers".into());
     };
-    let members: Vec<&Member> = all.iter().filter(|s| s.cluster == first).collect();
+    let members: Vec<String> = all
+        .into_iter()
+        .filter(|s| s.cluster == first)
+        .map(|s| s.name)
+        .collect();
+    meta_leader_among(m, &members).await
+}
+
+/// The meta leader all of `members` (one meta group) agree on, seeing every other member
+/// current; None while no member names one. A lone member with no leader named is its own.
+pub async fn meta_leader_among(
+    m: &dyn Monitored,
+    members: &[String],
+) -> Result<Option<String>, String> {
     let mut leader: Option<String> = None;
-    for s in &members {
-        let jsz = m.monitor(&s.name, "/jsz").await?;
+    for name in members {
+        let jsz = m.monitor(name, "/jsz").await?;
         let l = jsz["meta_cluster"]["leader"].as_str().unwrap_or("");
         if l.is_empty() {
             if members.len() == 1 {
-                return Ok(Some(s.name.clone()));
+                return Ok(Some(name.clone()));
             }
-            return Err(format!("{} sees no meta leader", s.name));
+            return Err(format!("{name} sees no meta leader"));
         }
         match &leader {
             Some(prev) if prev != l => {
-                return Err(format!("{} sees {l}, others {prev}", s.name));
+                return Err(format!("{name} sees {l}, others {prev}"));
             }
             _ => leader = Some(l.to_string()),
         }
@@ -54,7 +67,7 @@ pub async fn meta_leader(m: &dyn Monitored) -> Result<Option<String>, String> {
     let Some(leader) = leader else {
         return Ok(None);
     };
-    if !members.iter().any(|s| s.name == leader) {
+    if !members.contains(&leader) {
         // A leader in another cluster of the supercluster: it is the answer.
         return Ok(Some(leader));
     }
@@ -66,10 +79,9 @@ pub async fn meta_leader(m: &dyn Monitored) -> Result<Option<String>, String> {
         .filter(|r| r["current"].as_bool() == Some(true) && r["offline"].as_bool() != Some(true))
         .filter_map(|r| r["name"].as_str().map(String::from))
         .collect();
-    let missing: Vec<&str> = members
+    let missing: Vec<&String> = members
         .iter()
-        .filter(|s| s.name != leader && !current.contains(&s.name))
-        .map(|s| s.name.as_str())
+        .filter(|s| **s != leader && !current.contains(*s))
         .collect();
     if missing.is_empty() {
         Ok(Some(leader))

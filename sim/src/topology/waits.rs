@@ -2,7 +2,7 @@
 //! with all its peers current, healthz, a stream's leader and its replicas, gateways and leaf
 //! links up (or down after a cut). Each reads the servers' monitoring endpoints.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Topology, TopologyError, TopologySpec};
@@ -64,47 +64,7 @@ impl Topology {
     }
 
     async fn meta_leader_check(&self, members: &[String]) -> Result<Option<String>, String> {
-        let mut leader: Option<String> = None;
-        for m in members {
-            let jsz = self.monitor(m, "/jsz").await?;
-            let l = jsz["meta_cluster"]["leader"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            if l.is_empty() {
-                return Err(format!("{m} sees no meta leader"));
-            }
-            match &leader {
-                Some(prev) if *prev != l => return Err(format!("{m} sees {l}, others {prev}")),
-                _ => leader = Some(l),
-            }
-        }
-        let Some(leader) = leader else {
-            return Ok(None);
-        };
-        let jsz = self.monitor(&leader, "/jsz").await?;
-        let replicas = jsz["meta_cluster"]["replicas"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let current: BTreeSet<&str> = replicas
-            .iter()
-            .filter(|r| {
-                r["current"].as_bool() == Some(true) && r["offline"].as_bool() != Some(true)
-            })
-            .filter_map(|r| r["name"].as_str())
-            .collect();
-        let missing: Vec<&String> = members
-            .iter()
-            .filter(|m| **m != leader && !current.contains(m.as_str()))
-            .collect();
-        if missing.is_empty() {
-            Ok(Some(leader))
-        } else {
-            Err(format!(
-                "leader {leader} does not see {missing:?} as current"
-            ))
-        }
+        crate::monitored::meta_leader_among(self, members).await
     }
 
     /// Waits until every running server answers /healthz with ok.
@@ -310,5 +270,25 @@ impl Topology {
         })
         .await?;
         Ok(())
+    }
+}
+
+impl crate::monitored::Monitored for Topology {
+    fn members(&self) -> Vec<crate::monitored::Member> {
+        self.servers
+            .iter()
+            .map(|s| crate::monitored::Member {
+                name: s.name().to_string(),
+                cluster: s.cluster.clone(),
+            })
+            .collect()
+    }
+
+    fn monitor<'a>(
+        &'a self,
+        name: &'a str,
+        path: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<serde_json::Value, String>> {
+        Box::pin(Topology::monitor(self, name, path))
     }
 }
