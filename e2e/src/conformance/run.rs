@@ -1,10 +1,14 @@
 //! Applying the stories on the node and waiting for their examples ([`story`]).
 //!
 //! Each step's manifests are server-side applied as the story writes them, fitted to the node
-//! ([`sim::node::fit`]); then every example of that step is waited for at once, each by reading
-//! its object until its status [conforms](super::matches::conforms), so that a passing state
-//! (midway through a rolling restart) and the state after it are both seen. An example with an
-//! `observedGeneration` is met only by a status of the object's current generation.
+//! ([`sim::node::fit`]); then every example of that step is waited for, each in the background
+//! by reading its object until its status [conforms](super::matches::conforms), so that a
+//! passing state (midway through a rolling restart) and the state after it are both seen. The
+//! next step is applied once each example of this one is reached or its object has stayed
+//! unchanged for [`QUIET`]: an example may show a state a later step brings (story 02's system
+//! account distributed once step 03's cluster runs), so it keeps waiting, up to its deadline.
+//! An example with an `observedGeneration` is met only by a status of the object's current
+//! generation.
 
 use std::time::{Duration, Instant};
 
@@ -108,6 +112,7 @@ pub async fn story(
         }
     }
     let mut reached = Vec::new();
+    let mut watching: Vec<Watched> = Vec::new();
     for step in steps(story) {
         for doc in &step.manifests {
             let applied = match serde_yaml::to_string(&doc.object.value) {
@@ -130,34 +135,135 @@ pub async fn story(
             }
         }
         let client = objects.client();
-        let waits = step
+        let started: Vec<Watched> = step
             .examples
             .iter()
-            .map(|e| reach(&client, e, within))
-            .collect::<Vec<_>>();
-        for (example, result) in step
-            .examples
-            .iter()
-            .zip(futures::future::join_all(waits).await)
-        {
-            match result {
-                Ok(after) => {
-                    say(&format!(
-                        "  reached {example} after {:.1} s",
-                        after.as_secs_f64()
-                    ));
-                    reached.push((example.to_string(), after));
-                }
-                Err(why) => {
-                    return done(Outcome::Failed {
-                        step: step.number,
-                        why: format!("{example}: {why}"),
-                    });
-                }
+            .map(|e| Watched::start(client.clone(), (*e).clone(), within))
+            .collect();
+        // On to the next step once each example of this one is reached, failed, or quiet: its
+        // object unchanged for QUIET while short of the example (it waits for a later step).
+        loop {
+            if started.iter().all(|w| !w.moving()) {
+                break;
             }
+            tokio::time::sleep(POLL).await;
+        }
+        watching.extend(started);
+        if let Some(out) = settle(&mut watching, say, &mut reached) {
+            return done(out);
         }
     }
-    done(Outcome::Passed(reached))
+    // Every step applied: what is left has until its own deadline.
+    loop {
+        if let Some(out) = settle(&mut watching, say, &mut reached) {
+            return done(out);
+        }
+        if watching.is_empty() {
+            return done(Outcome::Passed(reached));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Takes the examples reached or failed out of `watching`, the failure that ends the story if
+/// one did; the ones still waiting stay.
+fn settle(
+    watching: &mut Vec<Watched>,
+    say: &mut (dyn FnMut(&str) + Send),
+    reached: &mut Vec<(String, Duration)>,
+) -> Option<Outcome> {
+    let mut still = Vec::new();
+    for w in watching.drain(..) {
+        match w.state() {
+            State::Reached(after) => {
+                say(&format!(
+                    "  reached {} after {:.1} s (from step {:02})",
+                    w.example,
+                    after.as_secs_f64(),
+                    w.example.step
+                ));
+                reached.push((w.example.to_string(), after));
+            }
+            State::Failed(why) => {
+                return Some(Outcome::Failed {
+                    step: w.example.step,
+                    why: format!("{}: {why}", w.example),
+                });
+            }
+            State::Waiting { .. } => still.push(w),
+        }
+    }
+    *watching = still;
+    None
+}
+
+/// How long an example's object may stay unchanged, short of the example, before the next
+/// step is applied anyway (the example waits on a later step: story 02's system account is
+/// distributed once step 03's cluster runs).
+const QUIET: Duration = Duration::from_secs(30);
+
+/// Where one example's wait stands.
+#[derive(Clone, Debug)]
+enum State {
+    Waiting { changed: Instant },
+    Reached(Duration),
+    Failed(String),
+}
+
+/// An example waited for in the background, from its step's apply until reached or `within`.
+struct Watched {
+    example: StatusExample,
+    state: std::sync::Arc<std::sync::Mutex<State>>,
+    /// The wait's task, stopped when the story ends without it.
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Watched {
+    fn start(client: kube::Client, example: StatusExample, within: Duration) -> Self {
+        let state = std::sync::Arc::new(std::sync::Mutex::new(State::Waiting {
+            changed: Instant::now(),
+        }));
+        let shared = state.clone();
+        let e = example.clone();
+        let task = tokio::spawn(async move {
+            let end = match reach(&client, &e, within, &shared).await {
+                Ok(after) => State::Reached(after),
+                Err(why) => State::Failed(why),
+            };
+            set(&shared, end);
+        })
+        .abort_handle();
+        Watched {
+            example,
+            state,
+            task,
+        }
+    }
+
+    fn state(&self) -> State {
+        self.state
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Still waiting, its object changed within QUIET.
+    fn moving(&self) -> bool {
+        matches!(self.state(), State::Waiting { changed } if changed.elapsed() < QUIET)
+    }
+}
+
+fn set(state: &std::sync::Mutex<State>, to: State) {
+    match state.lock() {
+        Ok(mut s) => *s = to,
+        Err(e) => *e.into_inner() = to,
+    }
 }
 
 /// Reads `example`'s object until its status conforms; the time it took, or the differences
@@ -166,6 +272,7 @@ async fn reach(
     client: &kube::Client,
     example: &StatusExample,
     within: Duration,
+    state: &std::sync::Mutex<State>,
 ) -> Result<Duration, String> {
     let o = &example.object;
     let gvk = GroupVersionKind::gvk(o.group(), o.version(), &o.kind);
@@ -180,12 +287,27 @@ async fn reach(
     };
     let t0 = Instant::now();
     let mut last: String;
+    let mut version: Option<String> = None;
+    // The reading nearest the example, for the failure: the last is often the state after.
+    let mut closest: Option<(usize, String)> = None;
     loop {
         match api.get_opt(&o.name).await {
             Ok(Some(obj)) => {
+                if obj.metadata.resource_version != version {
+                    version = obj.metadata.resource_version.clone();
+                    set(
+                        state,
+                        State::Waiting {
+                            changed: Instant::now(),
+                        },
+                    );
+                }
                 let found = differences(example, &obj);
                 if found.is_empty() {
                     return Ok(t0.elapsed());
+                }
+                if closest.as_ref().is_none_or(|(n, _)| found.len() <= *n) {
+                    closest = Some((found.len(), shown(&found)));
                 }
                 last = shown(&found);
             }
@@ -193,7 +315,12 @@ async fn reach(
             Err(e) => last = format!("reading it: {e}"),
         }
         if t0.elapsed() >= within {
-            return Err(format!("not reached within {within:?}: {last}"));
+            return Err(match closest {
+                Some((_, near)) if near != last => {
+                    format!("not reached within {within:?}: nearest {near}; last {last}")
+                }
+                _ => format!("not reached within {within:?}: {last}"),
+            });
         }
         tokio::time::sleep(POLL).await;
     }
