@@ -273,3 +273,30 @@ mod tests {
         assert_eq!(camel_word(s), want);
     }
 }
+#[cfg(test)]
+mod scratch {
+    #[test]
+    fn scratch_capture() {
+        let txt = std::fs::read_to_string("/tmp/watch-demo.json").unwrap();
+        let stories = crate::stories::load().unwrap();
+        let s = stories.iter().find(|s| s.name == "01-quickstart").unwrap();
+        let ex = s
+            .status_examples
+            .iter()
+            .find(|e| e.file.contains("rolling"))
+            .unwrap();
+        let mut best = 99;
+        for v in serde_json::Deserializer::from_str(&txt).into_iter::<serde_json::Value>() {
+            let v = v.unwrap();
+            let m = super::conforms(ex.status(), &v["status"]);
+            if m.len() < best {
+                best = m.len();
+                println!(
+                    "{}: {:?}",
+                    m.len(),
+                    m.iter().map(|x| x.to_string()).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}

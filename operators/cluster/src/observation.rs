@@ -5,7 +5,7 @@
 //! asking is [`crate::nats::observe`]'s; the conditions ([`crate::conditions`]) and the rollout
 //! ([`crate::rollout`]) judge what is read here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use nats_wire::monitor::{ClusterInfo, Gatewayz, Jsz, Leafz, MetaClusterInfo};
 
@@ -64,16 +64,24 @@ pub fn meta_leader(obs: &Observation) -> Option<String> {
         .find(|l| !l.is_empty())
 }
 
-/// The version every server of `expected` reports, if they agree.
-pub fn common_version(obs: &Observation, expected: &[String]) -> Option<String> {
-    let versions: BTreeSet<Option<&String>> = expected
+/// `status.version`: the oldest version a server of `expected` reports, so that mid-rollout
+/// (story 01's canary: one server on 2.15.1) it reads what every server runs at least, and a
+/// server that does not answer for a moment (restarting) leaves it as the others say. None when
+/// no server answers with a version. Versions compare by semver; one that is not semver sorts
+/// after every one that is (it is named only when no server reports a semver).
+pub fn oldest_version(obs: &Observation, expected: &[String]) -> Option<String> {
+    expected
         .iter()
-        .map(|n| obs.answers.get(n).and_then(|a| a.version.as_ref()))
-        .collect();
-    match versions.into_iter().collect::<Vec<_>>().as_slice() {
-        [Some(v)] => Some((*v).clone()),
-        _ => None,
-    }
+        .filter_map(|n| obs.answers.get(n).and_then(|a| a.version.as_ref()))
+        .min_by(
+            |a, b| match (semver::Version::parse(a), semver::Version::parse(b)) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+                (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+                (Err(_), Err(_)) => a.cmp(b),
+            },
+        )
+        .cloned()
 }
 
 /// A stream's or a consumer's Raft group, by account and names. Consumers order before

@@ -55,7 +55,14 @@ impl Fit {
     /// What this fit changes, in a line for a report.
     pub fn describe(&self) -> String {
         let image = match &self.image {
-            Some((repo, digest)) => format!("image {repo}@{digest}, "),
+            Some((repo, digest)) => {
+                let others: String = self
+                    .versions
+                    .iter()
+                    .map(|(v, d)| format!(" (version {v}: @{d})"))
+                    .collect();
+                format!("image {repo}@{digest}{others}, ")
+            }
             None => String::new(),
         };
         format!(

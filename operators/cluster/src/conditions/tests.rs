@@ -15,7 +15,7 @@ use super::leafnodes::{LeafRemoteView, leafnodes};
 use super::ready::{ready, ready_count};
 use super::settled::{settled, settled_after_restarts};
 use crate::lifecycle::ObservedServer;
-use crate::observation::{Observation, ServerAnswer, common_version, meta_leader};
+use crate::observation::{Observation, ServerAnswer, meta_leader, oldest_version};
 
 #[rstest]
 #[case::nothing_restarted(true, &[], (true, reason::ALL_GROUPS_CURRENT, "judged"))]
@@ -340,13 +340,30 @@ fn leaf_remotes_counted_by_account_and_refused_ones_named() {
     assert!(v.message.contains("hub-1"));
 }
 
-#[test]
-fn common_version_only_when_all_agree() {
-    let o = three(vec![], "", vec![]);
-    assert_eq!(common_version(&o, &expected()), Some("2.15.0".into()));
-    let mut o2 = o.clone();
-    if let Some(a) = o2.answers.get_mut("demo-1") {
-        a.version = Some("2.15.1".into());
+#[rstest::rstest]
+#[case::all_agree(&[("demo-1", Some("2.15.0"))], Some("2.15.0"))]
+#[case::a_canary_ahead(&[("demo-2", Some("2.15.1"))], Some("2.15.0"))]
+#[case::the_rest_ahead(&[("demo-0", Some("2.15.1")), ("demo-1", Some("2.15.1"))], Some("2.15.0"))]
+#[case::by_semver_not_text(&[("demo-0", Some("2.9.9")), ("demo-1", Some("2.10.0")), ("demo-2", Some("2.10.0"))], Some("2.9.9"))]
+#[case::one_restarting(&[("demo-1", None)], Some("2.15.0"))]
+#[case::none_answers(&[("demo-0", None), ("demo-1", None), ("demo-2", None)], None)]
+#[case::not_semver_last(&[("demo-0", Some("dev")), ("demo-1", Some("2.15.1")), ("demo-2", Some("2.15.1"))], Some("2.15.1"))]
+fn status_version_is_the_oldest_a_server_runs(
+    #[case] versions: &[(&str, Option<&str>)],
+    #[case] want: Option<&str>,
+) {
+    let mut o = three(vec![], "", vec![]);
+    for (name, v) in versions {
+        match v {
+            Some(v) => {
+                if let Some(a) = o.answers.get_mut(*name) {
+                    a.version = Some(v.to_string());
+                }
+            }
+            None => {
+                o.answers.remove(*name);
+            }
+        }
     }
-    assert_eq!(common_version(&o2, &expected()), None);
+    assert_eq!(oldest_version(&o, &expected()), want.map(String::from));
 }

@@ -25,7 +25,7 @@ use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
 use crate::lifecycle::ServerLifecycle;
-use crate::observation::{common_version, meta_leader};
+use crate::observation::{meta_leader, oldest_version};
 use crate::quantity;
 
 /// Writes the pass as status and returns when to look again.
@@ -45,7 +45,7 @@ pub async fn write_status<L: ServerLifecycle>(
     let status = NatsClusterStatus {
         observed_generation: cluster.metadata.generation,
         conditions: conditions_of(cluster, &prev.conditions, verdicts),
-        version: common_version(&seen.observation, &expected),
+        version: oldest_version(&seen.observation, &expected),
         replicas: Some(cluster.spec.replicas),
         ready_replicas: Some(ready_count(replicas, written.observed()) as i32),
         endpoints: planned
