@@ -34,7 +34,7 @@ pub struct Fit {
 }
 
 impl Fit {
-    /// The node's fit for the nats image `repository@digest`: memory ÷ 8, 100m of CPU, 1Gi
+    /// The node's fit for the nats image `repository@digest`: memory ÷ 8, 100m of CPU, 4Gi
     /// volumes.
     pub fn node(repository: &str, digest: &str) -> Self {
         Self {
@@ -42,7 +42,9 @@ impl Fit {
             versions: Default::default(),
             memory_divisor: 8,
             cpu_millis: 100,
-            storage: "1Gi".into(),
+            // A stream of story 01 reserves 2 GiB of each server's file store; the PVs are 10Gi
+            // and JetStream reserves, it does not allocate.
+            storage: "4Gi".into(),
         }
     }
 
@@ -227,7 +229,7 @@ mod tests {
                 "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
                 "jetstream": {"volumeClaimTemplate": {"spec": {
                     "accessModes": ["ReadWriteOnce"],
-                    "resources": {"requests": {"storage": "1Gi"}}}}},
+                    "resources": {"requests": {"storage": "4Gi"}}}}},
             })
         );
     }
@@ -279,7 +281,7 @@ mod tests {
         .expect("fits");
         assert_eq!(spec["resources"]["limits"]["memory"], "512Mi");
         assert_eq!(spec["jetstream"]["limits"]["maxMemoryStore"], "448Mi");
-        assert_eq!(spec["jetstream"]["limits"]["maxFileStore"], "1Gi");
+        assert_eq!(spec["jetstream"]["limits"]["maxFileStore"], "4Gi");
     }
 
     #[test]
