@@ -366,3 +366,21 @@ fn scenario_namespaces(s: &scenario::Scenario) -> Vec<String> {
         s.namespaces.clone()
     }
 }
+
+/// What a binary that runs on the node starts with: the node available, a runtime, and a temp
+/// dir named after `bin`. An error says which of them failed.
+pub fn prepare(bin: &str) -> Result<(tokio::runtime::Runtime, tempfile::TempDir), String> {
+    if let Some(why) = unavailable() {
+        return Err(format!("the node cannot run here: {why}"));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("a runtime: {e}"))?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{bin}-"))
+        .tempdir()
+        .map_err(|e| format!("a temp dir: {e}"))?;
+    Ok((runtime, dir))
+}

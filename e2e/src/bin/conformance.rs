@@ -13,25 +13,10 @@ const WITHIN: Duration = Duration::from_secs(420);
 
 fn main() -> ExitCode {
     let only: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(why) = e2e::on_node::unavailable() {
-        eprintln!("conformance: the node cannot run here: {why}");
-        return ExitCode::FAILURE;
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
+    let (runtime, dir) = match e2e::on_node::prepare("conformance") {
+        Ok(ready) => ready,
         Err(e) => {
-            eprintln!("conformance: a runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let dir = match tempfile::Builder::new().prefix("conformance-").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("conformance: a temp dir: {e}");
+            eprintln!("conformance: {e}");
             return ExitCode::FAILURE;
         }
     };

@@ -19,25 +19,10 @@ fn main() -> ExitCode {
         eprintln!("usage: node-scenario NAME [--local]");
         return ExitCode::FAILURE;
     };
-    if let Some(why) = e2e::on_node::unavailable() {
-        eprintln!("node-scenario {name}: the node cannot run here: {why}");
-        return ExitCode::FAILURE;
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
+    let (runtime, dir) = match e2e::on_node::prepare("node-scenario") {
+        Ok(ready) => ready,
         Err(e) => {
-            eprintln!("node-scenario: a runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let dir = match tempfile::Builder::new().prefix("node-scenario-").tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("node-scenario: a temp dir: {e}");
+            eprintln!("node-scenario {name}: {e}");
             return ExitCode::FAILURE;
         }
     };
