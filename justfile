@@ -71,7 +71,7 @@ scenario NAME *FLAGS:
     exec cargo run -q -p sim --bin sim -- scenario {{NAME}} {{FLAGS}}
 
 # The conformance run: every story of docs/stories applied in story order on the sim's real node,
-# the chart Helm-installed, each step's status examples reached; a line per story says pass, FAIL
+# the chart Helm-installed, each step's status examples reached; a line per story says pass, FAIL, NOT RUN YET
 # or why it does not apply here. `just conformance 01` runs one. Root, after `just node-install`.
 conformance *STORIES:
     cargo run -q -p e2e --features node --bin conformance -- {{STORIES}}
