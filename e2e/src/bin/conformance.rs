@@ -1,8 +1,7 @@
 //! `just conformance`: every story of docs/stories applied in story order on the sim's real node,
 //! the chart Helm-installed with the controllers as pods, each step's status examples reached
-//! (`e2e::conformance`). Prints a line per story: pass, FAIL and why, NOT RUN YET and what it lacks,
-//! or not applicable here and
-//! why. Root and `just node-install` needed.
+//! (`e2e::conformance`). Prints a line per story: pass, FAIL and why, NOT RUN YET and what it
+//! lacks, or not applicable here and why. Root and `just node-install` needed.
 //!
 //! usage: conformance [STORY...]   (a story by its folder name or number prefix, e.g. 01)
 
