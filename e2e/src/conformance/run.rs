@@ -96,44 +96,21 @@ pub async fn story(
         }
     };
     for fixture in fixtures {
-        let applied = match serde_yaml::to_string(&fixture) {
-            Ok(text) => objects.apply_text(&story.dir, &text).await,
-            Err(e) => {
-                return done(Outcome::Failed {
-                    step: 0,
-                    why: e.to_string(),
-                });
-            }
-        };
-        match applied {
+        match apply(objects, &story.dir, &fixture).await {
             Ok(names) => say(&format!("  the platform's {}", names.join(", "))),
-            Err(e) => {
-                return done(Outcome::Failed {
-                    step: 0,
-                    why: e.to_string(),
-                });
-            }
+            Err(why) => return done(Outcome::Failed { step: 0, why }),
         }
     }
     let mut reached = Vec::new();
     let mut watching: Vec<Watched> = Vec::new();
     for step in steps(story) {
         for doc in &step.manifests {
-            let applied = match serde_yaml::to_string(&doc.object.value) {
-                Ok(text) => objects.apply_text(&doc.path, &text).await,
-                Err(e) => {
-                    return done(Outcome::Failed {
-                        step: step.number,
-                        why: format!("{doc}: {e}"),
-                    });
-                }
-            };
-            match applied {
+            match apply(objects, &doc.path, &doc.object.value).await {
                 Ok(names) => say(&format!("  applied {doc}: {}", names.join(", "))),
-                Err(e) => {
+                Err(why) => {
                     return done(Outcome::Failed {
                         step: step.number,
-                        why: format!("applying {doc}: {e}"),
+                        why: format!("applying {doc}: {why}"),
                     });
                 }
             }
@@ -146,10 +123,7 @@ pub async fn story(
             .collect();
         // On to the next step once each example of this one is reached, failed, or quiet: its
         // object unchanged for QUIET while short of the example (it waits for a later step).
-        loop {
-            if started.iter().all(|w| !w.moving()) {
-                break;
-            }
+        while started.iter().any(Watched::moving) {
             tokio::time::sleep(POLL).await;
         }
         watching.extend(started);
@@ -167,6 +141,20 @@ pub async fn story(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Server-side applies one object of a story (`origin` names it in errors); the objects
+/// applied, or why not.
+async fn apply(
+    objects: &Objects,
+    origin: &std::path::Path,
+    value: &Value,
+) -> Result<Vec<String>, String> {
+    let text = serde_yaml::to_string(value).map_err(|e| e.to_string())?;
+    objects
+        .apply_text(origin, &text)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Takes the examples reached or failed out of `watching`, the failure that ends the story if
