@@ -2,25 +2,27 @@
 //! ([`SystemView`]) within one NATS cluster, the balancer's scope and boundary:
 //!
 //! - [`loads`] and [`skew`] — what each server of the NATS cluster holds (group leaders,
-//!   copies), and the difference between the most and the fewest.
+//!   copies; a consumer's group counts as a group), and the difference between the most and the
+//!   fewest.
 //! - [`settled`] — the Settled gate: every server holding a copy of a group of the NATS cluster
 //!   answered, the meta group has a leader (and, where it answered, reports no server offline),
 //!   and every group placed there is as its config asks.
 //!   No move is made while it does not hold.
-//! - [`next_move`] — at most one move per pass: a leader move (the group led by the server
-//!   leading the most steps down toward the member leading the fewest) where leader skew is
-//!   over one and its account can be reached; else, when opted in, a placement move (a copy on
-//!   the server holding the most moves elsewhere within the NATS cluster) where replica skew is
-//!   over one. Never the meta group, never across NATS clusters, never a stream whose resource
-//!   sets `placement.cluster` (placement), never a stream an evacuation or another balancer is
-//!   moving.
+//! - [`next_move`] — at most one move per pass: a leader move ([`leader_move`]: the group,
+//!   a stream's or a consumer's, led by the server leading the most steps down toward the
+//!   member leading the fewest) where leader skew is over one and its account can be reached;
+//!   else, when opted in, a placement move ([`placement_move`]: a copy of a stream on the server
+//!   holding the most moves elsewhere within the NATS cluster, its consumers following) where
+//!   replica skew is over one. Never the meta group, never across NATS clusters, never a
+//!   stream whose resource sets `placement.cluster` (placement), never a stream, nor a consumer
+//!   of one, an evacuation or another balancer is moving.
 //!
 //! A NatsBalancer's pools are [`pools`]'s; what it judges from over its account's own
 //! connection, and whom it yields to, [`account`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nats_api::jetstream::{MoveKind, ServerLoad, Skew};
+use nats_api::jetstream::{Capabilities, LeaderCapability, Move, MoveKind, ServerLoad, Skew};
 
 use crate::system_view::{GroupSeen, SystemView};
 
@@ -79,18 +81,75 @@ pub fn settled(view: &SystemView, cluster: &str) -> Result<(), String> {
     for g in view.groups.iter().filter(|g| g.cluster == cluster) {
         if let Some(m) = g.members().find(|m| !answered.contains(m)) {
             return Err(format!(
-                "{m}, holding a copy of stream {} of account {}, did not answer",
-                g.stream, g.account
+                "{m}, holding a copy of {} of account {}, did not answer",
+                g.describe(),
+                g.account
             ));
         }
         if !g.settled() {
             return Err(format!(
-                "stream {} of account {} is not as its config asks (a move or election in progress)",
-                g.stream, g.account
+                "{} of account {} is not as its config asks (a move or election in progress)",
+                g.describe(),
+                g.account
             ));
         }
     }
     Ok(())
+}
+
+/// A NatsSystemBalancer's `status.capabilities`: placement moves always (the system account may
+/// move any stream); leader moves as far as the stepdown exports of the accounts with groups in
+/// the NATS cluster are reached — `streams` those whose streams' stepdown is, `consumers` those
+/// whose consumers' is. Full when every account has both, None when none has its streams', else
+/// Partial, the reason naming who lacks which.
+pub fn capabilities(
+    accounts: &BTreeSet<String>,
+    streams: &BTreeSet<String>,
+    consumers: &BTreeSet<String>,
+) -> Capabilities {
+    let without = |reached: &BTreeSet<String>| -> Vec<&str> {
+        accounts
+            .iter()
+            .filter(|a| !reached.contains(*a))
+            .map(String::as_str)
+            .collect()
+    };
+    let (no_stream, no_consumer) = (without(streams), without(consumers));
+    // An account without the streams' stepdown is named once, for that.
+    let no_consumer: Vec<&str> = no_consumer
+        .into_iter()
+        .filter(|a| !no_stream.contains(a))
+        .collect();
+    let mut reasons = Vec::new();
+    if !no_stream.is_empty() {
+        reasons.push(format!(
+            "{} of {} accounts carry no jetstream-stepdown export; their leaders are not moved: {}",
+            no_stream.len(),
+            accounts.len(),
+            no_stream.join(", ")
+        ));
+    }
+    if !no_consumer.is_empty() {
+        reasons.push(format!(
+            "{} of {} accounts export no consumer stepdown; their consumers' leaders are not \
+             moved: {}",
+            no_consumer.len(),
+            accounts.len(),
+            no_consumer.join(", ")
+        ));
+    }
+    let leader = if reasons.is_empty() {
+        LeaderCapability::Full
+    } else if no_stream.len() == accounts.len() {
+        LeaderCapability::None
+    } else {
+        LeaderCapability::Partial
+    };
+    Capabilities {
+        placement: true,
+        leader: Some(leader),
+        leader_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+    }
 }
 
 /// What a balancer may move.
@@ -102,19 +161,59 @@ pub struct Scope {
     pub placement: bool,
     /// Accounts whose stream leaders can be moved (their jetstream-stepdown export reached).
     pub leader_accounts: BTreeSet<String>,
-    /// Streams (account, name) not to move at all: under evacuation, or with another
-    /// balancer's move pending.
+    /// Accounts whose consumer leaders can be moved (their consumer stepdown export reached).
+    pub consumer_accounts: BTreeSet<String>,
+    /// Streams (account, name) not to move at all, nor their consumers' leaders: under
+    /// evacuation, or with another balancer's move pending.
     pub skip: BTreeSet<(String, String)>,
     /// Streams (account, name) whose resource sets `placement.cluster`: never placement-moved.
     pub pinned: BTreeSet<(String, String)>,
-    /// Only these streams (account, name), when set: a pool.
+    /// Only these streams (account, name) and their consumers, when set: a pool.
     pub only: Option<BTreeSet<(String, String)>>,
 }
 
 impl Scope {
     fn admits(&self, g: &GroupSeen) -> bool {
-        let key = (g.account.clone(), g.stream.clone());
+        let key = g.stream_key();
         !self.skip.contains(&key) && self.only.as_ref().is_none_or(|o| o.contains(&key))
+    }
+
+    /// Whether the group's leader can be moved: its account's stepdown of streams, or of
+    /// consumers for a consumer's group, is reached.
+    pub fn steps_down(&self, g: &GroupSeen) -> bool {
+        let accounts = if g.consumer.is_some() {
+            &self.consumer_accounts
+        } else {
+            &self.leader_accounts
+        };
+        accounts.contains(&g.account)
+    }
+}
+
+/// `stream S`, or `consumer C of stream S`: how messages name what a move moves.
+pub fn moved(stream: &str, consumer: Option<&str>) -> String {
+    match consumer {
+        Some(c) => format!("consumer {c} of stream {stream}"),
+        None => format!("stream {stream}"),
+    }
+}
+
+/// Whether a move requested is done in `view`: the leader of its group (the stream's, or with
+/// `consumer` set the consumer's) left `from` (leader move); the copy left `from` and the group is
+/// as its config asks (placement move). A group gone is done. The account is matched when the
+/// move names one.
+pub fn move_done(view: &SystemView, m: &Move) -> bool {
+    let Some(g) = view.groups.iter().find(|g| {
+        m.account.as_deref().is_none_or(|a| a == g.account)
+            && g.stream == m.stream
+            && g.consumer == m.consumer
+    }) else {
+        return true;
+    };
+    let from = m.from.as_deref().unwrap_or_default();
+    match m.kind {
+        MoveKind::Leader => !g.leader.is_empty() && g.leader != from,
+        MoveKind::Placement => g.settled() && g.members().all(|s| s != from),
     }
 }
 
@@ -127,6 +226,9 @@ pub struct PlannedMove {
     pub account: String,
     /// The stream.
     pub stream: String,
+    /// The consumer whose leader moves (a leader move of a consumer's group); `None` for the
+    /// stream's own group.
+    pub consumer: Option<String>,
     /// The server the leader or copy leaves.
     pub from: String,
     /// The server the leader goes to (a placement move lets nats-server choose within the
@@ -153,16 +255,40 @@ pub fn next_move(view: &SystemView, cluster: &str, scope: &Scope) -> Option<Plan
         ..view.clone()
     };
     let loads = loads(&admitted, cluster);
-    let leaders: BTreeMap<&str, u32> = loads.iter().map(|l| (l.name.as_str(), l.leaders)).collect();
     let skew = skew(&loads);
-    if scope.leader && skew.leaders > 1 {
-        let mut by_most: Vec<&ServerLoad> = loads.iter().collect();
-        by_most.sort_by(|a, b| b.leaders.cmp(&a.leaders).then(a.name.cmp(&b.name)));
-        for source in by_most.iter().take_while(|s| s.leaders > 0) {
-            let found = admitted
-                .groups
+    if scope.leader
+        && skew.leaders > 1
+        && let Some(m) = leader_move(&admitted.groups, &loads, scope)
+    {
+        return Some(m);
+    }
+    if scope.placement && skew.replicas > 1 {
+        return placement_move(&admitted.groups, &loads, &scope.pinned);
+    }
+    None
+}
+
+/// A leader move: from the server leading the most (the next busiest when none of its groups
+/// can go), a group it leads, of a stream or of a consumer, whose account's stepdown is reached
+/// ([`Scope::steps_down`]) and which has a member leading at least two fewer, toward the member
+/// leading the fewest.
+/// Ties go to the least-led target, then account, stream and consumer order (a stream's own
+/// group before its consumers').
+pub fn leader_move(
+    groups: &[GroupSeen],
+    loads: &[ServerLoad],
+    scope: &Scope,
+) -> Option<PlannedMove> {
+    let leaders: BTreeMap<&str, u32> = loads.iter().map(|l| (l.name.as_str(), l.leaders)).collect();
+    let mut by_most: Vec<&ServerLoad> = loads.iter().collect();
+    by_most.sort_by(|a, b| b.leaders.cmp(&a.leaders).then(a.name.cmp(&b.name)));
+    by_most
+        .iter()
+        .take_while(|s| s.leaders > 0)
+        .find_map(|source| {
+            let (g, to) = groups
                 .iter()
-                .filter(|g| g.leader == source.name && scope.leader_accounts.contains(&g.account))
+                .filter(|g| g.leader == source.name && scope.steps_down(g))
                 .filter_map(|g| {
                     let to = g
                         .peers
@@ -178,44 +304,54 @@ pub fn next_move(view: &SystemView, cluster: &str, scope: &Scope) -> Option<Plan
                     Some((g, to))
                 })
                 .min_by(|(ga, ta), (gb, tb)| {
-                    leaders[ta.as_str()]
-                        .cmp(&leaders[tb.as_str()])
-                        .then((&ga.account, &ga.stream).cmp(&(&gb.account, &gb.stream)))
-                });
-            if let Some((g, to)) = found {
-                return Some(PlannedMove {
-                    kind: MoveKind::Leader,
-                    account: g.account.clone(),
-                    stream: g.stream.clone(),
-                    from: source.name.clone(),
-                    to: Some(to.clone()),
-                });
-            }
-        }
-    }
-    if scope.placement && skew.replicas > 1 {
-        let most = loads
-            .iter()
-            .max_by(|a, b| a.replicas.cmp(&b.replicas).then(b.name.cmp(&a.name)))?;
-        let fewest = loads
-            .iter()
-            .min_by(|a, b| a.replicas.cmp(&b.replicas).then(a.name.cmp(&b.name)))?;
-        let g = admitted.groups.iter().find(|g| {
-            !scope
-                .pinned
-                .contains(&(g.account.clone(), g.stream.clone()))
-                && g.members().any(|m| m == most.name)
-                && g.members().all(|m| m != fewest.name)
-        })?;
-        return Some(PlannedMove {
-            kind: MoveKind::Placement,
-            account: g.account.clone(),
-            stream: g.stream.clone(),
-            from: most.name.clone(),
-            to: None,
-        });
-    }
-    None
+                    leaders[ta.as_str()].cmp(&leaders[tb.as_str()]).then(
+                        (&ga.account, &ga.stream, &ga.consumer).cmp(&(
+                            &gb.account,
+                            &gb.stream,
+                            &gb.consumer,
+                        )),
+                    )
+                })?;
+            Some(PlannedMove {
+                kind: MoveKind::Leader,
+                account: g.account.clone(),
+                stream: g.stream.clone(),
+                consumer: g.consumer.clone(),
+                from: source.name.clone(),
+                to: Some(to.clone()),
+            })
+        })
+}
+
+/// A placement move: the first stream (never a consumer's group alone: consumers follow their
+/// stream) with a copy on the server holding the most copies and none on the server holding the
+/// fewest, not `pinned`, moved off the former; nats-server picks the new server within the NATS
+/// cluster.
+pub fn placement_move(
+    groups: &[GroupSeen],
+    loads: &[ServerLoad],
+    pinned: &BTreeSet<(String, String)>,
+) -> Option<PlannedMove> {
+    let most = loads
+        .iter()
+        .max_by(|a, b| a.replicas.cmp(&b.replicas).then(b.name.cmp(&a.name)))?;
+    let fewest = loads
+        .iter()
+        .min_by(|a, b| a.replicas.cmp(&b.replicas).then(a.name.cmp(&b.name)))?;
+    let g = groups.iter().find(|g| {
+        g.consumer.is_none()
+            && !pinned.contains(&g.stream_key())
+            && g.members().any(|m| m == most.name)
+            && g.members().all(|m| m != fewest.name)
+    })?;
+    Some(PlannedMove {
+        kind: MoveKind::Placement,
+        account: g.account.clone(),
+        stream: g.stream.clone(),
+        consumer: None,
+        from: most.name.clone(),
+        to: None,
+    })
 }
 
 #[cfg(test)]

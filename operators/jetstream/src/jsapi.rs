@@ -146,20 +146,52 @@ pub async fn consumer_list(
     client: &async_nats::Client,
     stream: &str,
 ) -> Result<Vec<Value>, JsApiError> {
-    let subject = format!("$JS.API.CONSUMER.LIST.{stream}");
-    let mut all = Vec::new();
+    consumer_infos(client, stream).await.map(|(all, _)| all)
+}
+
+/// The CONSUMER.INFO of every consumer of a stream (CONSUMER.LIST, paged), with the names of
+/// the consumers whose leader did not answer in time (`missing`).
+pub async fn consumer_infos(
+    client: &async_nats::Client,
+    stream: &str,
+) -> Result<(Vec<Value>, Vec<String>), JsApiError> {
+    paged(
+        client,
+        format!("$JS.API.CONSUMER.LIST.{stream}"),
+        "consumers",
+    )
+    .await
+}
+
+/// A paged `*.LIST` request: every item of `field` of every page, and every name the pages
+/// report `missing`; the offset counts both.
+async fn paged(
+    client: &async_nats::Client,
+    subject: String,
+    field: &str,
+) -> Result<(Vec<Value>, Vec<String>), JsApiError> {
+    let (mut all, mut missing) = (Vec::new(), Vec::new());
     loop {
-        let page = request(client, subject.clone(), &json!({"offset": all.len()})).await?;
+        let offset = all.len() + missing.len();
+        let page = request(client, subject.clone(), &json!({"offset": offset})).await?;
         let got: Vec<Value> = page
-            .get("consumers")
+            .get(field)
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        missing.extend(
+            page.get("missing")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from),
+        );
         let total = page.get("total").and_then(Value::as_u64).unwrap_or(0);
         let empty = got.is_empty();
         all.extend(got);
-        if empty || all.len() as u64 >= total {
-            return Ok(all);
+        if empty || (all.len() + missing.len()) as u64 >= total {
+            return Ok((all, missing));
         }
     }
 }
@@ -218,31 +250,7 @@ pub async fn delete_consumer(
 pub async fn stream_list(
     client: &async_nats::Client,
 ) -> Result<(Vec<Value>, Vec<String>), JsApiError> {
-    let subject = "$JS.API.STREAM.LIST".to_string();
-    let (mut all, mut missing) = (Vec::new(), Vec::new());
-    loop {
-        let offset = all.len() + missing.len();
-        let page = request(client, subject.clone(), &json!({"offset": offset})).await?;
-        let got: Vec<Value> = page
-            .get("streams")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        missing.extend(
-            page.get("missing")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(String::from),
-        );
-        let total = page.get("total").and_then(Value::as_u64).unwrap_or(0);
-        let empty = got.is_empty();
-        all.extend(got);
-        if empty || (all.len() + missing.len()) as u64 >= total {
-            return Ok((all, missing));
-        }
-    }
+    paged(client, "$JS.API.STREAM.LIST".to_string(), "streams").await
 }
 
 /// `$JS.API.STREAM.PEER.REMOVE.<stream>`: the copy on `peer` removed; the meta leader places a

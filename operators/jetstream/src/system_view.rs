@@ -1,14 +1,15 @@
 //! The NATS system as one `$SYS.REQ.SERVER.PING.JSZ` shows it to the system account: every
 //! server that answered (its name, NATS cluster and tags), the meta group as its leader reports
 //! it, and every stream group of every account once (its account, NATS cluster, leader, peers,
-//! configured replicas and placement, and the ownership marker). The evacuation (and the
-//! balancers) judge from this alone; reading it is the shell's job.
+//! configured replicas and placement, and the ownership marker) followed by the groups of its
+//! consumers when the ping asked for consumers. The evacuation (and the balancers) judge from
+//! this alone; reading it is the shell's job.
 
 use std::collections::BTreeMap;
 
 use nats_wire::Reply;
 use nats_wire::jsapi::{MetaGroup, meta_group_of};
-use nats_wire::monitor::{Jsz, StreamDetail};
+use nats_wire::monitor::{ConsumerDetail, Jsz, StreamDetail};
 use nats_wire::{PingReplies, ServerInfo};
 
 use crate::ownership::OWNER_METADATA_KEY;
@@ -32,25 +33,29 @@ impl ServerSeen {
     }
 }
 
-/// One stream group (a stream, key-value bucket or object store) as the system sees it.
+/// One stream group (a stream, key-value bucket or object store), or one group of a consumer of
+/// it, as the system sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupSeen {
     /// The account as the JetStream API names it: JSZ's `id` (the public key in operator
     /// mode, where `name` is the JWT's name; the name under config accounts).
     pub account: String,
-    /// The server-side stream name.
+    /// The server-side stream name (a consumer's: its stream's).
     pub stream: String,
+    /// The consumer, for a consumer's group; `None` for the stream's own.
+    pub consumer: Option<String>,
     /// The NATS cluster the group is placed in.
     pub cluster: String,
     /// Its leader's server_name; empty while it has none.
     pub leader: String,
     /// Its other peers' server_names.
     pub peers: Vec<String>,
-    /// The replicas its config asks for.
+    /// The replicas its config asks for (a consumer's: the members its group has, as nats-server
+    /// derives them from the stream's; consumer.go `replicas`).
     pub replicas: usize,
-    /// The NATS cluster its config's placement names; empty when none.
+    /// The NATS cluster its (stream's) config's placement names; empty when none.
     pub placement_cluster: String,
-    /// The UID its ownership marker names, if any.
+    /// The UID its (stream's) ownership marker names, if any.
     pub owner: Option<String>,
 }
 
@@ -67,6 +72,16 @@ impl GroupSeen {
     pub fn settled(&self) -> bool {
         !self.leader.is_empty() && self.members().count() == self.replicas.max(1)
     }
+
+    /// The stream the group is of: (account, stream); a consumer's group follows its stream.
+    pub fn stream_key(&self) -> (String, String) {
+        (self.account.clone(), self.stream.clone())
+    }
+
+    /// `stream S`, or `consumer C of stream S`: how messages name the group.
+    pub fn describe(&self) -> String {
+        crate::balance::moved(&self.stream, self.consumer.as_deref())
+    }
 }
 
 /// What one JSZ ping showed.
@@ -78,7 +93,8 @@ pub struct SystemView {
     pub meta: Option<MetaGroup>,
     /// The meta leader any answer names (a cluster-filtered ping may not reach the leader).
     pub meta_leader: Option<String>,
-    /// Every stream group of every account, once, sorted by account then name.
+    /// Every stream group of every account, once, and the groups of their consumers, sorted by
+    /// account, stream, then consumer (the stream's own group first).
     pub groups: Vec<GroupSeen>,
 }
 
@@ -89,7 +105,8 @@ impl SystemView {
     }
 }
 
-/// The view of a JSZ ping asked with accounts, streams and configs.
+/// The view of a JSZ ping asked with accounts, streams and configs (and consumers, for their
+/// groups).
 pub fn system_view(replies: &PingReplies<Jsz>) -> SystemView {
     let mut servers: Vec<ServerSeen> = replies
         .replies
@@ -122,7 +139,23 @@ fn server_seen(s: &ServerInfo) -> ServerSeen {
 /// Every group once: each member reports the groups it holds, and the leader's report wins
 /// (a follower's may lag behind a change of peers).
 fn groups(replies: &[Reply<Jsz>]) -> Vec<GroupSeen> {
-    let mut by_key: BTreeMap<(String, String), (bool, GroupSeen)> = BTreeMap::new();
+    type Key = (String, String, Option<String>);
+    let mut by_key: BTreeMap<Key, (bool, GroupSeen)> = BTreeMap::new();
+    let mut keep = |server: &str, seen: GroupSeen| {
+        let from_leader = !seen.leader.is_empty() && seen.leader == server;
+        let key = (
+            seen.account.clone(),
+            seen.stream.clone(),
+            seen.consumer.clone(),
+        );
+        match by_key.get(&key) {
+            Some((true, _)) => {}
+            Some((false, _)) if !from_leader => {}
+            _ => {
+                by_key.insert(key, (from_leader, seen));
+            }
+        }
+    };
     for r in replies {
         for account in &r.data.account_details {
             for stream in &account.streams {
@@ -133,19 +166,34 @@ fn groups(replies: &[Reply<Jsz>]) -> Vec<GroupSeen> {
                     &account.id
                 };
                 let seen = group_seen(id, stream);
-                let from_leader = !seen.leader.is_empty() && seen.leader == r.server.name;
-                let key = (seen.account.clone(), seen.stream.clone());
-                match by_key.get(&key) {
-                    Some((true, _)) => {}
-                    Some((false, _)) if !from_leader => {}
-                    _ => {
-                        by_key.insert(key, (from_leader, seen));
-                    }
+                for c in &stream.consumers {
+                    keep(&r.server.name, consumer_seen(&seen, c));
                 }
+                keep(&r.server.name, seen);
             }
         }
     }
     by_key.into_values().map(|(_, g)| g).collect()
+}
+
+/// A consumer's group: its own leader and peers, its stream's account, placement and owner. Its
+/// replicas are the members reported (nats-server derives them from the stream's and the
+/// consumer's config), so it is as asked once it has a leader.
+pub(crate) fn consumer_seen(stream: &GroupSeen, c: &ConsumerDetail) -> GroupSeen {
+    let cluster = c.cluster.clone().unwrap_or_default();
+    let members = cluster.members().len();
+    GroupSeen {
+        consumer: Some(c.name.clone()),
+        cluster: if cluster.name.is_empty() {
+            stream.cluster.clone()
+        } else {
+            cluster.name
+        },
+        leader: cluster.leader,
+        peers: cluster.replicas.into_iter().map(|p| p.name).collect(),
+        replicas: members,
+        ..stream.clone()
+    }
 }
 
 fn group_seen(account: &str, s: &StreamDetail) -> GroupSeen {
@@ -154,6 +202,7 @@ fn group_seen(account: &str, s: &StreamDetail) -> GroupSeen {
     GroupSeen {
         account: account.to_string(),
         stream: s.name.clone(),
+        consumer: None,
         cluster: cluster.name,
         leader: cluster.leader,
         peers: cluster.replicas.into_iter().map(|p| p.name).collect(),
@@ -267,6 +316,79 @@ mod tests {
         );
         assert_eq!(view.meta.map(|m| m.leader), Some("a".to_string()));
         assert_eq!(view.meta_leader.as_deref(), Some("a"));
+    }
+
+    fn consumer(name: &str, leader: &str, peers: &[&str]) -> ConsumerDetail {
+        ConsumerDetail {
+            name: name.into(),
+            stream_name: "S".into(),
+            cluster: Some(ClusterInfo {
+                name: "c1".into(),
+                leader: leader.into(),
+                replicas: peers
+                    .iter()
+                    .map(|p| nats_wire::monitor::PeerInfo {
+                        name: p.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_consumers_group_follows_its_stream_and_its_leaders_report_wins() {
+        let with = |server: &str, consumers: Vec<ConsumerDetail>| {
+            let mut d = detail("S", "c1", "a", &["b", "c"]);
+            d.consumers = consumers;
+            reply(server, "c1", vec![d])
+        };
+        // b, leading C, reports C's current peers; a and c lag behind.
+        let view = system_view(&replies(vec![
+            with("a", vec![consumer("C", "b", &["a", "old"])]),
+            with(
+                "b",
+                vec![consumer("C", "b", &["a", "c"]), consumer("D", "", &["a"])],
+            ),
+            with("c", vec![consumer("C", "b", &["c", "old"])]),
+        ]));
+        let got: Vec<(&str, Option<&str>, &str, usize, bool)> = view
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.stream.as_str(),
+                    g.consumer.as_deref(),
+                    g.leader.as_str(),
+                    g.replicas,
+                    g.settled(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("S", None, "a", 3, true),
+                ("S", Some("C"), "b", 3, true),
+                ("S", Some("D"), "", 1, false),
+            ],
+            "the stream first, then its consumers by name; a leaderless consumer is not settled"
+        );
+        let c = &view.groups[1];
+        assert_eq!(c.peers, vec!["a", "c"]);
+        assert_eq!(
+            (
+                c.account.as_str(),
+                c.cluster.as_str(),
+                c.placement_cluster.as_str()
+            ),
+            ("APP", "c1", "c1")
+        );
+        assert_eq!(c.owner.as_deref(), Some("uid-1"), "its stream's owner");
+        assert_eq!(c.stream_key(), ("APP".to_string(), "S".to_string()));
+        assert_eq!(c.describe(), "consumer C of stream S");
+        assert_eq!(view.groups[0].describe(), "stream S");
     }
 
     #[test]

@@ -1,20 +1,30 @@
 //! What a NatsBalancer judges from over its account's own connection (design §6.5), which cannot
 //! ping JSZ: the account's streams as `$JS.API.STREAM.LIST` reports them ([`Listed`]) read as a
-//! [`SystemView`] of one account ([`account_view`]), the account's Settled gate over it
-//! ([`account_settled`]), what it yields to the system balancer ([`system_pending`],
-//! [`yielded`]), what it never placement-moves
-//! ([`placement_pinned`]) and when its own move is done ([`move_done`]).
+//! [`SystemView`] of one account ([`account_view`]), with the consumers of those that have some
+//! as `$JS.API.CONSUMER.LIST.<stream>` reports them ([`consumer_streams`], [`ListedConsumers`],
+//! [`with_consumers`]), the account's Settled gate over it ([`account_settled`],
+//! [`consumers_settled`]), what it yields to the system balancer ([`system_pending`],
+//! [`yielded`]), what it never placement-moves ([`placement_pinned`]) and when its own move is
+//! done ([`move_done`]).
+//!
+//! Consumers are listed, one CONSUMER.LIST per stream of the NATS cluster that has a leader and
+//! a consumer (STREAM.LIST's `state.consumer_count`), because an account balancer may be the
+//! only balancer of its NATS cluster (no system balancer: team self-service), and a consumer's
+//! group leads and holds copies as a stream's does: left out, consumer leaders piled on one
+//! server would never be evened, and the pools' skew would not count them. Streams without
+//! consumers (most key-value buckets and object stores) cost no request.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use nats_api::jetstream::{Move, MoveKind};
-use nats_wire::monitor::{ClusterInfo, StreamConfigView};
+use nats_api::jetstream::Move;
+use nats_wire::monitor::{ClusterInfo, ConsumerDetail, StreamConfigView, StreamState};
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::PlannedMove;
 use super::pools::StreamKey;
 use crate::ownership::OWNER_METADATA_KEY;
-use crate::system_view::{GroupSeen, ServerSeen, SystemView};
+use crate::system_view::{GroupSeen, ServerSeen, SystemView, consumer_seen};
 
 /// One stream of a STREAM.LIST answer: its config and Raft group.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -24,6 +34,64 @@ pub struct Listed {
     pub config: StreamConfigView,
     /// Its Raft group; absent on a server that is not clustered.
     pub cluster: Option<ClusterInfo>,
+}
+
+/// What [`consumer_streams`] reads of a STREAM.LIST entry: the stream, its group and its state.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Counted {
+    config: StreamConfigView,
+    state: StreamState,
+    cluster: Option<ClusterInfo>,
+}
+
+/// The streams of a STREAM.LIST answer whose consumers the shell lists: placed in `cluster` (the
+/// only one judged), with a leader (CONSUMER.LIST is answered by it) and at least one consumer
+/// (`state.consumer_count`).
+pub fn consumer_streams(values: &[Value], cluster: &str) -> Vec<String> {
+    values
+        .iter()
+        .filter_map(|v| Counted::deserialize(v).ok())
+        .filter(|c| {
+            c.state.consumer_count > 0
+                && c.cluster
+                    .as_ref()
+                    .is_some_and(|g| g.name == cluster && !g.leader.is_empty())
+        })
+        .map(|c| c.config.name)
+        .collect()
+}
+
+/// The consumers of one stream as `$JS.API.CONSUMER.LIST.<stream>` answered.
+#[derive(Clone, Debug, Default)]
+pub struct ListedConsumers {
+    /// The stream.
+    pub stream: String,
+    /// Its consumers' CONSUMER.INFO (name and Raft group).
+    pub consumers: Vec<ConsumerDetail>,
+    /// The consumers CONSUMER.LIST named as not answering (their leader silent).
+    pub missing: Vec<String>,
+    /// Why CONSUMER.LIST failed, when it did.
+    pub unlisted: Option<String>,
+}
+
+/// `view` with the groups of the consumers listed, each after its stream's (one whose stream
+/// the view does not hold is left out).
+pub fn with_consumers(view: SystemView, listed: &[ListedConsumers]) -> SystemView {
+    let mut groups = Vec::with_capacity(view.groups.len());
+    for g in view.groups {
+        let of: Vec<GroupSeen> = listed
+            .iter()
+            .filter(|l| l.stream == g.stream && g.consumer.is_none())
+            .flat_map(|l| &l.consumers)
+            .map(|c| consumer_seen(&g, c))
+            .collect();
+        groups.push(g);
+        groups.extend(of);
+    }
+    groups.sort_by(|a, b| (&a.stream, &a.consumer).cmp(&(&b.stream, &b.consumer)));
+    groups.dedup_by(|a, b| (&a.stream, &a.consumer) == (&b.stream, &b.consumer));
+    SystemView { groups, ..view }
 }
 
 /// The streams of `account` as a view: every group once, and as servers every server holding a
@@ -37,6 +105,7 @@ pub fn account_view(account: &str, listed: &[Listed]) -> SystemView {
             GroupSeen {
                 account: account.to_string(),
                 stream: l.config.name.clone(),
+                consumer: None,
                 cluster: cluster.name,
                 leader: cluster.leader,
                 peers: cluster.replicas.into_iter().map(|p| p.name).collect(),
@@ -81,7 +150,8 @@ pub fn account_view(account: &str, listed: &[Listed]) -> SystemView {
 /// The account's Settled gate over `cluster`: why it does not hold, if it does not. Every stream
 /// answered (`missing` names those whose leader did not), and every group placed there has a
 /// leader, exactly its configured replicas, and every follower current and online (a server
-/// restarting in a rollout leaves its copies offline or behind).
+/// restarting in a rollout leaves its copies offline or behind). The consumers' groups are
+/// [`consumers_settled`]'s.
 pub fn account_settled(listed: &[Listed], missing: &[String], cluster: &str) -> Result<(), String> {
     if let Some(m) = missing.first() {
         return Err(format!("stream {m} did not answer STREAM.LIST"));
@@ -106,6 +176,38 @@ pub fn account_settled(listed: &[Listed], missing: &[String], cluster: &str) -> 
             return Err(format!(
                 "stream {name} is not as its config asks (a move or election in progress)"
             ));
+        }
+    }
+    Ok(())
+}
+
+/// The account's Settled gate over its consumers' groups (those of the streams of the NATS
+/// cluster judged, [`consumer_streams`]): each stream's were listed and each answered, and each
+/// group has a leader and every follower current and online. A consumer's replicas follow its
+/// stream's, so a group mid-move shows on the stream's own group.
+pub fn consumers_settled(listed: &[ListedConsumers]) -> Result<(), String> {
+    for l in listed {
+        let name = &l.stream;
+        if let Some(why) = &l.unlisted {
+            return Err(format!(
+                "the consumers of stream {name} were not listed: {why}"
+            ));
+        }
+        if let Some(c) = l.missing.first() {
+            return Err(format!(
+                "consumer {c} of stream {name} did not answer CONSUMER.LIST"
+            ));
+        }
+        for consumer in &l.consumers {
+            let c = consumer.cluster.clone().unwrap_or_default();
+            let what = super::moved(name, Some(&consumer.name));
+            if c.leader.is_empty() {
+                return Err(format!("{what} has no leader"));
+            }
+            if let Some(p) = c.replicas.iter().find(|p| p.offline || !p.current) {
+                let state = if p.offline { "offline" } else { "not current" };
+                return Err(format!("the copy of {what} on {} is {state}", p.name));
+            }
         }
     }
     Ok(())
@@ -160,10 +262,12 @@ pub fn yielded(
 /// The streams of `view` an account balancer never placement-moves: those whose resource (by
 /// the UIDs of `placed`, the resources setting `placement.cluster`) or config pins a NATS
 /// cluster — a declared placement is never widened or overridden — and R1 streams, whose only
-/// copy a peer removal would drop.
+/// copy a peer removal would drop. Judged on the streams' own groups (an R1 consumer does not
+/// pin its stream).
 pub fn placement_pinned(view: &SystemView, placed: &BTreeSet<String>) -> BTreeSet<StreamKey> {
     view.groups
         .iter()
+        .filter(|g| g.consumer.is_none())
         .filter(|g| {
             g.replicas < 2
                 || !g.placement_cluster.is_empty()
@@ -173,17 +277,12 @@ pub fn placement_pinned(view: &SystemView, placed: &BTreeSet<String>) -> BTreeSe
         .collect()
 }
 
-/// Whether the balancer's own move is done in `view`: the leader left `from` (leader move); the
-/// copy left `from` and the group is as its config asks (placement move). A stream gone is done.
+/// Whether the balancer's own move is done in `view` ([`super::move_done`]): the leader left
+/// `from` (leader move, of the stream's group or, with `consumer` set, the consumer's); the copy
+/// left `from` and the group is as its config asks (placement move). A stream or consumer gone
+/// is done.
 pub fn move_done(view: &SystemView, m: &Move) -> bool {
-    let Some(g) = view.groups.iter().find(|g| g.stream == m.stream) else {
-        return true;
-    };
-    let from = m.from.as_deref().unwrap_or_default();
-    match m.kind {
-        MoveKind::Leader => !g.leader.is_empty() && g.leader != from,
-        MoveKind::Placement => g.settled() && g.members().all(|s| s != from),
-    }
+    super::move_done(view, m)
 }
 
 #[cfg(test)]

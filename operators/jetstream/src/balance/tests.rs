@@ -167,6 +167,7 @@ fn a_leader_move_goes_from_the_most_to_the_fewest_leaders_one_per_pass() {
             kind: MoveKind::Leader,
             account: "APP".into(),
             stream: "A".into(),
+            consumer: None,
             from: "east-0".into(),
             to: Some("east-1".into()),
         }
@@ -261,3 +262,5 @@ fn placement_moves_only_when_opted_in_within_the_nats_cluster_never_pinned() {
         "west holds one copy on one of three servers: skew 1"
     );
 }
+
+mod consumers;

@@ -7,7 +7,9 @@
 //!    naming `spec.pools[i].selector…`; nothing moved.
 //! 2. [`gather`] — the connection reached (the reference reasons when not); the NATS cluster the
 //!    connected server is in; the account (`$SYS.REQ.USER.INFO`); the account's streams with
-//!    their leader and copies (`$JS.API.STREAM.LIST`: an account cannot ping JSZ).
+//!    their leader and copies (`$JS.API.STREAM.LIST`: an account cannot ping JSZ), and the
+//!    consumers of those of the NATS cluster that have some (`$JS.API.CONSUMER.LIST.<stream>`,
+//!    [`account::consumer_streams`]).
 //! 3. pools — every NatsStream, NatsKeyValue and NatsObjectStore of the namespace by label; the
 //!    first matching pool wins, Overlapping names resources matched by several; the rest, and
 //!    streams with no resource, the default pool.
@@ -20,8 +22,8 @@
 //!    balancer covering the same NATS cluster does not stop it otherwise: both balance, one
 //!    move at a time (stories 07 and 09).
 //! 6. plan and apply — the first pool with a move ([`balance::next_move`] with the pool as
-//!    scope); the lease taken; a leader move as `$JS.API.STREAM.LEADER.STEPDOWN` toward the
-//!    chosen member, a placement move as `$JS.API.STREAM.PEER.REMOVE` of the copy on the
+//!    scope); the lease taken; a leader move as `$JS.API.STREAM.LEADER.STEPDOWN` (or
+//!    `CONSUMER.LEADER.STEPDOWN` for a consumer's group) toward the chosen member, a placement move as `$JS.API.STREAM.PEER.REMOVE` of the copy on the
 //!    busiest server (the meta leader places the new copy within the stream's NATS cluster and
 //!    placement; never a stream whose resource or config sets `placement.cluster`, never an R1
 //!    stream's only copy). One move per pass; `interval` paces them.
@@ -49,7 +51,7 @@ use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
 use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
-use crate::balance::account::{self, Listed};
+use crate::balance::account::{self, Listed, ListedConsumers};
 use crate::balance::pools::{self, Assignment, Labeled, Owned, PoolDef, StreamKey};
 use crate::balance::{self, PlannedMove, Scope};
 use crate::jsapi;
@@ -79,6 +81,8 @@ struct Gathered {
     account: Option<String>,
     listed: Vec<Listed>,
     missing: Vec<String>,
+    /// The consumers of the streams of `cluster` that have some.
+    consumers: Vec<ListedConsumers>,
     view: SystemView,
 }
 
@@ -150,7 +154,7 @@ async fn live(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error
         .view
         .groups
         .iter()
-        .filter(|gr| gr.cluster == g.cluster)
+        .filter(|gr| gr.cluster == g.cluster && gr.consumer.is_none())
         .map(|gr| Owned {
             key: (gr.account.clone(), gr.stream.clone()),
             owner: gr.owner.clone(),
@@ -219,19 +223,44 @@ async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gathered, Why> {
         }
     };
     ctx.shared.settled(obj);
+    let consumers = list_consumers(&client, account::consumer_streams(&values, &cluster)).await;
     let listed: Vec<Listed> = values
         .into_iter()
         .filter_map(|v| serde_json::from_value(v).ok())
         .collect();
     let view = account::account_view(account.as_deref().unwrap_or_default(), &listed);
+    let view = account::with_consumers(view, &consumers);
     Ok(Gathered {
         client,
         cluster,
         account,
         listed,
         missing,
+        consumers,
         view,
     })
+}
+
+/// The consumers of each stream named, one CONSUMER.LIST each; a listing that fails holds the
+/// pass Unsettled ([`account::consumers_settled`]) rather than failing it.
+async fn list_consumers(client: &async_nats::Client, streams: Vec<String>) -> Vec<ListedConsumers> {
+    let mut out = Vec::with_capacity(streams.len());
+    for stream in streams {
+        let mut l = ListedConsumers::default();
+        match jsapi::consumer_infos(client, &stream).await {
+            Ok((values, missing)) => {
+                l.consumers = values
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value(v).ok())
+                    .collect();
+                l.missing = missing;
+            }
+            Err(e) => l.unlisted = Some(e.to_string()),
+        }
+        l.stream = stream;
+        out.push(l);
+    }
+    out
 }
 
 /// Every NatsStream, NatsKeyValue and NatsObjectStore of `ns` with its labels (the pools'
@@ -304,7 +333,10 @@ async fn step(
             return Stepped {
                 holding: holding(
                     reason::MOVE_PENDING,
-                    format!("the move of stream {} is pending", m.stream),
+                    format!(
+                        "the move of {} is pending",
+                        balance::moved(&m.stream, m.consumer.as_deref())
+                    ),
                 ),
                 last_move: Some(m.clone()),
                 pending: true,
@@ -313,9 +345,9 @@ async fn step(
         }
         ctx.leases.release(&g.cluster, &me);
         let message = format!(
-            "{:?} move of stream {} off {} done",
+            "{:?} move of {} off {} done",
             m.kind,
-            m.stream,
+            balance::moved(&m.stream, m.consumer.as_deref()),
             m.from.as_deref().unwrap_or_default()
         );
         ctx.shared
@@ -325,6 +357,9 @@ async fn step(
     }
     let (leader, placement) = (obj.spec.moves.leader, obj.spec.moves.placement);
     if let Err(why) = account::account_settled(&g.listed, &g.missing, &g.cluster) {
+        return quiet(holding(reason::UNSETTLED, why));
+    }
+    if let Err(why) = account::consumers_settled(&g.consumers) {
         return quiet(holding(reason::UNSETTLED, why));
     }
     let account = g.account.clone().unwrap_or_default();
@@ -338,6 +373,7 @@ async fn step(
                 leader,
                 placement,
                 leader_accounts: [account.clone()].into(),
+                consumer_accounts: [account.clone()].into(),
                 skip: skip.clone(),
                 pinned: pinned.clone(),
                 only: Some(streams.clone()),
@@ -376,9 +412,9 @@ async fn step(
         ));
     }
     let about = format!(
-        "{:?} move of stream {} off {}{}",
+        "{:?} move of {} off {}{}",
         planned.kind,
-        planned.stream,
+        balance::moved(&planned.stream, planned.consumer.as_deref()),
         planned.from,
         planned
             .to
@@ -396,7 +432,7 @@ async fn step(
                 kind: planned.kind,
                 account: g.account.clone(),
                 stream: planned.stream.clone(),
-                consumer: None,
+                consumer: planned.consumer.clone(),
                 from: Some(planned.from.clone()),
                 to: planned.to.clone(),
                 time: Some(conditions::now()),
@@ -404,7 +440,10 @@ async fn step(
             Stepped {
                 holding: holding(
                     reason::MOVE_PENDING,
-                    format!("the move of stream {} is pending", m.stream),
+                    format!(
+                        "the move of {} is pending",
+                        balance::moved(&m.stream, m.consumer.as_deref())
+                    ),
                 ),
                 last_move: Some(m),
                 pending: true,
@@ -422,9 +461,10 @@ async fn step(
     }
 }
 
-/// The move on the server, over the account's own connection: a stepdown toward the chosen
-/// member (nats-server 2.11 and later honour the preferred server; an older one picks any), or
-/// the copy on `from` removed from the stream's peers for the meta leader to place anew.
+/// The move on the server, over the account's own connection: a stepdown of the stream's or
+/// the consumer's group toward the chosen member (nats-server 2.11 and later honour the
+/// preferred server; an older one picks any), or the copy on `from` removed from the stream's
+/// peers for the meta leader to place anew.
 async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), String> {
     match m.kind {
         MoveKind::Leader => {
@@ -432,10 +472,18 @@ async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), String> {
                 preferred: m.to.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            Wire::new(g.client.clone())
-                .stream_leader_stepdown(&m.stream, Some(&placement))
-                .await
-                .map_err(|e| e.to_string())
+            let wire = Wire::new(g.client.clone());
+            match &m.consumer {
+                Some(c) => {
+                    wire.consumer_leader_stepdown(&m.stream, c, Some(&placement))
+                        .await
+                }
+                None => {
+                    wire.stream_leader_stepdown(&m.stream, Some(&placement))
+                        .await
+                }
+            }
+            .map_err(|e| e.to_string())
         }
         MoveKind::Placement => jsapi::stream_peer_remove(&g.client, &m.stream, &m.from)
             .await

@@ -3,17 +3,21 @@
 //! lease [`crate::lease`]'s). A pass, phase by phase:
 //!
 //! 1. [`gather`] — the system connection reached; the NATS cluster it reaches (the server it is
-//!    connected to says); one JSZ ping filtered to that NATS cluster → [`SystemView`]; which
-//!    accounts' jetstream-stepdown export the system account reaches (a stepdown of a stream no
-//!    account has is answered 404 through the import, and by nobody without it).
+//!    connected to says); one JSZ ping filtered to that NATS cluster, asked for consumers too →
+//!    [`SystemView`], stream and consumer groups; which accounts' jetstream-stepdown exports
+//!    (of streams, of consumers) the system account reaches (a stepdown of a stream no account
+//!    has is answered 404 through the import, and by nobody without it).
 //! 2. [`refuse`] — a second NatsSystemBalancer for the same NATS cluster (the older wins):
 //!    DuplicateBalancer; a NATS cluster of one server: NotClustered.
-//! 3. observe — moves pending judged done (the leader left `from`; the copy left `from` and the
-//!    group is as its config asks), MoveDone, the lease released.
+//! 3. observe — moves pending judged done ([`balance::move_done`]: the leader of the stream's or
+//!    consumer's group left `from`; the copy left `from` and the group is as its config asks),
+//!    MoveDone, the lease released.
 //! 4. hold — Unsettled, MovePending, MoveLeaseHeld (Holding True, no move).
 //! 5. plan and apply — [`balance::next_move`]; the lease taken; a leader move as a stepdown
-//!    through the account's export toward the chosen member, a placement move as
-//!    ACCOUNT.STREAM.MOVE off the server within the NATS cluster (MoveStarted, MoveRefused).
+//!    through the account's export toward the chosen member (`$JS.<account>.API.STREAM.LEADER.
+//!    STEPDOWN.<stream>`, or `CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>` for a consumer's
+//!    group), a placement move as ACCOUNT.STREAM.MOVE off the server within the NATS cluster
+//!    (MoveStarted, MoveRefused).
 //! 6. write status — capabilities, servers, skew, lastMove, pending, Ready and Holding; the
 //!    skew and pending gauges. The next pass comes after `interval`.
 
@@ -28,8 +32,8 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use nats_api::jetstream::{
-    Capabilities, FINALIZER, LeaderCapability, Move, MoveKind, NatsKeyValue, NatsObjectStore,
-    NatsStream, NatsSystemBalancer, NatsSystemBalancerStatus, condition, event, metric, reason,
+    FINALIZER, Move, MoveKind, NatsKeyValue, NatsObjectStore, NatsStream, NatsSystemBalancer,
+    NatsSystemBalancerStatus, condition, event, metric, reason,
 };
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{JszOptions, Placement};
@@ -53,9 +57,11 @@ struct Gathered {
     wire: Wire,
     cluster: String,
     view: SystemView,
-    /// Accounts with groups in the cluster, and those whose stepdown export is reached.
+    /// Accounts with groups in the cluster, and those whose stepdown export is reached, of
+    /// streams and of consumers.
     accounts: BTreeSet<String>,
     reached: BTreeSet<String>,
+    reached_consumers: BTreeSet<String>,
 }
 
 /// The parts of status every pass writes, from what it found.
@@ -112,7 +118,7 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
     };
     let loads = balance::loads(&g.view, &g.cluster);
     let skew = balance::skew(&loads);
-    let capabilities = capabilities(&g.accounts, &g.reached);
+    let capabilities = balance::capabilities(&g.accounts, &g.reached, &g.reached_consumers);
     let w = match refuse(&ctx, &obj, &g) {
         Some(ready) => Written {
             ready,
@@ -154,6 +160,7 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
         },
         accounts: true,
         streams: true,
+        consumer: true,
         config: true,
         ..Default::default()
     };
@@ -179,15 +186,27 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
         .filter(|g| g.cluster == cluster)
         .map(|g| g.account.clone())
         .collect();
-    let mut reached = BTreeSet::new();
+    // Answered by the account's JetStream: the import leads there.
+    let answered =
+        |r: Result<(), WireError>| matches!(r, Ok(()) | Err(WireError::JetStream { .. }));
+    let with_consumers: BTreeSet<&str> = view
+        .groups
+        .iter()
+        .filter(|g| g.cluster == cluster && g.consumer.is_some())
+        .map(|g| g.account.as_str())
+        .collect();
+    let (mut reached, mut reached_consumers) = (BTreeSet::new(), BTreeSet::new());
     for a in &accounts {
         let through = wire.clone().with_js_domain(a);
-        match through.stream_leader_stepdown(PROBE_STREAM, None).await {
-            // Answered by the account's JetStream: the import leads there.
-            Ok(()) | Err(WireError::JetStream { .. }) => {
-                reached.insert(a.clone());
-            }
-            Err(_) => {}
+        if answered(through.stream_leader_stepdown(PROBE_STREAM, None).await) {
+            reached.insert(a.clone());
+        }
+        // An account without consumers in the NATS cluster lacks nothing for them.
+        let probe = PROBE_STREAM;
+        if !with_consumers.contains(a.as_str())
+            || answered(through.consumer_leader_stepdown(probe, probe, None).await)
+        {
+            reached_consumers.insert(a.clone());
         }
     }
     Ok(Gathered {
@@ -196,37 +215,8 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
         view,
         accounts,
         reached,
+        reached_consumers,
     })
-}
-
-/// `status.capabilities`: placement moves always (the system account may move any stream);
-/// leader moves as far as the accounts' jetstream-stepdown exports are reached.
-fn capabilities(accounts: &BTreeSet<String>, reached: &BTreeSet<String>) -> Capabilities {
-    let missing: Vec<&str> = accounts
-        .iter()
-        .filter(|a| !reached.contains(*a))
-        .map(String::as_str)
-        .collect();
-    let reason = || {
-        format!(
-            "{} of {} accounts carry no jetstream-stepdown export; their leaders are not moved: {}",
-            missing.len(),
-            accounts.len(),
-            missing.join(", ")
-        )
-    };
-    let (leader, leader_reason) = if missing.is_empty() {
-        (LeaderCapability::Full, None)
-    } else if missing.len() == accounts.len() {
-        (LeaderCapability::None, Some(reason()))
-    } else {
-        (LeaderCapability::Partial, Some(reason()))
-    };
-    Capabilities {
-        placement: true,
-        leader: Some(leader),
-        leader_reason,
-    }
 }
 
 /// The refuse phase: a second NatsSystemBalancer of the same NATS cluster (the older wins), or
@@ -308,11 +298,11 @@ async fn step(
     // Observe: the moves pending.
     let mut pending = Vec::new();
     for m in &previous.pending {
-        if move_done(&g.view, m) {
+        if balance::move_done(&g.view, m) {
             let message = format!(
-                "{:?} move of stream {} of account {} off {} done",
+                "{:?} move of {} of account {} off {} done",
                 m.kind,
-                m.stream,
+                balance::moved(&m.stream, m.consumer.as_deref()),
                 m.account.as_deref().unwrap_or_default(),
                 m.from.as_deref().unwrap_or_default()
             );
@@ -341,7 +331,10 @@ async fn step(
             ready,
             holding: holding(
                 reason::MOVE_PENDING,
-                format!("a move of stream {} is pending", pending[0].stream),
+                format!(
+                    "a move of {} is pending",
+                    balance::moved(&pending[0].stream, pending[0].consumer.as_deref())
+                ),
             ),
             pending,
             last_move: previous.last_move.clone(),
@@ -363,6 +356,7 @@ async fn step(
         leader: obj.spec.moves.leader,
         placement: obj.spec.moves.placement,
         leader_accounts: g.reached.clone(),
+        consumer_accounts: g.reached_consumers.clone(),
         skip: ctx.moving.under_evacuation(),
         pinned: pinned(ctx, &g.view).await,
         only: None,
@@ -397,15 +391,15 @@ async fn step(
                 kind: planned.kind,
                 account: Some(planned.account.clone()),
                 stream: planned.stream.clone(),
-                consumer: None,
+                consumer: planned.consumer.clone(),
                 from: Some(planned.from.clone()),
                 to: planned.to.clone(),
                 time: Some(conditions::now()),
             };
             let message = format!(
-                "{:?} move of stream {} of account {} off {}{}",
+                "{:?} move of {} of account {} off {}{}",
                 m.kind,
-                m.stream,
+                balance::moved(&m.stream, m.consumer.as_deref()),
                 planned.account,
                 planned.from,
                 planned
@@ -423,7 +417,10 @@ async fn step(
                 ready,
                 holding: holding(
                     reason::MOVE_PENDING,
-                    format!("the move of stream {} is pending", m.stream),
+                    format!(
+                        "the move of {} is pending",
+                        balance::moved(&m.stream, m.consumer.as_deref())
+                    ),
                 ),
                 pending: vec![m.clone()],
                 last_move: Some(m),
@@ -433,8 +430,10 @@ async fn step(
         Err(e) => {
             ctx.leases.release(&g.cluster, &me);
             let message = format!(
-                "{:?} move of stream {} of account {}: {e}",
-                planned.kind, planned.stream, planned.account
+                "{:?} move of {} of account {}: {e}",
+                planned.kind,
+                balance::moved(&planned.stream, planned.consumer.as_deref()),
+                planned.account
             );
             ctx.shared
                 .events
@@ -445,8 +444,9 @@ async fn step(
     }
 }
 
-/// The move on the server: a stepdown through the account's export toward the chosen member,
-/// or ACCOUNT.STREAM.MOVE of the copy on `from` within the NATS cluster.
+/// The move on the server: a stepdown of the stream's or the consumer's group through the
+/// account's export toward the chosen member, or ACCOUNT.STREAM.MOVE of the copy on `from`
+/// within the NATS cluster.
 async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), WireError> {
     match m.kind {
         MoveKind::Leader => {
@@ -454,11 +454,19 @@ async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), WireError> {
                 preferred: m.to.clone().unwrap_or_default(),
                 ..Default::default()
             };
-            g.wire
-                .clone()
-                .with_js_domain(&m.account)
-                .stream_leader_stepdown(&m.stream, Some(&placement))
-                .await
+            let through = g.wire.clone().with_js_domain(&m.account);
+            match &m.consumer {
+                Some(c) => {
+                    through
+                        .consumer_leader_stepdown(&m.stream, c, Some(&placement))
+                        .await
+                }
+                None => {
+                    through
+                        .stream_leader_stepdown(&m.stream, Some(&placement))
+                        .await
+                }
+            }
         }
         MoveKind::Placement => {
             let request = StreamMove {
@@ -471,23 +479,6 @@ async fn request(g: &Gathered, m: &PlannedMove) -> Result<(), WireError> {
                 .await
                 .map(|_| ())
         }
-    }
-}
-
-/// Whether a pending move is done in `view`: the leader left `from` (leader move); the copy
-/// left `from` and the group is as its config asks (placement move). A stream gone is done.
-fn move_done(view: &SystemView, m: &Move) -> bool {
-    let Some(g) = view
-        .groups
-        .iter()
-        .find(|g| Some(g.account.as_str()) == m.account.as_deref() && g.stream == m.stream)
-    else {
-        return true;
-    };
-    let from = m.from.as_deref().unwrap_or_default();
-    match m.kind {
-        MoveKind::Leader => !g.leader.is_empty() && g.leader != from,
-        MoveKind::Placement => g.settled() && g.members().all(|s| s != from),
     }
 }
 

@@ -55,6 +55,35 @@ fn jsz_decodes_meta_and_streams() {
 }
 
 #[test]
+fn jsz_decodes_each_consumers_group() {
+    // As nats-server 2.15.1 answers a JSZ asked with consumer and config: ConsumerInfo entries.
+    let s: StreamDetail = serde_json::from_value(json!({
+        "name": "ORDERS",
+        "consumer_detail": [{"stream_name": "ORDERS", "name": "worker",
+            "config": {"durable_name": "worker", "ack_policy": "explicit", "num_replicas": 0},
+            "cluster": {"name": "c", "leader": "s2",
+              "replicas": [{"name": "s1", "current": true, "active": 5, "peer": "p1"},
+                           {"name": "s3", "current": true, "active": 5, "peer": "p3"}]}},
+          {"stream_name": "ORDERS", "name": "one", "config": {"num_replicas": 1},
+           "cluster": {"name": "c", "leader": "s1"}}]
+    }))
+    .unwrap();
+    let c = &s.consumers[0];
+    assert_eq!(
+        (c.name.as_str(), c.stream_name.as_str()),
+        ("worker", "ORDERS")
+    );
+    assert_eq!(
+        c.cluster.as_ref().unwrap().members(),
+        vec!["s2", "s1", "s3"]
+    );
+    assert_eq!(
+        s.consumers[1].cluster.as_ref().unwrap().members(),
+        vec!["s1"]
+    );
+}
+
+#[test]
 fn varz_reads_digest_and_load_time() {
     let v: Varz = serde_json::from_value(json!({
         "server_id": "N1", "server_name": "s1", "config_digest": "sha256:abc",

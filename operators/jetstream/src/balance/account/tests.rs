@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use nats_api::jetstream::MoveKind;
 use nats_wire::monitor::{PeerInfo, Placement};
+use serde_json::json;
 
 use super::*;
 
@@ -221,6 +223,7 @@ fn it_yields_only_when_its_next_move_is_on_a_stream_the_system_balancer_moves() 
         kind: MoveKind::Leader,
         account: "APP".into(),
         stream: stream.into(),
+        consumer: None,
         from: "c1-0".into(),
         to: Some("c1-1".into()),
     };
@@ -318,6 +321,190 @@ fn a_move_is_done_once_the_leader_or_copy_left_its_server() {
     }
 }
 
+/// A consumer of `stream` led by `leader`, followers current and online.
+fn consumer(name: &str, leader: &str, followers: &[&str]) -> ConsumerDetail {
+    ConsumerDetail {
+        name: name.into(),
+        stream_name: "S".into(),
+        cluster: Some(ClusterInfo {
+            name: "c1".into(),
+            leader: leader.into(),
+            replicas: followers.iter().map(|f| peer(f, true, false)).collect(),
+            ..Default::default()
+        }),
+    }
+}
+
+fn consumers_of(stream: &str, consumers: Vec<ConsumerDetail>) -> ListedConsumers {
+    ListedConsumers {
+        stream: stream.into(),
+        consumers,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn consumers_are_listed_only_for_streams_of_the_cluster_with_a_leader_and_a_consumer() {
+    let entry = |name: &str, cluster: &str, leader: &str, consumers: i64| {
+        json!({"config": {"name": name, "num_replicas": 3},
+               "state": {"messages": 0, "consumer_count": consumers},
+               "cluster": {"name": cluster, "leader": leader}})
+    };
+    let values = vec![
+        entry("WITH", "c1", "c1-0", 2),
+        entry("NONE", "c1", "c1-0", 0),
+        entry("LEADERLESS", "c1", "", 1),
+        entry("ELSEWHERE", "c2", "c2-0", 1),
+        json!({"config": {"name": "UNCLUSTERED"}, "state": {"consumer_count": 1}}),
+        json!("not a stream"),
+    ];
+    assert_eq!(
+        consumer_streams(&values, "c1"),
+        vec!["WITH".to_string()],
+        "one CONSUMER.LIST per stream of c1 with a leader and a consumer, none otherwise"
+    );
+}
+
+#[test]
+fn the_view_holds_each_streams_consumers_after_it() {
+    let v = account_view(
+        "APP",
+        &[
+            listed("S", "c1", "c1-0", &["c1-1", "c1-2"]),
+            listed("T", "c1", "c1-1", &["c1-0", "c1-2"]),
+        ],
+    );
+    let v = with_consumers(
+        v,
+        &[
+            consumers_of(
+                "S",
+                vec![
+                    consumer("W2", "c1-2", &["c1-0", "c1-1"]),
+                    consumer("W1", "c1-1", &["c1-0", "c1-2"]),
+                ],
+            ),
+            consumers_of("GONE", vec![consumer("X", "c1-0", &[])]),
+        ],
+    );
+    let got: Vec<(&str, Option<&str>, &str, usize)> = v
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.stream.as_str(),
+                g.consumer.as_deref(),
+                g.leader.as_str(),
+                g.replicas,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("S", None, "c1-0", 3),
+            ("S", Some("W1"), "c1-1", 3),
+            ("S", Some("W2"), "c1-2", 3),
+            ("T", None, "c1-1", 3),
+        ],
+        "each stream's consumers after it, by name; a consumer of a stream not held left out"
+    );
+    assert!(
+        v.groups
+            .iter()
+            .all(|g| g.account == "APP" && g.cluster == "c1")
+    );
+}
+
+#[test]
+fn the_consumers_settled_gate_row_by_row() {
+    let good = || consumers_of("S", vec![consumer("W", "c1-0", &["c1-1", "c1-2"])]);
+    let with = |f: fn(&mut ListedConsumers)| {
+        let mut l = good();
+        f(&mut l);
+        l
+    };
+    let cases: Vec<(&str, Vec<ListedConsumers>, Option<&str>)> = vec![
+        ("every consumer as asked", vec![good()], None),
+        ("no consumers listed", vec![], None),
+        (
+            "CONSUMER.LIST failed",
+            vec![with(|l| l.unlisted = Some("timed out".into()))],
+            Some("the consumers of stream S were not listed: timed out"),
+        ),
+        (
+            "a consumer did not answer",
+            vec![with(|l| l.missing = vec!["LOST".into()])],
+            Some("consumer LOST of stream S did not answer CONSUMER.LIST"),
+        ),
+        (
+            "no leader",
+            vec![with(|l| {
+                l.consumers[0].cluster.as_mut().unwrap().leader.clear()
+            })],
+            Some("consumer W of stream S has no leader"),
+        ),
+        (
+            "a copy offline",
+            vec![with(|l| {
+                l.consumers[0].cluster.as_mut().unwrap().replicas[1] = peer("c1-2", false, true)
+            })],
+            Some("the copy of consumer W of stream S on c1-2 is offline"),
+        ),
+        (
+            "a copy behind",
+            vec![with(|l| {
+                l.consumers[0].cluster.as_mut().unwrap().replicas[0] = peer("c1-1", false, false)
+            })],
+            Some("the copy of consumer W of stream S on c1-1 is not current"),
+        ),
+    ];
+    for (what, listed, why) in cases {
+        assert_eq!(consumers_settled(&listed).err().as_deref(), why, "{what}");
+    }
+}
+
+#[test]
+fn a_consumers_move_is_judged_on_the_consumers_group() {
+    let m = |consumer: Option<&str>| Move {
+        kind: MoveKind::Leader,
+        account: Some("APP".into()),
+        stream: "S".into(),
+        consumer: consumer.map(String::from),
+        from: Some("c1-0".into()),
+        to: Some("c1-1".into()),
+        time: None,
+    };
+    // The stream is led by c1-0; W has left it for c1-1.
+    let view = |w_leader: &str| {
+        with_consumers(
+            account_view("APP", &[listed("S", "c1", "c1-0", &["c1-1", "c1-2"])]),
+            &[consumers_of(
+                "S",
+                vec![consumer("W", w_leader, &["c1-0", "c1-2"])],
+            )],
+        )
+    };
+    for (what, v, mv, done) in [
+        ("W's leader left c1-0", view("c1-1"), m(Some("W")), true),
+        (
+            "W's leader still on c1-0",
+            view("c1-0"),
+            m(Some("W")),
+            false,
+        ),
+        (
+            "W's own leader, not the stream's",
+            view("c1-1"),
+            m(None),
+            false,
+        ),
+        ("the consumer gone", view("c1-1"), m(Some("GONE")), true),
+    ] {
+        assert_eq!(move_done(&v, &mv), done, "{what}");
+    }
+}
+
 #[test]
 fn pinned_streams_are_never_placement_moved() {
     let with = |name: &str, f: fn(&mut Listed)| {
@@ -352,6 +539,11 @@ fn pinned_streams_are_never_placement_moved() {
                 l.config.metadata = [(OWNER_METADATA_KEY.to_string(), "uid-f".into())].into()
             }),
         ],
+    );
+    // An R1 consumer of FREE does not pin it.
+    let v = with_consumers(
+        v,
+        &[consumers_of("FREE", vec![consumer("ONE", "c1-0", &[])])],
     );
     let pinned = placement_pinned(&v, &["uid-p".to_string()].into());
     for (stream, is_pinned) in [
