@@ -71,3 +71,57 @@ fn render_resolver(server_dir: &Path) -> String {
         server_dir.join("jwt").display()
     )
 }
+
+/// The accounts block of [`Auth::Accounts`] with JetStream accounts `names` beside APP, each with
+/// the user `<name in lower case>` (the same password) and no jetstream-stepdown export: the
+/// system account cannot step their leaders down, as an account without the preset.
+pub fn accounts_without_stepdown_export(names: &[&str]) -> String {
+    let extra: String = names
+        .iter()
+        .map(|n| {
+            let u = n.to_lowercase();
+            format!(
+                "  {n}: {{ jetstream: enabled, users: [{{ user: \"{u}\", password: \"{u}\" }}] }}\n"
+            )
+        })
+        .collect();
+    render_auth(&Auth::Accounts).replacen(
+        "\n}\nsystem_account:",
+        &format!("\n{extra}}}\nsystem_account:"),
+        1,
+    )
+}
+
+impl TopologySpec {
+    /// [`Auth::Accounts`] and JetStream accounts `names` without the jetstream-stepdown export
+    /// ([`accounts_without_stepdown_export`]), as the spec's whole extra config.
+    pub fn with_unexported_accounts(self, names: &[&str]) -> Self {
+        self.with_auth(Auth::None)
+            .with_extra_config(&accounts_without_stepdown_export(names))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unexported_account_sits_beside_app_and_exports_nothing() {
+        let text = accounts_without_stepdown_export(&["OTHER"]);
+        let other = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("OTHER:"))
+            .unwrap_or_default();
+        assert_eq!(
+            other,
+            "  OTHER: { jetstream: enabled, users: [{ user: \"other\", password: \"other\" }] }"
+        );
+        assert!(text.contains("APP: { jetstream: enabled"), "{text}");
+        assert!(
+            !text.contains("account: OTHER"),
+            "SYS imports nothing of OTHER: {text}"
+        );
+        let close = text.find("\n}\nsystem_account: SYS").unwrap_or_default();
+        assert!(text.find("OTHER:").unwrap_or(usize::MAX) < close, "{text}");
+    }
+}

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use self::auth::{APP_ACCOUNT, APP_USER, SYS_USER};
+pub use self::auth::{APP_ACCOUNT, APP_USER, SYS_USER, accounts_without_stepdown_export};
 pub use self::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, OperatorMode, TopologySpec};
 
 use self::auth::server_extra;
