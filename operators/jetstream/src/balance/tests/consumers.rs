@@ -5,6 +5,22 @@
 
 use super::*;
 
+/// (case, view, scope, the move's stream and consumer).
+type MoveRow<'a> = (
+    &'a str,
+    SystemView,
+    Scope,
+    Option<(&'a str, Option<&'a str>)>,
+);
+/// (case, accounts reaching their streams' stepdown, their consumers', leader, reason).
+type CapabilityRow<'a> = (
+    &'a str,
+    BTreeSet<String>,
+    BTreeSet<String>,
+    LeaderCapability,
+    Option<&'a str>,
+);
+
 /// A consumer `name` of `stream` of APP in east, led by `members[0]`.
 fn consumer(stream: &str, name: &str, members: &[&str]) -> GroupSeen {
     GroupSeen {
@@ -104,7 +120,7 @@ fn a_consumers_leader_move_is_a_leader_move_naming_it() {
 #[test]
 fn consumer_leader_moves_row_by_row() {
     let key = |s: &str| ("APP".to_string(), s.to_string());
-    let cases: Vec<(&str, SystemView, Scope, Option<(&str, Option<&str>)>)> = vec![
+    let cases: Vec<MoveRow> = vec![
         (
             "the stream's own group goes before its consumers' on a tie",
             view(vec![
@@ -277,13 +293,7 @@ fn a_move_is_done_once_the_leader_of_its_own_group_left() {
 fn capabilities_name_who_lacks_which_stepdown() {
     let set = |a: &[&str]| -> BTreeSet<String> { a.iter().map(|s| s.to_string()).collect() };
     let all = set(&["A", "B", "C"]);
-    let cases: Vec<(
-        &str,
-        BTreeSet<String>,
-        BTreeSet<String>,
-        LeaderCapability,
-        Option<&str>,
-    )> = vec![
+    let cases: Vec<CapabilityRow> = vec![
         (
             "every account reaches both",
             all.clone(),
