@@ -27,6 +27,7 @@ use nats_api::jetstream::{Capabilities, LeaderCapability, Move, MoveKind, Server
 use crate::system_view::{GroupSeen, SystemView};
 
 pub mod account;
+pub mod gate;
 pub mod pools;
 
 /// What each answering server of `cluster` holds, by name.

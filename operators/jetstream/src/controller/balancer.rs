@@ -15,12 +15,15 @@
 //!    streams with no resource, the default pool.
 //! 4. observe — its own move (the last one, while it holds the NATS cluster's lease) judged done:
 //!    MoveDone, the lease released; else Holding MovePending.
-//! 5. hold — Unsettled while a stream is leaderless, behind, offline or mid-move; streams
-//!    under evacuation and those a NatsSystemBalancer has a move pending on skipped, and
-//!    YieldingToSystemBalancer when the move it wants next is on one of the latter;
-//!    MoveLeaseHeld while another (the system balancer included) holds the lease. A system
-//!    balancer covering the same NATS cluster does not stop it otherwise: both balance, one
-//!    move at a time (stories 07 and 09).
+//! 5. hold — Unsettled while a stream is leaderless, behind, offline or mid-move: the
+//!    account's own, and, where a NatsSystemBalancer's or NatsClusterEvacuation's pass saw the
+//!    NATS cluster lately, any account's placed there (the gate's scope is
+//!    [`crate::balance::gate`]'s; judged from the account's own streams alone, its Holding
+//!    message says so); streams under evacuation and those a NatsSystemBalancer has a move
+//!    pending on skipped, and YieldingToSystemBalancer when the move it wants next is on one of
+//!    the latter; MoveLeaseHeld while another (the system balancer included) holds the lease. A
+//!    system balancer covering the same NATS cluster does not stop it otherwise: both balance,
+//!    one move at a time (stories 07 and 09).
 //! 6. plan and apply — the first pool with a move ([`balance::next_move`] with the pool as
 //!    scope); the lease taken; a leader move as `$JS.API.STREAM.LEADER.STEPDOWN` (or
 //!    `CONSUMER.LEADER.STEPDOWN` for a consumer's group) toward the chosen member, a placement move as `$JS.API.STREAM.PEER.REMOVE` of the copy on the
@@ -52,6 +55,7 @@ use super::error::{Error, kube_err};
 use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::account::{self, Listed, ListedConsumers};
+use crate::balance::gate;
 use crate::balance::pools::{self, Assignment, Labeled, Owned, PoolDef, StreamKey};
 use crate::balance::{self, PlannedMove, Scope};
 use crate::jsapi;
@@ -356,7 +360,10 @@ async fn step(
             .await;
     }
     let (leader, placement) = (obj.spec.moves.leader, obj.spec.moves.placement);
-    if let Err(why) = account::account_settled(&g.listed, &g.missing, &g.cluster) {
+    // The gate reads the whole NATS cluster where a system-credentials pass saw it lately.
+    let sighting = ctx.moving.sighting(&g.cluster);
+    let from = gate::gate_from(sighting.as_deref(), &g.cluster, now);
+    if let Err(why) = gate::account_gate(&from, &g.listed, &g.missing, &g.cluster) {
         return quiet(holding(reason::UNSETTLED, why));
     }
     if let Err(why) = account::consumers_settled(&g.consumers) {
@@ -395,11 +402,7 @@ async fn step(
             condition::HOLDING,
             false,
             reason::SETTLED,
-            format!(
-                "NATS cluster {} is Settled; next pass in {}",
-                g.cluster,
-                obj.spec.interval.as_str()
-            ),
+            gate::settled_message(&from, &g.cluster, obj.spec.interval.as_str()),
         )));
     };
     if let Err(holder) = ctx.leases.take(&g.cluster, &me, now) {

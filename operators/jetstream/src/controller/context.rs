@@ -12,6 +12,7 @@ use nats_api::jetstream::FIELD_MANAGER;
 
 use super::census::Census;
 use crate::balance::account::SystemCover;
+use crate::balance::gate::Sighting;
 use crate::lease::{LEASE_LAPSE, Leases};
 use crate::pool::Pool;
 
@@ -65,6 +66,9 @@ pub struct Moving {
     pub evacuations: Mutex<BTreeMap<String, BTreeSet<(String, String)>>>,
     /// System balancer (`ns/name`) → its claim.
     pub system_balancers: Mutex<BTreeMap<String, SystemClaim>>,
+    /// NATS cluster → what the last system-credentials pass saw of it (a system balancer's or
+    /// an evacuation's), which an account balancer's Settled gate reads ([`crate::balance::gate`]).
+    pub sightings: Mutex<BTreeMap<String, Arc<Sighting>>>,
 }
 
 /// A system balancer's NATS cluster, its age (the oldest of two for one cluster wins), the moves
@@ -118,6 +122,20 @@ impl Moving {
             .flatten()
             .cloned()
             .collect()
+    }
+
+    /// Records `sighting` as the last one of each NATS cluster of `clusters`.
+    pub fn sight<'a>(&self, clusters: impl IntoIterator<Item = &'a str>, sighting: Sighting) {
+        let sighting = Arc::new(sighting);
+        let mut all = lock(&self.sightings);
+        for c in clusters {
+            all.insert(c.to_owned(), sighting.clone());
+        }
+    }
+
+    /// The last sighting of NATS cluster `cluster`, if any.
+    pub fn sighting(&self, cluster: &str) -> Option<Arc<Sighting>> {
+        lock(&self.sightings).get(cluster).cloned()
     }
 
     /// Every system balancer's claim standing at `now`, as the account balancers read it.

@@ -19,8 +19,9 @@
 //! counts it had. Deletion ([`cleanup`]) cancels every move still requested with CANCEL_MOVE;
 //! a connection gone or no longer granted releases the finalizer without it.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use controller_kit::conditions::{self, Decided};
 use controller_kit::finalizer::{self, Cleanup};
@@ -40,6 +41,7 @@ use serde_json::Value;
 use super::context::{Context, lock, watch_config};
 use super::error::{Error, kube_err};
 use super::reach::{connection_state, reach, reach_or_why};
+use crate::balance::gate::Sighting;
 use crate::evacuation::{self, EvacuationPlan, Owner};
 use crate::lifecycle::ConnectionState;
 use crate::references;
@@ -184,11 +186,18 @@ async fn gather(
     };
     ctx.shared.settled(obj);
     let owners = owners(ctx, obj).await.map_err(Err)?;
-    Ok(Gathered {
-        wire,
-        view: system_view(&replies),
-        owners,
-    })
+    let view = system_view(&replies);
+    // Left for the account balancers' Settled gate (crate::balance::gate), for every NATS
+    // cluster that answered.
+    let clusters: BTreeSet<String> = view.servers.iter().map(|s| s.cluster.clone()).collect();
+    let seen = Sighting::of(
+        describe(obj),
+        Instant::now(),
+        view.clone(),
+        &replies.replies,
+    );
+    ctx.moving.sight(clusters.iter().map(String::as_str), seen);
+    Ok(Gathered { wire, view, owners })
 }
 
 /// The connection not reached: Ready False with its reason, looked at again after a backoff.

@@ -43,6 +43,7 @@ use super::context::{Context, SystemClaim, claim_winner, lock, watch_config};
 use super::error::{Error, kube_err};
 use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
+use crate::balance::gate::Sighting;
 use crate::balance::{self, PlannedMove, Scope};
 use crate::system_view::{SystemView, system_view};
 
@@ -180,6 +181,14 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
     };
     ctx.shared.settled(obj);
     let view = system_view(&replies);
+    // Left for the account balancers' Settled gate (crate::balance::gate).
+    let seen = Sighting::of(
+        describe(obj),
+        Instant::now(),
+        view.clone(),
+        &replies.replies,
+    );
+    ctx.moving.sight([cluster.as_str()], seen);
     let accounts: BTreeSet<String> = view
         .groups
         .iter()

@@ -187,9 +187,11 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
             &json!("3 pools over NATS cluster c1")
         )
     );
+    // No system balancer yet: the gate judged from APP's own streams, and says so.
     assert_eq!(
         condition(&status, "Holding").expect("Holding")["message"],
-        "NATS cluster c1 is Settled; next pass in 1s"
+        "NATS cluster c1 is Settled, judged from the account's own streams: no system view of \
+         NATS cluster c1; next pass in 1s"
     );
     let overlapping = condition(&status, "Overlapping").expect("Overlapping");
     assert_eq!(
