@@ -10,7 +10,9 @@
 //! - memory requests and limits divided by [`Fit::memory_divisor`] (so 4Gi → 512Mi and 8Gi →
 //!   1Gi: a change of memory stays a change, and a rolling restart stays one), CPU requests
 //!   capped at [`Fit::cpu_millis`], and the JetStream volume's request capped at
-//!   [`Fit::storage`].
+//!   [`Fit::storage`];
+//! - no `storageClassName` on the JetStream volume: the node has one class, its default
+//!   `local` of static volumes (a story's `fast-ssd` names a production cluster's class).
 //!
 //! Every other field is applied as written. Pure: a table test is beside it.
 
@@ -69,7 +71,7 @@ impl Fit {
         };
         format!(
             "NatsClusters fitted to the node: {image}no exporter, memory ÷ {}, CPU requests ≤ {}m, \
-             volumes ≤ {}",
+             volumes ≤ {} of the default class",
             self.memory_divisor, self.cpu_millis, self.storage
         )
     }
@@ -119,6 +121,12 @@ impl Fit {
             jetstream.pointer_mut("/volumeClaimTemplate/spec/resources/requests/storage")
         {
             *s = Value::String(self.storage(s)?);
+        }
+        if let Some(claim) = jetstream
+            .pointer_mut("/volumeClaimTemplate/spec")
+            .and_then(Value::as_object_mut)
+        {
+            claim.remove("storageClassName");
         }
         if let Some(limits) = jetstream.get_mut("limits").and_then(Value::as_object_mut) {
             // The stores keep their share of what they live in: memory's ÷ as the limit, the
@@ -298,6 +306,24 @@ mod tests {
         assert_eq!(
             spec["jetstream"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"],
             "512Mi"
+        );
+    }
+
+    #[test]
+    fn the_volume_takes_the_nodes_one_class() {
+        let spec = fitted(serde_json::json!({
+            "jetstream": {"volumeClaimTemplate": {
+                "metadata": {"labels": {"app.kubernetes.io/part-of": "nats-prod-east"}},
+                "spec": {"storageClassName": "fast-ssd", "accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "100Gi"}}}}},
+        }))
+        .expect("fits");
+        assert_eq!(
+            spec["jetstream"]["volumeClaimTemplate"],
+            serde_json::json!({
+                "metadata": {"labels": {"app.kubernetes.io/part-of": "nats-prod-east"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "4Gi"}}},
+            })
         );
     }
 
