@@ -55,7 +55,7 @@ pub async fn pass<L: ServerLifecycle>(
     let planned = plan(cluster, &gathered, ctx.lifecycle.layout(cluster));
     let written = match go(cluster, &holds, &planned) {
         Go::Unowned(e) => Written::Unowned(e),
-        Go::Held(hold) => held(ctx, cluster, hold).await,
+        Go::Held(hold) => held(ctx, cluster, &planned.plans, hold).await,
         Go::Ahead(owner) => {
             let rolled = async {
                 let applied = apply(ctx, cluster, &owner, &gathered, &planned).await?;

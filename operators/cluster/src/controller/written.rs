@@ -100,14 +100,34 @@ impl Rolled {
 pub async fn held<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
+    plans: &[crate::render::ServerPlan],
     hold: Refusal,
 ) -> Written {
+    // A gateway waiting for the Secret cert-manager writes still gets its Certificate (with the
+    // other shared objects, none of which starts a server): cert-manager writes the Secret only
+    // for a Certificate that exists, so holding it back would wait forever.
+    if hold.reason == reason::GATEWAY_CERTIFICATE_NOT_READY
+        && issued_gateway(cluster)
+        && let Err(e) = ctx.lifecycle.apply_shared(cluster, plans).await
+    {
+        tracing::warn!(error = %e, "writing the gateway's Certificate while its Secret is awaited");
+    }
     let observed = ctx
         .lifecycle
         .observe(cluster)
         .await
         .map_err(|e| e.to_string());
     Written::Held { hold, observed }
+}
+
+/// Whether the gateway's certificate comes from cert-manager (`gateway.tls.certManager`).
+fn issued_gateway(cluster: &NatsCluster) -> bool {
+    cluster
+        .spec
+        .gateway
+        .as_ref()
+        .and_then(|g| g.tls.as_ref())
+        .is_some_and(|t| t.cert_manager.is_some())
 }
 
 /// A failing port is a condition (Ready=False ReconcileFailed), not an error of the reconcile:

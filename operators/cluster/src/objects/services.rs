@@ -111,12 +111,19 @@ pub fn gateway_service(
 ) -> Option<Service> {
     let t = spec.gateway.as_ref()?.service.as_ref()?;
     let port = plan.gateway.as_ref()?.listen.port;
-    Some(from_template(
+    let mut service = from_template(
         owner,
         gateway_service_name(&owner.name),
         t,
         service_port(port_name::GATEWAY, port),
-    ))
+    );
+    // A server is Ready once JetStream has a meta leader, and the meta group of a supercluster
+    // spans its members: their gateways must reach servers that are not Ready yet, or members
+    // starting together wait on each other forever.
+    if let Some(s) = service.spec.as_mut() {
+        s.publish_not_ready_addresses = Some(true);
+    }
+    Some(service)
 }
 
 /// The external leafnode Service, when spec.leafnodes.service is set.
@@ -202,6 +209,11 @@ mod tests {
         assert_eq!(gw.metadata.annotations.clone().expect("ann")["a"], "b");
         let gs = gw.spec.clone().expect("spec");
         assert_eq!(gs.type_.as_deref(), Some("LoadBalancer"));
+        assert_eq!(
+            gs.publish_not_ready_addresses,
+            Some(true),
+            "peers reach servers waiting for the supercluster's meta leader"
+        );
         assert_eq!(
             gs.load_balancer_source_ranges,
             Some(vec!["10.0.0.0/8".into()])
