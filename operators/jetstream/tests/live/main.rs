@@ -14,4 +14,6 @@ mod live_balancer_account;
 mod live_configs;
 mod live_connection;
 mod live_evacuation;
+mod live_partial;
+mod live_placement;
 mod live_transfer;
