@@ -2,56 +2,60 @@
 //! ([`before`]): story 02's `demo-client-tls`, "from the platform's PKI", is a Secret of a CA
 //! made for the run and a serving certificate it signed for the NatsCluster's names.
 //!
-//! rcgen, as the sim's PKIs use it; the key stays in the Secret, in the node's etcd.
+//! The CAs are the run's issuers' ([`super::issuer::Issuers`]), so what a story's platform signs
+//! and what its cert-manager issuers sign chain to the same CA when the story says they do.
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose, SanType,
-};
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use super::issuer::{Issuers, Request};
 
 /// A Secret of `tls.crt`, `tls.key` and `ca.crt` (the shape cert-manager writes) for the
 /// client listener of NatsCluster `cluster` in `namespace`: its Service, the headless Service's
-/// pods, and the cluster domain's long forms of each.
-pub fn server_tls(name: &str, namespace: &str, cluster: &str) -> Result<Value, rcgen::Error> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::default();
-    ca.distinguished_name
-        .push(DnType::CommonName, "conformance platform CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = ca.self_signed(&ca_key)?;
-    let key = KeyPair::generate()?;
-    let mut leaf = CertificateParams::default();
-    leaf.distinguished_name
-        .push(DnType::CommonName, format!("{cluster}.{namespace}.svc"));
-    leaf.subject_alt_names = server_names(namespace, cluster)
-        .into_iter()
-        .map(|n| n.try_into().map(SanType::DnsName))
-        .collect::<Result<_, _>>()?;
-    leaf.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    leaf.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
-    let cert = leaf.signed_by(&key, &ca, &ca_key)?;
-    Ok(json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/tls",
-        "stringData": {
-            "tls.crt": cert.pem(),
-            "tls.key": key.serialize_pem(),
-            "ca.crt": ca.pem(),
-        },
-    }))
+/// pods, and the cluster domain's long forms of each, signed by the CA of `issuers` named
+/// `ca`.
+pub fn server_tls(
+    issuers: &Issuers,
+    ca: &str,
+    name: &str,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Value, rcgen::Error> {
+    signed(
+        issuers,
+        ca,
+        name,
+        namespace,
+        server_names(namespace, cluster),
+        false,
+    )
+}
+
+/// A Secret `name` in `namespace` for `dns_names`, signed by the CA of `issuers` named `ca`;
+/// for both ways (client auth too) when `both_ways`.
+fn signed(
+    issuers: &Issuers,
+    ca: &str,
+    name: &str,
+    namespace: &str,
+    dns_names: Vec<String>,
+    both_ways: bool,
+) -> Result<Value, rcgen::Error> {
+    let mut usages = vec!["digital signature", "key encipherment", "server auth"];
+    if both_ways {
+        usages.push("client auth");
+    }
+    let request = Request {
+        namespace: namespace.into(),
+        certificate: name.into(),
+        secret_name: name.into(),
+        issuer: ca.into(),
+        issuer_kind: "ClusterIssuer".into(),
+        dns_names,
+        usages: usages.into_iter().map(str::to_string).collect(),
+    };
+    let ca = issuers.ca(ca)?;
+    let (crt, key) = ca.issue(&request)?;
+    Ok(request.secret(&crt, &key, &ca.pem()))
 }
 
 /// The names a client of NatsCluster `cluster` dials it by.
@@ -67,12 +71,46 @@ fn server_names(namespace: &str, cluster: &str) -> Vec<String> {
     names
 }
 
-/// The objects applied before `story`'s first step.
-pub fn before(story: &str) -> Result<Vec<Value>, rcgen::Error> {
+/// The objects applied before `story`'s first step, signed by the CAs of `issuers`.
+pub fn before(story: &str, issuers: &Issuers) -> Result<Vec<Value>, rcgen::Error> {
     Ok(match story.split_once('-').map_or(story, |(n, _)| n) {
-        "02" => vec![server_tls("demo-client-tls", "nats-system", "demo")?],
+        "02" => vec![server_tls(
+            issuers,
+            "platform-ca",
+            "demo-client-tls",
+            "nats-system",
+            "demo",
+        )?],
+        "06" => {
+            // West's gateway Secret from the platform's private CA: the CA east's issuer
+            // nats-gateway-ca signs with, so the two verify each other.
+            let west = "nats-system-west";
+            let mut names = service_names("west-gateway", west);
+            names.push(format!("gw.west.{}", sim::node::dns::OUTSIDE_DOMAIN));
+            vec![
+                serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": west}}),
+                signed(
+                    issuers,
+                    "nats-gateway-ca",
+                    "west-gateway-tls",
+                    west,
+                    names,
+                    true,
+                )?,
+            ]
+        }
         _ => vec![],
     })
+}
+
+/// The names Service `service` in `namespace` answers to within the cluster.
+fn service_names(service: &str, namespace: &str) -> Vec<String> {
+    vec![
+        service.to_string(),
+        format!("{service}.{namespace}"),
+        format!("{service}.{namespace}.svc"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+    ]
 }
 
 #[cfg(test)]
@@ -81,7 +119,15 @@ mod tests {
 
     #[test]
     fn the_auth_planes_listener_secret_names_every_way_to_the_cluster() {
-        let secret = server_tls("demo-client-tls", "nats-system", "demo").expect("issued");
+        let issuers = Issuers::default();
+        let secret = server_tls(
+            &issuers,
+            "platform-ca",
+            "demo-client-tls",
+            "nats-system",
+            "demo",
+        )
+        .expect("issued");
         let data = &secret["stringData"];
         for key in ["tls.crt", "tls.key", "ca.crt"] {
             assert!(
@@ -102,7 +148,29 @@ mod tests {
                 "*.demo-headless.nats-system.svc",
             ]
         );
-        assert_eq!(before("02-auth-plane").expect("issued").len(), 1);
-        assert!(before("01-quickstart").expect("none").is_empty());
+        assert_eq!(before("02-auth-plane", &issuers).expect("issued").len(), 1);
+        assert!(before("01-quickstart", &issuers).expect("none").is_empty());
+    }
+
+    #[test]
+    fn wests_gateway_secret_is_signed_by_easts_gateway_issuer() {
+        let issuers = Issuers::default();
+        let objects = before("06-supercluster", &issuers).expect("issued");
+        assert_eq!(objects.len(), 2);
+        assert_eq!(objects[0]["kind"], "Namespace");
+        let secret = &objects[1];
+        assert_eq!(secret["metadata"]["namespace"], "nats-system-west");
+        assert_eq!(
+            secret["stringData"]["ca.crt"],
+            issuers.ca("nats-gateway-ca").expect("the CA").pem()
+        );
+        let names = secret["metadata"]["annotations"]["cert-manager.io/alt-names"]
+            .as_str()
+            .expect("names");
+        assert!(names.ends_with(",gw.west.example.net"), "{names}");
+        assert!(
+            names.contains("west-gateway.nats-system-west.svc"),
+            "{names}"
+        );
     }
 }

@@ -8,8 +8,10 @@
 //! watches on the node.
 
 pub mod fixtures;
+pub mod issuer;
 pub mod matches;
 pub mod run;
+pub mod sites;
 
 use crate::stories::{Document, StatusExample, Story};
 
@@ -50,6 +52,29 @@ pub fn steps(story: &Story) -> Vec<Step<'_>> {
         .collect()
 }
 
+/// The namespaces `story` declares (its Namespace objects): a story that declares one starts
+/// it fresh on the shared node, so what an earlier story left there (story 02's NatsCluster
+/// `demo` in `nats-system`, before story 09's) is deleted first. A story that uses a namespace
+/// without declaring it builds on the story before it.
+pub fn declared_namespaces(story: &Story) -> Vec<String> {
+    let there = sites::elsewhere(&story.name);
+    let mut out: Vec<String> = Vec::new();
+    for d in story
+        .manifests
+        .iter()
+        .filter(|d| d.object.kind == "Namespace")
+    {
+        let name = match there.filter(|t| t.holds(&d.file)) {
+            Some(t) => t.namespace(&d.object.name).to_string(),
+            None => d.object.name.clone(),
+        };
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// Whether a story runs on the node as written (fitted: [`sim::node::fit`]), and why not.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Applicability {
@@ -61,12 +86,14 @@ pub enum Applicability {
     NotYet(&'static str),
 }
 
-/// What each story needs that the single node (no registry, no cert-manager, no Prometheus
-/// Operator, no outside DNS) lacks, read off its manifests.
+/// What each story needs that the single node (no registry, no Prometheus Operator) lacks, read
+/// off its manifests. cert-manager's issuers are played by the run ([`issuer`]), the gateway and
+/// leafnode listeners' outside names answered by the node's cluster DNS
+/// ([`sim::node::dns::outside_names`]).
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" => Runs,
+        "01" | "02" | "06" | "09" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
@@ -78,11 +105,11 @@ pub fn applicability(story: &str) -> Applicability {
         "04" | "05" | "07" | "14" => {
             NotYet("builds on story 02's auth plane; its own manifests have not been run here")
         }
-        "06" | "08" | "13" => NotYet(
+        "08" | "13" => NotYet(
             "gateways at gw.*.example.net with cert-manager Certificates: the run would point \
              them at the clusters' gateway Services and issue the Secrets itself",
         ),
-        "09" | "11" => NotYet(
+        "11" => NotYet(
             "three clusters with cert-manager Certificates and outside gateway names: the run \
              would issue the Secrets and rename the gateways",
         ),
@@ -113,6 +140,17 @@ mod tests {
             shape,
             vec![(1, 2, 1), (2, 1, 1), (3, 2, 1), (4, 1, 1), (5, 1, 0)]
         );
+    }
+
+    #[rstest::rstest]
+    #[case::the_quickstart("01-quickstart", &["nats"])]
+    #[case::the_acceptance("09-acceptance", &["nats-system", "requests", "dev"])]
+    #[case::building_on_story_09("11-evacuation", &[])]
+    #[case::east_and_west("06-supercluster", &["nats-system", "nats-system-west"])]
+    fn a_story_starts_the_namespaces_it_declares_fresh(#[case] name: &str, #[case] want: &[&str]) {
+        let stories = crate::stories::load().expect("docs/stories parses");
+        let story = stories.iter().find(|s| s.name == name).expect("the story");
+        assert_eq!(declared_namespaces(story), want);
     }
 
     #[test]

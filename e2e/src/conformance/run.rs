@@ -16,6 +16,7 @@ use kube::api::{Api, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use sim::host::Objects;
 
+use super::issuer::Issuers;
 use super::matches::{Mismatch, conforms};
 use super::{Applicability, applicability, steps};
 use crate::stories::{StatusExample, Story};
@@ -71,6 +72,7 @@ impl StoryRun {
 /// for, each within `within`.
 pub async fn story(
     objects: &Objects,
+    issuers: &Issuers,
     story: &Story,
     within: Duration,
     say: &mut (dyn FnMut(&str) + Send),
@@ -86,7 +88,16 @@ pub async fn story(
         Applicability::NotHere(why) => return done(Outcome::NotHere(why)),
         Applicability::NotYet(why) => return done(Outcome::NotYet(why)),
     }
-    let fixtures = match super::fixtures::before(&story.name) {
+    let fresh = super::declared_namespaces(story);
+    match fresh_namespaces(&objects.client(), &fresh).await {
+        Ok(cleared) if !cleared.is_empty() => say(&format!(
+            "  a fresh start: {} deleted with what earlier stories left there",
+            cleared.join(", ")
+        )),
+        Ok(_) => {}
+        Err(why) => return done(Outcome::Failed { step: 0, why }),
+    }
+    let fixtures = match super::fixtures::before(&story.name, issuers) {
         Ok(f) => f,
         Err(e) => {
             return done(Outcome::Failed {
@@ -103,9 +114,20 @@ pub async fn story(
     }
     let mut reached = Vec::new();
     let mut watching: Vec<Watched> = Vec::new();
+    let there = super::sites::elsewhere(&story.name);
+    let mut carried = false;
     for step in steps(story) {
         for doc in &step.manifests {
-            match apply(objects, &doc.path, &doc.object.value).await {
+            let mut value = doc.object.value.clone();
+            if let Some(there) = there.filter(|t| t.holds(&doc.file))
+                && let Err(why) = elsewhere(objects, there, &mut value, &mut carried).await
+            {
+                return done(Outcome::Failed {
+                    step: step.number,
+                    why: format!("placing {doc} in {}: {why}", there.site),
+                });
+            }
+            match apply(objects, &doc.path, &value).await {
                 Ok(names) => say(&format!("  applied {doc}: {}", names.join(", "))),
                 Err(why) => {
                     return done(Outcome::Failed {
@@ -119,7 +141,14 @@ pub async fn story(
         let started: Vec<Watched> = step
             .examples
             .iter()
-            .map(|e| Watched::start(client.clone(), (*e).clone(), within))
+            .map(|e| {
+                let mut e = (*e).clone();
+                if let (Some(there), Some(ns)) = (there, e.object.namespace.clone()) {
+                    let placed = there.placed(story, &e.object.kind, &e.object.name, &ns);
+                    e.object.namespace = Some(placed.to_string());
+                }
+                Watched::start(client.clone(), e, within)
+            })
             .collect();
         // On to the next step once each example of this one is reached, failed, or quiet: its
         // object unchanged for QUIET while short of the example (it waits for a later step).
@@ -141,6 +170,219 @@ pub async fn story(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// How long a deleted namespace's objects may hold it by their controllers' finalizers (a
+/// NatsCluster that still holds JetStream data, a user waiting for its revocation to reach
+/// servers already gone) before the run takes the finalizers off: the story that follows needs
+/// the namespace, not the end of the one before.
+const FINALIZERS_GRACE: Duration = Duration::from_secs(30);
+
+/// Starts each of `namespaces` fresh: deletes it and waits until it is gone, or, for the
+/// chart's own namespace (the controllers run there; stories 02 and 09 put their auth plane
+/// there), deletes the objects of the project's kinds and cert-manager's in it. The ones
+/// cleared.
+async fn fresh_namespaces(
+    client: &kube::Client,
+    namespaces: &[String],
+) -> Result<Vec<String>, String> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: Api<Namespace> = Api::all(client.clone());
+    let mut cleared = Vec::new();
+    for ns in namespaces {
+        let exists = api
+            .get_opt(ns)
+            .await
+            .map_err(|e| format!("reading namespace {ns}: {e}"))?
+            .is_some();
+        if !exists {
+            continue;
+        }
+        if ns != crate::chart::NAMESPACE {
+            let _ = api.delete(ns, &Default::default()).await;
+        }
+        cleared.push(ns.clone());
+    }
+    let t0 = Instant::now();
+    for ns in &cleared {
+        loop {
+            let gone = if ns == crate::chart::NAMESPACE {
+                project_objects(client, ns, true).await == 0
+            } else {
+                matches!(api.get_opt(ns).await, Ok(None))
+            };
+            if gone {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(300) {
+                return Err(format!("namespace {ns} was not cleared within 300 s"));
+            }
+            if t0.elapsed() > FINALIZERS_GRACE {
+                release_finalizers(client, ns).await;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    Ok(cleared)
+}
+
+/// The groups whose objects a story applies and the run clears: the project's and
+/// cert-manager's.
+fn cleared_group(group: &str) -> bool {
+    group.ends_with("nats.mikluko.io") || group == "cert-manager.io"
+}
+
+/// How many objects of the cleared groups are left in `namespace`; each is deleted as it is
+/// counted when `delete`.
+async fn project_objects(client: &kube::Client, namespace: &str, delete: bool) -> usize {
+    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+        return usize::MAX;
+    };
+    let mut left = 0;
+    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.scope != kube::discovery::Scope::Namespaced {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+            let Ok(list) = api.list(&Default::default()).await else {
+                left += 1;
+                continue;
+            };
+            left += list.items.len();
+            if delete && !list.items.is_empty() {
+                let _ = api
+                    .delete_collection(&Default::default(), &Default::default())
+                    .await;
+            }
+        }
+    }
+    left
+}
+
+/// Takes the finalizers off every object of the cleared groups left in `namespace`.
+async fn release_finalizers(client: &kube::Client, namespace: &str) {
+    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+        return;
+    };
+    let none = serde_json::json!({"metadata": {"finalizers": null}});
+    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.scope != kube::discovery::Scope::Namespaced {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+            let Ok(list) = api.list(&Default::default()).await else {
+                continue;
+            };
+            for o in list.items {
+                let held = o
+                    .metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| !f.is_empty());
+                if let (true, Some(name)) = (held, o.metadata.name.as_deref()) {
+                    let _ = api
+                        .patch(
+                            name,
+                            &kube::api::PatchParams::default(),
+                            &kube::api::Patch::Merge(&none),
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// Places an object of a file the story applies in its other Kubernetes cluster on the node:
+/// in that cluster's namespace, a literal trust copied from the home trust's status, and,
+/// before its first object there besides the namespace, the Secrets carried from home.
+async fn elsewhere(
+    objects: &Objects,
+    there: &super::sites::Elsewhere,
+    value: &mut Value,
+    carried: &mut bool,
+) -> Result<(), String> {
+    let client = objects.client();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if kind != "Namespace" && !*carried {
+        for (ns, secret) in there.carried {
+            carry(&client, ns, secret, there.namespace(ns)).await?;
+        }
+        *carried = true;
+    }
+    if kind == "NatsOperatorTrust" {
+        let gvk = GroupVersionKind::gvk("nats.mikluko.io", "v1beta1", "NatsOperatorTrust");
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            there.trust_from,
+            &kube::api::ApiResource::from_gvk(&gvk),
+        );
+        let t0 = Instant::now();
+        loop {
+            let home = api.get_opt(&name).await.ok().flatten();
+            let status = home
+                .as_ref()
+                .and_then(|h| h.data.get("status"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            if super::sites::literal_trust(value, &status) {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(120) {
+                return Err(format!(
+                    "the home NatsOperatorTrust {}/{name} held no JWTs to copy within 120 s",
+                    there.trust_from
+                ));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    there.relocate(value);
+    Ok(())
+}
+
+/// Copies Secret `namespace`/`name` into `to`, as External Secrets would, once it exists.
+async fn carry(client: &kube::Client, namespace: &str, name: &str, to: &str) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::Secret;
+    let from: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let t0 = Instant::now();
+    let secret = loop {
+        if let Ok(Some(s)) = from.get_opt(name).await {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            return Err(format!(
+                "Secret {namespace}/{name} did not exist within 120 s"
+            ));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let copy = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": to},
+        "type": secret.type_,
+        "data": secret.data,
+    });
+    Api::<Secret>::namespaced(client.clone(), to)
+        .patch(
+            name,
+            &kube::api::PatchParams::apply("external-secrets").force(),
+            &kube::api::Patch::Apply(&copy),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("carrying Secret {namespace}/{name} to {to}: {e}"))
 }
 
 /// Server-side applies one object of a story (`origin` names it in errors); the objects
@@ -369,6 +611,27 @@ pub const CHART_VALUES: &str = "controllers:\n  auth:\n    systemConnection: nat
 /// The node's volumes for a conformance run: every story's servers, with their claims kept.
 pub const VOLUMES: usize = 40;
 
+/// The label the stories' NatsClusters select their node pool by (`podTemplate.spec.nodeSelector`).
+pub const NODE_POOL: (&str, &str) = ("node-pool", "nats");
+
+/// What the stories take from the platform besides the chart: the node labelled into the NATS
+/// node pool ([`NODE_POOL`]), and cert-manager's Certificate kind, whose issuers the run plays
+/// ([`super::issuer`]).
+async fn platform(client: &kube::Client) -> Result<(), String> {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let (key, value) = NODE_POOL;
+    let label = serde_json::json!({"metadata": {"labels": {key: value}}});
+    nodes
+        .patch(
+            sim::node::config::NODE_NAME,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&label),
+        )
+        .await
+        .map_err(|e| format!("labelling the node {key}={value}: {e}"))?;
+    super::issuer::install(client).await
+}
+
 /// Brings a node up under `dir` with the chart installed, runs the stories named in `only` (all
 /// when empty) in story order, each example within `within`, and brings the node down.
 pub async fn on_node(
@@ -396,14 +659,33 @@ pub async fn on_node(
     let installed = crate::on_node::install_shaped(dir, &shape, &mut *say).await?;
     let fit = installed.fit();
     say(&format!("stories fitted to the node: {}", fit.describe()));
-    let objects = Objects::fitted(installed.node.client(), fit);
+    let client = installed.node.client();
+    let platform = platform(&client).await;
+    let issuers = std::sync::Arc::new(Issuers::default());
+    let issuing = tokio::spawn(super::issuer::run(
+        client.clone(),
+        issuers.clone(),
+        |line| println!("{line}"),
+    ));
+    let objects = Objects::fitted(client, fit);
     let mut runs = Vec::new();
     for s in chosen {
         say(&format!("--- {}", s.name));
-        let run = story(&objects, s, within, &mut *say).await;
+        let run = match &platform {
+            Ok(()) => story(&objects, &issuers, s, within, &mut *say).await,
+            Err(why) => StoryRun {
+                story: s.name.clone(),
+                outcome: Outcome::Failed {
+                    step: 0,
+                    why: why.clone(),
+                },
+                took: Duration::ZERO,
+            },
+        };
         say(&run.line());
         runs.push(run);
     }
+    issuing.abort();
     let host_left = installed.node.down().await;
     Ok(Conformance {
         stories: runs,

@@ -1,0 +1,180 @@
+//! A story told across two Kubernetes clusters, run on the one node ([`elsewhere`]): the files a
+//! story applies in its other Kubernetes cluster go to namespaces of their own on the node
+//! ([`Elsewhere::namespaces`]: story 06's west `nats-system` is `nats-system-west`), so its
+//! objects do not edit the home cluster's objects of the same name. The run then does what the
+//! story leaves to the platform between the two:
+//!
+//! - External Secrets carries the creds Secrets the story names across
+//!   ([`Elsewhere::carried`]);
+//! - GitOps keeps the literal NatsOperatorTrust a copy of the home trust's status
+//!   ([`literal_trust`]): the story's literal JWTs were generated for the documentation, this run's
+//!   auth controller signs with its own keys.
+//!
+//! The status examples of objects a relocated file declares are read where the file went.
+//! Pure: table tests beside it.
+
+use serde_json::Value;
+
+use crate::stories::Story;
+
+/// Where a story's other Kubernetes cluster lives on the node, and what crosses to it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Elsewhere {
+    /// The other cluster's name, in the story's words.
+    pub site: &'static str,
+    /// The story's files applied there.
+    pub files: &'static [&'static str],
+    /// Each namespace of those files, and the node's namespace it becomes.
+    pub namespaces: &'static [(&'static str, &'static str)],
+    /// Secrets carried from home (namespace, name) into the namespace they are named in there.
+    pub carried: &'static [(&'static str, &'static str)],
+    /// The home namespace whose NatsOperatorTrust of the same name a literal trust copies.
+    pub trust_from: &'static str,
+}
+
+const STORY_06_WEST: Elsewhere = Elsewhere {
+    site: "west",
+    files: &["03-west.yaml"],
+    namespaces: &[("nats-system", "nats-system-west")],
+    carried: &[("nats-system", "west-cluster-controller-creds")],
+    trust_from: "nats-system",
+};
+
+/// The other Kubernetes cluster of `story`, if it has one the run places on the node.
+pub fn elsewhere(story: &str) -> Option<&'static Elsewhere> {
+    match story.split_once('-').map_or(story, |(n, _)| n) {
+        "06" => Some(&STORY_06_WEST),
+        _ => None,
+    }
+}
+
+impl Elsewhere {
+    /// Whether `file` of the story is applied in this cluster.
+    pub fn holds(&self, file: &str) -> bool {
+        self.files.contains(&file)
+    }
+
+    /// The node's namespace for `namespace` there (itself when not mapped).
+    pub fn namespace<'a>(&self, namespace: &'a str) -> &'a str {
+        self.namespaces
+            .iter()
+            .find(|(from, _)| *from == namespace)
+            .map_or(namespace, |(_, to)| to)
+    }
+
+    /// Moves an object of a file applied there to its namespace on the node: its
+    /// `metadata.namespace`, or a Namespace's own name.
+    pub fn relocate(&self, value: &mut Value) {
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let field = if kind == "Namespace" {
+            "name"
+        } else {
+            "namespace"
+        };
+        if let Some(ns) = value.pointer_mut(&format!("/metadata/{field}"))
+            && let Some(from) = ns.as_str()
+        {
+            *ns = Value::String(self.namespace(from).to_string());
+        }
+    }
+
+    /// The node's namespace of the object `kind`/`name` in `namespace` as `story` places it:
+    /// moved when a file applied there declares it.
+    pub fn placed<'a>(&self, story: &Story, kind: &str, name: &str, namespace: &'a str) -> &'a str {
+        let declared_there = story.manifests.iter().any(|d| {
+            self.holds(&d.file)
+                && d.object.kind == kind
+                && d.object.name == name
+                && d.object.namespace.as_deref() == Some(namespace)
+        });
+        if declared_there {
+            self.namespace(namespace)
+        } else {
+            namespace
+        }
+    }
+}
+
+/// A literal NatsOperatorTrust kept a copy of the home trust's `status` (its `operatorJWT` and
+/// `systemAccountJWT`); any other object, or a trust by reference, is left as it is. Whether
+/// it was a literal trust that the home status could fill.
+pub fn literal_trust(value: &mut Value, home_status: &Value) -> bool {
+    if value.get("kind").and_then(Value::as_str) != Some("NatsOperatorTrust") {
+        return false;
+    }
+    let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    if !spec.contains_key("operatorJWT") {
+        return false;
+    }
+    let mut filled = true;
+    for key in ["operatorJWT", "systemAccountJWT"] {
+        match home_status.get(key).and_then(Value::as_str) {
+            Some(jwt) => {
+                spec.insert(key.into(), Value::String(jwt.into()));
+            }
+            None => filled = false,
+        }
+    }
+    filled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[rstest::rstest]
+    #[case::a_west_object(json!({"kind": "NatsCluster", "metadata": {"name": "west", "namespace": "nats-system"}}), json!({"kind": "NatsCluster", "metadata": {"name": "west", "namespace": "nats-system-west"}}))]
+    #[case::the_west_namespace(json!({"kind": "Namespace", "metadata": {"name": "nats-system"}}), json!({"kind": "Namespace", "metadata": {"name": "nats-system-west"}}))]
+    #[case::a_namespace_not_mapped(json!({"kind": "Secret", "metadata": {"name": "s", "namespace": "other"}}), json!({"kind": "Secret", "metadata": {"name": "s", "namespace": "other"}}))]
+    fn a_west_file_goes_to_wests_namespace(#[case] mut object: Value, #[case] want: Value) {
+        elsewhere("06-supercluster")
+            .expect("story 06 has a west")
+            .relocate(&mut object);
+        assert_eq!(object, want);
+    }
+
+    #[test]
+    fn story_06s_west_is_its_third_file_and_its_examples_follow_it() {
+        let west = elsewhere("06-supercluster").expect("story 06 has a west");
+        assert!(west.holds("03-west.yaml") && !west.holds("02-east.yaml"));
+        assert_eq!(elsewhere("09-acceptance"), None);
+        let stories = crate::stories::load().expect("docs/stories parses");
+        let story = stories
+            .iter()
+            .find(|s| s.name == "06-supercluster")
+            .expect("story 06");
+        let placed = |kind, name| west.placed(story, kind, name, "nats-system");
+        assert_eq!(placed("NatsCluster", "west"), "nats-system-west");
+        assert_eq!(placed("NatsCluster", "east"), "nats-system");
+        assert_eq!(placed("NatsOperatorTrust", "demo"), "nats-system-west");
+    }
+
+    #[test]
+    fn a_literal_trust_copies_the_home_trusts_jwts() {
+        let home =
+            json!({"operatorJWT": "op.jwt", "systemAccountJWT": "sys.jwt", "conditions": []});
+        let mut literal = json!({"kind": "NatsOperatorTrust", "metadata": {"name": "demo"},
+            "spec": {"operatorJWT": "doc.op", "systemAccountJWT": "doc.sys"}});
+        assert!(literal_trust(&mut literal, &home));
+        assert_eq!(
+            literal["spec"],
+            json!({"operatorJWT": "op.jwt", "systemAccountJWT": "sys.jwt"})
+        );
+        let mut reference =
+            json!({"kind": "NatsOperatorTrust", "spec": {"operatorRef": {"name": "demo"}}});
+        let before = reference.clone();
+        assert!(!literal_trust(&mut reference, &home));
+        assert_eq!(reference, before);
+        let mut not_yet = json!({"kind": "NatsOperatorTrust", "spec": {"operatorJWT": "doc.op"}});
+        assert!(
+            !literal_trust(&mut not_yet, &json!({})),
+            "no home status yet"
+        );
+    }
+}
