@@ -144,7 +144,9 @@ V
     cp "$b/root/usr/bin/etcd" "$KUBE_DIR/bin/etcd"
     mv "$KUBE_DIR/bin/.kube-apiserver.new" "$KUBE_DIR/bin/kube-apiserver" # last, so "present" means complete
     "$KUBE_DIR/bin/kube-apiserver" --version
-    "$KUBE_DIR/bin/etcd" --version | head -n1
+    # sed reads to the end: `head -n1` closed the pipe early, and under pipefail etcd's SIGPIPE
+    # failed a build that had succeeded (seen on a loaded machine).
+    "$KUBE_DIR/bin/etcd" --version | sed -n 1p
   fi
 }
 

@@ -6,7 +6,7 @@
 # browser: the page is plain HTML and SVG.
 set -euo pipefail
 if command -v chromium >/dev/null; then
-  echo "present: $(chromium --version 2>/dev/null | head -1)"
+  echo "present: $(chromium --version 2>/dev/null | sed -n 1p)"
   exit 0
 fi
 echo "missing: chromium"
@@ -24,4 +24,4 @@ else
 fi
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
-chromium --version 2>/dev/null | head -1
+chromium --version 2>/dev/null | sed -n 1p
