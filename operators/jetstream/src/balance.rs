@@ -326,8 +326,9 @@ pub fn leader_move(
 
 /// A placement move: the first stream (never a consumer's group alone: consumers follow their
 /// stream) with a copy on the server holding the most copies and none on the server holding the
-/// fewest, not `pinned`, moved off the former; nats-server picks the new server within the NATS
-/// cluster.
+/// fewest, not `pinned` and with no `placement.cluster` in its config (declared placement is
+/// never overridden, whether or not a resource declares it), moved off the former; nats-server
+/// picks the new server within the NATS cluster.
 pub fn placement_move(
     groups: &[GroupSeen],
     loads: &[ServerLoad],
@@ -342,6 +343,7 @@ pub fn placement_move(
     let g = groups.iter().find(|g| {
         g.consumer.is_none()
             && !pinned.contains(&g.stream_key())
+            && g.placement_cluster.is_empty()
             && g.members().any(|m| m == most.name)
             && g.members().all(|m| m != fewest.name)
     })?;

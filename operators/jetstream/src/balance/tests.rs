@@ -243,6 +243,14 @@ fn placement_moves_only_when_opted_in_within_the_nats_cluster_never_pinned() {
         next_move(&v, "east", &scope).map(|m| m.stream),
         Some("B".into())
     );
+    // A stream with no resource whose own config names its NATS cluster is pinned as well.
+    let mut declared = v.clone();
+    declared.groups[1].placement_cluster = "east".into();
+    assert_eq!(
+        next_move(&declared, "east", &scope).map(|m| m.stream),
+        Some("C".into()),
+        "B's config declares placement.cluster: never placement-moved"
+    );
     scope.placement = false;
     assert_eq!(
         next_move(&v, "east", &scope),
