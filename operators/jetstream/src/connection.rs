@@ -135,13 +135,23 @@ pub fn creds_problem(text: &str) -> Option<String> {
         .map(|e| format!("the seed does not parse: {e}"))
 }
 
+/// The inbox every connection of the JetStream controller dials with (design §5.4: a controller
+/// preset subscribes only under `_INBOX.<preset>.>`, "which its controller dials with"). A system
+/// user of the jetstream-controller preset is answered nowhere else; an account user whose
+/// permissions admit `_INBOX.>` is answered here as well.
+pub fn inbox_prefix() -> String {
+    nats_wire::preset_inbox_prefix("jetstream-controller")
+}
+
 /// The dial options of a NatsConnection: its servers, the CA bundle and creds from the Secrets it
-/// names (defaults `ca.crt`, `user.creds`), checked enough to tell a bad Secret from a bad server.
+/// names (defaults `ca.crt`, `user.creds`), checked enough to tell a bad Secret from a bad server,
+/// and the controller's own inbox ([`inbox_prefix`]).
 pub fn dial_config(
     spec: &NatsConnectionSpec,
     secrets: &Secrets,
 ) -> Result<ConnectionConfig, Ready> {
-    let mut config = ConnectionConfig::new(spec.servers.iter().cloned());
+    let mut config =
+        ConnectionConfig::new(spec.servers.iter().cloned()).with_inbox_prefix(inbox_prefix());
     if let Some(ca) = spec.tls.as_ref().and_then(|t| t.ca.as_ref()) {
         let (pem, key) = read(secrets, &ca.secret_key_ref, DEFAULT_CA_KEY)?;
         if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") {
@@ -253,6 +263,11 @@ mod tests {
         .expect("dialable");
         assert_eq!(c.servers, vec!["nats://a:4222"]);
         assert!(c.creds.is_none() && c.ca_pem.is_none());
+        assert_eq!(
+            c.inbox_prefix.as_deref(),
+            Some("_INBOX.jetstream-controller"),
+            "the jetstream-controller preset subscribes only under its own inbox"
+        );
     }
 
     #[test]
