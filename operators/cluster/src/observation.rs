@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use nats_wire::monitor::{ClusterInfo, Gatewayz, Jsz, Leafz, MetaClusterInfo};
+use nats_wire::monitor::{ClusterInfo, Gatewayz, Jsz, Leafz, MetaClusterInfo, PeerInfo};
 
 /// What one server answered.
 #[derive(Clone, Debug, Default)]
@@ -197,6 +197,41 @@ pub fn leader_report<'a, R: RaftReport>(reports: &[(&'a str, &'a R)]) -> Option<
                 .map(|(_, r)| *r)
         })
         .or(reports.first().map(|(_, r)| *r))
+}
+
+/// The meta group as the answering servers can vouch for it: its leader (empty when none is
+/// named) and the members to judge. The leader's own report, when its server answered, lists
+/// every peer's currency. A follower knows only whether it hears the leader: on a follower,
+/// nats-server's raft `Peers()` reports every other follower `current: false` (raft.go, "another
+/// follower that we're not in contact with"), so its list is no judge of them. When the leader did
+/// not answer (it is in another NATS cluster of the supercluster), what is judged is each
+/// answering server's entry for the leader; a server that names no leader, or another one, or has
+/// no entry for it, counts as a member not current.
+pub fn meta_members(reports: &[(&str, &MetaClusterInfo)]) -> (String, Vec<PeerInfo>) {
+    if let Some(m) = own_report(reports) {
+        return (m.leader.clone(), m.replicas.clone());
+    }
+    let Some(leader) = reports
+        .iter()
+        .map(|(_, m)| m.leader.as_str())
+        .find(|l| !l.is_empty())
+    else {
+        return (String::new(), vec![]);
+    };
+    let members = reports
+        .iter()
+        .map(|(server, m)| {
+            m.replicas
+                .iter()
+                .find(|p| m.leader == leader && p.name == leader)
+                .cloned()
+                .unwrap_or_else(|| PeerInfo {
+                    name: (*server).to_string(),
+                    ..Default::default()
+                })
+        })
+        .collect();
+    (leader.to_string(), members)
 }
 
 /// The meta group's reports in `answers` (`(server, JSZ)`).

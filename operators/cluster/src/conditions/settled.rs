@@ -1,13 +1,14 @@
 //! Settled: the meta group and every stream and consumer group have a leader and every member
 //! current, as the answering servers report; every server answers. Each group is judged by its
-//! leader's own report where the leader's server answered ([`crate::observation::leader_report`]).
+//! leader's own report where the leader's server answered ([`crate::observation::leader_report`]);
+//! the meta group, whose leader may be in another NATS cluster, by [`meta_members`].
 
 use controller_kit::conditions::Decided;
 use nats_api::cluster::{condition, reason};
 use nats_wire::monitor::PeerInfo;
 
 use super::names;
-use crate::observation::{Observation, leader_report, meta_reports, raft_groups};
+use crate::observation::{Observation, leader_report, meta_members, meta_reports, raft_groups};
 
 /// Settled: the meta group and every stream and consumer group have a leader and every member
 /// current, as the answering servers report; every server answers.
@@ -83,10 +84,8 @@ impl NotCurrent {
     /// The meta group first, then every stream and consumer group, each by its leader's report.
     fn of(obs: &Observation) -> Self {
         let mut n = NotCurrent::default();
-        match leader_report(&meta_reports(obs.jsz())) {
-            Some(m) => n.judge("the meta group".into(), &m.leader, &m.replicas),
-            None => n.judge("the meta group".into(), "", &[]),
-        }
+        let (leader, members) = meta_members(&meta_reports(obs.jsz()));
+        n.judge("the meta group".into(), &leader, &members);
         for (group, reports) in raft_groups(obs.jsz()) {
             if let Some(c) = leader_report(&reports) {
                 n.judge(group.words(), &c.leader, &c.replicas);

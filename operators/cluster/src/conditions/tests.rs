@@ -203,6 +203,45 @@ fn settled_reads_every_raft_group(
     assert_eq!((v.status, v.reason), (status, want), "{}", v.message);
 }
 
+/// demo-0..2 of a supercluster whose meta leader is `west-1`, in another NATS cluster, each
+/// reporting the meta group as a nats-server follower does (raft.go `Peers()`): the leader
+/// current when heard of lately (`hears[i]`, `None`: it names no leader), every other follower
+/// not current.
+fn followers_of_west_1(hears: [Option<bool>; 3]) -> Observation {
+    let mut o = Observation::default();
+    let all = ["west-0", "west-1", "west-2", "demo-0", "demo-1", "demo-2"];
+    for (i, heard) in hears.iter().enumerate() {
+        let n = format!("demo-{i}");
+        let peers = all
+            .iter()
+            .filter(|p| **p != n)
+            .map(|p| peer(p, *p == "west-1" && *heard == Some(true), false))
+            .collect();
+        let leader = if heard.is_some() { "west-1" } else { "" };
+        o.answers
+            .insert(n.clone(), answer(&n, leader, peers, vec![]));
+    }
+    o
+}
+
+#[rstest]
+#[case::every_follower_hears_the_leader([Some(true); 3], true, reason::ALL_GROUPS_CURRENT)]
+#[case::one_lost_the_leader(
+    [Some(true), Some(false), Some(true)],
+    false,
+    reason::GROUPS_CATCHING_UP
+)]
+#[case::one_names_no_leader([Some(true), Some(true), None], false, reason::GROUPS_CATCHING_UP)]
+#[case::none_names_a_leader([None; 3], false, reason::GROUPS_LEADERLESS)]
+fn the_meta_group_led_from_another_nats_cluster_is_judged_by_each_followers_leader(
+    #[case] hears: [Option<bool>; 3],
+    #[case] status: bool,
+    #[case] want: &str,
+) {
+    let v = settled(&expected(), true, &followers_of_west_1(hears));
+    assert_eq!((v.status, v.reason), (status, want), "{}", v.message);
+}
+
 #[test]
 fn settled_needs_every_server_to_answer() {
     let mut o = three(vec![], "demo-0", vec![]);

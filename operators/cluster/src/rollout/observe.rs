@@ -13,7 +13,9 @@ use super::order::Member;
 use super::removal::StreamReplicas;
 use super::volume::ClaimShape;
 use crate::lifecycle::ObservedServer;
-use crate::observation::{Observation, leader_report, meta_reports, own_report, raft_groups};
+use crate::observation::{
+    Observation, leader_report, meta_members, meta_reports, own_report, raft_groups,
+};
 
 /// Where the meta group's leader and peers are read from: one observation's JSZ answers (what
 /// the reconciler asks), or a meta view (`nats_wire::jsapi::meta_view_of`, which also reaches a
@@ -143,11 +145,15 @@ fn current_apart(leader: &str, replicas: &[PeerInfo], except: Option<&str>) -> b
 /// (the server being removed) among the members; the meta group first when the answers show it.
 pub fn not_current(answers: &[(String, Jsz)], except: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
-    match leader_report(&meta_reports(pairs(answers))) {
-        Some(m) if m.leader.is_empty() => out.push("the meta group (leaderless)".to_string()),
-        Some(m) if current_apart(&m.leader, &m.replicas, except) => {}
-        Some(_) => out.push("the meta group".to_string()),
-        None => {}
+    let reports = meta_reports(pairs(answers));
+    let (leader, members) = meta_members(&reports);
+    if !reports.is_empty() && !current_apart(&leader, &members, except) {
+        let what = if leader.is_empty() {
+            "the meta group (leaderless)"
+        } else {
+            "the meta group"
+        };
+        out.push(what.to_string());
     }
     for (group, reports) in raft_groups(pairs(answers)) {
         if let Some(c) = leader_report(&reports)
@@ -277,11 +283,31 @@ mod tests {
         assert_eq!(not_current(&answers, except), want);
     }
 
+    /// A follower lists the other followers not current (nats-server raft.go `Peers()`): with
+    /// the meta leader in another NATS cluster, only its entry for the leader is judged.
+    #[rstest]
+    #[case::hears_the_leader(true, vec![])]
+    #[case::lost_the_leader(false, vec!["the meta group"])]
+    fn the_meta_group_led_from_elsewhere(#[case] heard: bool, #[case] want: Vec<&str>) {
+        let follower = |me: &str| {
+            let meta = ["west-0", "demo-0", "demo-1"]
+                .iter()
+                .filter(|p| **p != me)
+                .map(|p| peer(p, *p == "west-0" && heard, false))
+                .collect();
+            (me.to_string(), jsz("west-0", meta, None))
+        };
+        let answers = vec![follower("demo-0"), follower("demo-1")];
+        assert_eq!(not_current(&answers, None), want);
+    }
+
     #[test]
     fn a_leaderless_stream_is_not_current() {
+        // A follower's meta report: the leader current, the other follower not.
+        let meta = vec![peer("demo-0", true, false), peer("demo-2", false, false)];
         let answers = vec![(
             "demo-1".to_string(),
-            jsz("demo-0", all_current(), Some((group("", all_current()), 3))),
+            jsz("demo-0", meta, Some((group("", all_current()), 3))),
         )];
         assert_eq!(
             not_current(&answers, None),
