@@ -226,6 +226,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = kube ]; then
 fi
 if [ "$WHAT" = node ]; then
   if node_present; then log "kubelet, kube-proxy, kube-controller-manager, kube-scheduler 1.20 present in $NODE_DIR/bin"; else want_node=1; fi
+  # Both missing (a fresh machine): one tree and one `make` build all five, not two trees one after the other.
+  if [ $want_node = 1 ] && ! kube_present; then want_api=1; fi
 fi
 if [ $want_api = 1 ] || [ $want_node = 1 ]; then
   built=""
