@@ -200,35 +200,42 @@ pub fn leader_report<'a, R: RaftReport>(reports: &[(&'a str, &'a R)]) -> Option<
 }
 
 /// The meta group as the answering servers can vouch for it: its leader (empty when none is
-/// named) and the members to judge. The leader's own report, when its server answered, lists
-/// every peer's currency. A follower knows only whether it hears the leader: on a follower,
-/// nats-server's raft `Peers()` reports every other follower `current: false` (raft.go, "another
-/// follower that we're not in contact with"), so its list is no judge of them. When the leader did
-/// not answer (it is in another NATS cluster of the supercluster), what is judged is each
-/// answering server's entry for the leader; a server that names no leader, or another one, or has
-/// no entry for it, counts as a member not current.
+/// named, or when the answers name different ones) and the members to judge. The leader's own
+/// report, when its server answered, lists every peer's currency. A follower knows only whether it
+/// hears the leader: on a follower, nats-server's raft `Peers()` reports every other follower
+/// `current: false` (raft.go, "another follower that we're not in contact with"), so its list is no
+/// judge of them. When the leader did not answer (it is in another NATS cluster of the
+/// supercluster, or it just stepped down), each answering server stands for itself, current when
+/// its entry for the leader is; a server that names no leader or has no entry for it is not
+/// current. Answers naming two leaders are an election in progress: leaderless.
 pub fn meta_members(reports: &[(&str, &MetaClusterInfo)]) -> (String, Vec<PeerInfo>) {
     if let Some(m) = own_report(reports) {
         return (m.leader.clone(), m.replicas.clone());
     }
-    let Some(leader) = reports
+    let mut named = reports
         .iter()
         .map(|(_, m)| m.leader.as_str())
-        .find(|l| !l.is_empty())
-    else {
+        .filter(|l| !l.is_empty());
+    let Some(leader) = named.next() else {
         return (String::new(), vec![]);
     };
+    if named.any(|l| l != leader) {
+        return (String::new(), vec![]);
+    }
     let members = reports
         .iter()
         .map(|(server, m)| {
-            m.replicas
+            let heard = m
+                .replicas
                 .iter()
-                .find(|p| m.leader == leader && p.name == leader)
-                .cloned()
-                .unwrap_or_else(|| PeerInfo {
-                    name: (*server).to_string(),
-                    ..Default::default()
-                })
+                .find(|p| m.leader == leader && p.name == leader);
+            PeerInfo {
+                name: (*server).to_string(),
+                current: heard.is_some_and(|p| p.current),
+                offline: heard.is_some_and(|p| p.offline),
+                lag: heard.map_or(0, |p| p.lag),
+                ..Default::default()
+            }
         })
         .collect();
     (leader.to_string(), members)

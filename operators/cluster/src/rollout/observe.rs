@@ -147,7 +147,10 @@ pub fn not_current(answers: &[(String, Jsz)], except: Option<&str>) -> Vec<Strin
     let mut out = Vec::new();
     let reports = meta_reports(pairs(answers));
     let (leader, members) = meta_members(&reports);
-    if !reports.is_empty() && !current_apart(&leader, &members, except) {
+    // Followers name the server being removed as leader but it did not answer as one: it cannot
+    // be stepped down, and nothing would answer a SERVER.REMOVE.
+    let led_by_except = own_report(&reports).is_none() && Some(leader.as_str()) == except;
+    if !reports.is_empty() && (led_by_except || !current_apart(&leader, &members, except)) {
         let what = if leader.is_empty() {
             "the meta group (leaderless)"
         } else {
@@ -299,6 +302,32 @@ mod tests {
         };
         let answers = vec![follower("demo-0"), follower("demo-1")];
         assert_eq!(not_current(&answers, None), want);
+    }
+
+    /// Just after the meta leader being removed stepped down, before a new leader answers: the
+    /// followers still name it, or name different leaders. Neither may let SERVER.REMOVE go to
+    /// a meta group with no leader to answer it (the removal waits instead).
+    #[rstest]
+    #[case::followers_name_the_removed_server(&[("c1-0", "c1-3"), ("c1-1", "c1-3"), ("c1-2", "c1-3")], vec!["the meta group"])]
+    #[case::answers_name_two_leaders(&[("c1-0", "c1-3"), ("c1-1", "c1-0"), ("c1-2", "c1-3")], vec!["the meta group (leaderless)"])]
+    #[case::no_leader_named(&[("c1-0", ""), ("c1-1", ""), ("c1-2", "")], vec!["the meta group (leaderless)"])]
+    #[case::a_new_leader_heard_by_all(&[("c1-0", "c1-1"), ("c1-2", "c1-1")], vec![])]
+    fn the_meta_group_while_the_removed_leader_steps_down(
+        #[case] named: &[(&str, &str)],
+        #[case] want: Vec<&str>,
+    ) {
+        let answers = named
+            .iter()
+            .map(|(me, leader)| {
+                let meta = ["c1-0", "c1-1", "c1-2", "c1-3"]
+                    .iter()
+                    .filter(|p| *p != me)
+                    .map(|p| peer(p, p == leader, false))
+                    .collect();
+                (me.to_string(), jsz(leader, meta, None))
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(not_current(&answers, Some("c1-3")), want);
     }
 
     #[test]

@@ -309,6 +309,35 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
         .to_path_buf();
     let config = topo.server(server).expect("c1-3").config_path();
 
+    // The server being removed leads the meta group, so the removal steps it down and judges
+    // the group while a new leader is elected: the race that once sent SERVER.REMOVE to a meta
+    // group with no leader to answer it (a 5 s timeout whenever c1-3 happened to lead).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let leader = wire
+            .meta_group(Collect::until(Duration::from_secs(2)))
+            .await
+            .expect("meta group")
+            .map(|g| g.leader);
+        if leader.as_deref() == Some(server) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "c1-3 never took the meta leadership (now {leader:?})"
+        );
+        if leader.is_some() {
+            // Refused while a previous stepdown's election runs: asked again next poll.
+            let _ = wire
+                .meta_leader_stepdown(Some(&nats_wire::monitor::Placement {
+                    preferred: server.into(),
+                    ..Default::default()
+                }))
+                .await;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
     let mut phase: Option<RemovalPhase> = None;
     let mut wide_deleted = false;
     let mut taken: Vec<String> = Vec::new();
@@ -428,11 +457,11 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
             phase = Some(p);
         }
     }
-    // Stepping down comes in only when c1-3 happened to lead the meta group, and the wait for
-    // the evacuation lasts as many polls as the move takes.
+    // The wait for the evacuation lasts as many polls as the move takes, and the wait for the
+    // new meta leader as many as its election.
     let mut taken: Vec<String> = taken
         .into_iter()
-        .filter(|s| s != "StepDownMetaLeader")
+        .filter(|s| s != "WaitEvacuation")
         .collect();
     taken.dedup();
     assert_eq!(
@@ -440,7 +469,7 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
         vec![
             format!("Blocked({})", reason::SCALE_DOWN_BLOCKED),
             "Evacuate".to_string(),
-            "WaitEvacuation".to_string(),
+            "StepDownMetaLeader".to_string(),
             "RemovePeer".to_string(),
             "Delete".to_string(),
             "Done".to_string(),
