@@ -232,7 +232,7 @@ fi
 if [ $want_api = 1 ] || [ $want_node = 1 ]; then
   built=""
   [ $want_api = 0 ] || built="kube-apiserver + etcd 3.4 "
-  [ $want_node = 0 ] || built="${built}the node binaries"
+  [ $want_node = 0 ] || built="${built:+${built}and }the node binaries"
   log "building ${built% } (1.20.2) into $CACHE (log: $KUBE_DIR/build.log)"
   mkdir -p "$KUBE_DIR"
   start=$SECONDS
