@@ -8,9 +8,11 @@
 //!   answered, the meta group has a leader (and, where it answered, reports no server offline),
 //!   and every group placed there is as its config asks.
 //!   No move is made while it does not hold.
-//! - [`next_move`] — at most one move per pass: a leader move ([`leader_move`]: the group,
-//!   a stream's or a consumer's, led by the server leading the most steps down toward the
-//!   member leading the fewest) where leader skew is over one and its account can be reached;
+//! - [`next_move`] — at most one move per pass: a leader move ([`leader_move`]: the group led
+//!   by the server leading the most steps down toward the member leading the fewest) where
+//!   leader skew is over one and its account can be reached, stream leaders judged first and
+//!   consumer leaders apart after them ([`judged_skew`]), so that stream leaders end within one
+//!   of even and not only the sum of both kinds;
 //!   else, when opted in, a placement move ([`placement_move`]: a copy of a stream on the server
 //!   holding the most moves elsewhere within the NATS cluster, its consumers following) where
 //!   replica skew is over one. Never the meta group, never across NATS clusters, never a
@@ -55,6 +57,35 @@ pub fn loads(view: &SystemView, cluster: &str) -> Vec<ServerLoad> {
         }
     }
     by_name.into_values().collect()
+}
+
+/// The groups of `view` of one kind: the consumers' groups when `consumers`, else the streams'
+/// own.
+fn of_kind(view: &SystemView, consumers: bool) -> SystemView {
+    SystemView {
+        groups: view
+            .groups
+            .iter()
+            .filter(|g| g.consumer.is_some() == consumers)
+            .cloned()
+            .collect(),
+        ..view.clone()
+    }
+}
+
+/// The skew a balancer evens in `cluster`: leaders among the streams' groups and among the
+/// consumers' groups, each kind apart (the larger of the two: stream leaders are even when
+/// consumer leaders are, not only their sum), and copies over every group.
+pub fn judged_skew(view: &SystemView, cluster: &str) -> Skew {
+    let leaders = [false, true]
+        .into_iter()
+        .map(|consumers| skew(&loads(&of_kind(view, consumers), cluster)).leaders)
+        .max()
+        .unwrap_or(0);
+    Skew {
+        leaders,
+        replicas: skew(&loads(view, cluster)).replicas,
+    }
 }
 
 /// The difference between the most and the fewest leaders, and copies, a server holds.
@@ -255,15 +286,18 @@ pub fn next_move(view: &SystemView, cluster: &str, scope: &Scope) -> Option<Plan
         groups: groups_in(view, cluster, scope).cloned().collect(),
         ..view.clone()
     };
-    let loads = loads(&admitted, cluster);
-    let skew = skew(&loads);
-    if scope.leader
-        && skew.leaders > 1
-        && let Some(m) = leader_move(&admitted.groups, &loads, scope)
-    {
-        return Some(m);
+    // Stream leaders first, then consumer leaders, each kind evened apart.
+    for consumers in [false, true].into_iter().filter(|_| scope.leader) {
+        let kind = of_kind(&admitted, consumers);
+        let loads = loads(&kind, cluster);
+        if skew(&loads).leaders > 1
+            && let Some(m) = leader_move(&kind.groups, &loads, scope)
+        {
+            return Some(m);
+        }
     }
-    if scope.placement && skew.replicas > 1 {
+    let loads = loads(&admitted, cluster);
+    if scope.placement && skew(&loads).replicas > 1 {
         return placement_move(&admitted.groups, &loads, &scope.pinned);
     }
     None

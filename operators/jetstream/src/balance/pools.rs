@@ -273,7 +273,7 @@ pub fn pool_skew(view: &SystemView, cluster: &str, streams: &BTreeSet<StreamKey>
             .collect(),
         ..view.clone()
     };
-    super::skew(&loads(&pool, cluster)).leaders
+    super::judged_skew(&pool, cluster).leaders
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
         Err(Err(e)) => return Err(e),
     };
     let loads = balance::loads(&g.view, &g.cluster);
-    let skew = balance::skew(&loads);
+    let skew = balance::judged_skew(&g.view, &g.cluster);
     let capabilities = balance::capabilities(&g.accounts, &g.reached, &g.reached_consumers);
     let w = match refuse(&ctx, &obj, &g) {
         Some(ready) => Written {

@@ -111,9 +111,10 @@ fn a_consumers_leader_move_is_a_leader_move_naming_it() {
             stream: "A".into(),
             consumer: Some("C1".into()),
             from: "east-0".into(),
-            to: Some("east-2".into()),
+            to: Some("east-1".into()),
         },
-        "from the server leading three to its member leading none"
+        "from the server leading three consumers to a member leading none (east-1 on the tie \
+         by name: the stream leader it holds is counted apart)"
     );
 }
 
@@ -122,9 +123,33 @@ fn consumer_leader_moves_row_by_row() {
     let key = |s: &str| ("APP".to_string(), s.to_string());
     let cases: Vec<MoveRow> = vec![
         (
-            "the stream's own group goes before its consumers' on a tie",
+            "stream leaders within one of even (1, 0, 0), consumer leaders not (2, 0, 0): a \
+             consumer moves",
             view(vec![
                 group("APP", "A", "east", &["east-0", "east-1", "east-2"]),
+                consumer("A", "C1", &["east-0", "east-1", "east-2"]),
+                consumer("A", "C2", &["east-0", "east-1", "east-2"]),
+            ]),
+            both(),
+            Some(("A", Some("C1"))),
+        ),
+        (
+            "the sum even (2, 1, 1) but stream leaders not (2, 0, 0): a stream leader moves, \
+             not left skewed behind its consumers (the balance scenario's 1, 3, 2)",
+            view(vec![
+                group("APP", "A", "east", &["east-0", "east-1", "east-2"]),
+                group("APP", "B", "east", &["east-0", "east-1", "east-2"]),
+                consumer("A", "C1", &["east-1", "east-0", "east-2"]),
+                consumer("B", "C2", &["east-2", "east-0", "east-1"]),
+            ]),
+            both(),
+            Some(("A", None)),
+        ),
+        (
+            "stream leaders skewed before consumer leaders: the stream's own group first",
+            view(vec![
+                group("APP", "A", "east", &["east-0", "east-1", "east-2"]),
+                group("APP", "B", "east", &["east-0", "east-1", "east-2"]),
                 consumer("A", "C1", &["east-0", "east-1", "east-2"]),
                 consumer("A", "C2", &["east-0", "east-1", "east-2"]),
             ]),
@@ -132,7 +157,18 @@ fn consumer_leader_moves_row_by_row() {
             Some(("A", None)),
         ),
         (
-            "the consumers' stepdown not reached: only the stream's own group moves",
+            "the consumers' stepdown not reached: only the streams' own groups move",
+            view(vec![
+                group("APP", "A", "east", &["east-0", "east-1", "east-2"]),
+                group("APP", "B", "east", &["east-0", "east-1", "east-2"]),
+                consumer("A", "C1", &["east-0", "east-1", "east-2"]),
+                consumer("A", "C2", &["east-0", "east-1", "east-2"]),
+            ]),
+            leader_scope(&["APP"]),
+            Some(("A", None)),
+        ),
+        (
+            "the consumers' stepdown not reached and stream leaders even: nothing",
             view(vec![
                 group("APP", "A", "east", &["east-1", "east-0", "east-2"]),
                 group("APP", "B", "east", &["east-0", "east-1", "east-2"]),
@@ -140,7 +176,7 @@ fn consumer_leader_moves_row_by_row() {
                 consumer("A", "C2", &["east-0", "east-1", "east-2"]),
             ]),
             leader_scope(&["APP"]),
-            Some(("B", None)),
+            None,
         ),
         (
             "neither stepdown reached: nothing",
