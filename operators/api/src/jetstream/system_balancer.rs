@@ -53,7 +53,8 @@ pub struct ServerLoad {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Skew {
-    /// Leader skew.
+    /// Leader skew: the larger of the stream leaders' and the consumer leaders' skews (each kind
+    /// is evened apart).
     #[serde(default)]
     pub leaders: u32,
     /// Replica skew.

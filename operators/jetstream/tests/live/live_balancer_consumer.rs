@@ -4,7 +4,8 @@
 //! (the stream's own leader on c1-1), are evened by a NatsSystemBalancer to within one, one
 //! consumer leader move per pass through `$JS.APP.API.CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>`
 //! (the sim's config accounts export it to SYS). status.servers counts the consumers' groups
-//! (seven groups: seven leaders, 21 copies), lastMove names the consumer, and the servers agree.
+//! (seven groups: seven leaders, 21 copies), lastMove names the consumer, and the servers agree:
+//! consumer leaders are evened apart from stream leaders, 6-0-0 to 2-2-2.
 //! A NatsBalancer over APP's own connection, with no system balancer, does the same through
 //! `$JS.API.CONSUMER.LIST.<stream>` and `$JS.API.CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>`:
 //! its default pool holds the one stream, its skew counts the consumers.
@@ -205,10 +206,11 @@ async fn system_balancer_evens_consumer_leaders_piled_on_one_server() {
         "c1-1",
         "only consumers' leaders moved"
     );
-    // 6-1-0 → 3-2-2 takes three consumer moves, each started and seen done.
+    // Consumer leaders are evened apart from stream leaders: 6-0-0 → 2-2-2 takes four consumer
+    // moves, each started and seen done (three would have evened only the sum, 6-1-0 → 3-2-2).
     let started = events(api.client(), "system", "MoveStarted").await;
     let done = events(api.client(), "system", "MoveDone").await;
-    assert_eq!((started, done), (3, 3), "MoveStarted, MoveDone");
+    assert_eq!((started, done), (4, 4), "MoveStarted, MoveDone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +267,7 @@ async fn account_balancer_evens_consumer_leaders_over_its_own_connection() {
     assert_eq!(
         status["pools"],
         json!([{"name": "default", "streams": 1, "leaderSkew": 1}]),
-        "one stream; seven groups led 3, 2, 2: {status}"
+        "one stream: its own leader on c1-1 (skew 1), its six consumers 2-2-2 (skew 0): {status}"
     );
     let last = &status["lastMove"];
     assert_eq!(
@@ -284,7 +286,8 @@ async fn account_balancer_evens_consumer_leaders_over_its_own_connection() {
         "c1-1",
         "only consumers' leaders moved"
     );
+    // Consumer leaders 6-0-0 → 2-2-2: four moves.
     let started = events(api.client(), "orders", "MoveStarted").await;
     let done = events(api.client(), "orders", "MoveDone").await;
-    assert_eq!((started, done), (3, 3), "MoveStarted, MoveDone");
+    assert_eq!((started, done), (4, 4), "MoveStarted, MoveDone");
 }
