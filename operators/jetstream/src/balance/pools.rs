@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use nats_api::jetstream::DEFAULT_POOL;
 
-use super::loads;
 use crate::system_view::SystemView;
 
 /// A stream: (account, name).
