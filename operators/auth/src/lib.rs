@@ -20,6 +20,7 @@ pub mod presets;
 pub mod push;
 pub mod revocations;
 pub mod roster;
+pub mod supplied;
 pub mod trust;
 pub mod uniqueness;
 pub mod units;

@@ -454,30 +454,64 @@ async fn story_05_private_export_gets_an_activation_and_imports_resolve_from_exp
         .await;
     rig.apply_story("05-account-wiring", "02-monitoring.yaml", &[])
         .await;
-    // The partner's activation for the import by public key, as the partner would hand it over.
+    // The partner's account, whose key the story's import names: the docs' key illustrates it
+    // (no seed), so the import names this test's partner instead.
     let partner = NKey::generate(KeyKind::Account);
-    let core_doc = sim::testkit::story_docs("docs/stories/05-account-wiring/03-core.yaml");
-    rig.apply_story("05-account-wiring", "03-core.yaml", &[])
-        .await;
+    for mut doc in sim::testkit::story_docs("docs/stories/05-account-wiring/03-core.yaml") {
+        for imp in doc["spec"]["imports"].as_array_mut().into_iter().flatten() {
+            if imp.get("publicKey").is_some() {
+                imp["publicKey"] = partner.public_key().into();
+            }
+        }
+        rig.apply(doc).await;
+    }
     let accounts_core = rig.api::<NatsAccount>("team-core");
     // Without the partner's activation Secret the import is unresolved.
     let unresolved = wait_ready(&accounts_core, "core", "False", "ImportsUnresolved").await;
     assert!(message(&unresolved, "Ready").contains("partner-rates-activation"));
     let core_pk = str_at(&unresolved, "/status/publicKey").to_string();
-    assert!(!core_pk.is_empty() || core_doc.is_empty());
-    let token = nats_claims::ActivationClaims::new(
-        core_pk.clone(),
-        "partner.rates.>",
-        nats_claims::ExportType::Service,
+    assert!(!core_pk.is_empty());
+    let activation = |signer: &NKey| {
+        nats_claims::ActivationClaims::new(
+            core_pk.clone(),
+            "partner.rates.>",
+            nats_claims::ExportType::Service,
+        )
+        .encode(signer)
+        .unwrap()
+    };
+    let supply = |token: String| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "partner-rates-activation", "namespace": "team-core"},
+            "stringData": {"activation.jwt": token},
+        })
+    };
+    // A token some other account signed: every server would refuse the JWT carrying it, so the
+    // import stays unresolved, naming why.
+    rig.apply(supply(activation(&NKey::generate(KeyKind::Account))))
+        .await;
+    let refused = sim::wait::poll(
+        "core refuses a token not issued by the exporting account",
+        std::time::Duration::from_secs(60),
+        || async {
+            let a = accounts_core.get("core").await.map_err(|e| e.to_string())?;
+            let a = serde_json::to_value(&a).map_err(|e| e.to_string())?;
+            if message(&a, "Ready").contains("not by the exporting account") {
+                Ok(Some(a))
+            } else {
+                Err(message(&a, "Ready"))
+            }
+        },
     )
-    .encode(&partner)
-    .unwrap();
-    rig.apply(serde_json::json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "partner-rates-activation", "namespace": "team-core"},
-        "stringData": {"activation.jwt": token},
-    }))
-    .await;
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        is(&refused, "Ready", "False", "ImportsUnresolved"),
+        "{refused}"
+    );
+    // The partner's activation for the import by public key, as the partner would hand it over.
+    rig.apply(supply(activation(&partner))).await;
 
     let mon = wait_ready(
         &rig.api::<NatsAccount>("team-monitoring"),

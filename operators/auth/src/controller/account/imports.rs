@@ -67,7 +67,7 @@ async fn resolve_one(
     imp: &nats_api::auth::Import,
 ) -> Result<Resolution, Error> {
     if let Some(exporter) = &imp.public_key {
-        return by_public_key(ctx, acct, imp, exporter).await;
+        return by_public_key(ctx, acct, public_key, imp, exporter).await;
     }
     let Some(r) = &imp.account_ref else {
         let why = format!("import {} names no account", imp.export);
@@ -80,6 +80,7 @@ async fn resolve_one(
 async fn by_public_key(
     ctx: &Context,
     acct: &NatsAccount,
+    public_key: &str,
     imp: &nats_api::auth::Import,
     exporter: &str,
 ) -> Result<Resolution, Error> {
@@ -107,8 +108,25 @@ async fn by_public_key(
         .and_then(|s| s.data)
         .and_then(|d| d.get(act.key()).map(|b| b.0.clone()))
         .map(|b| String::from_utf8_lossy(&b).trim().to_string());
+    let expected = crate::supplied::Expected {
+        exporter,
+        importer: public_key,
+        kind: match imp.type_ {
+            Some(ExportType::Service) => nats_claims::ExportType::Service,
+            _ => nats_claims::ExportType::Stream,
+        },
+        subject: imp.subject.as_deref().unwrap_or_default(),
+        now: super::super::time::unix_now(),
+    };
     Ok(match token {
-        Some(t) if !t.is_empty() => Resolution::Resolved(i.token(t)),
+        Some(t) if !t.is_empty() => match crate::supplied::fault(&t, &expected) {
+            None => Resolution::Resolved(i.token(t)),
+            Some(f) => Resolution::Unresolved(format!(
+                "import {}: the activation token in Secret {secret_name} key {} {f}",
+                imp.export,
+                act.key()
+            )),
+        },
         _ => Resolution::Unresolved(format!(
             "import {}: activation Secret {secret_name} key {} not found",
             imp.export,
