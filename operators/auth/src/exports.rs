@@ -157,7 +157,12 @@ pub fn import_state(import: &SpecImport, resolved: &Import) -> nats_api::auth::I
     nats_api::auth::ImportState {
         export: Some(import.export.clone()),
         subject: Some(resolved.subject.clone()),
-        local_subject: (!resolved.local_subject.is_empty()).then(|| resolved.local_subject.clone()),
+        // Where the import appears: its own subject unless it is remapped.
+        local_subject: Some(if resolved.local_subject.is_empty() {
+            resolved.subject.clone()
+        } else {
+            resolved.local_subject.clone()
+        }),
         type_: resolved.import_type.map(|t| match t {
             ExportType::Stream => SpecType::Stream,
             ExportType::Service => SpecType::Service,
@@ -399,6 +404,11 @@ mod tests {
             st.activation,
             Some(nats_api::auth::ActivationSource::Signed)
         );
+        // Not remapped: it appears at its own subject (story 05's status reads so).
+        i.local_subject = None;
+        let resolved = resolve_import(&i, &exporter, |_| true, Some("tok")).unwrap();
+        let st = import_state(&i, &resolved);
+        assert_eq!(st.local_subject.as_deref(), Some("orders.quote"));
     }
 
     #[rstest]

@@ -555,7 +555,15 @@ async fn story_05_private_export_gets_an_activation_and_imports_resolve_from_exp
     assert_eq!(imports[0]["subject"], "checks.results.>");
     assert_eq!(imports[0]["localSubject"], "upstream.checks.>");
     assert_eq!(imports[1]["activation"], "Signed");
+    assert_eq!(
+        imports[1]["localSubject"], "checks.execute.*",
+        "not remapped"
+    );
     assert_eq!(imports[2]["activation"], "Supplied");
+    assert_eq!(
+        imports[2]["localSubject"], "partner.rates.>",
+        "not remapped"
+    );
     let c = decode::<Account>(str_at(&core, "/status/jwt")).unwrap();
     let exec = c.nats.imports.iter().find(|i| i.name == "execute").unwrap();
     assert_eq!(exec.account, mon_pk);
