@@ -81,6 +81,17 @@ pub fn before(story: &str, issuers: &Issuers) -> Result<Vec<Value>, rcgen::Error
             "nats-system",
             "demo",
         )?],
+        // "The platform publishes its client CA (public material) into every team namespace."
+        "04" => {
+            let ns = "team-payments";
+            let ca = issuers.ca("platform-ca")?.pem();
+            vec![
+                serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "nats-ca", "namespace": ns},
+                    "stringData": {"ca.crt": ca}}),
+            ]
+        }
         "06" => {
             // West's gateway Secret from the platform's private CA: the CA east's issuer
             // nats-gateway-ca signs with, so the two verify each other.

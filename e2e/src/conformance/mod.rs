@@ -7,6 +7,7 @@
 //! them; [`fixtures`] brings what a story leaves to the platform team; [`run`] applies and
 //! watches on the node.
 
+pub mod actions;
 pub mod fixtures;
 pub mod issuer;
 pub mod matches;
@@ -93,7 +94,7 @@ pub enum Applicability {
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" | "06" | "09" => Runs,
+        "01" | "02" | "04" | "05" | "06" | "09" | "10" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
@@ -102,20 +103,34 @@ pub fn applicability(story: &str) -> Applicability {
             "its servers are NATS outside Kubernetes (nats-*.legacy.example.internal): the run \
              would start them on the host and name them",
         ),
-        "04" | "05" | "07" | "14" => {
-            NotYet("builds on story 02's auth plane; its own manifests have not been run here")
-        }
-        "08" | "13" => NotYet(
-            "gateways at gw.*.example.net with cert-manager Certificates: the run would point \
-             them at the clusters' gateway Services and issue the Secrets itself",
+        "07" => NotYet(
+            "its examples show a busy NATS cluster: a leader move by each balancer, an account \
+             without the jetstream-stepdown export beside orders, and the account balancer \
+             holding while the system balancer moves; the run would bring the accounts and \
+             traffic that skew leaders on demand (the live tier shows those statuses)",
         ),
         "11" => NotYet(
-            "three clusters with cert-manager Certificates and outside gateway names: the run \
-             would issue the Secrets and rename the gateways",
+            "story 09's REQUESTS sets placement.tags region:east, so nats-server refuses its \
+             move to region:west servers (no suitable peers) and the evacuation cannot end \
+             PinnedResourcesRemain as its example shows: the story (or the evacuation's rule \
+             for a resource whose tags pin it) has to change first; the run's delete step and \
+             its stream with no resource are in place (conformance::actions)",
         ),
-        "10" => NotYet(
-            "the hub's leafnode listener takes a cert-manager Certificate and the edge dials \
-             leaf.hub.example.net: the run would issue it and point the edge at the hub",
+        "14" => NotYet(
+            "its NATS servers already trust the operator made with nsc and hold the account JWT \
+             with the subject mapping the adoption would drop; no story declares them, so the \
+             lookup before the first signing finds nothing to compare (KeysPending, then Signed \
+             once accepted): the run would start servers with those JWTs preloaded",
+        ),
+        "08" => NotYet(
+            "builds on story 06 with an account and user no story declares (the Secret \
+             orders-app-creds), and its midway example needs a stream big enough for the \
+             transfer to be seen: the run would bring both",
+        ),
+        "13" => NotYet(
+            "joins a supercluster nobody here deployed (core-a, core-b at \
+             gw.core-*.partner.example.com, their own NATS operator and CA): the run would start \
+             that supercluster beside the node and name it",
         ),
         _ => NotYet("a story this table does not know yet"),
     }

@@ -1,7 +1,8 @@
 //! Applying the stories on the node and waiting for their examples ([`story`]).
 //!
 //! Each step's manifests are server-side applied as the story writes them, fitted to the node
-//! ([`sim::node::fit`]); then every example of that step is waited for, each in the background
+//! ([`sim::node::fit`]), and what the story tells its user to do beside them done
+//! ([`super::actions`]); then every example of that step is waited for, each in the background
 //! by reading its object until its status [conforms](super::matches::conforms), so that a
 //! passing state (midway through a rolling restart) and the state after it are both seen. The
 //! next step is applied once each example of this one is reached or its object has stayed
@@ -136,6 +137,15 @@ pub async fn story(
                     });
                 }
             }
+        }
+        for action in super::actions::at(&story.name, step.number) {
+            if let Err(why) = super::actions::perform(objects, &action, within).await {
+                return done(Outcome::Failed {
+                    step: step.number,
+                    why: format!("{action}: {why}"),
+                });
+            }
+            say(&format!("  done: {action}"));
         }
         let client = objects.client();
         let started: Vec<Watched> = step
@@ -315,13 +325,18 @@ async fn elsewhere(
         .unwrap_or_default()
         .to_string();
     if kind != "Namespace" && !*carried {
-        for (ns, secret) in there.carried {
-            carry(&client, ns, secret, there.namespace(ns)).await?;
+        for c in there.carried {
+            carry(&client, c).await?;
         }
         *carried = true;
     }
-    if kind == "NatsOperatorTrust" {
-        let gvk = GroupVersionKind::gvk("nats.mikluko.io", "v1beta1", "NatsOperatorTrust");
+    if let Some((home_kind, home_name)) = super::sites::home_of(there, kind, &name) {
+        let group = if home_kind == "NatsAccount" {
+            "auth.nats.mikluko.io"
+        } else {
+            "nats.mikluko.io"
+        };
+        let gvk = GroupVersionKind::gvk(group, "v1beta1", home_kind);
         let api: Api<DynamicObject> = Api::namespaced_with(
             client.clone(),
             there.trust_from,
@@ -329,18 +344,21 @@ async fn elsewhere(
         );
         let t0 = Instant::now();
         loop {
-            let home = api.get_opt(&name).await.ok().flatten();
+            let home = api.get_opt(&home_name).await.ok().flatten();
             let status = home
                 .as_ref()
                 .and_then(|h| h.data.get("status"))
                 .cloned()
                 .unwrap_or(Value::Null);
-            if super::sites::literal_trust(value, &status) {
+            // A trust by reference is left as it is: nothing to wait for.
+            let literal = value.pointer("/spec/operatorRef").is_none()
+                && value.pointer("/spec/accountRef").is_none();
+            if super::sites::literal_trust(value, &status) || !literal {
                 break;
             }
             if t0.elapsed() > Duration::from_secs(120) {
                 return Err(format!(
-                    "the home NatsOperatorTrust {}/{name} held no JWTs to copy within 120 s",
+                    "the home {home_kind} {}/{home_name} held nothing to copy within 120 s",
                     there.trust_from
                 ));
             }
@@ -351,9 +369,11 @@ async fn elsewhere(
     Ok(())
 }
 
-/// Copies Secret `namespace`/`name` into `to`, as External Secrets would, once it exists.
-async fn carry(client: &kube::Client, namespace: &str, name: &str, to: &str) -> Result<(), String> {
+/// Copies a Secret from home to where the other cluster names it, as External Secrets would,
+/// once it exists: its keys, or only those `carried` names.
+async fn carry(client: &kube::Client, carried: &super::sites::Carried) -> Result<(), String> {
     use k8s_openapi::api::core::v1::Secret;
+    let ((namespace, name), (to, to_name)) = (carried.from, carried.to);
     let from: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let t0 = Instant::now();
     let secret = loop {
@@ -367,22 +387,26 @@ async fn carry(client: &kube::Client, namespace: &str, name: &str, to: &str) -> 
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
+    let mut data = secret.data.unwrap_or_default();
+    if !carried.keys.is_empty() {
+        data.retain(|k, _| carried.keys.contains(&k.as_str()));
+    }
     let copy = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": to},
-        "type": secret.type_,
-        "data": secret.data,
+        "metadata": {"name": to_name, "namespace": to},
+        "type": if carried.keys.is_empty() { secret.type_ } else { Some("Opaque".to_string()) },
+        "data": data,
     });
     Api::<Secret>::namespaced(client.clone(), to)
         .patch(
-            name,
+            to_name,
             &kube::api::PatchParams::apply("external-secrets").force(),
             &kube::api::Patch::Apply(&copy),
         )
         .await
         .map(|_| ())
-        .map_err(|e| format!("carrying Secret {namespace}/{name} to {to}: {e}"))
+        .map_err(|e| format!("carrying Secret {namespace}/{name} to {to}/{to_name}: {e}"))
 }
 
 /// Server-side applies one object of a story (`origin` names it in errors); the objects

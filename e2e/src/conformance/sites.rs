@@ -26,24 +26,74 @@ pub struct Elsewhere {
     pub files: &'static [&'static str],
     /// Each namespace of those files, and the node's namespace it becomes.
     pub namespaces: &'static [(&'static str, &'static str)],
-    /// Secrets carried from home (namespace, name) into the namespace they are named in there.
-    pub carried: &'static [(&'static str, &'static str)],
-    /// The home namespace whose NatsOperatorTrust of the same name a literal trust copies.
+    /// Secrets External Secrets carries from home, before the first object there.
+    pub carried: &'static [Carried],
+    /// The home namespace whose objects a literal trust there copies.
     pub trust_from: &'static str,
+    /// Each literal NatsOperatorTrust there (by name) and the home NatsOperatorTrust it copies.
+    pub operator_trusts: &'static [(&'static str, &'static str)],
+}
+
+/// One Secret carried from home: which, where to and under what name, and its keys (all when
+/// empty: a CA bundle carries only `ca.crt`, never the listener's key).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Carried {
+    pub from: (&'static str, &'static str),
+    pub to: (&'static str, &'static str),
+    pub keys: &'static [&'static str],
 }
 
 const STORY_06_WEST: Elsewhere = Elsewhere {
     site: "west",
     files: &["03-west.yaml"],
     namespaces: &[("nats-system", "nats-system-west")],
-    carried: &[("nats-system", "west-cluster-controller-creds")],
+    carried: &[Carried {
+        from: ("nats-system", "west-cluster-controller-creds"),
+        to: ("nats-system-west", "west-cluster-controller-creds"),
+        keys: &[],
+    }],
     trust_from: "nats-system",
+    operator_trusts: &[("demo", "demo")],
+};
+
+/// Story 10's site: its namespace `nats-edge` is its own already. Its creds Secrets and the
+/// hub's leafnode CA (`ca.crt` of the Secret the hub's leafnodes Certificate wrote) arrive
+/// through External Secrets.
+const STORY_10_EDGE: Elsewhere = Elsewhere {
+    site: "edge-site-1",
+    files: &["02-edge-site-1.yaml"],
+    namespaces: &[],
+    carried: &[
+        Carried {
+            from: ("nats-system", "hub-leafnodes-tls"),
+            to: ("nats-edge", "hub-leaf-ca"),
+            keys: &["ca.crt"],
+        },
+        Carried {
+            from: ("nats-system", "edge-site-1-system-creds"),
+            to: ("nats-edge", "edge-site-1-system-creds"),
+            keys: &[],
+        },
+        Carried {
+            from: ("nats-system", "edge-site-1-telemetry-creds"),
+            to: ("nats-edge", "edge-site-1-telemetry-creds"),
+            keys: &[],
+        },
+        Carried {
+            from: ("nats-system", "edge-site-1-cluster-controller-creds"),
+            to: ("nats-edge", "edge-site-1-cluster-controller-creds"),
+            keys: &[],
+        },
+    ],
+    trust_from: "nats-system",
+    operator_trusts: &[("hub", "demo")],
 };
 
 /// The other Kubernetes cluster of `story`, if it has one the run places on the node.
 pub fn elsewhere(story: &str) -> Option<&'static Elsewhere> {
     match story.split_once('-').map_or(story, |(n, _)| n) {
         "06" => Some(&STORY_06_WEST),
+        "10" => Some(&STORY_10_EDGE),
         _ => None,
     }
 }
@@ -98,24 +148,45 @@ impl Elsewhere {
     }
 }
 
-/// A literal NatsOperatorTrust kept a copy of the home trust's `status` (its `operatorJWT` and
-/// `systemAccountJWT`); any other object, or a trust by reference, is left as it is. Whether
-/// it was a literal trust that the home status could fill.
-pub fn literal_trust(value: &mut Value, home_status: &Value) -> bool {
-    if value.get("kind").and_then(Value::as_str) != Some("NatsOperatorTrust") {
-        return false;
+/// The home object a literal trust there named `name` copies: (kind, name) in
+/// [`Elsewhere::trust_from`]. A NatsOperatorTrust copies the NatsOperatorTrust it is mapped
+/// to, a NatsAccountTrust the NatsAccount of its own name; anything else copies nothing.
+pub fn home_of(there: &Elsewhere, kind: &str, name: &str) -> Option<(&'static str, String)> {
+    match kind {
+        "NatsOperatorTrust" => there
+            .operator_trusts
+            .iter()
+            .find(|(t, _)| *t == name)
+            .map(|(_, home)| ("NatsOperatorTrust", home.to_string())),
+        "NatsAccountTrust" => Some(("NatsAccount", name.to_string())),
+        _ => None,
     }
+}
+
+/// A literal trust kept a copy of its home object's `status`, as GitOps would copy it: a
+/// NatsOperatorTrust's `operatorJWT` and `systemAccountJWT` from the home trust's, a
+/// NatsAccountTrust's `publicKey` and `jwt` from the home NatsAccount's. Any other object, or a
+/// trust by reference, is left as it is. Whether it was a literal trust the home status filled.
+pub fn literal_trust(value: &mut Value, home_status: &Value) -> bool {
+    let keys: &[(&str, &str)] = match value.get("kind").and_then(Value::as_str) {
+        Some("NatsOperatorTrust") => &[
+            ("operatorJWT", "operatorJWT"),
+            ("systemAccountJWT", "systemAccountJWT"),
+        ],
+        Some("NatsAccountTrust") => &[("publicKey", "publicKey"), ("jwt", "jwt")],
+        _ => return false,
+    };
     let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) else {
         return false;
     };
-    if !spec.contains_key("operatorJWT") {
+    if !spec.contains_key(keys[0].0) {
         return false;
     }
     let mut filled = true;
-    for key in ["operatorJWT", "systemAccountJWT"] {
-        match home_status.get(key).and_then(Value::as_str) {
-            Some(jwt) => {
-                spec.insert(key.into(), Value::String(jwt.into()));
+    for (key, from) in keys {
+        match home_status.get(*from).and_then(Value::as_str) {
+            Some(v) => {
+                spec.insert((*key).into(), Value::String(v.into()));
             }
             None => filled = false,
         }
@@ -153,6 +224,52 @@ mod tests {
         assert_eq!(placed("NatsCluster", "west"), "nats-system-west");
         assert_eq!(placed("NatsCluster", "east"), "nats-system");
         assert_eq!(placed("NatsOperatorTrust", "demo"), "nats-system-west");
+    }
+
+    #[test]
+    fn a_literal_account_trust_copies_the_home_accounts_key_and_jwt() {
+        let home = json!({"publicKey": "ACW.key", "jwt": "acc.jwt", "jwtHash": "h"});
+        let mut literal = json!({"kind": "NatsAccountTrust", "metadata": {"name": "telemetry"},
+            "spec": {"publicKey": "ADOC", "jwt": "doc.jwt"}});
+        assert!(literal_trust(&mut literal, &home));
+        assert_eq!(
+            literal["spec"],
+            json!({"publicKey": "ACW.key", "jwt": "acc.jwt"})
+        );
+        let edge = elsewhere("10-leaf-nodes").expect("story 10 has a site");
+        assert_eq!(
+            home_of(edge, "NatsAccountTrust", "telemetry"),
+            Some(("NatsAccount", "telemetry".to_string()))
+        );
+        assert_eq!(
+            home_of(edge, "NatsOperatorTrust", "hub"),
+            Some(("NatsOperatorTrust", "demo".to_string()))
+        );
+        assert_eq!(home_of(edge, "NatsConnection", "hub-system"), None);
+    }
+
+    /// Every Secret story 10's site names as arriving through External Secrets is carried.
+    #[test]
+    fn story_10s_site_gets_the_secrets_its_file_says_arrive() {
+        let edge = elsewhere("10-leaf-nodes").expect("story 10 has a site");
+        let stories = crate::stories::load().expect("docs/stories parses");
+        let story = stories
+            .iter()
+            .find(|s| s.name == "10-leaf-nodes")
+            .expect("story 10");
+        let text = std::fs::read_to_string(story.dir.join("02-edge-site-1.yaml")).expect("file");
+        let header: String = text.lines().take_while(|l| l.starts_with('#')).collect();
+        let carried: Vec<&str> = edge.carried.iter().map(|c| c.to.1).collect();
+        for name in [
+            "hub-leaf-ca",
+            "edge-site-1-system-creds",
+            "edge-site-1-telemetry-creds",
+            "edge-site-1-cluster-controller-creds",
+        ] {
+            assert!(header.contains(name), "{name} in the file's header");
+            assert!(carried.contains(&name), "{name} carried");
+        }
+        assert!(edge.holds("02-edge-site-1.yaml") && !edge.holds("01-hub.yaml"));
     }
 
     #[test]
