@@ -111,6 +111,9 @@ pub struct EvacuationPlan {
     pub pinned: Vec<PinnedResource>,
     /// Groups off the source, with no resource, whose config still names it.
     pub stale: Vec<StalePlacement>,
+    /// Groups on the source whose move nats-server refused lately (account, stream): passed
+    /// over for the next move, counted remaining.
+    pub refused: Vec<(String, String)>,
 }
 
 impl EvacuationPlan {
@@ -130,12 +133,15 @@ impl EvacuationPlan {
 
 /// The evacuation's pass over `view`: moves requested earlier (`requested`) judged, the groups
 /// left on `from` counted, the next move chosen (groups in account, then name order; one in
-/// flight at a time), pinned resources and stale placements listed.
+/// flight at a time; none of those whose move nats-server refused lately, `refused`, so that
+/// one stream nats-server cannot place, e.g. one whose configured placement tags no target
+/// server carries, does not hold back the rest), pinned resources and stale placements listed.
 pub fn plan(
     view: &SystemView,
     from: &str,
     owners: &[Owner],
     requested: &[RequestedMove],
+    refused: &BTreeSet<(String, String)>,
 ) -> EvacuationPlan {
     let source: BTreeSet<&str> = view.servers_of(from).map(|s| s.name.as_str()).collect();
     let group = |account: &str, stream: &str| {
@@ -183,8 +189,13 @@ pub fn plan(
             _ if in_flight.contains(&(g.account.as_str(), g.stream.as_str())) => {}
             _ => {
                 out.remaining += 1;
-                if out.next.is_none() && out.in_flight.is_empty() {
-                    out.next = Some((g.account.clone(), g.stream.clone()));
+                let key = (g.account.clone(), g.stream.clone());
+                if refused.contains(&key) {
+                    // nats-server refused its move lately: the others go first, it is asked
+                    // again later, and it still counts as remaining.
+                    out.refused.push(key);
+                } else if out.next.is_none() && out.in_flight.is_empty() {
+                    out.next = Some(key);
                 }
             }
         }
@@ -214,6 +225,17 @@ pub fn ready(plan: &EvacuationPlan, moved: u32, from: &str) -> Decided {
         let total = moved + in_flight + plan.remaining;
         let mut message =
             format!("{moved} of {total} streams moved off {from}; {in_flight} in flight");
+        if !plan.refused.is_empty() {
+            let refused: Vec<String> = plan
+                .refused
+                .iter()
+                .map(|(a, s)| format!("{s} of account {a}"))
+                .collect();
+            message.push_str(&format!(
+                "; nats-server refused moving {} (asked again later; Events MoveRefused say why)",
+                refused.join(", ")
+            ));
+        }
         if !plan.pinned.is_empty() {
             message.push_str(&format!("; {} pinned to {from}", pinned()));
         }

@@ -64,12 +64,17 @@ pub struct Context {
 pub struct Moving {
     /// Evacuation (`ns/name`) → (account, stream) moves requested.
     pub evacuations: Mutex<BTreeMap<String, BTreeSet<(String, String)>>>,
+    /// Evacuation (`ns/name`) → the streams whose move nats-server refused.
+    pub refused: Mutex<BTreeMap<String, Refusals>>,
     /// System balancer (`ns/name`) → its claim.
     pub system_balancers: Mutex<BTreeMap<String, SystemClaim>>,
     /// NATS cluster → what the last system-credentials pass saw of it (a system balancer's or
     /// an evacuation's), which an account balancer's Settled gate reads ([`crate::balance::gate`]).
     pub sightings: Mutex<BTreeMap<String, Arc<Sighting>>>,
 }
+
+/// (account, stream) whose move nats-server refused, and when.
+pub type Refusals = BTreeMap<(String, String), std::time::Instant>;
 
 /// A system balancer's NATS cluster, its age (the oldest of two for one cluster wins), the moves
 /// it makes, the streams it has a move pending on, and when it last passed with its NATS cluster

@@ -51,6 +51,10 @@ use crate::system_view::{SystemView, system_view};
 /// seen done (and the next one requested) at most this long after it is.
 pub const MOVE_POLL: Duration = Duration::from_secs(1);
 
+/// How long a stream whose move nats-server refused is passed over before it is asked again
+/// (one request, and one MoveRefused Event, per stream per period instead of one a second).
+pub const REFUSED_RETRY: Duration = Duration::from_secs(60);
+
 const KIND: &str = "NatsClusterEvacuation";
 
 /// What a pass works from.
@@ -144,14 +148,25 @@ async fn phases(
     let g = gather(ctx, obj).await?;
     refuse(ctx, obj, &g.view).await.map_err(Ok)?;
     hold(ctx, obj, &g.view).map_err(Ok)?;
+    let refused = refused_lately(ctx, obj);
     let plan = evacuation::plan(
         &g.view,
         &obj.spec.from.cluster,
         &g.owners,
         &previous.requested,
+        &refused,
     );
     let moved = previous.moved + plan.done.len() as u32;
     Ok((apply(ctx, obj, &g.wire, plan).await, moved))
+}
+
+/// The streams of this evacuation whose move nats-server refused within [`REFUSED_RETRY`];
+/// older refusals forgotten.
+fn refused_lately(ctx: &Context, obj: &NatsClusterEvacuation) -> BTreeSet<(String, String)> {
+    let mut all = lock(&ctx.moving.refused);
+    let mine = all.entry(describe(obj)).or_default();
+    mine.retain(|_, at| at.elapsed() < REFUSED_RETRY);
+    mine.keys().cloned().collect()
 }
 
 /// The gather phase: the connection reached, the JSZ ping read, the owners listed.
@@ -366,7 +381,17 @@ async fn apply(
                 .events
                 .publish(obj, true, event::MOVE_REFUSED, message)
                 .await;
-            EvacuationPlan { next: None, ..plan }
+            lock(&ctx.moving.refused)
+                .entry(describe(obj))
+                .or_default()
+                .insert((account.clone(), stream.clone()), Instant::now());
+            let mut refused = plan.refused.clone();
+            refused.push((account, stream));
+            EvacuationPlan {
+                next: None,
+                refused,
+                ..plan
+            }
         }
     }
 }
@@ -474,6 +499,7 @@ async fn cleanup(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<C
     m.remove_gauge(metric::EVACUATION_STALE_PLACEMENTS, &labels);
     m.forget(KIND, &ns, &name);
     lock(&ctx.moving.evacuations).remove(&describe(obj));
+    lock(&ctx.moving.refused).remove(&describe(obj));
     ctx.census.forget(&describe(obj));
     Ok(Cleanup::Done)
 }

@@ -5,6 +5,11 @@ use nats_wire::jsapi::{MetaGroup, MetaPeer};
 use super::*;
 use crate::system_view::ServerSeen;
 
+/// No move refused lately.
+fn none() -> BTreeSet<(String, String)> {
+    BTreeSet::new()
+}
+
 fn server(name: &str, cluster: &str, tags: &[&str]) -> ServerSeen {
     ServerSeen {
         name: name.into(),
@@ -172,7 +177,7 @@ fn one_move_at_a_time_in_account_then_name_order() {
         group("B", "east", &["east-1", "east-0"]),
         group("W", "west", &["west-0", "west-1"]),
     ]);
-    let p = plan(&v, "east", &[], &[]);
+    let p = plan(&v, "east", &[], &[], &none());
     assert_eq!(p.next, Some(("APP".into(), "A".into())));
     assert_eq!(p.remaining, 2);
     let p = p.requested(controller_kit::conditions::now());
@@ -181,10 +186,46 @@ fn one_move_at_a_time_in_account_then_name_order() {
     assert_eq!(p.next, None);
 
     // A in flight: nothing else is requested, B still remains.
-    let p = plan(&v, "east", &[], &[req("A")]);
+    let p = plan(&v, "east", &[], &[req("A")], &none());
     assert_eq!(p.next, None);
     assert_eq!(p.in_flight, vec![req("A")]);
     assert_eq!(p.remaining, 1);
+}
+
+/// A stream nats-server refused to move lately (story 11's REQUESTS, whose configured tags
+/// `region:east` no `region:west` server carries: "no suitable peers for placement") is passed
+/// over, so the rest still move; it remains, and the message names it.
+#[test]
+fn a_refused_move_holds_back_no_other_stream() {
+    let v = view(vec![
+        group("A", "east", &["east-0", "east-1"]),
+        group("B", "east", &["east-1", "east-0"]),
+    ]);
+    let refused: BTreeSet<(String, String)> = [("APP".to_string(), "A".to_string())].into();
+    let p = plan(&v, "east", &[], &[], &refused);
+    assert_eq!(p.next, Some(("APP".into(), "B".into())), "B goes, not A");
+    assert_eq!(p.remaining, 2);
+    assert_eq!(p.refused, vec![("APP".to_string(), "A".to_string())]);
+    // B moved: only A remains, refused, and nothing is asked until it may be again.
+    let v = view(vec![
+        group("A", "east", &["east-0", "east-1"]),
+        group("B", "west", &["west-1", "west-0"]),
+    ]);
+    let p = plan(&v, "east", &[], &[], &refused);
+    assert_eq!((p.next.clone(), p.remaining), (None, 1));
+    let r = ready(&p, 1, "east");
+    assert_eq!((r.status, r.reason), (false, reason::MOVING));
+    assert!(
+        r.message
+            .contains("nats-server refused moving A of account APP"),
+        "{}",
+        r.message
+    );
+    // Once the refusal is old, A is asked again.
+    assert_eq!(
+        plan(&v, "east", &[], &[], &none()).next,
+        Some(("APP".into(), "A".into()))
+    );
 }
 
 #[test]
@@ -225,7 +266,7 @@ fn a_move_is_done_once_off_the_source_and_as_its_config_asks() {
         ),
     ];
     for (case, g, done) in cases {
-        let p = plan(&view(vec![g]), "east", &[], &[req("A")]);
+        let p = plan(&view(vec![g]), "east", &[], &[req("A")], &none());
         assert_eq!(p.done.len(), usize::from(done), "{case}");
         assert_eq!(p.in_flight.len(), usize::from(!done), "{case}");
         assert_eq!(
@@ -234,7 +275,7 @@ fn a_move_is_done_once_off_the_source_and_as_its_config_asks() {
         );
     }
     // A requested stream deleted meanwhile: neither done nor in flight.
-    let p = plan(&view(Vec::new()), "east", &[], &[req("A")]);
+    let p = plan(&view(Vec::new()), "east", &[], &[req("A")], &none());
     assert_eq!((p.done.len(), p.in_flight.len()), (0, 0));
 }
 
@@ -259,6 +300,7 @@ fn a_resource_setting_placement_cluster_is_never_moved() {
         "east",
         &owners,
         &[],
+        &none(),
     );
     assert_eq!(p.next, Some(("APP".into(), "R".into())));
     assert_eq!(p.remaining, 1);
@@ -293,6 +335,7 @@ fn moved_groups_with_no_resource_naming_the_source_are_stale() {
         "east",
         &owners,
         &[],
+        &none(),
     );
     let names: Vec<&str> = p.stale.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["SCRATCH", "ORPHAN"]);
