@@ -138,6 +138,13 @@ impl Moving {
         }
     }
 
+    /// Forgets the sightings `by` left (a system balancer or evacuation deleted): an account
+    /// balancer's gate then judges from its own streams at once, instead of from a view no pass
+    /// refreshes, until it ages out.
+    pub fn unsight(&self, by: &str) {
+        lock(&self.sightings).retain(|_, s| s.by != by);
+    }
+
     /// The last sighting of NATS cluster `cluster`, if any.
     pub fn sighting(&self, cluster: &str) -> Option<Arc<Sighting>> {
         lock(&self.sightings).get(cluster).cloned()
@@ -190,6 +197,27 @@ pub(crate) fn watch_config() -> watcher::Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deleted_sighters_sightings_go_with_it() {
+        let moving = Moving::default();
+        let seen = |by: &str| {
+            Sighting::of(
+                by.into(),
+                Instant::now(),
+                crate::system_view::SystemView::default(),
+                &[],
+            )
+        };
+        moving.sight(["c1", "c2"], seen("NatsSystemBalancer nats/a"));
+        moving.sight(["c3"], seen("NatsClusterEvacuation nats/e"));
+        moving.unsight("NatsSystemBalancer nats/a");
+        assert!(moving.sighting("c1").is_none() && moving.sighting("c2").is_none());
+        assert_eq!(
+            moving.sighting("c3").map(|s| s.by.clone()).as_deref(),
+            Some("NatsClusterEvacuation nats/e")
+        );
+    }
 
     fn claim(cluster: &str, created: &str, last_pass: Instant) -> SystemClaim {
         SystemClaim {

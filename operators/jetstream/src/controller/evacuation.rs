@@ -500,6 +500,7 @@ async fn cleanup(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<C
     m.forget(KIND, &ns, &name);
     lock(&ctx.moving.evacuations).remove(&describe(obj));
     lock(&ctx.moving.refused).remove(&describe(obj));
+    ctx.moving.unsight(&describe(obj));
     ctx.census.forget(&describe(obj));
     Ok(Cleanup::Done)
 }

@@ -588,6 +588,7 @@ async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Clea
     let me = describe(&*obj);
     let claim = lock(&ctx.moving.system_balancers).remove(&me);
     ctx.census.forget(&me);
+    ctx.moving.unsight(&me);
     if let Some(c) = claim {
         ctx.leases.release(&c.cluster, &me);
     }
