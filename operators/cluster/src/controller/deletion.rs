@@ -82,8 +82,9 @@ pub async fn guard<L: ServerLifecycle>(
 }
 
 /// Writes Deleting=True with what holds the deletion over the status as read (nothing else of
-/// it changes while the NatsCluster is being deleted). The condition gauge is left as the last
-/// pass set it: its series go with the NatsCluster.
+/// it changes while the NatsCluster is being deleted, save observedGeneration: the deletion
+/// bumped the generation, and this pass observed it, as the Deleting condition says). The
+/// condition gauge is left as the last pass set it: its series go with the NatsCluster.
 async fn deleting<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
@@ -91,6 +92,7 @@ async fn deleting<L: ServerLifecycle>(
     message: &str,
 ) -> Result<(), Error> {
     let mut status = cluster.status.clone().unwrap_or_default();
+    status.observed_generation = cluster.metadata.generation;
     Decided::new(condition::DELETING, true, reason, message).upsert(
         &mut status.conditions,
         cluster.metadata.generation,

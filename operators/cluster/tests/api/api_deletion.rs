@@ -103,6 +103,12 @@ async fn held_while_servers_remain(client: &kube::Client, ns: &str) {
     })
     .await;
     assert!(held.metadata.deletion_timestamp.is_some());
+    // The deletion bumped the generation; the status that says Deleting observed it.
+    assert_eq!(
+        held.status.as_ref().and_then(|s| s.observed_generation),
+        held.metadata.generation,
+        "status.observedGeneration is the deletion's generation"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
