@@ -94,7 +94,7 @@ pub enum Applicability {
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" | "04" | "05" | "06" | "09" | "10" => Runs,
+        "01" | "02" | "04" | "05" | "06" | "09" | "10" | "11" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
@@ -108,13 +108,6 @@ pub fn applicability(story: &str) -> Applicability {
              without the jetstream-stepdown export beside orders, and the account balancer \
              holding while the system balancer moves; the run would bring the accounts and \
              traffic that skew leaders on demand (the live tier shows those statuses)",
-        ),
-        "11" => NotYet(
-            "story 09's REQUESTS sets placement.tags region:east, so nats-server refuses its \
-             move to region:west servers (no suitable peers) and the evacuation cannot end \
-             PinnedResourcesRemain as its example shows: the story (or the evacuation's rule \
-             for a resource whose tags pin it) has to change first; the run's delete step and \
-             its stream with no resource are in place (conformance::actions)",
         ),
         "14" => NotYet(
             "its NATS servers already trust the operator made with nsc and hold the account JWT \
