@@ -16,12 +16,10 @@ use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::NatsSystemBalancer;
-use nats_api::nats::NatsConnection;
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
-use sim::topology::SYS_USER;
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
@@ -104,27 +102,7 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
         .unwrap_or_else(|e| panic!("{e}"));
     }
 
-    let urls: Vec<String> = topo
-        .client_urls()
-        .iter()
-        .map(|u| {
-            u.replacen(
-                "nats://",
-                &format!("nats://{}:{}@", SYS_USER.0, SYS_USER.1),
-                1,
-            )
-        })
-        .collect();
-    let conn: NatsConnection = serde_json::from_value(json!({
-        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
-        "metadata": {"name": "system", "namespace": NS},
-        "spec": {"servers": urls},
-    }))
-    .expect("a NatsConnection");
-    Api::<NatsConnection>::namespaced(api.client(), NS)
-        .create(&PostParams::default(), &conn)
-        .await
-        .expect("created");
+    crate::live_placement::create_system_connection(api.client(), topo.client_urls()).await;
     let balancers: Api<NatsSystemBalancer> = Api::namespaced(api.client(), NS);
     let balancer = |name: &str| -> NatsSystemBalancer {
         serde_json::from_value(json!({

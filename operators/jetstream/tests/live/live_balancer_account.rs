@@ -18,13 +18,11 @@ use controller_kit::metrics::Metrics;
 use jetstream_controller::controller::{self, Settings};
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
-use nats_api::nats::NatsConnection;
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
-use sim::topology::SYS_USER;
 
 use crate::common;
 use crate::live_balancer::{condition, events, leader};
@@ -290,16 +288,7 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
 
     // A NatsSystemBalancer on the same NATS cluster: both balance, one move at a time through
     // the lease, and the account balancer ends Balancing and Settled beside it (story 09).
-    create(
-        &Api::<NatsConnection>::namespaced(api.client(), NS),
-        json!({
-            "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
-            "metadata": {"name": "system", "namespace": NS},
-            "spec": {"servers": topo.client_urls().iter().map(|u| u.replacen(
-                "nats://", &format!("nats://{}:{}@", SYS_USER.0, SYS_USER.1), 1)).collect::<Vec<_>>()},
-        }),
-    )
-    .await;
+    crate::live_placement::create_system_connection(api.client(), topo.client_urls()).await;
     let systems: Api<NatsSystemBalancer> = Api::namespaced(api.client(), NS);
     create(
         &systems,

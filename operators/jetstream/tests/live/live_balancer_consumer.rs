@@ -18,12 +18,10 @@ use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsSystemBalancer};
-use nats_api::nats::NatsConnection;
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
-use sim::topology::SYS_USER;
 
 use crate::common;
 use crate::live_balancer::{condition, events, leader};
@@ -126,27 +124,7 @@ async fn system_balancer_evens_consumer_leaders_piled_on_one_server() {
     let app = topo.connect().await.expect("an APP client");
     pile_consumers(&app).await;
 
-    let urls: Vec<String> = topo
-        .client_urls()
-        .iter()
-        .map(|u| {
-            u.replacen(
-                "nats://",
-                &format!("nats://{}:{}@", SYS_USER.0, SYS_USER.1),
-                1,
-            )
-        })
-        .collect();
-    let conn: NatsConnection = serde_json::from_value(json!({
-        "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
-        "metadata": {"name": "system", "namespace": NS},
-        "spec": {"servers": urls},
-    }))
-    .expect("a NatsConnection");
-    Api::<NatsConnection>::namespaced(api.client(), NS)
-        .create(&PostParams::default(), &conn)
-        .await
-        .expect("created");
+    crate::live_placement::create_system_connection(api.client(), topo.client_urls()).await;
     let balancers: Api<NatsSystemBalancer> = Api::namespaced(api.client(), NS);
     let balancer: NatsSystemBalancer = serde_json::from_value(json!({
         "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
