@@ -131,8 +131,19 @@ pub async fn wait_for<K: ApiObject>(
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> Value {
+    wait_for_within(api, name, what, WAIT, check).await
+}
+
+/// [`wait_for`] for at most `within`.
+pub async fn wait_for_within<K: ApiObject>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    within: Duration,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     let check = &check;
-    poll(what, WAIT, || async move {
+    poll(what, within, || async move {
         let Some(obj) = api.get_opt(name).await.map_err(|e| e.to_string())? else {
             return Err(format!("{name} does not exist"));
         };

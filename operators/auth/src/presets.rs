@@ -1,6 +1,7 @@
 //! §5.3 User presets: the one table of subjects each preset grants. The controller presets grant
-//! exactly the subjects their controller requests (as `nats-wire` spells them) and subscribe only
-//! under their own inbox `_INBOX.<preset>.>`; docs/permissions.md is rendered from this table.
+//! exactly the subjects their controller requests (as `nats-wire` spells them) and subscribe
+//! under their own inbox `_INBOX.<preset>.>` and to the server events their controller listens to,
+//! nothing else; docs/permissions.md is rendered from this table.
 
 use nats_api::auth::UserPreset;
 use nats_claims::{Permission, Permissions};
@@ -122,6 +123,12 @@ const AUTH_CONTROLLER: &[Grant] = &[
     g("$SYS.REQ.SERVER.*.KICK", "kick a deleted user's connection"),
 ];
 
+/// The server events the auth controller listens to.
+const AUTH_CONTROLLER_EVENTS: &[Grant] = &[g(
+    nats_wire::events::SHUTDOWN_EVENTS,
+    "servers announcing their shutdown: the roster forgets them sooner",
+)];
+
 const READONLY: &[Grant] = &[
     g("$JS.API.INFO", "account JetStream usage"),
     g("$JS.API.STREAM.NAMES", "list streams"),
@@ -145,10 +152,21 @@ pub fn publish(preset: UserPreset) -> &'static [Grant] {
     }
 }
 
-/// The subjects `preset` may subscribe to: a controller preset only its own inbox.
+/// The server events `preset` may subscribe to beyond its inbox.
+pub fn events(preset: UserPreset) -> &'static [Grant] {
+    match preset {
+        UserPreset::AuthController => AUTH_CONTROLLER_EVENTS,
+        _ => &[],
+    }
+}
+
+/// The subjects `preset` may subscribe to: a controller preset its own inbox and its
+/// controller's [`events`].
 pub fn subscribe(preset: UserPreset) -> Vec<String> {
     match preset.inbox_prefix() {
-        Some(inbox) => vec![format!("{inbox}.>")],
+        Some(inbox) => std::iter::once(format!("{inbox}.>"))
+            .chain(events(preset).iter().map(|g| g.subject.to_string()))
+            .collect(),
         None => match preset {
             UserPreset::Readonly => vec![">".into()],
             _ => vec![],
@@ -195,7 +213,7 @@ pub fn permissions_page() -> String {
          `jetstream-controller`, `auth-controller`) are for users of a NatsSystemAccount: each grants \
          exactly the subjects its controller requests and subscribes only under its own inbox \
          `_INBOX.<preset>.>`, which that controller dials with, so no controller reads another's \
-         replies. `readonly` and `leafnode` are for users of a NatsAccount. Anything not listed is \
+         replies, and to the server events that controller listens to. `readonly` and `leafnode` are for users of a NatsAccount. Anything not listed is \
          refused by the server.\n\n\
          A preset scopes subjects, not NATS clusters: `$JS.API.SERVER.REMOVE` names its peer in the \
          payload, so a cluster-controller user can remove a server from any NATS cluster of the \
@@ -218,6 +236,9 @@ pub fn permissions_page() -> String {
         } else {
             let list: Vec<String> = subs.iter().map(|s| format!("`{s}`")).collect();
             out.push_str(&format!("\nSubscribe: {}.\n", list.join(", ")));
+        }
+        for g in events(preset) {
+            out.push_str(&format!("\n`{}`: {}.\n", g.subject, g.why));
         }
         let types = connection_types(preset);
         if !types.is_empty() {
@@ -340,11 +361,14 @@ mod tests {
     #[case::cluster_controller(UserPreset::ClusterController, "_INBOX.cluster-controller.>")]
     #[case::jetstream_controller(UserPreset::JetStreamController, "_INBOX.jetstream-controller.>")]
     #[case::auth_controller(UserPreset::AuthController, "_INBOX.auth-controller.>")]
-    fn a_controller_preset_subscribes_only_under_its_inbox(
+    fn a_controller_preset_subscribes_only_under_its_inbox_and_to_its_events(
         #[case] preset: UserPreset,
         #[case] inbox: &str,
     ) {
-        assert_eq!(subscribe(preset), vec![inbox.to_string()]);
+        let want: Vec<String> = std::iter::once(inbox.to_string())
+            .chain(events(preset).iter().map(|g| g.subject.to_string()))
+            .collect();
+        assert_eq!(subscribe(preset), want);
         assert_eq!(
             format!("{}.>", nats_wire::preset_inbox_prefix(preset.as_str())),
             inbox,

@@ -10,13 +10,41 @@
 //! What that gives up is bounded: a forgotten server that comes back is heard again, and what it
 //! holds (a newer JWT, more revocations) is taken back from its CLAIMS.LOOKUP answer before the
 //! account is signed again.
+//!
+//! A server that announced its shutdown (`$SYS.SERVER.<id>.SHUTDOWN`, sent on a clean stop and
+//! never by a server cut off) is forgotten sooner, after [`FORGET_SHUT_DOWN_AFTER`]: a stopped
+//! server admits no client while it is down, which is what the memory guards against, and a server
+//! scaled away or a NatsCluster deleted would otherwise hold every account for the full window.
+//! The short wait keeps a server restarting in place (a rolling restart's pod) counted as down
+//! until it answers again under its name.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use nats_api::auth::RosterServer;
 
 /// How long a recorded server may stay silent before the roster forgets it.
 pub const FORGET_SILENT_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// How long a recorded server that announced its shutdown may stay silent before it is forgotten.
+pub const FORGET_SHUT_DOWN_AFTER: Duration = Duration::from_secs(30);
+
+/// How long the roster remembers silent servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forget {
+    /// A server that stopped answering without a word.
+    pub silent: Duration,
+    /// A server that announced its shutdown.
+    pub shut_down: Duration,
+}
+
+impl Forget {
+    /// The windows the controller runs with.
+    pub const DEFAULT: Forget = Forget {
+        silent: FORGET_SILENT_AFTER,
+        shut_down: FORGET_SHUT_DOWN_AFTER,
+    };
+}
 
 /// A server that answered STATSZ: its name and its id of this start.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +126,15 @@ impl Roster {
     }
 }
 
+/// Whether an announced shutdown heard at a unix second is still kept at `now`: for as long as
+/// a silent server is remembered at all, since any record (a status, this process) may name its
+/// server silent until then, and judged without the announcement it would be held for the full
+/// window again.
+pub fn keep_shutdown(now: i64) -> impl Fn(i64) -> bool {
+    let window = i64::try_from(FORGET_SILENT_AFTER.as_secs()).unwrap_or(i64::MAX);
+    move |heard_at| now.saturating_sub(heard_at) <= window
+}
+
 /// The phrase a hold names the silent servers with: "c1-2 does not answer".
 pub fn silent_phrase(silent: &[&str]) -> Option<String> {
     match silent {
@@ -109,16 +146,19 @@ pub fn silent_phrase(silent: &[&str]) -> Option<String> {
 
 /// This pass's roster: every server of `answered` (its id as it answered, not silent), and every
 /// server of `recorded` that did not answer, silent since it was first missed (`now` if this is
-/// the first pass to miss it), unless that was longer than `forget_after` ago. `recorded` may
-/// hold the same server more than once (several records merged); the newest silence wins, so a
-/// server that answered in one record since it was missed in another is not silent for longer.
+/// the first pass to miss it), unless that was longer than `forget.silent` ago, or
+/// `forget.shut_down` ago for a server whose id is among `shut_down` (it announced its shutdown).
+/// `recorded` may hold the same server more than once (several records merged); the newest
+/// silence wins, so a server that answered in one record since it was missed in another is not
+/// silent for longer.
 pub fn remember(
     recorded: &[Member],
     answered: &[Answer],
+    shut_down: &BTreeSet<String>,
     now: i64,
-    forget_after: Duration,
+    forget: Forget,
 ) -> Roster {
-    let forget = i64::try_from(forget_after.as_secs()).unwrap_or(i64::MAX);
+    let secs = |d: Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
     let mut servers: Vec<Member> = answered
         .iter()
         .map(|a| Member {
@@ -135,7 +175,12 @@ pub fn remember(
             continue;
         }
         let since = r.silent_since.unwrap_or(now);
-        if now.saturating_sub(since) > forget {
+        let window = if shut_down.contains(&r.id) {
+            forget.shut_down
+        } else {
+            forget.silent
+        };
+        if now.saturating_sub(since) > secs(window) {
             continue;
         }
         match servers.iter_mut().find(|m| m.name == r.name) {
@@ -163,7 +208,10 @@ mod tests {
     use rstest::rstest;
 
     const NOW: i64 = 10_000;
-    const FORGET: Duration = Duration::from_secs(900);
+    const FORGET: Forget = Forget {
+        silent: Duration::from_secs(900),
+        shut_down: Duration::from_secs(30),
+    };
 
     fn up(name: &str, id: &str) -> Member {
         Member {
@@ -203,7 +251,42 @@ mod tests {
         #[case] answered: Vec<Answer>,
         #[case] want: Vec<Member>,
     ) {
-        assert_eq!(remember(&recorded, &answered, NOW, FORGET).servers, want);
+        let none = BTreeSet::new();
+        assert_eq!(
+            remember(&recorded, &answered, &none, NOW, FORGET).servers,
+            want
+        );
+    }
+
+    /// A server that announced its shutdown is forgotten after the short window; the id decides,
+    /// so a server back under its name with a new id and stopped again is judged by its new id.
+    #[rstest]
+    #[case::announced_and_silent_past_the_short_window(vec![silent("c1-2", "C", NOW - 31)], &["C"], vec![])]
+    #[case::announced_kept_within_it(vec![silent("c1-2", "C", NOW - 30)], &["C"], vec![silent("c1-2", "C", NOW - 30)])]
+    #[case::announced_first_missed_now(vec![up("c1-2", "C")], &["C"], vec![silent("c1-2", "C", NOW)])]
+    #[case::unannounced_kept(vec![silent("c1-2", "C", NOW - 600)], &["D"], vec![silent("c1-2", "C", NOW - 600)])]
+    #[case::an_earlier_id_announced(vec![silent("c1-2", "C2", NOW - 600)], &["C"], vec![silent("c1-2", "C2", NOW - 600)])]
+    fn announced_shutdowns(
+        #[case] recorded: Vec<Member>,
+        #[case] shut_down: &[&str],
+        #[case] want: Vec<Member>,
+    ) {
+        let shut_down: BTreeSet<String> = shut_down.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            remember(&recorded, &[], &shut_down, NOW, FORGET).servers,
+            want
+        );
+    }
+
+    #[rstest]
+    #[case::just_heard(NOW, true)]
+    #[case::at_the_silent_window(NOW - 900, true)]
+    #[case::past_it(NOW - 901, false)]
+    fn an_announced_shutdown_is_kept_as_long_as_a_silence_is_remembered(
+        #[case] heard_at: i64,
+        #[case] kept: bool,
+    ) {
+        assert_eq!(keep_shutdown(NOW)(heard_at), kept);
     }
 
     #[test]

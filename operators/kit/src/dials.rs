@@ -138,6 +138,20 @@ impl<C: Clone, F: Clone> Dials<C, F> {
         }
     }
 
+    /// The client `key` holds connected now, without dialing: for a watcher that follows whatever
+    /// connection the passes dialed. `None` while none is held or a dial of it is in progress.
+    pub fn held(&self, key: &str) -> Option<C> {
+        let slot = {
+            let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            slots.get(key).cloned()
+        }?;
+        let slot = slot.try_lock().ok()?;
+        match &*slot {
+            Slot::Connected { client, .. } => Some(client.clone()),
+            _ => None,
+        }
+    }
+
     /// Drops what `key` holds (its object is gone, or cannot be dialed for a reason of its own).
     pub fn forget(&self, key: &str) {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -227,8 +241,22 @@ mod tests {
             Ok(3)
         );
         assert_eq!(dials.connected(), 1);
+        assert_eq!(
+            dials.held("ns/a"),
+            Some(3),
+            "held: the connected client, no dial"
+        );
+        assert_eq!(
+            dials.held("ns/b"),
+            None,
+            "held: nothing for a key never dialed"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 3);
         dials.forget("ns/a");
         assert_eq!(dials.connected(), 0);
+        assert_eq!(dials.held("ns/a"), None);
+        let _ = dial_counting(&dials, "ns/a", "v3", &count, false).await;
+        assert_eq!(dials.held("ns/a"), None, "held: nothing for a failed dial");
     }
 
     #[tokio::test(start_paused = true)]

@@ -10,6 +10,7 @@
 
 mod dial;
 mod error;
+pub mod events;
 pub mod jsapi;
 pub mod monitor;
 pub mod names;
@@ -33,7 +34,12 @@ pub struct Wire {
     client: async_nats::Client,
     request_timeout: Duration,
     js_api_prefix: String,
+    /// Which connection this is: every [`Wire::new`] takes the next number.
+    serial: u64,
 }
+
+/// The serial the next [`Wire::new`] takes.
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Wire {
     /// Wraps an already connected client (e.g. one a test dialed itself).
@@ -42,7 +48,14 @@ impl Wire {
             client,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             js_api_prefix: "$JS.API".to_string(),
+            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// Which connection this is: equal for clones of one [`Wire::new`] (whatever their request
+    /// settings), different for another dial.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {

@@ -9,8 +9,8 @@
 //! [`account`], [`user`]; the trust objects' in [`trust`]), its module doc listing the phases and
 //! one file per phase; no pass imports another. The pieces several passes share live in modules
 //! named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
-//! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`revocation`], [`jwt`],
-//! [`time`]).
+//! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`shutdowns`], [`revocation`],
+//! [`jwt`], [`time`]).
 //!
 //! Every pass runs on the kit's skeleton: its Controller driven by the kit's run loop
 //! ([`pass::drive`]), the kit's finalizer path ([`finalizer::reconcile`]), its conditions the
@@ -33,6 +33,7 @@ mod operator;
 mod pass;
 mod refs;
 mod revocation;
+mod shutdowns;
 mod status;
 mod system_account;
 mod time;
@@ -96,6 +97,9 @@ pub struct Context {
     /// The roster with memory as the last ping left it: the next ping waits for that many, and a
     /// recorded server that stops answering is counted as down (see [`crate::roster`]).
     roster: std::sync::Mutex<crate::roster::Roster>,
+    /// The ids of the servers heard announcing their shutdown ([`shutdowns`]) and the unix
+    /// second each was heard, kept while a record could still name them silent.
+    shut_down: std::sync::Mutex<BTreeMap<String, i64>>,
     /// Per NatsOperator (namespace/name), which deleted accounts each server (by its id) has
     /// confirmed deleting.
     confirmed: std::sync::Mutex<BTreeMap<String, crate::deletions::Confirmed>>,
@@ -171,6 +175,7 @@ pub async fn run(ctx: Arc<Context>) {
         trust::operator_trust_controller(ctx.clone()),
         trust::account_trust_controller(ctx.clone()),
         claims_delete::rejoin_watch(ctx.clone()),
+        shutdowns::shutdown_watch(ctx.clone()),
     );
 }
 
@@ -182,6 +187,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         settings,
         system: controller_kit::dials::Dials::default(),
         roster: std::sync::Mutex::new(crate::roster::Roster::default()),
+        shut_down: std::sync::Mutex::default(),
         redial: std::sync::atomic::AtomicBool::new(false),
         confirmed: std::sync::Mutex::default(),
         pushes: std::sync::Mutex::default(),

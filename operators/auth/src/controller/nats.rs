@@ -160,7 +160,20 @@ pub(super) fn observe_roster(
         remembered.extend(Roster::from_status(&d.roster).servers);
     }
     let now = unix_now();
-    let next = roster::remember(&remembered, &answered, now, roster::FORGET_SILENT_AFTER);
+    // An announced shutdown is kept as long as any record could name its server silent.
+    let shut_down: std::collections::BTreeSet<String> = {
+        let mut heard = ctx.shut_down.lock().unwrap_or_else(|p| p.into_inner());
+        let keep = roster::keep_shutdown(now);
+        heard.retain(|_, at| keep(*at));
+        heard.keys().cloned().collect()
+    };
+    let next = roster::remember(
+        &remembered,
+        &answered,
+        &shut_down,
+        now,
+        roster::Forget::DEFAULT,
+    );
     let mut memory = ctx.roster.lock().unwrap_or_else(|p| p.into_inner());
     for name in next.silent() {
         if !memory.silent().contains(&name) {

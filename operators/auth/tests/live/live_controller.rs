@@ -1197,3 +1197,68 @@ async fn a_replaced_user_key_is_revoked_and_its_connection_closed() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// §5.3's roster with memory, for a server that stopped rather than fell silent: it announced
+/// its shutdown (`$SYS.SERVER.<id>.SHUTDOWN`, which the auth-controller preset may subscribe
+/// to), so the controller forgets it after the short window instead of the 15 minutes a silent
+/// server is remembered, and an account applied after it, and the accounts before it, read all
+/// the servers left current. A NatsCluster deleted or scaled down stops its servers this way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_announced_its_shutdown_leaves_the_roster_after_the_short_window() {
+    let (rig, mut topo) = plane(&[]).await;
+    let accounts = rig.api::<NatsAccount>(SYS);
+    let apply = async |name: &str| {
+        rig.apply(json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+            "metadata": {"name": name, "namespace": SYS},
+            "spec": {"operatorRef": {"name": "demo"}},
+        }))
+        .await;
+    };
+    apply("before").await;
+    wait_for(&accounts, "before", "before 3 of 3", |o| {
+        is(o, "Distributed", "True", "AllServersCurrent")
+    })
+    .await;
+
+    let away = topo.server_names()[2].clone();
+    let stopped = Instant::now();
+    topo.server_mut(&away)
+        .expect("the third server")
+        .sigterm(Duration::from_secs(10))
+        .await
+        .expect("the third server stops");
+    apply("after").await;
+    // The window, a pass to notice and one to count: well under the 15 minutes of a silent server.
+    let within = auth_controller::roster::FORGET_SHUT_DOWN_AFTER + Duration::from_secs(60);
+    for name in ["after", "before"] {
+        let a = sim::testkit::wait_for_within(
+            &accounts,
+            name,
+            &format!("{name}: 2 of 2 once {away} is forgotten"),
+            within,
+            |o| {
+                is(o, "Distributed", "True", "AllServersCurrent")
+                    && message(o, "Distributed") == "2 of 2 servers hold this JWT"
+            },
+        )
+        .await;
+        let roster: Vec<&str> = a
+            .pointer("/status/distribution/roster")
+            .and_then(|r| r.as_array())
+            .map(|r| {
+                r.iter()
+                    .filter_map(|s| s.get("name").and_then(|n| n.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            !roster.contains(&away.as_str()) && roster.len() == 2,
+            "{name}: the roster recorded {roster:?}"
+        );
+    }
+    println!(
+        "{away} stopped -> forgotten, both accounts 2 of 2: {} ms",
+        stopped.elapsed().as_millis()
+    );
+}

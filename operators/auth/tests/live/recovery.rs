@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use auth_controller::distribution::{self, Recovery};
 use auth_controller::revocations;
-use auth_controller::roster::{self, Answer, FORGET_SILENT_AFTER, Roster};
+use auth_controller::roster::{self, Answer, Forget, Roster};
 use common::*;
 use nats_api::auth::GeneratedKind;
 use nats_claims::AccountClaims;
@@ -67,8 +67,9 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
         roster::remember(
             &recorded.servers,
             &answered,
+            &Default::default(),
             now_secs(),
-            FORGET_SILENT_AFTER,
+            Forget::DEFAULT,
         )
     };
     let all = observe(&Roster::default(), DEADLINE).await;
@@ -194,4 +195,56 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
         ),
         Recovery::Sign
     );
+}
+
+/// What tells a stopped server from a silent one (§5.3, see `roster`): a server stopped with
+/// SIGTERM (what the kubelet sends) announces its shutdown on `$SYS.SERVER.<id>.SHUTDOWN`, which
+/// the auth-controller preset's user hears; one paused says nothing.
+#[tokio::test]
+async fn a_stopped_server_announces_its_shutdown_to_the_auth_controller_user() {
+    use futures::StreamExt;
+    let mut plane = Plane::start().await;
+    let statsz = plane
+        .wire
+        .ping_statsz(&ServerFilter::all(), Collect::expecting(3, DEADLINE))
+        .await
+        .unwrap();
+    let connected = plane.wire.client().server_info().server_name;
+    let others: Vec<(String, String)> = statsz
+        .replies
+        .iter()
+        .filter(|r| r.server.name != connected)
+        .map(|r| (r.server.name.clone(), r.server.id.clone()))
+        .collect();
+    let [(paused, _), (stopped, stopped_id)] = &others[..] else {
+        panic!("two servers besides {connected}: {others:?}");
+    };
+    let mut events = plane.wire.shutdown_events().await.unwrap();
+    plane.wire.client().flush().await.unwrap();
+
+    plane.topo.server_mut(paused).unwrap().pause().unwrap();
+    plane
+        .topo
+        .server_mut(stopped)
+        .unwrap()
+        .sigterm(Duration::from_secs(10))
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(DEADLINE, events.next())
+        .await
+        .expect("a shutdown event within the deadline")
+        .expect("the subscription is open");
+    assert_eq!(
+        nats_wire::events::shutdown_server_id(event.subject.as_str()),
+        Some(stopped_id.as_str()),
+        "the event names the stopped server's id: {}",
+        event.subject
+    );
+    let more = tokio::time::timeout(Duration::from_secs(2), events.next()).await;
+    assert!(
+        more.is_err(),
+        "the paused server announced nothing: {:?}",
+        more.ok().flatten().map(|m| m.subject)
+    );
+    plane.topo.server_mut(paused).unwrap().resume().unwrap();
 }
