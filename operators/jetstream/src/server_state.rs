@@ -40,6 +40,38 @@ fn common(info: &Value) -> ServerState {
     }
 }
 
+/// How soon to look at a group again once it is unsettled: no leader, or a replica behind
+/// (a server restarting, a peer catching up). status.server written in such a moment would
+/// otherwise show it until the resync, minutes later.
+pub const UNSETTLED_RECHECK: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether the group of a STREAM.INFO or CONSUMER.INFO answer is unsettled: it has a cluster
+/// block (it is clustered) and no leader or a replica not current.
+pub fn unsettled(info: &Value) -> bool {
+    if info.get("cluster").is_none_or(Value::is_null) {
+        return false;
+    }
+    let s = common(info);
+    s.leader.is_none() || s.replicas.iter().any(|r| !r.current)
+}
+
+/// How soon the pass after this one looks: closely while a placement move runs
+/// ([`crate::transfer::IN_FLIGHT_RECHECK`]), within [`UNSETTLED_RECHECK`] while the group is
+/// unsettled, else at the resync (each no later than the resync).
+pub fn recheck_after(
+    moving: bool,
+    info: &Value,
+    resync: std::time::Duration,
+) -> std::time::Duration {
+    if moving {
+        crate::transfer::IN_FLIGHT_RECHECK
+    } else if unsettled(info) {
+        UNSETTLED_RECHECK.min(resync)
+    } else {
+        resync
+    }
+}
+
 /// status.server of a stream, key-value bucket or object store from its STREAM.INFO answer.
 pub fn of_stream(info: &Value) -> ServerState {
     ServerState {
@@ -83,6 +115,35 @@ mod tests {
     use crate::lifecycle::TerminalReason;
     use rstest::rstest;
     use serde_json::json;
+
+    const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
+
+    #[rstest]
+    #[case::settled(json!({"cluster": {"leader": "n1", "replicas": [{"name": "n2", "current": true}]}}), false, 300)]
+    #[case::a_replica_behind(json!({"cluster": {"leader": "n1", "replicas": [{"name": "n2", "current": false, "lag": 1}]}}), false, 30)]
+    #[case::no_leader(json!({"cluster": {"replicas": [{"name": "n2", "current": true}]}}), false, 30)]
+    #[case::an_empty_leader(json!({"cluster": {"leader": "", "replicas": []}}), false, 30)]
+    #[case::r1_in_a_cluster(json!({"cluster": {"leader": "n1"}}), false, 300)]
+    #[case::not_clustered(json!({"config": {}}), false, 300)]
+    #[case::moving_beats_all(json!({"cluster": {"leader": "n1"}}), true, 2)]
+    fn how_soon_a_group_is_looked_at_again(
+        #[case] info: Value,
+        #[case] moving: bool,
+        #[case] secs: u64,
+    ) {
+        assert_eq!(
+            recheck_after(moving, &info, RESYNC),
+            std::time::Duration::from_secs(secs)
+        );
+    }
+
+    #[test]
+    fn an_unsettled_group_is_looked_at_no_later_than_the_resync() {
+        let behind =
+            json!({"cluster": {"leader": "n1", "replicas": [{"name": "n2", "current": false}]}});
+        let short = std::time::Duration::from_secs(5);
+        assert_eq!(recheck_after(false, &behind, short), short);
+    }
 
     #[test]
     fn a_replicated_streams_leader_replicas_and_state() {

@@ -294,12 +294,9 @@ async fn observe<K: StreamBacked>(
     let moving = transfer.as_ref().is_some_and(Option::is_some);
     let late = late_initialized(obj, g, p).await;
     let server = server_state::of_stream(&written.reply);
+    let recheck = server_state::recheck_after(moving, &written.reply, ctx.settings.resync);
     let mut outcome = written.outcome(p.action, previous.ownership.as_ref(), &obj.what(), server);
-    outcome.requeue = Some(if moving {
-        transfer::IN_FLIGHT_RECHECK
-    } else {
-        ctx.settings.resync
-    });
+    outcome.requeue = Some(recheck);
     outcome.transfer = transfer;
     if late.is_some() {
         outcome.spec_patch = late;
