@@ -9,9 +9,12 @@
 //! run's keys) and the token is signed with it. A token the import's key did not sign would be
 //! refused by every server, and by the auth controller before them.
 //!
+//! Story 08's stream serves an application before it moves: the run adds its consumers and
+//! publishes to it ([`super::load`]), so the move has replicas to catch up and consumers to follow.
+//!
 //! The table is pure ([`at`], tested beside it); [`perform`] does one action on the node.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
 use serde_json::{Value, json};
@@ -27,6 +30,13 @@ pub enum Action {
         kind: &'static str,
         namespace: &'static str,
         name: &'static str,
+    },
+    /// The application of a story's stream: consumers added and data published from the host,
+    /// once the stream is Ready ([`super::load`]).
+    Load {
+        /// The NatsStream (its namespace holds the NatsConnection the load connects with).
+        stream: &'static str,
+        load: super::load::Load,
     },
     /// A stream with no resource: `object` (a NatsStream with `deletionPolicy: Retain`) applied,
     /// waited for until Ready, then deleted and waited for until gone; the stream stays.
@@ -61,6 +71,14 @@ impl std::fmt::Display for Action {
                 f,
                 "the partner's activation token in Secret {namespace}/{secret}"
             ),
+            Action::Load { load, .. } => write!(
+                f,
+                "{} messages of {} bytes published to {} and {} consumers added",
+                load.messages,
+                load.size,
+                load.stream,
+                load.consumers.len()
+            ),
             Action::LeaveBehind { object } => write!(
                 f,
                 "stream {} left with no resource",
@@ -92,6 +110,20 @@ pub fn at(story: &str, step: u32) -> Vec<Action> {
                     "deletionPolicy": "Retain",
                 },
             }),
+        }],
+        // "The stream as it runs today": serving, with data and consumers, so that its move has
+        // replicas to catch up and consumers to follow (the midway example).
+        ("08", 1) => vec![Action::Load {
+            stream: "orders",
+            load: super::load::Load {
+                namespace: "orders",
+                connection: "orders",
+                stream: "ORDERS",
+                subject: "orders.placed",
+                consumers: &["billing", "shipping"],
+                messages: 120_000,
+                size: 1024,
+            },
         }],
         ("05", 3) => vec![Action::SupplyActivation {
             namespace: "team-core",
@@ -156,23 +188,20 @@ pub async fn perform(objects: &Objects, action: &Action, within: Duration) -> Re
             )
             .await
             .map_err(|e| format!("pointing {namespace}/{account}'s import at the partner: {e}"))?;
-            let t0 = Instant::now();
-            let importer = loop {
-                let got = api.get_opt(account).await.map_err(|e| e.to_string())?;
-                if let Some(k) = got
-                    .as_ref()
-                    .and_then(|o| o.data.pointer("/status/publicKey"))
-                    .and_then(Value::as_str)
-                {
-                    break k.to_string();
-                }
-                if t0.elapsed() > within {
-                    return Err(format!(
-                        "NatsAccount {namespace}/{account} had no public key within {within:?}"
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            };
+            let importer = sim::wait::poll(
+                &format!("NatsAccount {namespace}/{account} has a public key"),
+                within,
+                || async {
+                    let got = api.get_opt(account).await.map_err(|e| e.to_string())?;
+                    Ok(got
+                        .as_ref()
+                        .and_then(|o| o.data.pointer("/status/publicKey"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string))
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
             let token = nats_claims::ActivationClaims::new(
                 importer,
                 *subject,
@@ -193,6 +222,27 @@ pub async fn perform(objects: &Objects, action: &Action, within: Duration) -> Re
                 .await
                 .map(|_| ())
                 .map_err(|e| e.to_string())
+        }
+        Action::Load { stream, load } => {
+            let api = api_of(
+                &client,
+                "jetstream.nats.mikluko.io/v1beta1",
+                "NatsStream",
+                load.namespace,
+            );
+            let what = format!("NatsStream {}/{stream}", load.namespace);
+            sim::wait::poll(&format!("{what} Ready"), within, || async {
+                let got = api.get_opt(stream).await.map_err(|e| e.to_string())?;
+                Ok(got.as_ref().is_some_and(ready).then_some(()))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            let acked = super::load::fill(&client, load).await?;
+            if acked == load.messages {
+                Ok(())
+            } else {
+                Err(format!("{acked} of {} acknowledged", load.messages))
+            }
         }
         Action::LeaveBehind { object } => {
             let text = serde_yaml::to_string(object).map_err(|e| e.to_string())?;
@@ -216,35 +266,22 @@ pub async fn perform(objects: &Objects, action: &Action, within: Duration) -> Re
                 "NatsStream",
                 namespace,
             );
-            let t0 = Instant::now();
-            loop {
+            let what = format!("NatsStream {namespace}/{name}");
+            sim::wait::poll(&format!("{what} Ready"), within, || async {
                 let got = api.get_opt(name).await.map_err(|e| e.to_string())?;
-                if got.as_ref().is_some_and(ready) {
-                    break;
-                }
-                if t0.elapsed() > within {
-                    return Err(format!(
-                        "NatsStream {namespace}/{name} not Ready within {within:?}"
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
+                Ok(got.as_ref().is_some_and(ready).then_some(()))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
             api.delete(name, &DeleteParams::default())
                 .await
-                .map_err(|e| format!("deleting NatsStream {namespace}/{name}: {e}"))?;
-            while api
-                .get_opt(name)
-                .await
-                .map_err(|e| e.to_string())?
-                .is_some()
-            {
-                if t0.elapsed() > within {
-                    return Err(format!(
-                        "NatsStream {namespace}/{name} not gone within {within:?}"
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
+                .map_err(|e| format!("deleting {what}: {e}"))?;
+            sim::wait::poll(&format!("{what} gone"), within, || async {
+                let got = api.get_opt(name).await.map_err(|e| e.to_string())?;
+                Ok(got.is_none().then_some(()))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
             Ok(())
         }
     }
@@ -264,7 +301,7 @@ fn partner_named(object: &Value, doc_key: &str, partner: &str) -> Value {
     imports
 }
 
-fn api_of(
+pub(super) fn api_of(
     client: &kube::Client,
     api_version: &str,
     kind: &str,
