@@ -110,8 +110,53 @@ pub fn before(story: &str, issuers: &Issuers) -> Result<Vec<Value>, rcgen::Error
                 )?,
             ]
         }
+        // "The orders team on the east/west supercluster of story 06": its account and user,
+        // in its own namespace as story 04's teams do it, admitted to story 06's NatsOperator.
+        "08" => orders_team(),
         _ => vec![],
     })
+}
+
+/// Story 08's team: the account `orders` and the user `orders-app` of namespace `orders`, whose
+/// creds Secret `orders-app-creds` the story's NatsConnection names, and the grant in
+/// `nats-system` that admits the account to the NatsOperator `demo` (story 04's pattern).
+fn orders_team() -> Vec<Value> {
+    use serde_json::json;
+    let ns = "orders";
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsReferenceGrant",
+            "metadata": {"name": "orders-accounts", "namespace": "nats-system"},
+            "spec": {
+                "from": [{"group": "auth.nats.mikluko.io", "kind": "NatsAccount", "namespace": ns}],
+                "to": [{"group": "auth.nats.mikluko.io", "kind": "NatsOperator", "name": "demo"}],
+            },
+        }),
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+            "metadata": {"name": "orders", "namespace": ns},
+            "spec": {
+                "operatorRef": {"name": "demo", "namespace": "nats-system"},
+                "limits": {"connections": 100, "jetstream": {
+                    "diskStorage": 4_294_967_296_u64, "memoryStorage": 268_435_456,
+                    "streams": 10, "consumers": 100,
+                }},
+            },
+        }),
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+            "metadata": {"name": "orders-app", "namespace": ns},
+            "spec": {
+                "accountRef": {"kind": "NatsAccount", "name": "orders"},
+                "permissions": {
+                    "publish": {"allow": ["orders.>", "$JS.API.>", "$JS.ACK.ORDERS.>"]},
+                    "subscribe": {"allow": ["_INBOX.>", "orders.>"]},
+                },
+                "credentials": {"secretKeyRef": {"name": "orders-app-creds"}},
+            },
+        }),
+    ]
 }
 
 /// The names Service `service` in `namespace` answers to within the cluster.

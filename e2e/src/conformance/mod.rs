@@ -10,6 +10,7 @@
 pub mod actions;
 pub mod fixtures;
 pub mod issuer;
+pub mod load;
 pub mod matches;
 pub mod run;
 pub mod sites;
@@ -94,7 +95,7 @@ pub enum Applicability {
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" | "04" | "05" | "06" | "09" | "10" | "11" => Runs,
+        "01" | "02" | "04" | "05" | "06" | "08" | "09" | "10" | "11" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
@@ -114,11 +115,6 @@ pub fn applicability(story: &str) -> Applicability {
              with the subject mapping the adoption would drop; no story declares them, so the \
              lookup before the first signing finds nothing to compare (KeysPending, then Signed \
              once accepted): the run would start servers with those JWTs preloaded",
-        ),
-        "08" => NotYet(
-            "builds on story 06 with an account and user no story declares (the Secret \
-             orders-app-creds), and its midway example needs a stream big enough for the \
-             transfer to be seen: the run would bring both",
         ),
         "13" => NotYet(
             "joins a supercluster nobody here deployed (core-a, core-b at \
