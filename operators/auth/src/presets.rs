@@ -124,10 +124,16 @@ const AUTH_CONTROLLER: &[Grant] = &[
 ];
 
 /// The server events the auth controller listens to.
-const AUTH_CONTROLLER_EVENTS: &[Grant] = &[g(
-    nats_wire::events::SHUTDOWN_EVENTS,
-    "servers announcing their shutdown: the roster forgets them sooner",
-)];
+const AUTH_CONTROLLER_EVENTS: &[Grant] = &[
+    g(
+        nats_wire::events::LAME_DUCK_EVENTS,
+        "servers entering lame duck mode: the roster forgets them sooner",
+    ),
+    g(
+        nats_wire::events::SHUTDOWN_EVENTS,
+        "servers shutting down: the roster forgets them sooner",
+    ),
+];
 
 const READONLY: &[Grant] = &[
     g("$JS.API.INFO", "account JetStream usage"),

@@ -11,8 +11,8 @@
 //! holds (a newer JWT, more revocations) is taken back from its CLAIMS.LOOKUP answer before the
 //! account is signed again.
 //!
-//! A server that announced its shutdown (`$SYS.SERVER.<id>.SHUTDOWN`, sent on a clean stop and
-//! never by a server cut off) is forgotten sooner, after [`FORGET_SHUT_DOWN_AFTER`]: a stopped
+//! A server that announced its shutdown (`$SYS.SERVER.<id>.LAMEDUCK` or `.SHUTDOWN`, sent on a
+//! clean stop and never by a server cut off, see `nats_wire::events`) is forgotten sooner, after [`FORGET_SHUT_DOWN_AFTER`]: a stopped
 //! server admits no client while it is down, which is what the memory guards against, and a server
 //! scaled away or a NatsCluster deleted would otherwise hold every account for the full window.
 //! The short wait keeps a server restarting in place (a rolling restart's pod) counted as down

@@ -125,6 +125,15 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
     if let Some(name) = &config.name {
         options = options.name(name);
     }
+    // The server's lame duck INFO, counted for Wire::lame_duck_notices. The callback holds only
+    // the sender: nothing in it refers back to the client, which would keep it alive.
+    let (lame_duck, notices) = tokio::sync::watch::channel(0u64);
+    options = options.event_callback(move |event| {
+        if matches!(event, async_nats::Event::LameDuckMode) {
+            lame_duck.send_modify(|n| *n += 1);
+        }
+        async {}
+    });
     let connect_timeout = config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let request_timeout = config.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
     options = options
@@ -167,7 +176,9 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
             servers: servers.clone(),
             source,
         })?;
-    Ok(Wire::new(client).with_request_timeout(request_timeout))
+    Ok(Wire::new(client)
+        .with_request_timeout(request_timeout)
+        .with_lame_duck_notices(notices))
 }
 
 /// `nats://user:pass@host:4222` → `nats://***@host:4222`.

@@ -1,34 +1,51 @@
-//! The server events a controller listens to, rather than asks for. One so far: the event a
-//! server sends as it shuts down (events.go shutdownEventSubj, sent from `shutdownEventing` on a
-//! clean shutdown: SIGTERM, lame duck's end, SIGINT; never when the process is killed), which
-//! tells a server that has stopped from one that is cut off.
+//! The server events a controller listens to, rather than asks for: a server announcing its
+//! shutdown. A server stopped cleanly says so twice: `$SYS.SERVER.<id>.LAMEDUCK` as lame duck
+//! mode starts (events.go lameDuckEventSubj: what a pod's preStop does, while the server and its
+//! routes are still up) and `$SYS.SERVER.<id>.SHUTDOWN` as it shuts down (shutdownEventSubj,
+//! from `shutdownEventing`, also without lame duck: SIGTERM, SIGINT). A server killed, paused or
+//! cut off says neither, which is what tells a server that stopped from one that fell silent.
+//! When a whole NATS cluster goes at once its SHUTDOWN events may reach nobody (every server is
+//! closing its clients), while the LAMEDUCK events went out with everything still up.
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
 
 use crate::{Wire, WireError};
 
+/// `$SYS.SERVER.<id>.LAMEDUCK` of every server.
+pub const LAME_DUCK_EVENTS: &str = "$SYS.SERVER.*.LAMEDUCK";
 /// `$SYS.SERVER.<id>.SHUTDOWN` of every server.
 pub const SHUTDOWN_EVENTS: &str = "$SYS.SERVER.*.SHUTDOWN";
 
-/// The server id a shutdown event's subject names; `None` for any other subject.
+/// The server id a lame duck or shutdown event's subject names; `None` for any other subject.
 pub fn shutdown_server_id(subject: &str) -> Option<&str> {
-    let id = subject
-        .strip_prefix("$SYS.SERVER.")?
-        .strip_suffix(".SHUTDOWN")?;
+    let rest = subject.strip_prefix("$SYS.SERVER.")?;
+    let id = rest
+        .strip_suffix(".SHUTDOWN")
+        .or_else(|| rest.strip_suffix(".LAMEDUCK"))?;
     (!id.is_empty() && !id.contains('.')).then_some(id)
 }
 
 impl Wire {
-    /// Subscribes to every server's shutdown event. The subscription lives as long as the
-    /// returned subscriber and this connection; the server refusing it (a permission the user
-    /// lacks) arrives on the connection's error events, not here.
-    pub async fn shutdown_events(&self) -> Result<async_nats::Subscriber, WireError> {
-        self.client()
-            .subscribe(SHUTDOWN_EVENTS)
-            .await
-            .map_err(|e| WireError::Send {
-                request: SHUTDOWN_EVENTS.to_string(),
-                server: None,
-                reason: e.to_string(),
-            })
+    /// Subscribes to every server's lame duck and shutdown events, as one stream of messages. The
+    /// subscriptions live as long as the stream and this connection; the server refusing them (a
+    /// permission the user lacks) arrives on the connection's error events, not here.
+    pub async fn shutdown_events(
+        &self,
+    ) -> Result<BoxStream<'static, async_nats::Message>, WireError> {
+        let subscribe = async |subject: &str| {
+            self.client()
+                .subscribe(subject.to_string())
+                .await
+                .map_err(|e| WireError::Send {
+                    request: subject.to_string(),
+                    server: None,
+                    reason: e.to_string(),
+                })
+        };
+        let lame_duck = subscribe(LAME_DUCK_EVENTS).await?;
+        let shutdown = subscribe(SHUTDOWN_EVENTS).await?;
+        Ok(futures::stream::select(lame_duck, shutdown).boxed())
     }
 }
 
@@ -39,8 +56,8 @@ mod tests {
 
     #[rstest]
     #[case::a_shutdown("$SYS.SERVER.NABC.SHUTDOWN", Some("NABC"))]
+    #[case::lame_duck("$SYS.SERVER.NABC.LAMEDUCK", Some("NABC"))]
     #[case::statsz("$SYS.SERVER.NABC.STATSZ", None)]
-    #[case::lame_duck("$SYS.SERVER.NABC.LAMEDUCK", None)]
     #[case::no_id("$SYS.SERVER..SHUTDOWN", None)]
     #[case::two_tokens("$SYS.SERVER.A.B.SHUTDOWN", None)]
     #[case::another_prefix("$SYS.ACCOUNT.NABC.SHUTDOWN", None)]

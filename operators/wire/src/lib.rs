@@ -36,6 +36,9 @@ pub struct Wire {
     js_api_prefix: String,
     /// Which connection this is: every [`Wire::new`] takes the next number.
     serial: u64,
+    /// Counts the times the server this connection was on said it entered lame duck mode (a
+    /// dialed connection only; see [`Wire::lame_duck_notices`]).
+    lame_duck: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 /// The serial the next [`Wire::new`] takes.
@@ -49,7 +52,21 @@ impl Wire {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             js_api_prefix: "$JS.API".to_string(),
             serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            lame_duck: None,
         }
+    }
+
+    pub(crate) fn with_lame_duck_notices(mut self, r: tokio::sync::watch::Receiver<u64>) -> Self {
+        self.lame_duck = Some(r);
+        self
+    }
+
+    /// Changes each time the server this connection is on tells it that it entered lame duck
+    /// mode (an INFO the server sends its own clients; its `$SYS.SERVER.<id>.LAMEDUCK` event
+    /// reaches only the clients of the other servers). `None` for a client wrapped by
+    /// [`Wire::new`] rather than dialed.
+    pub fn lame_duck_notices(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.lame_duck.clone()
     }
 
     /// Which connection this is: equal for clones of one [`Wire::new`] (whatever their request

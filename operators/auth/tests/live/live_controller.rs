@@ -1199,7 +1199,7 @@ async fn a_replaced_user_key_is_revoked_and_its_connection_closed() {
 }
 
 /// §5.3's roster with memory, for a server that stopped rather than fell silent: it announced
-/// its shutdown (`$SYS.SERVER.<id>.SHUTDOWN`, which the auth-controller preset may subscribe
+/// its shutdown (`$SYS.SERVER.<id>.LAMEDUCK`, which the auth-controller preset may subscribe
 /// to), so the controller forgets it after the short window instead of the 15 minutes a silent
 /// server is remembered, and an account applied after it, and the accounts before it, read all
 /// the servers left current. A NatsCluster deleted or scaled down stops its servers this way.
@@ -1221,16 +1221,50 @@ async fn a_server_that_announced_its_shutdown_leaves_the_roster_after_the_short_
     })
     .await;
 
-    let away = topo.server_names()[2].clone();
+    // Stopped as a pod's preStop stops it: lame duck mode (announced as it starts), clients
+    // evicted over the sim's 30 s lame duck duration, then the exit. The server chosen is the one
+    // the controller's system connection is on, which hears no LAMEDUCK event of its own server
+    // (only the other servers' clients do) but the lame duck INFO the server sends its clients.
+    // Once the controller listens: its connection subscribed to the lame duck events.
+    let away = sim::wait::poll(
+        "the server the controller is connected to, its connection subscribed",
+        WAIT,
+        || async {
+            for name in topo.server_names() {
+                let connz = topo.monitor(&name, "/connz?subs=1").await?;
+                let listening = connz["connections"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c["name"] == "auth-controller")
+                    .any(|c| {
+                        c["subscriptions_list"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|s| s == nats_wire::events::LAME_DUCK_EVENTS)
+                    });
+                if listening {
+                    return Ok(Some(name));
+                }
+            }
+            Err("no auth-controller connection subscribed to lame duck events".to_string())
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!("stopping {away}, the server the controller's connection is on");
     let stopped = Instant::now();
     topo.server_mut(&away)
         .expect("the third server")
-        .sigterm(Duration::from_secs(10))
-        .await
-        .expect("the third server stops");
+        .lame_duck()
+        .expect("the third server enters lame duck mode");
     apply("after").await;
-    // The window, a pass to notice and one to count: well under the 15 minutes of a silent server.
-    let within = auth_controller::roster::FORGET_SHUT_DOWN_AFTER + Duration::from_secs(60);
+    // The lame duck duration, the window, a pass to notice and one to count: well under the 15
+    // minutes a silent server is remembered.
+    let within = Duration::from_secs(30)
+        + auth_controller::roster::FORGET_SHUT_DOWN_AFTER
+        + Duration::from_secs(60);
     for name in ["after", "before"] {
         let a = sim::testkit::wait_for_within(
             &accounts,

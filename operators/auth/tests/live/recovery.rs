@@ -197,11 +197,12 @@ async fn a_silent_roster_server_holds_a_distributed_account_and_revocations_come
     );
 }
 
-/// What tells a stopped server from a silent one (§5.3, see `roster`): a server stopped with
-/// SIGTERM (what the kubelet sends) announces its shutdown on `$SYS.SERVER.<id>.SHUTDOWN`, which
-/// the auth-controller preset's user hears; one paused says nothing.
+/// What tells a stopped server from a silent one (§5.3, see `roster`): a server put in lame duck
+/// mode (what a pod's preStop does) announces it on `$SYS.SERVER.<id>.LAMEDUCK` while it is still
+/// up, which the auth-controller preset's user hears; one paused says nothing. (SIGTERM's
+/// `SHUTDOWN` event is heard through the controller in `live_controller`.)
 #[tokio::test]
-async fn a_stopped_server_announces_its_shutdown_to_the_auth_controller_user() {
+async fn a_server_entering_lame_duck_mode_announces_it_to_the_auth_controller_user() {
     use futures::StreamExt;
     let mut plane = Plane::start().await;
     let statsz = plane
@@ -216,7 +217,7 @@ async fn a_stopped_server_announces_its_shutdown_to_the_auth_controller_user() {
         .filter(|r| r.server.name != connected)
         .map(|r| (r.server.name.clone(), r.server.id.clone()))
         .collect();
-    let [(paused, _), (stopped, stopped_id)] = &others[..] else {
+    let [(paused, _), (stopping, stopping_id)] = &others[..] else {
         panic!("two servers besides {connected}: {others:?}");
     };
     let mut events = plane.wire.shutdown_events().await.unwrap();
@@ -225,26 +226,36 @@ async fn a_stopped_server_announces_its_shutdown_to_the_auth_controller_user() {
     plane.topo.server_mut(paused).unwrap().pause().unwrap();
     plane
         .topo
-        .server_mut(stopped)
+        .server_mut(stopping)
         .unwrap()
-        .sigterm(Duration::from_secs(10))
-        .await
+        .lame_duck()
         .unwrap();
     let event = tokio::time::timeout(DEADLINE, events.next())
         .await
-        .expect("a shutdown event within the deadline")
+        .expect("an event within the deadline")
         .expect("the subscription is open");
     assert_eq!(
-        nats_wire::events::shutdown_server_id(event.subject.as_str()),
-        Some(stopped_id.as_str()),
-        "the event names the stopped server's id: {}",
+        (
+            event.subject.as_str().ends_with(".LAMEDUCK"),
+            nats_wire::events::shutdown_server_id(event.subject.as_str())
+        ),
+        (true, Some(stopping_id.as_str())),
+        "lame duck mode announced under the server's id: {}",
         event.subject
     );
-    let more = tokio::time::timeout(Duration::from_secs(2), events.next()).await;
+    // Nothing but the stopping server's own (its SHUTDOWN may follow) for two seconds.
+    let quiet_until = tokio::time::Instant::now() + Duration::from_secs(2);
+    let mut heard: Vec<String> = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout_at(quiet_until, events.next()).await {
+        heard.push(m.subject.to_string());
+    }
+    let strangers: Vec<&String> = heard
+        .iter()
+        .filter(|s| nats_wire::events::shutdown_server_id(s.as_str()) != Some(stopping_id.as_str()))
+        .collect();
     assert!(
-        more.is_err(),
-        "the paused server announced nothing: {:?}",
-        more.ok().flatten().map(|m| m.subject)
+        strangers.is_empty(),
+        "the paused server announced: {strangers:?}"
     );
     plane.topo.server_mut(paused).unwrap().resume().unwrap();
 }
