@@ -76,6 +76,37 @@ pub fn consumers_moved(to: &str, consumers: &[Value], stream_replicas: u64) -> T
     }
 }
 
+/// Ready and Synced while `t` runs (§6 story 08): the stream keeps serving, so Ready stays True
+/// with reason Moving naming the move and the server `leader` it serves from; Synced says the
+/// placement was applied and nats-server is transferring.
+pub fn conditions(
+    t: &StreamTransfer,
+    leader: Option<&str>,
+) -> (
+    controller_kit::conditions::Decided,
+    controller_kit::conditions::Decided,
+) {
+    use controller_kit::conditions::Decided;
+    use nats_api::jetstream::{condition, reason};
+    let from = t.from.as_deref().unwrap_or("its cluster");
+    let to = t.to.as_deref().unwrap_or("the new cluster");
+    let serving = leader.map_or(String::new(), |l| format!("; stream serving from {l}"));
+    (
+        Decided::new(
+            condition::READY,
+            true,
+            reason::MOVING,
+            format!("placement move {from} -> {to} running{serving}"),
+        ),
+        Decided::new(
+            condition::SYNCED,
+            true,
+            reason::MATCHES_SPEC,
+            format!("placement.cluster {to} applied; nats-server is transferring the stream"),
+        ),
+    )
+}
+
 /// How soon to look again while a move runs: status.transfer follows it closely.
 pub const IN_FLIGHT_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -85,6 +116,46 @@ mod tests {
     use nats_api::jetstream::ReplicaState;
     use rstest::rstest;
     use serde_json::json;
+
+    #[test]
+    fn a_running_move_reads_ready_moving_and_synced() {
+        let t = StreamTransfer {
+            from: Some("east".into()),
+            to: Some("west".into()),
+            ..Default::default()
+        };
+        let (ready, synced) = conditions(&t, Some("east-0"));
+        assert_eq!(
+            (
+                ready.type_,
+                ready.status,
+                ready.reason,
+                ready.message.as_str()
+            ),
+            (
+                "Ready",
+                true,
+                "Moving",
+                "placement move east -> west running; stream serving from east-0"
+            )
+        );
+        assert_eq!(
+            (
+                synced.type_,
+                synced.status,
+                synced.reason,
+                synced.message.as_str()
+            ),
+            (
+                "Synced",
+                true,
+                "MatchesSpec",
+                "placement.cluster west applied; nats-server is transferring the stream"
+            )
+        );
+        let (leaderless, _) = conditions(&t, None);
+        assert_eq!(leaderless.message, "placement move east -> west running");
+    }
 
     fn at(s: &str) -> Time {
         serde_json::from_value(json!(s)).expect("time")

@@ -295,8 +295,19 @@ async fn observe<K: StreamBacked>(
     let late = late_initialized(obj, g, p).await;
     let server = server_state::of_stream(&written.reply);
     let recheck = server_state::recheck_after(moving, &written.reply, ctx.settings.resync);
+    let leader = server.leader.clone();
     let mut outcome = written.outcome(p.action, previous.ownership.as_ref(), &obj.what(), server);
     outcome.requeue = Some(recheck);
+    if let Some(Some(t)) = &transfer {
+        let (ready, synced) = transfer::conditions(t, leader.as_deref());
+        for c in outcome.conditions.iter_mut() {
+            if c.type_ == ready.type_ {
+                *c = ready.clone();
+            } else if c.type_ == synced.type_ {
+                *c = synced.clone();
+            }
+        }
+    }
     outcome.transfer = transfer;
     if late.is_some() {
         outcome.spec_patch = late;

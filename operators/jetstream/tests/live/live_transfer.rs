@@ -172,6 +172,9 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
     // Every transfer record seen, in order.
     let seen: std::sync::Mutex<Vec<Value>> = std::sync::Mutex::new(Vec::new());
     let seen_ref = &seen;
+    // Ready's status and reason beside each transfer record seen.
+    let moving_ready: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let moving_ready = &moving_ready;
     sim::wait::poll(
         "status.transfer filled, then cleared with the stream in c2",
         MOVE_WAIT,
@@ -184,6 +187,18 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
             if transfer.is_object() {
                 if records.last() != Some(transfer) {
                     records.push(transfer.clone());
+                }
+                // Written with the record in the same status: the stream serves, Ready says so.
+                let ready = status["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["type"] == "Ready");
+                if let Some(r) = ready {
+                    moving_ready.lock().map_err(|e| e.to_string())?.push((
+                        r["status"].as_str().unwrap_or_default().to_string(),
+                        r["reason"].as_str().unwrap_or_default().to_string(),
+                    ));
                 }
                 return Err(format!("moving: {transfer}"));
             }
@@ -201,6 +216,11 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
     .unwrap_or_else(|e| panic!("{e}"));
     let move_time = moved_at.elapsed();
     let records = seen.lock().expect("not poisoned").clone();
+    let readies = moving_ready.lock().expect("not poisoned").clone();
+    assert!(
+        !readies.is_empty() && readies.iter().all(|(s, r)| s == "True" && r == "Moving"),
+        "while status.transfer shows the move, Ready reads True, Moving: {readies:?}"
+    );
     let (first, last) = (&records[0], &records[records.len() - 1]);
     for t in &records {
         assert_eq!(t["to"], "c2", "{t}");
