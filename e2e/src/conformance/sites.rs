@@ -98,7 +98,26 @@ pub fn elsewhere(story: &str) -> Option<&'static Elsewhere> {
     }
 }
 
+/// Every other cluster a story places on the node.
+pub fn all() -> [&'static Elsewhere; 2] {
+    [&STORY_06_WEST, &STORY_10_EDGE]
+}
+
 impl Elsewhere {
+    /// The node's namespaces this cluster's objects live in: those its namespaces map to and
+    /// those its carried Secrets go to.
+    pub fn node_namespaces(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        let mapped = self.namespaces.iter().map(|(_, to)| *to);
+        let carried = self.carried.iter().map(|c| c.to.0);
+        for ns in mapped.chain(carried) {
+            if !out.contains(&ns) {
+                out.push(ns);
+            }
+        }
+        out
+    }
+
     /// Whether `file` of the story is applied in this cluster.
     pub fn holds(&self, file: &str) -> bool {
         self.files.contains(&file)
