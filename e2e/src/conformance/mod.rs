@@ -117,16 +117,20 @@ pub fn applicability(story: &str) -> Applicability {
              would start them on the host and name them",
         ),
         "07" => NotYet(
-            "its examples show a busy NATS cluster: a leader move by each balancer, an account \
-             without the jetstream-stepdown export beside orders, and the account balancer \
-             holding while the system balancer moves; the run would bring the accounts and \
-             traffic that skew leaders on demand (the live tier shows those statuses)",
+            "it balances story 02's NatsCluster demo, which story 06's fresh nats-system has \
+             replaced by then, and its examples show a busy NATS cluster: a leader move by each \
+             balancer, an account without the jetstream-stepdown export beside orders, the \
+             account balancer holding while the system balancer moves, per-server counts (which \
+             the matcher compares exactly, `replicas` being an exact key at every depth); the \
+             run would bring demo back, the accounts and the traffic that skew leaders on demand \
+             (the live tier shows those statuses)",
         ),
         "14" => NotYet(
             "its NATS servers already trust the operator made with nsc and hold the account JWT \
-             with the subject mapping the adoption would drop; no story declares them, so the \
-             lookup before the first signing finds nothing to compare (KeysPending, then Signed \
-             once accepted): the run would start servers with those JWTs preloaded",
+             with the subject mapping the adoption would drop; no story declares them, and the \
+             Helm-installed auth controller's one --system-connection reaches story 02's \
+             operator's servers, not theirs: the run would start servers with those JWTs \
+             preloaded and an auth controller whose system connection is theirs",
         ),
         "13" => NotYet(
             "joins a supercluster nobody here deployed (core-a, core-b at \
