@@ -36,8 +36,18 @@ const WINDOW: usize = 256;
 /// Connects as the NatsConnection `load.connection`'s user, adds the consumers and publishes the
 /// messages; the count acknowledged.
 pub async fn fill(client: &kube::Client, load: &Load) -> Result<usize, String> {
-    let url = service_url(client, load).await?;
-    let creds = creds(client, load).await?;
+    let conn = super::actions::api_of(
+        client,
+        "nats.mikluko.io/v1beta1",
+        "NatsConnection",
+        load.namespace,
+    )
+    .get(load.connection)
+    .await
+    .map_err(|e| format!("NatsConnection {}/{}: {e}", load.namespace, load.connection))?
+    .data;
+    let url = service_url(client, load, &conn).await?;
+    let creds = creds(client, load, &conn).await?;
     let nats = async_nats::ConnectOptions::with_credentials(&creds)
         .map_err(|e| format!("the creds of {}: {e}", load.connection))?
         .connection_timeout(Duration::from_secs(5))
@@ -91,21 +101,10 @@ pub async fn fill(client: &kube::Client, load: &Load) -> Result<usize, String> {
     Ok(acked)
 }
 
-/// `nats://<ClusterIP>:<port>` of the Service the NatsConnection's first server names
+/// `nats://<ClusterIP>:<port>` of the Service the NatsConnection `conn`'s first server names
 /// (`<service>.<namespace>.svc[...]`).
-async fn service_url(client: &kube::Client, load: &Load) -> Result<String, String> {
-    let conns = super::actions::api_of(
-        client,
-        "nats.mikluko.io/v1beta1",
-        "NatsConnection",
-        load.namespace,
-    );
-    let conn = conns
-        .get(load.connection)
-        .await
-        .map_err(|e| format!("NatsConnection {}/{}: {e}", load.namespace, load.connection))?;
+async fn service_url(client: &kube::Client, load: &Load, conn: &Value) -> Result<String, String> {
     let server = conn
-        .data
         .pointer("/spec/servers/0")
         .and_then(Value::as_str)
         .ok_or_else(|| format!("NatsConnection {} names no server", load.connection))?;
@@ -132,26 +131,15 @@ fn service_of(url: &str) -> Option<(&str, &str, &str)> {
     (labels.next() == Some("svc")).then_some((service, namespace, port))
 }
 
-/// The creds file of the NatsConnection's user: its Secret's `user.creds` (or the key it names).
-async fn creds(client: &kube::Client, load: &Load) -> Result<String, String> {
-    let conns = super::actions::api_of(
-        client,
-        "nats.mikluko.io/v1beta1",
-        "NatsConnection",
-        load.namespace,
-    );
-    let conn = conns
-        .get(load.connection)
-        .await
-        .map_err(|e| format!("NatsConnection {}/{}: {e}", load.namespace, load.connection))?;
+/// The creds file of the NatsConnection `conn`'s user: its Secret's `user.creds` (or the key it
+/// names).
+async fn creds(client: &kube::Client, load: &Load, conn: &Value) -> Result<String, String> {
     let name = conn
-        .data
         .pointer("/spec/credentials/secretKeyRef/name")
         .and_then(Value::as_str)
         .ok_or_else(|| format!("NatsConnection {} names no creds Secret", load.connection))?
         .to_string();
     let key = conn
-        .data
         .pointer("/spec/credentials/secretKeyRef/key")
         .and_then(Value::as_str)
         .unwrap_or("user.creds")
