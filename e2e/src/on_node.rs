@@ -142,12 +142,13 @@ pub async fn install_shaped(
     // Never: the node has no registry; a pull would be a failure to find the imported image.
     std::fs::write(&values, "image:\n  pullPolicy: Never\n")
         .map_err(|e| format!("{}: {e}", values.display()))?;
-    let sim_values = crate::chart::testdata("sim-install-values.yaml");
     let extra = dir.join("extra-values.yaml");
     std::fs::write(&extra, shape.values.as_deref().unwrap_or("{}\n"))
         .map_err(|e| format!("{}: {e}", extra.display()))?;
     let t1 = Instant::now();
-    helm.install(&node.kubeconfig(), &[&sim_values, &values, &extra])
+    let files = release_values(dir);
+    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    helm.install(&node.kubeconfig(), &files)
         .map_err(|e| format!("helm install: {e}"))?;
     deployments_ready(&client, crate::chart::NAMESPACE, Duration::from_secs(180)).await?;
     say(&format!(
@@ -159,6 +160,54 @@ pub async fn install_shaped(
         nats_digest,
         other_versions,
     })
+}
+
+/// The values files of the release [`install_shaped`] made under `dir`, later ones winning:
+/// the sim's, the node's (`values.yaml`), the shape's (`extra-values.yaml`).
+fn release_values(dir: &Path) -> Vec<PathBuf> {
+    vec![
+        crate::chart::testdata("sim-install-values.yaml"),
+        dir.join("values.yaml"),
+        dir.join("extra-values.yaml"),
+    ]
+}
+
+/// The chart's release on a node, as [`install_shaped`] made it under `dir`.
+#[derive(Clone, Debug)]
+pub struct Release {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Release {
+    pub fn new(dir: &Path, kubeconfig: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            kubeconfig: kubeconfig.to_path_buf(),
+        }
+    }
+
+    /// `helm upgrade` of the release with `values` over the ones it was installed with (`None`:
+    /// back to those), then waits until every controller's Deployment has rolled out.
+    pub async fn upgrade(&self, client: &kube::Client, values: Option<&str>) -> Result<(), String> {
+        let helm = crate::chart::Helm::find().ok_or("no Helm (scripts/install-helm.sh)")?;
+        let over = self.dir.join("story-values.yaml");
+        std::fs::write(&over, values.unwrap_or("{}\n"))
+            .map_err(|e| format!("{}: {e}", over.display()))?;
+        let mut files = release_values(&self.dir);
+        files.push(over);
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let chart = crate::chart::chart_dir().display().to_string();
+        let kubeconfig = self.kubeconfig.display().to_string();
+        helm.run_args(&crate::chart::release_args(
+            "upgrade",
+            &chart,
+            &kubeconfig,
+            &files,
+        ))
+        .map_err(|e| format!("helm upgrade: {e}"))?;
+        deployments_ready(client, crate::chart::NAMESPACE, Duration::from_secs(180)).await
+    }
 }
 
 impl Installed {
@@ -239,15 +288,7 @@ pub async fn deployments_ready(
         let not_ready: Vec<String> = list
             .items
             .iter()
-            .filter(|d| {
-                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-                let have = d
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.ready_replicas)
-                    .unwrap_or(0);
-                have < want
-            })
+            .filter(|d| !rolled_out(d))
             .filter_map(|d| d.metadata.name.clone())
             .collect();
         if list.items.is_empty() || !not_ready.is_empty() {
@@ -260,6 +301,19 @@ pub async fn deployments_ready(
         Ok(()) => Ok(()),
         Err(e) => Err(format!("{e}\n{}", describe(client, namespace).await)),
     }
+}
+
+/// Whether Deployment `d` has rolled out its current spec: observed, every replica updated and
+/// ready, none of an older revision left.
+pub fn rolled_out(d: &Deployment) -> bool {
+    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(s) = d.status.as_ref() else {
+        return false;
+    };
+    s.observed_generation >= d.metadata.generation
+        && s.updated_replicas.unwrap_or(0) >= want
+        && s.ready_replicas.unwrap_or(0) >= want
+        && s.replicas.unwrap_or(0) <= want
 }
 
 /// Every pod of `namespace`: phase, container states and the head and tail of each container's log.

@@ -76,6 +76,13 @@ impl Ca {
         self.cert.pem()
     }
 
+    /// A certificate and its key (PEM) of `params`, signed by this CA.
+    pub fn sign(&self, params: CertificateParams) -> Result<(String, String), rcgen::Error> {
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.cert, &self.key)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
     /// A certificate and its key (PEM) for `request`, signed by this CA.
     pub fn issue(&self, request: &Request) -> Result<(String, String), rcgen::Error> {
         let key = KeyPair::generate()?;

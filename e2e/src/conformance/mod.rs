@@ -9,9 +9,12 @@
 
 pub mod actions;
 pub mod fixtures;
+pub mod fresh;
 pub mod issuer;
 pub mod load;
 pub mod matches;
+pub mod outside;
+pub mod partner;
 pub mod run;
 pub mod sites;
 
@@ -107,14 +110,10 @@ pub enum Applicability {
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" | "04" | "05" | "06" | "08" | "09" | "10" | "11" => Runs,
+        "01" | "02" | "03" | "04" | "05" | "06" | "08" | "09" | "10" | "11" | "13" | "14" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
-        ),
-        "03" => NotYet(
-            "its servers are NATS outside Kubernetes (nats-*.legacy.example.internal): the run \
-             would start them on the host and name them",
         ),
         "07" => NotYet(
             "it balances story 02's NatsCluster demo, which story 06's fresh nats-system has \
@@ -124,18 +123,6 @@ pub fn applicability(story: &str) -> Applicability {
              the matcher compares exactly, `replicas` being an exact key at every depth); the \
              run would bring demo back, the accounts and the traffic that skew leaders on demand \
              (the live tier shows those statuses)",
-        ),
-        "14" => NotYet(
-            "its NATS servers already trust the operator made with nsc and hold the account JWT \
-             with the subject mapping the adoption would drop; no story declares them, and the \
-             Helm-installed auth controller's one --system-connection reaches story 02's \
-             operator's servers, not theirs: the run would start servers with those JWTs \
-             preloaded and an auth controller whose system connection is theirs",
-        ),
-        "13" => NotYet(
-            "joins a supercluster nobody here deployed (core-a, core-b at \
-             gw.core-*.partner.example.com, their own NATS operator and CA): the run would start \
-             that supercluster beside the node and name it",
         ),
         _ => NotYet("a story this table does not know yet"),
     }

@@ -19,6 +19,7 @@ use sim::host::Objects;
 
 use super::issuer::Issuers;
 use super::matches::{Mismatch, conforms};
+use super::outside::Reach;
 use super::{Applicability, applicability, steps};
 use crate::stories::{StatusExample, Story};
 
@@ -74,76 +75,128 @@ impl StoryRun {
 pub async fn story(
     objects: &Objects,
     issuers: &Issuers,
+    reach: &Reach,
     story: &Story,
     within: Duration,
     say: &mut (dyn FnMut(&str) + Send),
 ) -> StoryRun {
     let t0 = Instant::now();
-    let done = |outcome| StoryRun {
+    let outcome = match applicability(&story.name) {
+        Applicability::Runs => play(objects, issuers, reach, story, within, say).await,
+        Applicability::NotHere(why) => Outcome::NotHere(why),
+        Applicability::NotYet(why) => Outcome::NotYet(why),
+    };
+    StoryRun {
         story: story.name.clone(),
         outcome,
         took: t0.elapsed(),
-    };
-    match applicability(&story.name) {
-        Applicability::Runs => {}
-        Applicability::NotHere(why) => return done(Outcome::NotHere(why)),
-        Applicability::NotYet(why) => return done(Outcome::NotYet(why)),
     }
+}
+
+/// [`story`] where it runs here: its namespaces fresh, what it leaves to the platform applied,
+/// what it finds outside the node started (and stopped after), then its steps.
+async fn play(
+    objects: &Objects,
+    issuers: &Issuers,
+    reach: &Reach,
+    story: &Story,
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Outcome {
+    let failed = |why| Outcome::Failed { step: 0, why };
     let fresh = super::declared_namespaces(story);
-    match fresh_namespaces(&objects.client(), &fresh).await {
+    match super::fresh::namespaces(&objects.client(), &fresh).await {
         Ok(cleared) if !cleared.is_empty() => say(&format!(
             "  a fresh start: {} deleted with what earlier stories left there",
             cleared.join(", ")
         )),
         Ok(_) => {}
-        Err(why) => return done(Outcome::Failed { step: 0, why }),
+        Err(why) => return failed(why),
     }
-    let fixtures = match super::fixtures::before(&story.name, issuers) {
+    let mut fixtures = match super::fixtures::before(&story.name, issuers) {
         Ok(f) => f,
-        Err(e) => {
-            return done(Outcome::Failed {
-                step: 0,
-                why: format!("making what the story leaves to the platform: {e}"),
-            });
-        }
+        Err(e) => return failed(format!("making what the story leaves to the platform: {e}")),
     };
+    let client = objects.client();
+    let surroundings = match reach.enter(&client, &story.name).await {
+        Ok(s) => s,
+        Err(why) => return failed(format!("starting what the story finds outside: {why}")),
+    };
+    if let Some(s) = &surroundings {
+        say(&format!(
+            "  outside the node: {} (pids {:?})",
+            s.said,
+            s.pids()
+        ));
+        fixtures.extend(s.fixtures.iter().cloned());
+    }
+    let mut outcome = None;
     for fixture in fixtures {
         match apply(objects, &story.dir, &fixture).await {
             Ok(names) => say(&format!("  the platform's {}", names.join(", "))),
-            Err(why) => return done(Outcome::Failed { step: 0, why }),
+            Err(why) => {
+                outcome = Some(failed(why));
+                break;
+            }
         }
     }
+    let stand_ins = surroundings
+        .as_ref()
+        .map_or(&[][..], |s| s.stand_ins.as_slice());
+    let outcome = match outcome {
+        Some(o) => o,
+        None => steps_of(objects, story, stand_ins, within, say).await,
+    };
+    if let Some(s) = surroundings
+        && let Err(why) = reach.leave(&client, s).await
+    {
+        say(&format!(
+            "  putting the release back after the story: {why}"
+        ));
+    }
+    outcome
+}
+
+/// Applies `story`'s steps in order, each string of `stand_ins` replaced by the run's, and
+/// waits for their examples.
+async fn steps_of(
+    objects: &Objects,
+    story: &Story,
+    stand_ins: &[(String, String)],
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Outcome {
     let mut reached = Vec::new();
     let mut watching: Vec<Watched> = Vec::new();
     let there = super::sites::elsewhere(&story.name);
     let mut carried = false;
     for step in steps(story) {
         for doc in &step.manifests {
-            let mut value = doc.object.value.clone();
+            let mut value = super::outside::stand_in(&doc.object.value, stand_ins);
             if let Some(there) = there.filter(|t| t.holds(&doc.file))
                 && let Err(why) = elsewhere(objects, there, &mut value, &mut carried).await
             {
-                return done(Outcome::Failed {
+                return Outcome::Failed {
                     step: step.number,
                     why: format!("placing {doc} in {}: {why}", there.site),
-                });
+                };
             }
             match apply(objects, &doc.path, &value).await {
                 Ok(names) => say(&format!("  applied {doc}: {}", names.join(", "))),
                 Err(why) => {
-                    return done(Outcome::Failed {
+                    return Outcome::Failed {
                         step: step.number,
                         why: format!("applying {doc}: {why}"),
-                    });
+                    };
                 }
             }
         }
         for action in super::actions::at(&story.name, step.number) {
             if let Err(why) = super::actions::perform(objects, &action, within).await {
-                return done(Outcome::Failed {
+                return Outcome::Failed {
                     step: step.number,
                     why: format!("{action}: {why}"),
-                });
+                };
             }
             say(&format!("  done: {action}"));
         }
@@ -167,141 +220,18 @@ pub async fn story(
         }
         watching.extend(started);
         if let Some(out) = settle(&mut watching, say, &mut reached) {
-            return done(out);
+            return out;
         }
     }
     // Every step applied: what is left has until its own deadline.
     loop {
         if let Some(out) = settle(&mut watching, say, &mut reached) {
-            return done(out);
+            return out;
         }
         if watching.is_empty() {
-            return done(Outcome::Passed(reached));
+            return Outcome::Passed(reached);
         }
         tokio::time::sleep(POLL).await;
-    }
-}
-
-/// How long a deleted namespace's objects may hold it by their controllers' finalizers (a
-/// NatsCluster that still holds JetStream data, a user waiting for its revocation to reach
-/// servers already gone) before the run takes the finalizers off: the story that follows needs
-/// the namespace, not the end of the one before.
-const FINALIZERS_GRACE: Duration = Duration::from_secs(30);
-
-/// Starts each of `namespaces` fresh: deletes it and waits until it is gone, or, for the
-/// chart's own namespace (the controllers run there; stories 02 and 09 put their auth plane
-/// there), deletes the objects of the project's kinds and cert-manager's in it. The ones
-/// cleared.
-async fn fresh_namespaces(
-    client: &kube::Client,
-    namespaces: &[String],
-) -> Result<Vec<String>, String> {
-    use k8s_openapi::api::core::v1::Namespace;
-    let api: Api<Namespace> = Api::all(client.clone());
-    let mut cleared = Vec::new();
-    for ns in namespaces {
-        let exists = api
-            .get_opt(ns)
-            .await
-            .map_err(|e| format!("reading namespace {ns}: {e}"))?
-            .is_some();
-        if !exists {
-            continue;
-        }
-        if ns != crate::chart::NAMESPACE {
-            let _ = api.delete(ns, &Default::default()).await;
-        }
-        cleared.push(ns.clone());
-    }
-    let t0 = Instant::now();
-    for ns in &cleared {
-        loop {
-            let gone = if ns == crate::chart::NAMESPACE {
-                project_objects(client, ns, true).await == 0
-            } else {
-                matches!(api.get_opt(ns).await, Ok(None))
-            };
-            if gone {
-                break;
-            }
-            if t0.elapsed() > Duration::from_secs(300) {
-                return Err(format!("namespace {ns} was not cleared within 300 s"));
-            }
-            if t0.elapsed() > FINALIZERS_GRACE {
-                release_finalizers(client, ns).await;
-            }
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        }
-    }
-    Ok(cleared)
-}
-
-/// The groups whose objects a story applies and the run clears: the project's and
-/// cert-manager's.
-fn cleared_group(group: &str) -> bool {
-    group.ends_with("nats.mikluko.io") || group == "cert-manager.io"
-}
-
-/// How many objects of the cleared groups are left in `namespace`; each is deleted as it is
-/// counted when `delete`.
-async fn project_objects(client: &kube::Client, namespace: &str, delete: bool) -> usize {
-    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
-        return usize::MAX;
-    };
-    let mut left = 0;
-    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
-        for (ar, caps) in group.recommended_resources() {
-            if caps.scope != kube::discovery::Scope::Namespaced {
-                continue;
-            }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-            let Ok(list) = api.list(&Default::default()).await else {
-                left += 1;
-                continue;
-            };
-            left += list.items.len();
-            if delete && !list.items.is_empty() {
-                let _ = api
-                    .delete_collection(&Default::default(), &Default::default())
-                    .await;
-            }
-        }
-    }
-    left
-}
-
-/// Takes the finalizers off every object of the cleared groups left in `namespace`.
-async fn release_finalizers(client: &kube::Client, namespace: &str) {
-    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
-        return;
-    };
-    let none = serde_json::json!({"metadata": {"finalizers": null}});
-    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
-        for (ar, caps) in group.recommended_resources() {
-            if caps.scope != kube::discovery::Scope::Namespaced {
-                continue;
-            }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-            let Ok(list) = api.list(&Default::default()).await else {
-                continue;
-            };
-            for o in list.items {
-                let held = o
-                    .metadata
-                    .finalizers
-                    .as_ref()
-                    .is_some_and(|f| !f.is_empty());
-                if let (true, Some(name)) = (held, o.metadata.name.as_deref()) {
-                    let _ = api
-                        .patch(
-                            name,
-                            &kube::api::PatchParams::default(),
-                            &kube::api::Patch::Merge(&none),
-                        )
-                        .await;
-                }
-            }
-        }
     }
 }
 
@@ -692,11 +622,20 @@ pub async fn on_node(
         |line| println!("{line}"),
     ));
     let objects = Objects::fitted(client, fit);
+    let reach = Reach {
+        net: installed.node.outside(),
+        dir: dir.join("outside"),
+        nats_server: crate::on_node::cache()
+            .join("nats-server")
+            .join(crate::on_node::NATS_VERSION)
+            .join("nats-server"),
+        release: crate::on_node::Release::new(dir, &installed.node.kubeconfig()),
+    };
     let mut runs = Vec::new();
     for s in chosen {
         say(&format!("--- {}", s.name));
         let run = match &platform {
-            Ok(()) => story(&objects, &issuers, s, within, &mut *say).await,
+            Ok(()) => story(&objects, &issuers, &reach, s, within, &mut *say).await,
             Err(why) => StoryRun {
                 story: s.name.clone(),
                 outcome: Outcome::Failed {

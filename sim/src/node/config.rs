@@ -68,6 +68,10 @@ impl Layout {
     pub fn hosts_file(&self) -> PathBuf {
         self.path("dns/hosts")
     }
+    /// The names outside Kubernetes the cluster DNS answers ([`super::outside`]).
+    pub fn outside_hosts_file(&self) -> PathBuf {
+        self.path("dns/outside")
+    }
     /// The directory of the static local PersistentVolumes (StorageClass `local`).
     pub fn volumes(&self) -> PathBuf {
         self.path("volumes")

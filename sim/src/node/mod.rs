@@ -17,6 +17,7 @@ mod drain;
 pub mod fit;
 pub mod host;
 pub mod image;
+pub mod outside;
 pub mod pki;
 pub mod pods;
 pub mod servers;

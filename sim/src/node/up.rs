@@ -32,6 +32,7 @@ pub struct Node {
     baseline: Baseline,
     client: Client,
     dns: Option<tokio::task::JoinHandle<()>>,
+    dnsmasq: u32,
     volumes: usize,
     _lock: File,
     down: bool,
@@ -115,6 +116,14 @@ impl Node {
         self.ports
     }
 
+    /// The addresses and names outside Kubernetes the pods reach ([`super::outside`]).
+    pub fn outside(&self) -> super::outside::Outside {
+        super::outside::Outside {
+            hosts: self.layout.outside_hosts_file(),
+            dnsmasq: self.dnsmasq,
+        }
+    }
+
     /// The kubelet's containers, for signals and pauses from the host.
     pub fn containers(&self) -> super::containers::Containers {
         super::containers::Containers {
@@ -169,6 +178,7 @@ impl Node {
             baseline,
             client,
             dns: None,
+            dnsmasq: 0,
             volumes,
             _lock: lock,
             down: false,
@@ -365,6 +375,8 @@ impl Node {
         // The cluster DNS.
         let hosts = l.hosts_file();
         std::fs::write(&hosts, "").map_err(io("write the DNS hosts file", &hosts))?;
+        let outside = l.outside_hosts_file();
+        std::fs::write(&outside, "").map_err(io("write the outside names", &outside))?;
         let i = self.spawn(
             "dnsmasq",
             Path::new("/usr/sbin/dnsmasq"),
@@ -374,6 +386,7 @@ impl Node {
                 "--no-hosts".into(),
                 "--no-resolv".into(),
                 format!("--addn-hosts={}", hosts.display()),
+                format!("--addn-hosts={}", outside.display()),
                 format!("--listen-address={NODE_IP}"),
                 "--bind-interfaces".into(),
                 "--port=53".into(),
@@ -389,6 +402,7 @@ impl Node {
         })
         .await?;
         let dnsmasq = self.procs[i].pid();
+        self.dnsmasq = dnsmasq;
         self.dns = Some(tokio::spawn(super::dns::sync(
             self.client.clone(),
             hosts,

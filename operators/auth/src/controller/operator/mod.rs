@@ -76,6 +76,7 @@ async fn phases(
         deletions::deleted_accounts(ctx, op, &accounts, &prev, &signer.key, now).await;
     Ok(status::signed(
         ctx,
+        op,
         &keys,
         &system,
         &accounts,

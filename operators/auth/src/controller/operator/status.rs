@@ -29,6 +29,7 @@ pub(super) struct Signed {
 /// the system account's revocations. Sooner again while deletions or re-signing are under way.
 pub(super) fn signed(
     ctx: &Context,
+    op: &NatsOperator,
     keys: &Resolved,
     system: &SystemAccount,
     accounts: &[Arc<NatsAccount>],
@@ -39,17 +40,13 @@ pub(super) fn signed(
     if !status.deleted_accounts.is_empty() {
         wait = wait.min(WAIT_RETRY * 6);
     }
-    let signing = keys.signing_public_keys().len();
     let (sys_ns, sys_name) = (&system.namespace, &system.name);
     let mut conds = vec![
-        Decided::new(
-            condition::READY,
-            true,
-            reason::SIGNED,
-            format!(
-                "NATS operator JWT signed with {signing} signing key{}; system account {sys_name} signed",
-                if signing == 1 { "" } else { "s" }
-            ),
+        ready(
+            keys.identity.is_none(),
+            keys.signing.len(),
+            signer_name(op, keys).as_deref(),
+            sys_name,
         ),
         Decided::new(
             condition::REFERENCES_RESOLVED,
@@ -78,6 +75,46 @@ pub(super) fn signed(
         conds.push(c);
     }
     Signed { conds, wait }
+}
+
+/// Ready of a NatsOperator whose JWTs are signed: Mirrored when its identity is kept offline
+/// (spec.jwt published as given, only the system account signed here, by the signing key
+/// `signer`), else Signed with `signing` signing keys.
+pub(crate) fn ready(offline: bool, signing: usize, signer: Option<&str>, system: &str) -> Decided {
+    if offline {
+        return Decided::new(
+            condition::READY,
+            true,
+            reason::MIRRORED,
+            format!(
+                "offline identity; NATS operator JWT published as given; system account {system} signed with signing key {}",
+                signer.unwrap_or("?")
+            ),
+        );
+    }
+    Decided::new(
+        condition::READY,
+        true,
+        reason::SIGNED,
+        format!(
+            "NATS operator JWT signed with {signing} signing key{}; system account {system} signed",
+            if signing == 1 { "" } else { "s" }
+        ),
+    )
+}
+
+/// The spec name of the signing key that signs (the first not retiring and not scoped).
+fn signer_name(op: &NatsOperator, keys: &Resolved) -> Option<String> {
+    let active = keys
+        .signing
+        .iter()
+        .position(|s| !s.retiring && s.scope.is_none())?;
+    op.spec
+        .keys
+        .as_ref()?
+        .signing
+        .get(active)
+        .map(|k| k.name.clone())
 }
 
 /// The retiring operator signing keys that still sign an account JWT or the system account's.
@@ -128,5 +165,45 @@ pub(super) async fn write(
             Ok(Action::requeue(wait))
         }
         None => Ok(Action::requeue(retry_later(ctx, op))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::kept_offline(
+        true,
+        1,
+        Some("nsc"),
+        "Mirrored",
+        "offline identity; NATS operator JWT published as given; system account system signed with signing key nsc"
+    )]
+    #[case::signed_here(
+        false,
+        2,
+        Some("a"),
+        "Signed",
+        "NATS operator JWT signed with 2 signing keys; system account system signed"
+    )]
+    #[case::one_key(
+        false,
+        1,
+        None,
+        "Signed",
+        "NATS operator JWT signed with 1 signing key; system account system signed"
+    )]
+    fn ready_says_whether_the_operator_jwt_was_signed_here(
+        #[case] offline: bool,
+        #[case] signing: usize,
+        #[case] signer: Option<&str>,
+        #[case] reason: &str,
+        #[case] message: &str,
+    ) {
+        let d = ready(offline, signing, signer, "system");
+        assert!(d.status);
+        assert_eq!((d.reason, d.message.as_str()), (reason, message));
     }
 }

@@ -1,0 +1,130 @@
+//! A story that declares a Namespace starts it fresh on the shared node ([`namespaces`]): what
+//! an earlier story left there is deleted first, and finalizers its controllers cannot finish
+//! (a user waiting for servers already gone) are taken off after [`FINALIZERS_GRACE`].
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject};
+
+/// How long a deleted namespace's objects may hold it by their controllers' finalizers (a
+/// NatsCluster that still holds JetStream data, a user waiting for its revocation to reach
+/// servers already gone) before the run takes the finalizers off: the story that follows needs
+/// the namespace, not the end of the one before.
+const FINALIZERS_GRACE: Duration = Duration::from_secs(30);
+
+/// Starts each of `namespaces` fresh: deletes it and waits until it is gone, or, for the
+/// chart's own namespace (the controllers run there; stories 02 and 09 put their auth plane
+/// there), deletes the objects of the project's kinds and cert-manager's in it. The ones
+/// cleared.
+pub async fn namespaces(
+    client: &kube::Client,
+    namespaces: &[String],
+) -> Result<Vec<String>, String> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: Api<Namespace> = Api::all(client.clone());
+    let mut cleared = Vec::new();
+    for ns in namespaces {
+        let exists = api
+            .get_opt(ns)
+            .await
+            .map_err(|e| format!("reading namespace {ns}: {e}"))?
+            .is_some();
+        if !exists {
+            continue;
+        }
+        if ns != crate::chart::NAMESPACE {
+            let _ = api.delete(ns, &Default::default()).await;
+        }
+        cleared.push(ns.clone());
+    }
+    let t0 = Instant::now();
+    for ns in &cleared {
+        loop {
+            let gone = if ns == crate::chart::NAMESPACE {
+                project_objects(client, ns, true).await == 0
+            } else {
+                matches!(api.get_opt(ns).await, Ok(None))
+            };
+            if gone {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(300) {
+                return Err(format!("namespace {ns} was not cleared within 300 s"));
+            }
+            if t0.elapsed() > FINALIZERS_GRACE {
+                release_finalizers(client, ns).await;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    Ok(cleared)
+}
+
+/// The groups whose objects a story applies and the run clears: the project's and
+/// cert-manager's.
+fn cleared_group(group: &str) -> bool {
+    group.ends_with("nats.mikluko.io") || group == "cert-manager.io"
+}
+
+/// How many objects of the cleared groups are left in `namespace`; each is deleted as it is
+/// counted when `delete`.
+async fn project_objects(client: &kube::Client, namespace: &str, delete: bool) -> usize {
+    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+        return usize::MAX;
+    };
+    let mut left = 0;
+    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.scope != kube::discovery::Scope::Namespaced {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+            let Ok(list) = api.list(&Default::default()).await else {
+                left += 1;
+                continue;
+            };
+            left += list.items.len();
+            if delete && !list.items.is_empty() {
+                let _ = api
+                    .delete_collection(&Default::default(), &Default::default())
+                    .await;
+            }
+        }
+    }
+    left
+}
+
+/// Takes the finalizers off every object of the cleared groups left in `namespace`.
+async fn release_finalizers(client: &kube::Client, namespace: &str) {
+    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+        return;
+    };
+    let none = serde_json::json!({"metadata": {"finalizers": null}});
+    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.scope != kube::discovery::Scope::Namespaced {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+            let Ok(list) = api.list(&Default::default()).await else {
+                continue;
+            };
+            for o in list.items {
+                let held = o
+                    .metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| !f.is_empty());
+                if let (true, Some(name)) = (held, o.metadata.name.as_deref()) {
+                    let _ = api
+                        .patch(
+                            name,
+                            &kube::api::PatchParams::default(),
+                            &kube::api::Patch::Merge(&none),
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+}

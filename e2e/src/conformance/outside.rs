@@ -1,0 +1,751 @@
+//! NATS deployments a story finds outside Kubernetes, played by the run ([`before`]): nats-server
+//! processes on this machine, on the node's outside addresses and named in its cluster DNS
+//! ([`sim::node::outside`]), running until the story ends.
+//!
+//! - Story 03's cluster "nobody here deployed": three servers `nats-N.legacy.example.internal`
+//!   over TLS from a private CA, under an operator of their own with a `payments` account, already
+//!   holding the streams the story meets (`LEDGER` with data, `AUDIT`, `ARCHIVE`). The platform
+//!   hands over the CA and a payments user's creds (`legacy-nats-ca`, `payments-creds`).
+//! - Story 14's servers that trust the operator made with nsc: the story's own operator JWT, its
+//!   system account and the account `legacy-app` as nsc signed them (signed here with the seeds of
+//!   the story's `01-keys.yaml`), the latter with the subject mapping the adoption would drop and
+//!   two users revoked under nsc. The auth controller's system connection is theirs while the
+//!   story runs: a system user's creds and NatsConnection `legacy-system`, and the chart value
+//!   `controllers.auth.systemConnection` pointing at it.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use nats_claims::{
+    AccountClaims, JetStreamLimits, KeyKind, NKey, NO_LIMIT, UserClaims, WeightedMapping,
+};
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, SanType};
+use serde_json::{Value, json};
+use sim::config::{ClusterBlock, JetStreamBlock, ServerConfig};
+use sim::node::outside::Outside;
+use sim::server::Server;
+
+use super::issuer::Ca;
+
+/// What a story finds outside the node, running while this value lives (each server is killed by
+/// PID when it drops, each task aborted).
+pub struct Surroundings {
+    pub(super) servers: Vec<Server>,
+    pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Strings of the story's manifests the run stands in for (the documentation's keys and
+    /// JWTs, whose seeds no run holds), with what it applies in their place.
+    pub stand_ins: Vec<(String, String)>,
+    /// The objects the platform hands over, applied before the story's first step.
+    pub fixtures: Vec<Value>,
+    /// Chart values the controllers run with during the story (a Helm upgrade before, undone
+    /// after).
+    pub values: Option<String>,
+    /// What was started, for the run's log.
+    pub said: String,
+}
+
+impl Drop for Surroundings {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// `value` with every string of `stand_ins` replaced by its stand-in, wherever it occurs.
+pub fn stand_in(value: &Value, stand_ins: &[(String, String)]) -> Value {
+    match value {
+        Value::String(s) => Value::String(
+            stand_ins
+                .iter()
+                .fold(s.clone(), |s, (from, to)| s.replace(from.as_str(), to)),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|v| stand_in(v, stand_ins)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), stand_in(v, stand_ins)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+impl Surroundings {
+    /// The PIDs of the servers, for the run's log.
+    pub fn pids(&self) -> Vec<u32> {
+        self.servers.iter().filter_map(Server::pid).collect()
+    }
+}
+
+/// What a story's run reaches besides the cluster's objects: the node's outside network, a
+/// directory for what it starts there, the nats-server those servers run, the chart's release.
+#[derive(Clone, Debug)]
+pub struct Reach {
+    pub net: Outside,
+    pub dir: PathBuf,
+    pub nats_server: PathBuf,
+    pub release: crate::on_node::Release,
+}
+
+impl Reach {
+    /// Starts what `story` finds outside the node and, when the story's controllers run with
+    /// other chart values, upgrades the release to them.
+    pub async fn enter(
+        &self,
+        client: &kube::Client,
+        story: &str,
+    ) -> Result<Option<Surroundings>, String> {
+        let short = story.split_once('-').map_or(story, |(n, _)| n);
+        let dir = self.dir.join(short);
+        let Some(s) = before(client, story, &self.net, &dir, &self.nats_server).await? else {
+            return Ok(None);
+        };
+        if let Some(values) = &s.values {
+            self.release.upgrade(client, Some(values)).await?;
+        }
+        Ok(Some(s))
+    }
+
+    /// Stops what [`Reach::enter`] started and puts the release's values back.
+    pub async fn leave(&self, client: &kube::Client, s: Surroundings) -> Result<(), String> {
+        let upgraded = s.values.is_some();
+        drop(s);
+        if upgraded {
+            self.release.upgrade(client, None).await?;
+        }
+        Ok(())
+    }
+}
+
+/// How long the outside servers have to elect a JetStream meta leader and take the streams.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// The client, cluster and monitoring ports every outside server listens on (its own address).
+const PORTS: (u16, u16, u16) = (4222, 6222, 8222);
+
+/// The surroundings of `story` (none for most), with its servers under `dir`, run from the
+/// nats-server `binary`, reached through the node's outside network `net`.
+pub async fn before(
+    client: &kube::Client,
+    story: &str,
+    net: &Outside,
+    dir: &Path,
+    binary: &Path,
+) -> Result<Option<Surroundings>, String> {
+    match story.split_once('-').map_or(story, |(n, _)| n) {
+        "03" => legacy(net, dir, binary).await.map(Some),
+        "13" => super::partner::supercluster(client, net, dir, binary)
+            .await
+            .map(Some),
+        "14" => nsc(net, dir, binary).await.map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// One outside NATS cluster to start.
+pub(super) struct Cluster<'a> {
+    pub name: &'a str,
+    /// (server name, DNS name, outside address number) of each server.
+    pub servers: Vec<(String, String, u8)>,
+    /// Operator mode: the operator JWT, the system account, the accounts preloaded.
+    pub operator: Operator,
+    pub jetstream: bool,
+    /// The CA that signs each server's client certificate, when clients connect over TLS.
+    pub tls: Option<&'a Ca>,
+    /// The gateway of a supercluster member, over TLS both ways from its CA.
+    pub gateway: Option<Gateway<'a>>,
+    /// Outside names resolved through the node's cluster DNS (a gateway's remotes), not the
+    /// host's.
+    pub node_dns: bool,
+}
+
+/// A cluster's gateway: its advertised address and every member's URLs.
+pub(super) struct Gateway<'a> {
+    pub advertise: String,
+    pub remotes: Vec<(String, String)>,
+    pub ca: &'a Ca,
+}
+
+/// The gateway port of an outside server.
+pub(super) const GATEWAY_PORT: u16 = 7222;
+
+pub(super) struct Operator {
+    pub jwt: String,
+    pub system_account: String,
+    pub preload: Vec<(String, String)>,
+}
+
+/// The servers of `cluster`, named in the DNS (beside `named`, names already given) and
+/// started, routed to each other by address; the names given.
+pub(super) async fn start(
+    net: &Outside,
+    dir: &Path,
+    binary: &Path,
+    cluster: &Cluster<'_>,
+    named: &mut Vec<(Ipv4Addr, String)>,
+) -> Result<Vec<Server>, String> {
+    let mut addresses = Vec::new();
+    for (_, dns, n) in &cluster.servers {
+        let ip = net.address(*n).map_err(|e| e.to_string())?;
+        addresses.push((ip, dns.clone()));
+    }
+    named.extend(addresses.iter().cloned());
+    if let Some(g) = &cluster.gateway
+        && let Some((host, _)) = g.advertise.split_once(':')
+    {
+        named.extend(addresses.iter().map(|(ip, _)| (*ip, host.to_string())));
+    }
+    net.name(named).map_err(|e| e.to_string())?;
+    let binary = if cluster.node_dns {
+        in_node_dns(dir, binary)?
+    } else {
+        binary.to_path_buf()
+    };
+    let mut servers = Vec::new();
+    for (i, (name, dns, _)) in cluster.servers.iter().enumerate() {
+        let ip = addresses[i].0;
+        let server_dir = dir.join(cluster.name).join(name);
+        std::fs::create_dir_all(&server_dir)
+            .map_err(|e| format!("{}: {e}", server_dir.display()))?;
+        let (client, route, monitor) = PORTS;
+        let mut config = ServerConfig::new(name, client, monitor, server_dir.join("nats.pid"));
+        config.host = ip.to_string();
+        config.cluster = Some(ClusterBlock {
+            name: cluster.name.into(),
+            port: route,
+            routes: addresses
+                .iter()
+                .filter(|(other, _)| *other != ip)
+                .map(|(other, _)| format!("nats-route://{other}:{route}"))
+                .collect(),
+        });
+        if cluster.jetstream {
+            config.jetstream = Some(JetStreamBlock {
+                store_dir: server_dir.join("jetstream"),
+                domain: None,
+                max_memory_store: Some(1 << 30),
+                max_file_store: Some(1 << 40),
+            });
+        }
+        config.extra = operator_text(&cluster.operator, &server_dir);
+        if let Some(ca) = cluster.tls {
+            config.extra.push_str(&tls_text(ca, &server_dir, dns, ip)?);
+        }
+        if let Some(g) = &cluster.gateway {
+            config
+                .extra
+                .push_str(&gateway_text(cluster.name, g, &server_dir, ip)?);
+        }
+        let mut server = Server::new(binary.clone(), server_dir, cluster.name.into(), config);
+        server
+            .start()
+            .await
+            .map_err(|e| format!("starting {name} at {ip}: {e}"))?;
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
+/// A wrapper of nats-server `binary` under `dir` that runs it in a mount namespace of its own
+/// whose `/etc/resolv.conf` names the node's cluster DNS, so the outside names a supercluster's
+/// members dial by (a partner's `gw.west.example.org`) resolve as the node's pods resolve them;
+/// the host's own resolver is left alone.
+fn in_node_dns(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let resolv = dir.join("resolv.conf");
+    std::fs::write(
+        &resolv,
+        format!("nameserver {}\n", sim::node::config::NODE_IP),
+    )
+    .map_err(|e| format!("{}: {e}", resolv.display()))?;
+    let wrapper = dir.join("nats-server-in-node-dns");
+    let script = format!(
+        "#!/bin/sh\nexec unshare --mount --propagation private /bin/sh -c 'mount --bind \"{}\" /etc/resolv.conf && exec \"{}\" \"$@\"' nats-server \"$@\"\n",
+        resolv.display(),
+        binary.display()
+    );
+    std::fs::write(&wrapper, script).map_err(|e| format!("{}: {e}", wrapper.display()))?;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", wrapper.display()))?;
+    Ok(wrapper)
+}
+
+/// The gateway block of server `ip` of cluster `name`: TLS both ways from the gateway's CA (the
+/// certificate for its advertised name and its address), every member's URLs.
+fn gateway_text(
+    name: &str,
+    g: &Gateway<'_>,
+    server_dir: &Path,
+    ip: Ipv4Addr,
+) -> Result<String, String> {
+    let host = g
+        .advertise
+        .split_once(':')
+        .map_or(g.advertise.as_str(), |(h, _)| h);
+    let mut params = serving(host, ip).map_err(|e| e.to_string())?;
+    params
+        .extended_key_usages
+        .push(ExtendedKeyUsagePurpose::ClientAuth);
+    let (crt, key) =
+        g.ca.sign(params)
+            .map_err(|e| format!("signing {host}'s gateway certificate: {e}"))?;
+    let write = |file: &str, text: &str| -> Result<PathBuf, String> {
+        let path = server_dir.join(file);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    };
+    let (crt, key, ca) = (
+        write("gateway.crt", &crt)?,
+        write("gateway.key", &key)?,
+        write("gateway-ca.crt", &g.ca.pem())?,
+    );
+    let remotes: Vec<String> = g
+        .remotes
+        .iter()
+        .map(|(n, url)| format!("    {{ name: \"{n}\", urls: [\"{url}\"] }}"))
+        .collect();
+    Ok(format!(
+        "gateway {{\n  name: \"{name}\"\n  listen: \"{ip}:{GATEWAY_PORT}\"\n  advertise: \"{}\"\n  tls {{\n    cert_file: \"{}\"\n    key_file: \"{}\"\n    ca_file: \"{}\"\n    verify: true\n    timeout: 5\n  }}\n  gateways: [\n{}\n  ]\n}}\n",
+        g.advertise,
+        crt.display(),
+        key.display(),
+        ca.display(),
+        remotes.join(",\n")
+    ))
+}
+
+/// The operator-mode text of a server's config: trust, the full resolver in the server's own
+/// directory, the preloaded accounts.
+pub(super) fn operator_text(op: &Operator, server_dir: &Path) -> String {
+    let mut s = format!(
+        "operator: \"{}\"\nsystem_account: \"{}\"\nresolver: {{ type: full, dir: \"{}\", allow_delete: false, interval: \"2m\" }}\nresolver_preload: {{\n",
+        op.jwt,
+        op.system_account,
+        server_dir.join("jwt").display()
+    );
+    for (key, jwt) in &op.preload {
+        s.push_str(&format!("  \"{key}\": \"{jwt}\"\n"));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The client listener's TLS block, its certificate (for `dns` and `ip`, signed by `ca`) written
+/// beside the config.
+fn tls_text(ca: &Ca, server_dir: &Path, dns: &str, ip: Ipv4Addr) -> Result<String, String> {
+    let (crt, key) = ca
+        .sign(serving(dns, ip).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("signing {dns}'s certificate: {e}"))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
+        let path = server_dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    };
+    let (crt, key, ca) = (
+        write("server.crt", &crt)?,
+        write("server.key", &key)?,
+        write("ca.crt", &ca.pem())?,
+    );
+    Ok(format!(
+        "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n  ca_file: \"{}\"\n  timeout: 5\n}}\n",
+        crt.display(),
+        key.display(),
+        ca.display()
+    ))
+}
+
+/// A serving certificate's parameters for a server named `dns` at `ip` (the address its peers'
+/// INFO gives clients).
+pub fn serving(dns: &str, ip: Ipv4Addr) -> Result<CertificateParams, rcgen::Error> {
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, dns);
+    params.subject_alt_names = vec![
+        SanType::DnsName(dns.try_into()?),
+        SanType::IpAddress(IpAddr::V4(ip)),
+    ];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    Ok(params)
+}
+
+/// The servers `nats-1..=n` of `domain`, at outside addresses from `first`.
+pub(super) fn named(n: u8, domain: &str, first: u8) -> Vec<(String, String, u8)> {
+    (1..=n)
+        .map(|i| {
+            (
+                format!("nats-{i}"),
+                format!("nats-{i}.{domain}"),
+                first + i - 1,
+            )
+        })
+        .collect()
+}
+
+/// A Secret of `data` (string values) named `name` in `namespace`.
+pub(super) fn secret(namespace: &str, name: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "stringData": data,
+    })
+}
+
+pub(super) fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+pub(super) fn signing(what: &str) -> impl FnOnce(nats_claims::Error) -> String + '_ {
+    move |e| format!("signing {what}: {e}")
+}
+
+pub(super) fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Story 03's legacy cluster, with the streams the story meets already on it.
+async fn legacy(net: &Outside, dir: &Path, binary: &Path) -> Result<Surroundings, String> {
+    let roots = sim::trust::Roots::sign("legacy").map_err(signing("the legacy operator"))?;
+    let payments = NKey::generate(KeyKind::Account);
+    let payments_jwt = AccountClaims::new(payments.public_key())
+        .name("payments")
+        .jetstream(JetStreamLimits {
+            memory_storage: NO_LIMIT,
+            disk_storage: NO_LIMIT,
+            streams: NO_LIMIT,
+            consumer: NO_LIMIT,
+            ..Default::default()
+        })
+        .encode(&roots.operator)
+        .map_err(signing("the payments account"))?;
+    let creds =
+        sim::trust::user_creds(&payments, "payments-app").map_err(signing("the payments user"))?;
+    let mode = roots.operator_mode(&[(payments.public_key(), payments_jwt)]);
+    let ca = Ca::new("legacy-nats-ca").map_err(|e| format!("the legacy CA: {e}"))?;
+    let cluster = Cluster {
+        name: "legacy",
+        servers: named(3, "legacy.example.internal", 1),
+        operator: Operator {
+            jwt: mode.operator_jwt,
+            system_account: mode.system_account,
+            preload: mode.preload,
+        },
+        jetstream: true,
+        tls: Some(&ca),
+        gateway: None,
+        node_dns: false,
+    };
+    let servers = start(net, dir, binary, &cluster, &mut Vec::new()).await?;
+    let ca_file = dir.join("legacy-ca.crt");
+    std::fs::write(&ca_file, ca.pem()).map_err(|e| format!("{}: {e}", ca_file.display()))?;
+    let urls: Vec<String> = servers
+        .iter()
+        .map(|s| format!("tls://{}:{}", s.config.host, s.config.port))
+        .collect();
+    let held = existing_streams(&urls, &creds, &ca_file).await?;
+    Ok(Surroundings {
+        said: format!(
+            "legacy NATS cluster outside the node: {} over TLS, holding {held}",
+            cluster
+                .servers
+                .iter()
+                .map(|(_, dns, _)| dns.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        servers,
+        tasks: vec![],
+        stand_ins: vec![],
+        fixtures: vec![
+            namespace("payments"),
+            secret("payments", "legacy-nats-ca", json!({"ca.crt": ca.pem()})),
+            secret("payments", "payments-creds", json!({"user.creds": creds})),
+        ],
+        values: None,
+    })
+}
+
+/// The streams story 03 finds on the legacy cluster: `LEDGER` (adopted) with messages, `AUDIT`
+/// (owned by nobody here) and `ARCHIVE` (a push consumer's, with no resource); what they hold.
+async fn existing_streams(urls: &[String], creds: &str, ca: &Path) -> Result<String, String> {
+    let nats = async_nats::ConnectOptions::with_credentials(creds)
+        .map_err(|e| format!("the payments creds: {e}"))?
+        .add_root_certificates(ca.to_path_buf())
+        .require_tls(true)
+        .connection_timeout(Duration::from_secs(5))
+        .connect(urls)
+        .await
+        .map_err(|e| format!("connecting to the legacy cluster: {e}"))?;
+    let js = jetstream::new(nats);
+    let streams = [
+        ("LEDGER", "payments.ledger.>", 3),
+        ("AUDIT", "payments.audit.>", 3),
+        ("ARCHIVE", "archive.payments.>", 1),
+    ];
+    for (name, subject, replicas) in streams {
+        let config = jetstream::stream::Config {
+            name: name.into(),
+            subjects: vec![subject.into()],
+            num_replicas: replicas,
+            storage: jetstream::stream::StorageType::File,
+            ..Default::default()
+        };
+        sim::wait::poll(
+            &format!("the legacy cluster takes stream {name}"),
+            READY_WITHIN,
+            || {
+                let js = js.clone();
+                let config = config.clone();
+                async move {
+                    js.get_or_create_stream(config)
+                        .await
+                        .map(|_| Some(()))
+                        .map_err(|e| e.to_string())
+                }
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    const LEDGER_ENTRIES: usize = 500;
+    for i in 0..LEDGER_ENTRIES {
+        js.publish(
+            format!("payments.ledger.{}", i % 7),
+            format!("entry {i}").into(),
+        )
+        .await
+        .map_err(|e| format!("publishing to LEDGER: {e}"))?
+        .await
+        .map_err(|e| format!("LEDGER's ack: {e}"))?;
+    }
+    Ok(format!(
+        "LEDGER ({LEDGER_ENTRIES} entries), AUDIT and ARCHIVE"
+    ))
+}
+
+/// The seeds of story 14's `01-keys.yaml`, read from the story itself.
+fn story_seed(story_dir: &Path, secret: &str, key: &str) -> Result<NKey, String> {
+    let path = story_dir.join("01-keys.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let v = <Value as serde::Deserialize>::deserialize(doc)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if v["kind"] == "Secret" && v["metadata"]["name"] == secret {
+            let seed = v["stringData"][key]
+                .as_str()
+                .ok_or_else(|| format!("{}: Secret {secret} has no {key}", path.display()))?;
+            return NKey::from_seed(seed.as_bytes()).map_err(|e| format!("{secret}/{key}: {e}"));
+        }
+    }
+    Err(format!("{}: no Secret {secret}", path.display()))
+}
+
+/// The operator JWT story 14's `02-adopt.yaml` gives (`spec.jwt` of NatsOperator `legacy`).
+fn story_operator_jwt(story_dir: &Path) -> Result<String, String> {
+    let path = story_dir.join("02-adopt.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let v = <Value as serde::Deserialize>::deserialize(doc)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if v["kind"] == "NatsOperator"
+            && let Some(jwt) = v["spec"]["jwt"].as_str()
+        {
+            return Ok(jwt.into());
+        }
+    }
+    Err(format!("{}: no NatsOperator with spec.jwt", path.display()))
+}
+
+/// The users nsc revoked under `legacy-app` before the adoption, and when (story 14's
+/// `status/03-natsaccount-legacy-app.yaml` shows them carried over).
+pub const NSC_REVOCATIONS: [(&str, i64); 2] = [
+    (
+        "UBGQKXQ4D3IKEXR4XYRYRSRL2PAQ3FDTCSE4XMDCLYICSEDFYI3JX2MC",
+        1_785_000_000,
+    ),
+    (
+        "UCQAX2FVANY553UNVOVKDHFO3VGTCC2RGQGQDK5OAX7IECS424FCEDTV",
+        1_786_000_000,
+    ),
+];
+
+/// The NatsConnection (in `nats-legacy`) the auth controller's system connection is during story
+/// 14.
+pub const NSC_SYSTEM_CONNECTION: &str = "legacy-system";
+
+/// Story 14's servers, trusting the operator made with nsc and holding its accounts as nsc
+/// signed them.
+async fn nsc(net: &Outside, dir: &Path, binary: &Path) -> Result<Surroundings, String> {
+    let story_dir = crate::stories::stories_dir().join("14-adopt-nsc");
+    let operator_signing = story_seed(&story_dir, "legacy-operator-keys", "signing.nk")?;
+    let system = story_seed(&story_dir, "legacy-system-keys", "identity.nk")?;
+    let system_signing = story_seed(&story_dir, "legacy-system-keys", "signing.nk")?;
+    let app = story_seed(&story_dir, "legacy-app-keys", "identity.nk")?;
+    let app_signing = story_seed(&story_dir, "legacy-app-keys", "signing.nk")?;
+    let operator_jwt = story_operator_jwt(&story_dir)?;
+    let operator = nats_claims::decode::<nats_claims::claims::Operator>(&operator_jwt)
+        .map_err(|e| format!("story 14's operator JWT: {e}"))?;
+    if operator.nats.system_account != system.public_key() {
+        return Err("story 14's operator JWT names another system account".into());
+    }
+    // As nsc signed them, a while ago, with the operator's signing key.
+    let issued = now_secs() - 30 * 86_400;
+    let system_jwt = AccountClaims::new(system.public_key())
+        .name("SYS")
+        .signing_key(system_signing.public_key())
+        .encode_issued_at(&operator_signing, issued)
+        .map_err(signing("the nsc system account"))?;
+    let mut legacy_app = AccountClaims::new(app.public_key())
+        .name("legacy-app")
+        .signing_key(app_signing.public_key())
+        .jetstream(JetStreamLimits {
+            memory_storage: NO_LIMIT,
+            disk_storage: 10_737_418_240,
+            streams: 20,
+            consumer: NO_LIMIT,
+            ..Default::default()
+        });
+    for (user, at) in NSC_REVOCATIONS {
+        legacy_app = legacy_app.revoke_at(user, at);
+    }
+    legacy_app.nats.mappings.insert(
+        "orders.v1.>".into(),
+        vec![WeightedMapping {
+            subject: "orders.>".into(),
+            weight: 100,
+            cluster: String::new(),
+        }],
+    );
+    let legacy_app_jwt = legacy_app
+        .encode_issued_at(&operator_signing, issued)
+        .map_err(signing("the nsc account legacy-app"))?;
+    // The system user the auth controller connects as, issued under nsc: by the system
+    // account's signing key, the operator requiring signing keys.
+    let user = NKey::generate(KeyKind::User);
+    let user_jwt = UserClaims::new(user.public_key())
+        .name("auth-controller")
+        .issuer_account(system.public_key())
+        .encode(&system_signing)
+        .map_err(signing("the system user"))?;
+    let creds = nats_claims::Creds::render_key(&user_jwt, &user)
+        .map_err(signing("the system user's creds"))?
+        .expose()
+        .to_string();
+    let cluster = Cluster {
+        name: "nsc",
+        servers: named(3, "nsc.example.internal", 11),
+        operator: Operator {
+            jwt: operator_jwt,
+            system_account: system.public_key(),
+            preload: vec![
+                (system.public_key(), system_jwt),
+                (app.public_key(), legacy_app_jwt),
+            ],
+        },
+        jetstream: false,
+        tls: None,
+        gateway: None,
+        node_dns: false,
+    };
+    let servers = start(net, dir, binary, &cluster, &mut Vec::new()).await?;
+    let urls: Vec<String> = cluster
+        .servers
+        .iter()
+        .map(|(_, dns, _)| format!("nats://{dns}:{}", PORTS.0))
+        .collect();
+    Ok(Surroundings {
+        said: format!(
+            "nsc's NATS cluster outside the node: {}, holding SYS and legacy-app as nsc signed them",
+            urls.join(", ")
+        ),
+        servers,
+        tasks: vec![],
+        stand_ins: vec![],
+        fixtures: vec![
+            namespace("nats-legacy"),
+            secret(
+                "nats-legacy",
+                "legacy-system-creds",
+                json!({"user.creds": creds}),
+            ),
+            json!({
+                "apiVersion": "nats.mikluko.io/v1beta1",
+                "kind": "NatsConnection",
+                "metadata": {"name": NSC_SYSTEM_CONNECTION, "namespace": "nats-legacy"},
+                "spec": {
+                    "servers": urls,
+                    "credentials": {"secretKeyRef": {"name": "legacy-system-creds"}},
+                },
+            }),
+        ],
+        values: Some(format!(
+            "controllers:\n  auth:\n    systemConnection: nats-legacy/{NSC_SYSTEM_CONNECTION}\n"
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_are_numbered_from_one_on_consecutive_addresses() {
+        assert_eq!(
+            named(2, "legacy.example.internal", 1),
+            vec![
+                ("nats-1".into(), "nats-1.legacy.example.internal".into(), 1),
+                ("nats-2".into(), "nats-2.legacy.example.internal".into(), 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn story_14s_seeds_are_the_keys_its_operator_jwt_names() {
+        let dir = crate::stories::stories_dir().join("14-adopt-nsc");
+        let signing = story_seed(&dir, "legacy-operator-keys", "signing.nk").expect("seed");
+        let system = story_seed(&dir, "legacy-system-keys", "identity.nk").expect("seed");
+        let operator = nats_claims::decode::<nats_claims::claims::Operator>(
+            &story_operator_jwt(&dir).expect("jwt"),
+        )
+        .expect("decodes");
+        assert!(operator.nats.signing_keys.contains(&signing.public_key()));
+        assert_eq!(operator.nats.system_account, system.public_key());
+    }
+
+    #[test]
+    fn a_stand_in_replaces_the_documentations_string_wherever_it_occurs() {
+        let doc = json!({"spec": {"jwt": "DOCJWT", "list": ["x DOCKEY y", 3], "n": 1}});
+        let pairs = [
+            ("DOCJWT".to_string(), "RUNJWT".to_string()),
+            ("DOCKEY".into(), "RUNKEY".into()),
+        ];
+        assert_eq!(
+            stand_in(&doc, &pairs),
+            json!({"spec": {"jwt": "RUNJWT", "list": ["x RUNKEY y", 3], "n": 1}})
+        );
+    }
+
+    #[test]
+    fn the_operator_text_preloads_each_account_over_a_full_resolver() {
+        let text = operator_text(
+            &Operator {
+                jwt: "OJWT".into(),
+                system_account: "ASYS".into(),
+                preload: vec![("ASYS".into(), "SJWT".into())],
+            },
+            Path::new("/s"),
+        );
+        assert!(text.contains("operator: \"OJWT\""), "{text}");
+        assert!(text.contains("type: full, dir: \"/s/jwt\""), "{text}");
+        assert!(text.contains("  \"ASYS\": \"SJWT\"\n"), "{text}");
+    }
+}
