@@ -1,6 +1,6 @@
 //! NatsOperatorTrust and NatsAccountTrust: the reference form gets its status written here from
 //! the NatsOperator (operator and system account JWTs) or NatsAccount (public key and JWT); the
-//! literal form passes through untouched.
+//! literal form is checked and its material copied alike (Ready Literal, or InvalidJWT).
 
 use std::sync::Arc;
 
@@ -108,16 +108,28 @@ where
     })
 }
 
-fn ready(t: &TrustStatus, from: &str) -> Option<Decided> {
+fn ready(t: &TrustStatus, from: &str) -> Decided {
     match t {
-        TrustStatus::Literal => None,
-        TrustStatus::Mirrored { .. } => Some(Decided::new(
+        TrustStatus::Literal { message, .. } => {
+            Decided::new(condition::READY, true, reason::LITERAL, message.clone())
+        }
+        TrustStatus::Mirrored { .. } => Decided::new(
             condition::READY,
             true,
             reason::MIRRORED,
             format!("mirrored from {from}"),
-        )),
-        TrustStatus::NotReady(blocked) => Some(blocked.condition(condition::READY)),
+        ),
+        TrustStatus::NotReady(blocked) => blocked.condition(condition::READY),
+    }
+}
+
+/// The material a Ready trust object's status carries: its first and second JWT or key.
+fn material(t: &TrustStatus) -> (Option<String>, Option<String>) {
+    match t {
+        TrustStatus::Mirrored { first, second } | TrustStatus::Literal { first, second, .. } => {
+            (Some(first.clone()), second.clone())
+        }
+        TrustStatus::NotReady(_) => (None, None),
     }
 }
 
@@ -125,24 +137,24 @@ async fn reconcile_operator_trust(
     t: Arc<NatsOperatorTrust>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let Some(r) = &t.spec.operator_ref else {
-        return Ok(Action::requeue(ctx.settings.resync));
+    let (decided, from) = match &t.spec.operator_ref {
+        None => (core::literal_operator(&t.spec), String::new()),
+        Some(r) => {
+            let ns = t.namespace().unwrap_or_default();
+            let op_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
+            let found =
+                find::<NatsOperator>(&ctx, "NatsOperatorTrust", &ns, &op_ns, &r.name).await?;
+            (
+                core::operator_trust(&t.spec, found.found(|op| op.status.as_ref())),
+                format!("NatsOperator {op_ns}/{}", r.name),
+            )
+        }
     };
-    let ns = t.namespace().unwrap_or_default();
-    let op_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
-    let found = find::<NatsOperator>(&ctx, "NatsOperatorTrust", &ns, &op_ns, &r.name).await?;
-    let decided = core::operator_trust(&t.spec, found.found(|op| op.status.as_ref()));
-    let from = format!("NatsOperator {op_ns}/{}", r.name);
-    let Some(cond) = ready(
+    let cond = ready(
         &decided,
         &format!("{from}: NATS operator and system account JWTs"),
-    ) else {
-        return Ok(Action::requeue(ctx.settings.resync));
-    };
-    let (op_jwt, sys_jwt) = match &decided {
-        TrustStatus::Mirrored { first, second } => (Some(first.clone()), second.clone()),
-        _ => (None, None),
-    };
+    );
+    let (op_jwt, sys_jwt) = material(&decided);
     let ok = cond.status;
     let generation = t.meta().generation;
     let status = NatsOperatorTrustStatus {
@@ -165,21 +177,20 @@ async fn reconcile_account_trust(
     t: Arc<NatsAccountTrust>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let Some(r) = &t.spec.account_ref else {
-        return Ok(Action::requeue(ctx.settings.resync));
+    let (decided, from) = match &t.spec.account_ref {
+        None => (core::literal_account(&t.spec), String::new()),
+        Some(r) => {
+            let ns = t.namespace().unwrap_or_default();
+            let a_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
+            let found = find::<NatsAccount>(&ctx, "NatsAccountTrust", &ns, &a_ns, &r.name).await?;
+            (
+                core::account_trust(&t.spec, found.found(|a| a.status.as_ref())),
+                format!("NatsAccount {a_ns}/{}", r.name),
+            )
+        }
     };
-    let ns = t.namespace().unwrap_or_default();
-    let a_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
-    let found = find::<NatsAccount>(&ctx, "NatsAccountTrust", &ns, &a_ns, &r.name).await?;
-    let decided = core::account_trust(&t.spec, found.found(|a| a.status.as_ref()));
-    let from = format!("NatsAccount {a_ns}/{}", r.name);
-    let Some(cond) = ready(&decided, &format!("{from}: public key and JWT")) else {
-        return Ok(Action::requeue(ctx.settings.resync));
-    };
-    let (pk, jwt) = match &decided {
-        TrustStatus::Mirrored { first, second } => (Some(first.clone()), second.clone()),
-        _ => (None, None),
-    };
+    let cond = ready(&decided, &format!("{from}: public key and JWT"));
+    let (pk, jwt) = material(&decided);
     let ok = cond.status;
     let generation = t.meta().generation;
     let status = NatsAccountTrustStatus {
