@@ -44,6 +44,8 @@ pub enum Action {
     /// Secret `secret` (key `key`) in `namespace`: an activation token for `subject` (a service
     /// export named `export`) to the NatsAccount `account` of that namespace, signed by a
     /// partner account key the run makes, once the account has its public key.
+    /// Story 07's crowded leaders ([`super::skew`]).
+    Skew(super::skew::Skew),
     SupplyActivation {
         namespace: &'static str,
         account: &'static str,
@@ -79,6 +81,7 @@ impl std::fmt::Display for Action {
                 load.stream,
                 load.consumers.len()
             ),
+            Action::Skew(skew) => write!(f, "{skew}"),
             Action::LeaveBehind { object } => write!(
                 f,
                 "stream {} left with no resource",
@@ -134,6 +137,22 @@ pub fn at(story: &str, step: u32) -> Vec<Action> {
             export: "rates",
             subject: "partner.rates.>",
         }],
+        // "A busy NATS cluster": leaders crowd one server (see skew.rs).
+        ("07", 2) => vec![Action::Skew(super::skew::Skew::Crowd {
+            streams: &[("orders", "orders"), ("billing", "BILLING")],
+            system: "demo",
+        })],
+        ("07", 3) => vec![Action::Skew(super::skew::Skew::Yield {
+            hot: &[("orders", "ORDERS_EU"), ("orders", "ORDERS_US")],
+            anchor: ("orders", "ORDERS_ARCHIVE"),
+            busy: &[
+                ("orders", "orders"),
+                ("billing", "BILLING"),
+                ("billing", "BILLING_HISTORY"),
+            ],
+            system: "demo",
+            account: "orders",
+        })],
         ("11", 3) => vec![Action::Delete {
             api_version: "cluster.nats.mikluko.io/v1beta1",
             kind: "NatsCluster",
@@ -148,6 +167,7 @@ pub fn at(story: &str, step: u32) -> Vec<Action> {
 pub async fn perform(objects: &Objects, action: &Action, within: Duration) -> Result<(), String> {
     let client = objects.client();
     match action {
+        Action::Skew(skew) => super::skew::perform(&client, skew).await,
         Action::Delete {
             api_version,
             kind,

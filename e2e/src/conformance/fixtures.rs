@@ -113,6 +113,9 @@ pub fn before(story: &str, issuers: &Issuers) -> Result<Vec<Value>, rcgen::Error
         // "The orders team on the east/west supercluster of story 06": its account and user,
         // in its own namespace as story 04's teams do it, admitted to story 06's NatsOperator.
         "08" => orders_team(),
+        // "Until every account carries it": a team's account beside orders without the
+        // jetstream-stepdown export, with a stream on demo.
+        "07" => billing_team(),
         _ => vec![],
     })
 }
@@ -157,6 +160,65 @@ fn orders_team() -> Vec<Value> {
             },
         }),
     ]
+}
+
+/// Story 07's other team on story 02's `demo`: the account `billing` (no jetstream-stepdown
+/// export), its user `billing-app`, the NatsConnection `billing` as story 02's `orders` dials,
+/// and its streams `BILLING` and `BILLING_HISTORY`.
+fn billing_team() -> Vec<Value> {
+    use serde_json::json;
+    let ns = "nats-system";
+    vec![
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+            "metadata": {"name": "billing", "namespace": ns},
+            "spec": {
+                "operatorRef": {"name": "demo"},
+                "limits": {"jetstream": {
+                    "diskStorage": 1_073_741_824_u64, "memoryStorage": 268_435_456, "streams": 10,
+                }},
+            },
+        }),
+        json!({
+            "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
+            "metadata": {"name": "billing-app", "namespace": ns},
+            "spec": {
+                "accountRef": {"kind": "NatsAccount", "name": "billing"},
+                "credentials": {"secretKeyRef": {"name": "billing-app-creds"}},
+            },
+        }),
+        json!({
+            "apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+            "metadata": {"name": "billing", "namespace": ns},
+            "spec": {
+                "servers": ["tls://demo.nats-system.svc:4222"],
+                "tls": {"ca": {"secretKeyRef": {"name": "demo-client-tls"}}},
+                "credentials": {"secretKeyRef": {"name": "billing-app-creds"}},
+            },
+        }),
+    ]
+    .into_iter()
+    .chain(
+        [
+            ("billing", "BILLING", "billing.live.>"),
+            ("billing-history", "BILLING_HISTORY", "billing.history.>"),
+        ]
+        .into_iter()
+        .map(|(name, stream, subject)| {
+            json!({
+                "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsStream",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "connectionRef": {"name": "billing"},
+                    "name": stream,
+                    "subjects": [subject],
+                    "storage": "File",
+                    "replicas": 3,
+                },
+            })
+        }),
+    )
+    .collect()
 }
 
 /// The names Service `service` in `namespace` answers to within the cluster.

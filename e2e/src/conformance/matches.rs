@@ -17,7 +17,11 @@
 use serde_json::Value;
 
 /// Keys whose values match exactly wherever they appear.
-pub const EXACT: &[&str] = &["version", "replicas", "readyReplicas"];
+pub const EXACT: &[&str] = &["version"];
+
+/// Keys whose values match exactly at the status's top level: a NatsCluster's server counts. A
+/// balancer's per-server `replicas` (the copies a server holds) are a busy cluster's counts.
+pub const EXACT_AT_TOP: &[&str] = &["replicas", "readyReplicas"];
 
 /// One difference between an example and an object's status, at a JSON path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +89,7 @@ fn walk(path: &str, key: Option<&str>, want: &Value, got: Option<&Value>, out: &
             }
         }
         (w, g) if kind(w) != kind(g) => miss(out, shown(w), shown(g)),
-        (w, g) if exact(key, w) && w != g => miss(out, shown(w), shown(g)),
+        (w, g) if exact(path, key, w) && w != g => miss(out, shown(w), shown(g)),
         _ => {}
     }
 }
@@ -142,12 +146,15 @@ fn conditions(path: &str, want: &Value, got: Option<&Value>, out: &mut Vec<Misma
     }
 }
 
-/// Whether a scalar is a verdict, compared as written.
-fn exact(key: Option<&str>, v: &Value) -> bool {
+/// Whether a scalar at `path` is a verdict, compared as written.
+fn exact(path: &str, key: Option<&str>, v: &Value) -> bool {
+    let exact_key = key.is_some_and(|k| {
+        EXACT.contains(&k) || (EXACT_AT_TOP.contains(&k) && path == format!("status.{k}"))
+    });
     match v {
         Value::Bool(_) => true,
-        Value::String(s) => key.is_some_and(|k| EXACT.contains(&k)) || camel_word(s),
-        Value::Number(_) => key.is_some_and(|k| EXACT.contains(&k)),
+        Value::String(s) => exact_key || camel_word(s),
+        Value::Number(_) => exact_key,
         _ => false,
     }
 }
@@ -232,6 +239,11 @@ mod tests {
         json!({"version": "2.15.1", "readyReplicas": 3, "servers": [{"name": "demo-0", "ready": true}]}),
         json!({"version": "2.15.0", "readyReplicas": 2, "servers": [{"name": "demo-1", "ready": false}]}),
         &["status.readyReplicas", "status.servers[0].ready", "status.version"]
+    )]
+    #[case::a_servers_count_is_exact_a_balancers_per_server_copies_are_not(
+        json!({"replicas": 3, "servers": [{"name": "demo-0", "leaders": 14, "replicas": 40}]}),
+        json!({"replicas": 2, "servers": [{"name": "demo-1", "leaders": 2, "replicas": 5}]}),
+        &["status.replicas"]
     )]
     #[case::list_items_in_another_order(
         json!({"servers": [{"name": "demo-0", "ready": true, "version": "2.15.0"}, {"name": "demo-1", "ready": false, "version": "2.15.1"}]}),

@@ -8,6 +8,7 @@
 //! watches on the node.
 
 pub mod actions;
+pub mod dial;
 pub mod fixtures;
 pub mod fresh;
 pub mod issuer;
@@ -17,6 +18,7 @@ pub mod outside;
 pub mod partner;
 pub mod run;
 pub mod sites;
+pub mod skew;
 
 use crate::stories::{Document, StatusExample, Story};
 
@@ -107,22 +109,34 @@ pub enum Applicability {
 /// off its manifests. cert-manager's issuers are played by the run ([`issuer`]), the gateway and
 /// leafnode listeners' outside names answered by the node's cluster DNS
 /// ([`sim::node::dns::outside_names`]).
+/// The story `story` builds on, when it is not what the node holds: story 07 balances story
+/// 02's NatsCluster `demo` (its auth plane, accounts and streams), which later stories starting
+/// `nats-system` fresh replace; the run plays story 02 again first when `demo` is missing. The
+/// ground story's number, and the object (apiVersion, kind, namespace, name) whose absence says
+/// it is needed.
+pub fn ground(story: &str) -> Option<(&'static str, [&'static str; 4])> {
+    match story.split_once('-').map_or(story, |(n, _)| n) {
+        "07" => Some((
+            "02",
+            [
+                "cluster.nats.mikluko.io/v1beta1",
+                "NatsCluster",
+                "nats-system",
+                "demo",
+            ],
+        )),
+        _ => None,
+    }
+}
+
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "01" | "02" | "03" | "04" | "05" | "06" | "08" | "09" | "10" | "11" | "13" | "14" => Runs,
+        "01" | "02" | "03" | "04" | "05" | "06" | "07" | "08" | "09" | "10" | "11" | "13"
+        | "14" => Runs,
         "12" => NotHere(
             "its subject is the exporter sidecar and the Prometheus Operator's ServiceMonitor: \
              neither the exporter image nor the Prometheus Operator is obtainable offline",
-        ),
-        "07" => NotYet(
-            "it balances story 02's NatsCluster demo, which story 06's fresh nats-system has \
-             replaced by then, and its examples show a busy NATS cluster: a leader move by each \
-             balancer, an account without the jetstream-stepdown export beside orders, the \
-             account balancer holding while the system balancer moves, per-server counts (which \
-             the matcher compares exactly, `replicas` being an exact key at every depth); the \
-             run would bring demo back, the accounts and the traffic that skew leaders on demand \
-             (the live tier shows those statuses)",
         ),
         _ => NotYet("a story this table does not know yet"),
     }

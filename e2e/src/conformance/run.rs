@@ -586,6 +586,42 @@ async fn platform(client: &kube::Client) -> Result<(), String> {
     super::issuer::install(client).await
 }
 
+/// Plays the story `story` builds on ([`super::ground`]) when what it left is not on the node.
+async fn ground(
+    objects: &Objects,
+    issuers: &Issuers,
+    reach: &Reach,
+    stories: &[Story],
+    story: &Story,
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), String> {
+    let Some((number, [api_version, kind, namespace, name])) = super::ground(&story.name) else {
+        return Ok(());
+    };
+    let there = super::actions::api_of(&objects.client(), api_version, kind, namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading {kind} {namespace}/{name}: {e}"))?;
+    if there.is_some() {
+        return Ok(());
+    }
+    let Some(base) = stories.iter().find(|s| s.name.starts_with(number)) else {
+        return Err(format!("it builds on story {number}, which is not found"));
+    };
+    say(&format!(
+        "  {kind} {namespace}/{name} is gone: {} first, the ground {} stands on",
+        base.name, story.name
+    ));
+    let run = self::story(objects, issuers, reach, base, within, &mut *say).await;
+    say(&format!("  {}", run.line()));
+    if run.passed() {
+        Ok(())
+    } else {
+        Err(format!("its ground, story {}, did not pass", base.name))
+    }
+}
+
 /// Brings a node up under `dir` with the chart installed, runs the stories named in `only` (all
 /// when empty) in story order, each example within `within`, and brings the node down.
 pub async fn on_node(
@@ -634,17 +670,21 @@ pub async fn on_node(
     let mut runs = Vec::new();
     for s in chosen {
         say(&format!("--- {}", s.name));
-        let run = match &platform {
-            Ok(()) => story(&objects, &issuers, &reach, s, within, &mut *say).await,
-            Err(why) => StoryRun {
-                story: s.name.clone(),
-                outcome: Outcome::Failed {
-                    step: 0,
-                    why: why.clone(),
-                },
-                took: Duration::ZERO,
-            },
+        let ready = match &platform {
+            Ok(()) => ground(&objects, &issuers, &reach, &stories, s, within, &mut *say).await,
+            Err(why) => Err(why.clone()),
         };
+        if let Err(why) = ready {
+            let run = StoryRun {
+                story: s.name.clone(),
+                outcome: Outcome::Failed { step: 0, why },
+                took: Duration::ZERO,
+            };
+            say(&run.line());
+            runs.push(run);
+            continue;
+        }
+        let run = story(&objects, &issuers, &reach, s, within, &mut *say).await;
         say(&run.line());
         runs.push(run);
     }

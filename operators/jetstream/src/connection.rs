@@ -135,6 +135,25 @@ pub fn creds_problem(text: &str) -> Option<String> {
         .map(|e| format!("the seed does not parse: {e}"))
 }
 
+/// The account of a creds file's user: its JWT's `issuer_account` when a signing key of the
+/// account issued it, else its issuer (the account's identity). What a balancer knows its
+/// account by when the user may not ask `$SYS.REQ.USER.INFO`.
+pub fn creds_account(text: &str) -> Option<String> {
+    let jwt = text
+        .lines()
+        .skip_while(|l| !(l.starts_with("-----BEGIN") && l.contains("USER JWT")))
+        .skip(1)
+        .map(str::trim)
+        .find(|l| !l.is_empty())?;
+    let claims = nats_claims::decode_unverified::<nats_claims::claims::User>(jwt).ok()?;
+    Some(if claims.nats.issuer_account.is_empty() {
+        claims.issuer
+    } else {
+        claims.nats.issuer_account
+    })
+    .filter(|a| a.starts_with('A'))
+}
+
 /// The inbox every connection of the JetStream controller dials with (design §5.4: a controller
 /// preset subscribes only under `_INBOX.<preset>.>`, "which its controller dials with"). A system
 /// user of the jetstream-controller preset is answered nowhere else; an account user whose
@@ -236,6 +255,36 @@ mod tests {
             "-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJVIn0.c2ln\n------END NATS USER JWT------\n\n\
              -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n"
         )
+    }
+
+    #[rstest]
+    #[case::issued_by_a_signing_key(true, true)]
+    #[case::issued_by_the_identity(false, true)]
+    #[case::not_a_creds_file(false, false)]
+    fn the_account_of_a_creds_files_user(#[case] by_signing_key: bool, #[case] creds_file: bool) {
+        use nats_claims::{Creds, KeyKind, NKey, UserClaims};
+        let account = NKey::generate(KeyKind::Account);
+        let signing = NKey::generate(KeyKind::Account);
+        let user = NKey::generate(KeyKind::User);
+        let claims = UserClaims::new(user.public_key()).name("app");
+        let jwt = if by_signing_key {
+            claims.issuer_account(account.public_key()).encode(&signing)
+        } else {
+            claims.encode(&account)
+        }
+        .expect("signed");
+        let text = if creds_file {
+            Creds::render_key(&jwt, &user)
+                .expect("creds")
+                .expose()
+                .to_string()
+        } else {
+            jwt
+        };
+        assert_eq!(
+            creds_account(&text),
+            creds_file.then(|| account.public_key())
+        );
     }
 
     fn spec(v: serde_json::Value) -> NatsConnectionSpec {

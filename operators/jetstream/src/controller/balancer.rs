@@ -209,11 +209,15 @@ async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gathered, Why> {
     let cluster = nats_cluster(&client).map_err(Ok)?;
     // Yielding judges by account; one that cannot be told (a user whose permissions refuse
     // USER.INFO: no answer) yields to any system balancer of the NATS cluster.
-    let account = tokio::time::timeout(USER_INFO_DEADLINE, jsapi::user_account(&client))
+    let account = match tokio::time::timeout(USER_INFO_DEADLINE, jsapi::user_account(&client))
         .await
         .ok()
         .and_then(Result::ok)
-        .flatten();
+        .flatten()
+    {
+        Some(a) => Some(a),
+        None => creds_account(ctx, obj).await,
+    };
     let (values, missing) = match jsapi::stream_list(&client).await {
         Ok(l) => l,
         Err(e) => {
@@ -243,6 +247,33 @@ async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gathered, Why> {
         consumers,
         view,
     })
+}
+
+/// The account of the user `obj`'s connection dials as, read from its creds Secret (a user
+/// whose permissions refuse USER.INFO is still its account's); `None` without creds or when
+/// unread.
+async fn creds_account(ctx: &Context, obj: &NatsBalancer) -> Option<String> {
+    let ns = obj.namespace().unwrap_or_default();
+    let conn = crate::references::absolute(&obj.spec.connection_ref, &ns);
+    let conn_ns = conn.namespace.clone().unwrap_or(ns);
+    let spec =
+        Api::<nats_api::nats::NatsConnection>::namespaced(ctx.shared.client.clone(), &conn_ns)
+            .get_opt(&conn.name)
+            .await
+            .ok()??
+            .spec;
+    let r = spec.credentials?.secret_key_ref;
+    let key = r
+        .key
+        .clone()
+        .unwrap_or_else(|| crate::connection::DEFAULT_CREDS_KEY.into());
+    let secret =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(ctx.shared.client.clone(), &conn_ns)
+            .get_opt(&r.name)
+            .await
+            .ok()??;
+    let bytes = secret.data?.remove(&key)?.0;
+    crate::connection::creds_account(&String::from_utf8_lossy(&bytes))
 }
 
 /// The consumers of each stream named, one CONSUMER.LIST each; a listing that fails holds the

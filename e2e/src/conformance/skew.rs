@@ -1,0 +1,424 @@
+//! What story 07's balancers have to balance, played by the run: a busy NATS cluster whose
+//! leaders crowd one server. Its examples show each balancer after a leader move, and the orders
+//! team's balancer holding while the system balancer holds the move lease; on a quiet node new
+//! streams' leaders may fall evenly and nothing moves. So the run crowds them, as an
+//! application's traffic and restarts do: each account's own user steps its streams' leaders
+//! down toward one server ([`crowd`]: `$JS.API.STREAM.LEADER.STEPDOWN` with a preferred
+//! placement), then nudges a balancer to look now rather than at its next interval (an
+//! annotation: any change of the object starts a pass).
+//!
+//! - [`Skew::Crowd`] (step 02, once `orders` carries the jetstream-stepdown export): story 02's `orders` and
+//!   the billing team's `BILLING` (an account without the export) led by one server; the system
+//!   balancer moves `orders`, the one it can.
+//! - [`Skew::Yield`] (step 03): the hot pool's two streams led by one server and the orders
+//!   balancer nudged: it moves one of them itself. Then the hot pool crowded again on one
+//!   server, and `orders` with billing's two streams on the server leading the R1
+//!   `ORDERS_ARCHIVE` (its leader cannot move), so that server leads the most and the system
+//!   balancer's move off it is of `orders`, the one stream there it can move, not of a hot
+//!   stream. The system balancer nudged, its move is undone at once (`orders` led by that
+//!   server again, as an operator's stepdown would): the move stays pending and the system
+//!   balancer holds the lease, renewing it at each pass, however long the orders balancer takes
+//!   to pass; nudged, the orders balancer, wanting a move in its hot pool, holds with
+//!   MoveLeaseHeld. The run keeps the move undone for [`HOLD_FOR`], so the story's example is
+//!   seen, then lets it through.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The namespace of story 07's objects.
+const NAMESPACE: &str = "nats-system";
+
+/// A stream, by the NatsConnection whose user steps it down and its NATS name.
+pub type Led = (&'static str, &'static str);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skew {
+    /// `streams` led by one server, then the NatsSystemBalancer `system` nudged.
+    Crowd {
+        streams: &'static [Led],
+        system: &'static str,
+    },
+    /// The hot pool `hot` crowded and the NatsBalancer `account` nudged until it moves one of
+    /// them; then `busy` crowded on the server leading `anchor`, `hot` on another, the
+    /// NatsSystemBalancer `system` nudged, and `account` nudged while the system balancer's move
+    /// is pending.
+    Yield {
+        hot: &'static [Led],
+        anchor: Led,
+        busy: &'static [Led],
+        system: &'static str,
+        account: &'static str,
+    },
+}
+
+impl std::fmt::Display for Skew {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |s: &[Led]| s.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ");
+        match self {
+            Skew::Crowd { streams, system } => write!(
+                f,
+                "the leaders of {} crowded on one server, NatsSystemBalancer {system} nudged",
+                names(streams)
+            ),
+            Skew::Yield { hot, account, .. } => write!(
+                f,
+                "the leaders of {} crowded and NatsBalancer {account} nudged, then every leader \
+                 crowded while the system balancer moves",
+                names(hot)
+            ),
+        }
+    }
+}
+
+/// How many times a crowding is played before the run gives up on the balancer it waits for.
+const ATTEMPTS: usize = 4;
+
+/// Does `skew` on the node `client` reaches.
+pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
+    match skew {
+        Skew::Crowd { streams, system } => {
+            crowd(client, streams).await?;
+            nudge(client, "NatsSystemBalancer", system).await
+        }
+        Skew::Yield {
+            hot,
+            anchor,
+            busy,
+            system,
+            account,
+        } => {
+            let own = |o: &Value| o.pointer("/status/lastMove/kind").is_some();
+            let mut moved = false;
+            for _ in 0..ATTEMPTS {
+                crowd(client, hot).await?;
+                nudge(client, "NatsBalancer", account).await?;
+                if watch(
+                    client,
+                    "NatsBalancer",
+                    account,
+                    Duration::from_secs(30),
+                    own,
+                )
+                .await
+                {
+                    moved = true;
+                    break;
+                }
+            }
+            if !moved {
+                return Err(format!(
+                    "NatsBalancer {account} made no move in {ATTEMPTS} crowdings"
+                ));
+            }
+            let held = |o: &Value| {
+                o.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Holding" && c["reason"] == "MoveLeaseHeld")
+                    })
+            };
+            let streams: Vec<Led> = busy.iter().chain(hot.iter()).copied().collect();
+            let mut seen = Vec::new();
+            for _ in 0..ATTEMPTS {
+                let busiest = leader(client, *anchor).await?;
+                crowd_onto(client, busy, &busiest).await?;
+                let other = elsewhere(client, hot[0], &busiest).await?;
+                crowd_onto(client, hot, &other).await?;
+                all_current(client, &streams).await?;
+                let Some((moved, from)) = system_move(client, system).await? else {
+                    seen.push(format!(
+                        "no move by the system balancer ({})",
+                        holding(client, "NatsSystemBalancer", system).await
+                    ));
+                    continue;
+                };
+                let Some(led) = busy.iter().find(|(_, s)| *s == moved).copied() else {
+                    seen.push(format!("the system balancer moved {moved}, a hot stream"));
+                    continue;
+                };
+                // Its move undone (the stream led by `from` again): the move stays pending and
+                // the system balancer renews the lease at each pass, as long as the run needs.
+                crowd_onto(client, &[led], &from).await?;
+                crowd_onto(client, hot, &other).await?;
+                all_current(client, &streams).await?;
+                nudge(client, "NatsBalancer", account).await?;
+                if watch(
+                    client,
+                    "NatsBalancer",
+                    account,
+                    Duration::from_secs(10),
+                    held,
+                )
+                .await
+                {
+                    // Held for the story's example to be seen, then the move let through.
+                    tokio::spawn(hold_then_release(client.clone(), led, from));
+                    return Ok(());
+                }
+                let to = elsewhere(client, led, &from).await?;
+                crowd_onto(client, &[led], &to).await?;
+                seen.push(format!(
+                    "the system balancer moved {moved} off {from}, held there; the orders \
+                     balancer: {}",
+                    holding(client, "NatsBalancer", account).await
+                ));
+            }
+            Err(format!(
+                "NatsBalancer {account} never passed while NatsSystemBalancer {system} held the \
+                 move lease, in {ATTEMPTS} crowdings: {}",
+                seen.join("; ")
+            ))
+        }
+    }
+}
+
+/// How long the run keeps the system balancer's move undone once the orders balancer holds.
+const HOLD_FOR: Duration = Duration::from_secs(60);
+
+/// Keeps `stream` led by `from` for [`HOLD_FOR`] (the system balancer's move off it pending, its
+/// lease held), then steps it down elsewhere: the move done, the lease released.
+async fn hold_then_release(client: kube::Client, led: Led, from: String) {
+    let until = std::time::Instant::now() + HOLD_FOR;
+    while std::time::Instant::now() < until {
+        if let Err(e) = crowd_onto(&client, &[led], &from).await {
+            eprintln!("holding {} on {from}: {e}", led.1);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let released = match elsewhere(&client, led, &from).await {
+        Ok(to) => crowd_onto(&client, &[led], &to).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = released {
+        eprintln!("letting the move of {} through: {e}", led.1);
+    }
+}
+
+/// Nudges NatsSystemBalancer `name` until a pass of it starts a move (a pass that finds a
+/// group still electing holds Unsettled instead): the move's stream and the server it leaves.
+async fn system_move(
+    client: &kube::Client,
+    name: &str,
+) -> Result<Option<(String, String)>, String> {
+    let api = super::actions::api_of(
+        client,
+        "jetstream.nats.mikluko.io/v1beta1",
+        "NatsSystemBalancer",
+        NAMESPACE,
+    );
+    for _ in 0..10 {
+        nudge(client, "NatsSystemBalancer", name).await?;
+        let seen = sim::wait::poll_every(
+            &format!("NatsSystemBalancer {name} has a move pending"),
+            Duration::from_secs(3),
+            Duration::from_millis(50),
+            || async {
+                let o = api.get_opt(name).await.map_err(|e| e.to_string())?;
+                Ok(o.and_then(|o| {
+                    let m = o.data.pointer("/status/pending/0")?;
+                    Some((
+                        m.get("stream")?.as_str()?.to_string(),
+                        m.get("from")?.as_str()?.to_string(),
+                    ))
+                }))
+            },
+        )
+        .await;
+        if let Ok(m) = seen {
+            return Ok(Some(m));
+        }
+    }
+    Ok(None)
+}
+
+/// Waits until every stream of `streams` has a leader and every copy current.
+async fn all_current(client: &kube::Client, streams: &[Led]) -> Result<(), String> {
+    for (connection, stream) in streams {
+        let nats = super::dial::connect(client, NAMESPACE, connection).await?;
+        sim::wait::poll(
+            &format!("stream {stream} led and current"),
+            Duration::from_secs(60),
+            || async {
+                let info =
+                    request(&nats, &format!("$JS.API.STREAM.INFO.{stream}"), json!({})).await?;
+                Ok(current(&info).then_some(()))
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Whether a STREAM.INFO reply shows a leader and every other copy current.
+fn current(info: &Value) -> bool {
+    let cluster = &info["cluster"];
+    cluster["leader"].as_str().is_some_and(|l| !l.is_empty())
+        && cluster["replicas"]
+            .as_array()
+            .is_none_or(|rs| rs.iter().all(|r| r["current"] == true))
+}
+
+/// Steps each of `streams` down, as its connection's user, until one server leads them all:
+/// the server leading the first of them now.
+pub async fn crowd(client: &kube::Client, streams: &[Led]) -> Result<(), String> {
+    let Some(first) = streams.first() else {
+        return Ok(());
+    };
+    let to = leader(client, *first).await?;
+    crowd_onto(client, streams, &to).await
+}
+
+/// The server leading `stream` once it has a leader.
+async fn leader(client: &kube::Client, (connection, stream): Led) -> Result<String, String> {
+    let nats = super::dial::connect(client, NAMESPACE, connection).await?;
+    sim::wait::poll(
+        &format!("stream {stream} has a leader"),
+        Duration::from_secs(60),
+        || leader_of(&nats, stream),
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// A server holding a copy of `stream` other than `not` (its leader when that is not `not`).
+async fn elsewhere(
+    client: &kube::Client,
+    (connection, stream): Led,
+    not: &str,
+) -> Result<String, String> {
+    let nats = super::dial::connect(client, NAMESPACE, connection).await?;
+    let info = request(&nats, &format!("$JS.API.STREAM.INFO.{stream}"), json!({})).await?;
+    let cluster = &info["cluster"];
+    std::iter::once(&cluster["leader"])
+        .chain(
+            cluster["replicas"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| &r["name"]),
+        )
+        .filter_map(Value::as_str)
+        .find(|s| !s.is_empty() && *s != not)
+        .map(str::to_string)
+        .ok_or_else(|| format!("stream {stream} has no copy outside {not}"))
+}
+
+/// Steps each of `streams` down, as its connection's user, until `to` leads them all.
+async fn crowd_onto(client: &kube::Client, streams: &[Led], to: &str) -> Result<(), String> {
+    for (connection, stream) in streams {
+        let nats = super::dial::connect(client, NAMESPACE, connection).await?;
+        sim::wait::poll(
+            &format!("stream {stream} led by {to}"),
+            Duration::from_secs(60),
+            || async {
+                if leader_of(&nats, stream).await?.as_deref() == Some(to) {
+                    return Ok(Some(()));
+                }
+                step_down(&nats, stream, to).await?;
+                Ok(None)
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The server leading `stream` now, if any.
+async fn leader_of(nats: &async_nats::Client, stream: &str) -> Result<Option<String>, String> {
+    let reply = request(nats, &format!("$JS.API.STREAM.INFO.{stream}"), json!({})).await?;
+    Ok(reply
+        .pointer("/cluster/leader")
+        .and_then(Value::as_str)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string))
+}
+
+/// Asks `stream`'s leader to step down toward `to` (nats-server's preferred placement).
+async fn step_down(nats: &async_nats::Client, stream: &str, to: &str) -> Result<(), String> {
+    request(
+        nats,
+        &format!("$JS.API.STREAM.LEADER.STEPDOWN.{stream}"),
+        json!({"placement": {"preferred": to}}),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// A JetStream API request; its reply, or the error it carries.
+async fn request(nats: &async_nats::Client, subject: &str, body: Value) -> Result<Value, String> {
+    let msg = tokio::time::timeout(
+        Duration::from_secs(5),
+        nats.request(subject.to_string(), body.to_string().into()),
+    )
+    .await
+    .map_err(|_| format!("{subject}: no reply in 5 s"))?
+    .map_err(|e| format!("{subject}: {e}"))?;
+    let reply: Value =
+        serde_json::from_slice(&msg.payload).map_err(|e| format!("{subject}: {e}"))?;
+    match reply.get("error") {
+        Some(err) => Err(format!("{subject}: {err}")),
+        None => Ok(reply),
+    }
+}
+
+/// The Holding condition of `kind` `name` as "reason: message", for the run's log.
+async fn holding(client: &kube::Client, kind: &str, name: &str) -> String {
+    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let Ok(Some(o)) = api.get_opt(name).await else {
+        return "not read".into();
+    };
+    o.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Holding"))
+        .map_or("no Holding".into(), |c| {
+            format!(
+                "{}: {}",
+                c["reason"].as_str().unwrap_or_default(),
+                c["message"].as_str().unwrap_or_default()
+            )
+        })
+}
+
+/// Annotates `kind` `name` so its controller passes now.
+async fn nudge(client: &kube::Client, kind: &str, name: &str) -> Result<(), String> {
+    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let at = format!("{:?}", std::time::SystemTime::now());
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&json!({"metadata": {"annotations": {
+            "conformance.nats.mikluko.io/nudged": at,
+        }}})),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("nudging {kind} {name}: {e}"))
+}
+
+/// Whether `kind` `name` shows `what` within `within` (read every 100 ms).
+async fn watch(
+    client: &kube::Client,
+    kind: &str,
+    name: &str,
+    within: Duration,
+    what: impl Fn(&Value) -> bool,
+) -> bool {
+    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let what = &what;
+    sim::wait::poll_every(
+        &format!("{kind} {name}"),
+        within,
+        Duration::from_millis(100),
+        || async {
+            let o = api.get_opt(name).await.map_err(|e| e.to_string())?;
+            Ok(o.filter(|o| what(&o.data)).map(|_| ()))
+        },
+    )
+    .await
+    .is_ok()
+}
