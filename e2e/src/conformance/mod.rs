@@ -110,21 +110,23 @@ pub enum Applicability {
 /// leafnode listeners' outside names answered by the node's cluster DNS
 /// ([`sim::node::dns::outside_names`]).
 /// The story `story` builds on, when it is not what the node holds: story 07 balances story
-/// 02's NatsCluster `demo` (its auth plane, accounts and streams), which later stories starting
-/// `nats-system` fresh replace; the run plays story 02 again first when `demo` is missing. The
-/// ground story's number, and the object (apiVersion, kind, namespace, name) whose absence says
-/// it is needed.
+/// 02's NatsCluster `demo` (its auth plane, accounts and streams), which story 06 starting
+/// `nats-system` fresh has replaced; story 08 moves a stream across story 06's supercluster,
+/// which story 07's replay of story 02 has replaced in turn. The run plays the ground story again
+/// first when its NatsCluster is missing. The ground story's number, and the object
+/// (apiVersion, kind, namespace, name) whose absence says it is needed.
 pub fn ground(story: &str) -> Option<(&'static str, [&'static str; 4])> {
+    let cluster = |name| {
+        [
+            "cluster.nats.mikluko.io/v1beta1",
+            "NatsCluster",
+            "nats-system",
+            name,
+        ]
+    };
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "07" => Some((
-            "02",
-            [
-                "cluster.nats.mikluko.io/v1beta1",
-                "NatsCluster",
-                "nats-system",
-                "demo",
-            ],
-        )),
+        "07" => Some(("02", cluster("demo"))),
+        "08" => Some(("06", cluster("east"))),
         _ => None,
     }
 }
@@ -145,6 +147,19 @@ pub fn applicability(story: &str) -> Applicability {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_story_building_on_another_names_it_and_the_cluster_it_left() {
+        assert_eq!(
+            ground("07-balancing").map(|(n, o)| (n, o[3])),
+            Some(("02", "demo"))
+        );
+        assert_eq!(
+            ground("08-stream-transfer").map(|(n, o)| (n, o[3])),
+            Some(("06", "east"))
+        );
+        assert_eq!(ground("09-acceptance"), None);
+    }
 
     #[test]
     fn the_quickstart_is_five_steps_with_its_examples_where_they_belong() {
