@@ -97,18 +97,23 @@ impl Roots {
     }
 }
 
+/// JetStream with no limits: memory, disk, streams and consumers unbounded.
+pub fn unlimited_jetstream() -> JetStreamLimits {
+    JetStreamLimits {
+        memory_storage: NO_LIMIT,
+        disk_storage: NO_LIMIT,
+        streams: NO_LIMIT,
+        consumer: NO_LIMIT,
+        ..Default::default()
+    }
+}
+
 /// An account named `name` with JetStream and no limits, signed by `roots`' operator.
 fn jetstream_account(roots: &Roots, name: &str) -> Result<(NKey, String), nats_claims::Error> {
     let account = NKey::generate(KeyKind::Account);
     let jwt = AccountClaims::new(account.public_key())
         .name(name)
-        .jetstream(JetStreamLimits {
-            memory_storage: NO_LIMIT,
-            disk_storage: NO_LIMIT,
-            streams: NO_LIMIT,
-            consumer: NO_LIMIT,
-            ..Default::default()
-        })
+        .jetstream(unlimited_jetstream())
         .encode(&roots.operator)?;
     Ok((account, jwt))
 }

@@ -14,8 +14,8 @@ const FINALIZERS_GRACE: Duration = Duration::from_secs(30);
 
 /// Starts each of `namespaces` fresh: deletes it and waits until it is gone, or, for the
 /// chart's own namespace (the controllers run there; stories 02 and 09 put their auth plane
-/// there), deletes the objects of the project's kinds and cert-manager's in it. The ones
-/// cleared.
+/// there), deletes the objects of the project's kinds and cert-manager's in it, and the Secrets
+/// issued for them ([`ISSUED`]). The ones cleared.
 pub async fn namespaces(
     client: &kube::Client,
     namespaces: &[String],
@@ -41,7 +41,7 @@ pub async fn namespaces(
     for ns in &cleared {
         loop {
             let gone = if ns == crate::chart::NAMESPACE {
-                project_objects(client, ns, true).await == 0
+                project_objects(client, ns, true).await + issued_secrets(client, ns).await == 0
             } else {
                 matches!(api.get_opt(ns).await, Ok(None))
             };
@@ -89,6 +89,38 @@ async fn project_objects(client: &kube::Client, namespace: &str, delete: bool) -
                     .delete_collection(&Default::default(), &Default::default())
                     .await;
             }
+        }
+    }
+    left
+}
+
+/// The annotations of Secrets the stories' controllers and issuers wrote, which go with the
+/// objects they were written for: cert-manager's issued certificates (a replayed story's
+/// cluster must wait for its certificate again, as its example shows) and the auth
+/// controller's generated keys.
+const ISSUED: [&str; 2] = [
+    "cert-manager.io/certificate-name",
+    "auth.nats.mikluko.io/generated-for",
+];
+
+/// How many Secrets of `namespace` carry an [`ISSUED`] annotation; each is deleted as it is
+/// counted.
+async fn issued_secrets(client: &kube::Client, namespace: &str) -> usize {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let Ok(list) = api.list(&Default::default()).await else {
+        return usize::MAX;
+    };
+    let mut left = 0;
+    for s in list.items {
+        let issued = s
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| ISSUED.iter().any(|k| a.contains_key(*k)));
+        if let (true, Some(name)) = (issued, s.metadata.name.as_deref()) {
+            left += 1;
+            let _ = api.delete(name, &Default::default()).await;
         }
     }
     left

@@ -418,13 +418,7 @@ async fn legacy(net: &Outside, dir: &Path, binary: &Path) -> Result<Surroundings
     let payments = NKey::generate(KeyKind::Account);
     let payments_jwt = AccountClaims::new(payments.public_key())
         .name("payments")
-        .jetstream(JetStreamLimits {
-            memory_storage: NO_LIMIT,
-            disk_storage: NO_LIMIT,
-            streams: NO_LIMIT,
-            consumer: NO_LIMIT,
-            ..Default::default()
-        })
+        .jetstream(sim::trust::unlimited_jetstream())
         .encode(&roots.operator)
         .map_err(signing("the payments account"))?;
     let creds =

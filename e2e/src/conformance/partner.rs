@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
-use nats_claims::{
-    AccountClaims, Creds, JetStreamLimits, KeyKind, NKey, NO_LIMIT, OperatorClaims, UserClaims,
-};
+use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
 use serde_json::{Value, json};
 use sim::node::outside::Outside;
 
@@ -57,13 +55,7 @@ fn account(name: &str, by: &NKey) -> Result<(NKey, NKey, String), String> {
     let jwt = AccountClaims::new(identity.public_key())
         .name(name)
         .signing_key(signing_key.public_key())
-        .jetstream(JetStreamLimits {
-            memory_storage: NO_LIMIT,
-            disk_storage: NO_LIMIT,
-            streams: NO_LIMIT,
-            consumer: NO_LIMIT,
-            ..Default::default()
-        })
+        .jetstream(sim::trust::unlimited_jetstream())
         .encode(by)
         .map_err(signing(name))?;
     Ok((identity, signing_key, jwt))

@@ -11,16 +11,16 @@
 //!   the billing team's `BILLING` (an account without the export) led by one server; the system
 //!   balancer moves `orders`, the one it can.
 //! - [`Skew::Yield`] (step 03): the hot pool's two streams led by one server and the orders
-//!   balancer nudged: it moves one of them itself. Then the hot pool crowded again on one
-//!   server, and `orders` with billing's two streams on the server leading the R1
-//!   `ORDERS_ARCHIVE` (its leader cannot move), so that server leads the most and the system
-//!   balancer's move off it is of `orders`, the one stream there it can move, not of a hot
-//!   stream. The system balancer nudged, its move is undone at once (`orders` led by that
-//!   server again, as an operator's stepdown would): the move stays pending and the system
-//!   balancer holds the lease, renewing it at each pass, however long the orders balancer takes
-//!   to pass; nudged, the orders balancer, wanting a move in its hot pool, holds with
-//!   MoveLeaseHeld. The run keeps the move undone for [`HOLD_FOR`], so the story's example is
-//!   seen, then lets it through.
+//!   balancer nudged: it moves one of them itself. Then `orders` with billing's two streams
+//!   on one server (not the one the R1 `ORDERS_ARCHIVE` lives on, so the account's default pool
+//!   stays even), the hot streams one on each other server: that server leads the most, and the
+//!   system balancer's move off it is of `orders`, the one stream there it can move; nothing
+//!   else has a move to make. The system balancer nudged, its move is undone at once (`orders`
+//!   led by that server again, as an operator's stepdown would): the move stays pending and the
+//!   system balancer holds the lease, renewing it at each pass. Only then the hot pool crowded
+//!   on one server; nudged, the orders balancer, wanting a move, holds with MoveLeaseHeld,
+//!   however its passes fall. The run keeps the move undone for [`HOLD_FOR`], so the story's
+//!   example is seen, then lets it through.
 
 use std::time::Duration;
 
@@ -111,6 +111,23 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                     "NatsBalancer {account} made no move in {ATTEMPTS} crowdings"
                 ));
             }
+            // Its own move done, its lease released.
+            let done = |o: &Value| {
+                o.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Holding" && c["reason"] != "MovePending")
+                    })
+            };
+            watch(
+                client,
+                "NatsBalancer",
+                account,
+                Duration::from_secs(60),
+                done,
+            )
+            .await;
             let held = |o: &Value| {
                 o.pointer("/status/conditions")
                     .and_then(Value::as_array)
@@ -122,10 +139,21 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
             let streams: Vec<Led> = busy.iter().chain(hot.iter()).copied().collect();
             let mut seen = Vec::new();
             for _ in 0..ATTEMPTS {
-                let busiest = leader(client, *anchor).await?;
+                // The busy server: not the one the R1 anchor lives on (the account's default
+                // pool, `orders` with the anchor, stays even); the hot streams spread over the
+                // other two, so nothing but the system balancer has a move to make.
+                let anchored = leader(client, *anchor).await?;
+                let servers = copies(client, hot[0]).await?;
+                let Some(busiest) = servers.iter().find(|s| **s != anchored).cloned() else {
+                    return Err(format!("no server but {anchored} holds {}", hot[0].1));
+                };
+                let rest: Vec<String> = servers.into_iter().filter(|s| *s != busiest).collect();
+                let [first, second] = rest.as_slice() else {
+                    return Err(format!("{} is not on three servers", hot[0].1));
+                };
                 crowd_onto(client, busy, &busiest).await?;
-                let other = elsewhere(client, hot[0], &busiest).await?;
-                crowd_onto(client, hot, &other).await?;
+                crowd_onto(client, &hot[..1], first).await?;
+                crowd_onto(client, &hot[1..], second).await?;
                 all_current(client, &streams).await?;
                 let Some((moved, from)) = system_move(client, system).await? else {
                     seen.push(format!(
@@ -140,8 +168,10 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                 };
                 // Its move undone (the stream led by `from` again): the move stays pending and
                 // the system balancer renews the lease at each pass, as long as the run needs.
+                // Only then the hot pool crowded: the orders balancer, wanting a move, cannot
+                // take the lease, however its passes fall.
                 crowd_onto(client, &[led], &from).await?;
-                crowd_onto(client, hot, &other).await?;
+                crowd_onto(client, hot, first).await?;
                 all_current(client, &streams).await?;
                 nudge(client, "NatsBalancer", account).await?;
                 if watch(
@@ -284,26 +314,34 @@ async fn leader(client: &kube::Client, (connection, stream): Led) -> Result<Stri
 }
 
 /// A server holding a copy of `stream` other than `not` (its leader when that is not `not`).
-async fn elsewhere(
-    client: &kube::Client,
-    (connection, stream): Led,
-    not: &str,
-) -> Result<String, String> {
+async fn elsewhere(client: &kube::Client, led: Led, not: &str) -> Result<String, String> {
+    copies(client, led)
+        .await?
+        .into_iter()
+        .find(|s| s != not)
+        .ok_or_else(|| format!("stream {} has no copy outside {not}", led.1))
+}
+
+/// The servers holding a copy of `stream`: its leader first, then the others by name.
+async fn copies(client: &kube::Client, (connection, stream): Led) -> Result<Vec<String>, String> {
     let nats = super::dial::connect(client, NAMESPACE, connection).await?;
     let info = request(&nats, &format!("$JS.API.STREAM.INFO.{stream}"), json!({})).await?;
     let cluster = &info["cluster"];
-    std::iter::once(&cluster["leader"])
-        .chain(
-            cluster["replicas"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|r| &r["name"]),
-        )
-        .filter_map(Value::as_str)
-        .find(|s| !s.is_empty() && *s != not)
+    let mut others: Vec<String> = cluster["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
         .map(str::to_string)
-        .ok_or_else(|| format!("stream {stream} has no copy outside {not}"))
+        .collect();
+    others.sort();
+    Ok(cluster["leader"]
+        .as_str()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .into_iter()
+        .chain(others)
+        .collect())
 }
 
 /// Steps each of `streams` down, as its connection's user, until `to` leads them all.
