@@ -6,7 +6,7 @@
 //! by reading its object until its status [conforms](super::matches::conforms), so that a
 //! passing state (midway through a rolling restart) and the state after it are both seen. The
 //! next step is applied once each example of this one is reached or its object has stayed
-//! unchanged for [`QUIET`]: an example may show a state a later step brings (story 02's system
+//! unchanged, its current generation observed, for [`QUIET`]: an example may show a state a later step brings (story 02's system
 //! account distributed once step 03's cluster runs), so it keeps waiting, up to its deadline.
 //! An example with an `observedGeneration` is met only by a status of the object's current
 //! generation.
@@ -481,7 +481,15 @@ async fn reach(
     loop {
         match api.get_opt(&o.name).await {
             Ok(Some(obj)) => {
-                if obj.metadata.resource_version != version {
+                // Not quiet while its controller has not looked at its current generation (a
+                // busy controller, a restarted one): the step after may make the example
+                // unreachable (story 14's refusal, before the Accept).
+                let unobserved = obj
+                    .data
+                    .pointer("/status/observedGeneration")
+                    .and_then(Value::as_i64)
+                    != obj.metadata.generation;
+                if obj.metadata.resource_version != version || unobserved {
                     version = obj.metadata.resource_version.clone();
                     set(
                         state,
