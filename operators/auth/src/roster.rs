@@ -17,6 +17,12 @@
 //! scaled away or a NatsCluster deleted would otherwise hold every account for the full window.
 //! The short wait keeps a server restarting in place (a rolling restart's pod) counted as down
 //! until it answers again under its name.
+//!
+//! A roster is one NATS deployment's, and one deployment trusts one operator: the controller
+//! keeps one per NatsOperator and merges only the records of that operator's objects. The
+//! servers another operator's objects recorded belong to another deployment (a second
+//! supercluster, or the one a moved system connection used to reach) and would otherwise be
+//! counted as this deployment's silent servers.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

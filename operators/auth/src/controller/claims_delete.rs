@@ -73,7 +73,7 @@ pub(crate) async fn send_deletes(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(operator);
-    send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx)).await
+    send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx, operator)).await
 }
 
 /// STATSZ for the roster's ids, then CLAIMS.DELETE of whatever some of them have not confirmed;
@@ -90,7 +90,7 @@ async fn send_unconfirmed(
     };
     let statsz = super::nats::ping_statsz(ctx, &wire, statsz_collect).await?;
     let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
-    super::nats::observe_roster(ctx, &statsz, None);
+    super::nats::observe_roster(ctx, operator, &statsz, None);
     let sent = {
         let pushes = ctx.pushes.lock().unwrap_or_else(|p| p.into_inner());
         let mut confirmed = ctx.confirmed.lock().unwrap_or_else(|p| p.into_inner());

@@ -94,9 +94,12 @@ pub struct Context {
     /// connected to is hung or cut off (the client would notice only after its pings time out),
     /// so the next pass dials again, which picks a server that answers.
     redial: std::sync::atomic::AtomicBool,
-    /// The roster with memory as the last ping left it: the next ping waits for that many, and a
-    /// recorded server that stops answering is counted as down (see [`crate::roster`]).
-    roster: std::sync::Mutex<crate::roster::Roster>,
+    /// Per NatsOperator (namespace/name), the roster with memory as its last ping left it: the
+    /// next ping waits for that many, and a recorded server that stops answering is counted as
+    /// down (see [`crate::roster`]). Per operator because one NATS deployment trusts one
+    /// operator: the servers of another's records are not this deployment's, and counted as its
+    /// silent servers they would hold its accounts for good.
+    roster: std::sync::Mutex<BTreeMap<String, crate::roster::Roster>>,
     /// The ids of the servers heard announcing their shutdown ([`shutdowns`]) and the unix
     /// second each was heard, kept while a record could still name them silent.
     shut_down: std::sync::Mutex<BTreeMap<String, i64>>,
@@ -123,12 +126,15 @@ impl HasShared for Context {
 }
 
 impl Context {
-    /// The roster with memory as the last ping left it.
-    pub(crate) fn roster(&self) -> crate::roster::Roster {
+    /// The roster with memory as the last ping under NatsOperator `operator` (namespace/name)
+    /// left it.
+    pub(crate) fn roster(&self, operator: &str) -> crate::roster::Roster {
         self.roster
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .get(operator)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn iat_floor(&self, account: &str) -> i64 {
@@ -186,7 +192,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
         settings,
         system: controller_kit::dials::Dials::default(),
-        roster: std::sync::Mutex::new(crate::roster::Roster::default()),
+        roster: std::sync::Mutex::new(BTreeMap::new()),
         shut_down: std::sync::Mutex::default(),
         redial: std::sync::atomic::AtomicBool::new(false),
         confirmed: std::sync::Mutex::default(),

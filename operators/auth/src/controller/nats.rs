@@ -114,10 +114,10 @@ pub(crate) enum Spread {
     Unreachable(String),
 }
 
-/// A ping's collection: until as many servers answered as the roster holds, silent ones
-/// included, or [`PING`].
-pub(super) fn collect(ctx: &Context) -> Collect {
-    match ctx.roster().len() {
+/// A ping's collection: until as many servers answered as NatsOperator `operator`'s roster
+/// holds, silent ones included, or [`PING`].
+pub(super) fn collect(ctx: &Context, operator: &str) -> Collect {
+    match ctx.roster(operator).len() {
         0 => Collect::until(PING),
         n => Collect::expecting(n, PING),
     }
@@ -140,10 +140,12 @@ pub(super) async fn ping_statsz(
     heard.map_err(|e| format!("STATSZ: {e}"))
 }
 
-/// The roster with memory of this pass: the STATSZ answers, the servers this process has
-/// recorded, and those `recorded` in an object's status.distribution; kept for the next pass.
+/// The roster with memory of this pass under NatsOperator `operator` (namespace/name): the
+/// STATSZ answers, the servers this process has recorded under it, and those `recorded` in the
+/// status.distribution of an object of it; kept for its next pass.
 pub(super) fn observe_roster(
     ctx: &Context,
+    operator: &str,
     statsz: &PingReplies<Statsz>,
     recorded: Option<&Distribution>,
 ) -> Roster {
@@ -155,7 +157,7 @@ pub(super) fn observe_roster(
             id: r.server.id.clone(),
         })
         .collect();
-    let mut remembered = ctx.roster().servers;
+    let mut remembered = ctx.roster(operator).servers;
     if let Some(d) = recorded {
         remembered.extend(Roster::from_status(&d.roster).servers);
     }
@@ -174,18 +176,20 @@ pub(super) fn observe_roster(
         now,
         roster::Forget::DEFAULT,
     );
-    let mut memory = ctx.roster.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rosters = ctx.roster.lock().unwrap_or_else(|p| p.into_inner());
+    let memory = rosters.entry(operator.to_string()).or_default();
     for name in next.silent() {
         if !memory.silent().contains(&name) {
             tracing::warn!(
                 server = name,
+                operator,
                 "a recorded server does not answer STATSZ: counted as down"
             );
         }
     }
     for m in &memory.servers {
         if !next.servers.iter().any(|n| n.name == m.name) {
-            tracing::warn!(server = %m.name, "a server silent past the roster's memory is forgotten");
+            tracing::warn!(server = %m.name, operator, "a server silent past the roster's memory is forgotten");
         }
     }
     *memory = next.clone();
@@ -199,18 +203,20 @@ fn counted(roster: &Roster, answers: &[nats_wire::sys::LookupAnswer], jwt: &str)
     d
 }
 
-/// Counts who holds `jwt` for `account` and pushes it where a server lacks it, unless a server
-/// holds a newer one or `operator_jwt` does not list its signer.
+/// Counts who holds `jwt` for `account` of NatsOperator `operator` (namespace/name) and pushes
+/// it where a server lacks it, unless a server holds a newer one or `operator_jwt` does not list
+/// its signer.
 pub(crate) async fn spread(
     ctx: &Context,
     wire: &Wire,
+    operator: &str,
     operator_jwt: &str,
     account: &str,
     jwt: &str,
     last_push: Option<&Distribution>,
 ) -> Spread {
-    let roster = match ping_statsz(ctx, wire, collect(ctx)).await {
-        Ok(r) => observe_roster(ctx, &r, last_push),
+    let roster = match ping_statsz(ctx, wire, collect(ctx, operator)).await {
+        Ok(r) => observe_roster(ctx, operator, &r, last_push),
         Err(e) => return Spread::Unreachable(e),
     };
     if roster.answering() == 0 {
@@ -230,7 +236,7 @@ pub(crate) async fn spread(
     if distribution::all_current(&d) {
         return Spread::Counted { d, pushed: false };
     }
-    let operator = match decode_unverified::<Operator>(operator_jwt) {
+    let claims = match decode_unverified::<Operator>(operator_jwt) {
         Ok(o) => o,
         Err(e) => return Spread::Unreachable(format!("the operator JWT does not decode: {e}")),
     };
@@ -239,7 +245,7 @@ pub(crate) async fn spread(
         Err(e) => return Spread::Unreachable(format!("our JWT does not decode: {e}")),
     };
     let held = push::held_issued_at(answers.iter().filter_map(|a| a.jwt()).filter(|j| *j != jwt));
-    if let Err(h) = push::may_push(&operator, &ours, &held) {
+    if let Err(h) = push::may_push(&claims, &ours, &held) {
         if let Held::OlderThanHeld { held, .. } = &h {
             ctx.raise_iat_floor(account, held + 1);
         }
@@ -298,19 +304,20 @@ impl Holding {
     }
 }
 
-/// Asks every server which JWT it holds for `account` (the roster remembering the servers
-/// `recorded` names). `Ok(None)` without a system connection; `Err` when the servers cannot be
-/// asked (then nothing is pushed either), saying why.
+/// Asks every server which JWT it holds for `account` of NatsOperator `operator` (the roster
+/// remembering the servers `recorded` names). `Ok(None)` without a system connection; `Err`
+/// when the servers cannot be asked (then nothing is pushed either), saying why.
 pub(crate) async fn holding(
     ctx: &Context,
+    operator: &str,
     account: &str,
     recorded: Option<&Distribution>,
 ) -> Result<Option<Holding>, String> {
     let Some(wire) = system_wire(ctx).await? else {
         return Ok(None);
     };
-    let statsz = ping_statsz(ctx, &wire, collect(ctx)).await?;
-    let roster = observe_roster(ctx, &statsz, recorded);
+    let statsz = ping_statsz(ctx, &wire, collect(ctx, operator)).await?;
+    let roster = observe_roster(ctx, operator, &statsz, recorded);
     if roster.answering() == 0 {
         return Err("no server answered STATSZ".into());
     }
@@ -329,11 +336,12 @@ pub(crate) async fn holding(
     }))
 }
 
-/// Spreads `jwt` and says so: status.distribution (None keeps none), the Distributed
-/// condition, and the JWTPushed / JWTHeld Events about `obj`.
+/// Spreads `jwt` of NatsOperator `operator` (namespace/name) and says so: status.distribution
+/// (None keeps none), the Distributed condition, and the JWTPushed / JWTHeld Events about `obj`.
 pub(crate) async fn distribute<K>(
     ctx: &Context,
     obj: &K,
+    operator: &str,
     operator_jwt: &str,
     account: &str,
     jwt: &str,
@@ -365,7 +373,7 @@ where
             );
         }
     };
-    match spread(ctx, &wire, operator_jwt, account, jwt, prev).await {
+    match spread(ctx, &wire, operator, operator_jwt, account, jwt, prev).await {
         Spread::Counted { d, pushed } => {
             let message = distribution::describe(&d);
             if pushed {

@@ -9,6 +9,7 @@
 use crate::apirig;
 use crate::common;
 mod operator_rotation;
+mod roster_per_operator;
 
 use std::time::{Duration, Instant};
 

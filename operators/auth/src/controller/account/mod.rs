@@ -102,7 +102,8 @@ async fn phases(
     let activations = activations::sign(ctx, acct, &keys, &prev, now)?;
     status.activations = activations.tokens.clone();
     let record = recovery::record(ctx, acct, &keys, &prev, now);
-    let recovered = recovery::recover(ctx, &keys, &prev, record, now).await?;
+    let operator_key = admitted.operator_key();
+    let recovered = recovery::recover(ctx, &operator_key, &keys, &prev, record, now).await?;
     status.revocations = recovered.record.clone();
     let signed = sign::sign(
         ctx,
@@ -118,7 +119,8 @@ async fn phases(
     status::record_expiry(ctx, acct, signed.exp);
     let asked = recovered.holding.is_some();
     let pk = &keys.public_key;
-    let pushed = push::push(ctx, acct, &operator.jwt, pk, &signed.jwt, asked).await;
+    let under = (operator_key.as_str(), operator.jwt.as_str());
+    let pushed = push::push(ctx, acct, under, pk, &signed.jwt, asked).await;
     status.distribution = pushed.distribution;
     let unrecovered = recovered.unrecovered;
     let unrecovered_now = unrecovered.as_ref().is_some_and(|c| c.status);

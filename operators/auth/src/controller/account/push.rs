@@ -18,11 +18,12 @@ pub(super) struct Pushed {
 }
 
 /// Pushes `jwt` (counted against the distribution of before only where it is the same JWT),
-/// with SigningKeyUntrusted where the operator JWT does not list its signer.
+/// with SigningKeyUntrusted where the operator JWT does not list its signer. `under`: the
+/// NatsOperator's key (namespace/name) and its JWT.
 pub(super) async fn push(
     ctx: &Context,
     acct: &NatsAccount,
-    operator_jwt: &str,
+    (operator, operator_jwt): (&str, &str),
     public_key: &str,
     jwt: &str,
     asked: bool,
@@ -48,7 +49,7 @@ pub(super) async fn push(
             .distribution
             .as_ref()
             .filter(|_| prev.jwt.as_deref() == Some(jwt));
-        nats::distribute(ctx, acct, operator_jwt, public_key, jwt, last).await
+        nats::distribute(ctx, acct, operator, operator_jwt, public_key, jwt, last).await
     };
     let current = d.as_ref().is_some_and(distribution::all_current);
     let mut conds = vec![];

@@ -49,17 +49,18 @@ pub(super) struct Recovered {
 /// not: the record is lost and the servers cannot be asked, or a silent one may hold newer).
 pub(super) async fn recover(
     ctx: &Context,
+    operator: &str,
     keys: &Resolved,
     prev: &NatsAccountStatus,
     mut record: Vec<Revocation>,
     now: i64,
 ) -> Result<Recovered, Stop> {
     let pk = &keys.public_key;
-    let holding = match nats::holding(ctx, pk, prev.distribution.as_ref()).await {
+    let holding = match nats::holding(ctx, operator, pk, prev.distribution.as_ref()).await {
         Ok(h) => h,
         // Servers were heard before, none can be asked now, and the record is lost: any of them
         // may hold the only copy of a revocation.
-        Err(e) if prev.jwt.is_none() && !ctx.roster().is_empty() => {
+        Err(e) if prev.jwt.is_none() && !ctx.roster(operator).is_empty() => {
             let m = format!(
                 "the servers could not be asked which JWT they hold ({e}); with the status record lost, not signed until they answer"
             );

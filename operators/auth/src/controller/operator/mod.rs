@@ -69,7 +69,8 @@ async fn phases(
     let accounts = ctx
         .index
         .accounts_of(&op.namespace().unwrap_or_default(), &op.name_any());
-    let held = observe::held(ctx, &system, &prev).await;
+    let key = format!("{}/{}", op.namespace().unwrap_or_default(), op.name_any());
+    let held = observe::held(ctx, &key, &system, &prev).await;
     let system_jwt = sign::system_account_jwt(ctx, &system, signer, &accounts, &held, &prev, now)?;
     status.system_account = Some(system_jwt);
     status.deleted_accounts =

@@ -21,11 +21,16 @@ pub(super) struct Held {
 
 /// Asks the servers which JWT they hold for the system account (nothing without a system
 /// connection, or where they cannot be asked).
-pub(super) async fn held(ctx: &Context, system: &SystemAccount, prev: &NatsOperatorStatus) -> Held {
+pub(super) async fn held(
+    ctx: &Context,
+    operator: &str,
+    system: &SystemAccount,
+    prev: &NatsOperatorStatus,
+) -> Held {
     let sys_pk = &system.keys.public_key;
     let sys_status = system.object.status.clone().unwrap_or_default();
     let prev_sys_jwt = prev.system_account.as_ref().and_then(|s| s.jwt.clone());
-    let Some(h) = nats::holding(ctx, sys_pk, sys_status.distribution.as_ref())
+    let Some(h) = nats::holding(ctx, operator, sys_pk, sys_status.distribution.as_ref())
         .await
         .ok()
         .flatten()

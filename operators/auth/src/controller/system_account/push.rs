@@ -120,6 +120,7 @@ pub(super) async fn push(
         let (d, cond) = nats::distribute(
             ctx,
             sys,
+            &op.name,
             &signed.operator_jwt,
             &keys.public_key,
             &signed.jwt,

@@ -39,7 +39,7 @@ pub(super) async fn record(
         .and_then(|s| s.jwt.as_deref());
     let signing = keys.signing_public_keys();
     let mut record = revocation_record(&prev.revocations, in_force, &users, &signing, now);
-    let holding = nats::holding(ctx, &keys.public_key, prev.distribution.as_ref())
+    let holding = nats::holding(ctx, &op.name, &keys.public_key, prev.distribution.as_ref())
         .await
         .ok()
         .flatten();
