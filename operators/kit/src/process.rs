@@ -63,6 +63,8 @@ struct State {
     stopping: bool,
     /// The run loops entered and not yet ended: id → (kind, first list in).
     loops: BTreeMap<u64, (String, bool)>,
+    /// The passes running: id → the object's kind and key (what the drain waits on).
+    passes: BTreeMap<u64, String>,
     next: u64,
 }
 
@@ -99,12 +101,38 @@ impl Drop for Entered {
     }
 }
 
+/// A pass running under its [`Process`]: named among the unfinished ones until it drops.
+#[derive(Debug)]
+pub struct Passing {
+    process: Process,
+    id: u64,
+}
+
+impl Drop for Passing {
+    fn drop(&mut self) {
+        self.process.state.send_if_modified(|s| {
+            s.passes.remove(&self.id);
+            false
+        });
+    }
+}
+
+/// What a drain still waits on: the run loops not ended and the passes running.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unfinished {
+    /// The kinds of the run loops not ended.
+    pub loops: Vec<String>,
+    /// The passes running, as `Kind namespace/name`.
+    pub passes: Vec<String>,
+}
+
 impl Process {
     fn with_role(role: Role) -> Self {
         let (state, _) = watch::channel(State {
             role,
             stopping: false,
             loops: BTreeMap::new(),
+            passes: BTreeMap::new(),
             next: 0,
         });
         Self {
@@ -231,6 +259,30 @@ impl Process {
         }
     }
 
+    /// Records a pass over `object` (`Kind namespace/name`) running until the guard drops.
+    pub fn passing(&self, object: String) -> Passing {
+        let mut id = 0;
+        self.state.send_if_modified(|s| {
+            id = s.next;
+            s.next += 1;
+            s.passes.insert(id, object);
+            false
+        });
+        Passing {
+            process: self.clone(),
+            id,
+        }
+    }
+
+    /// What a drain still waits on: named when it takes too long.
+    pub fn unfinished(&self) -> Unfinished {
+        let s = self.state.borrow();
+        Unfinished {
+            loops: s.loops.values().map(|(kind, _)| kind.clone()).collect(),
+            passes: s.passes.values().cloned().collect(),
+        }
+    }
+
     /// Waits until no run loop is left (after [`Process::stop`]: every pass has finished).
     pub async fn drained(&self) {
         let mut rx = self.state.subscribe();
@@ -318,6 +370,29 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), p.drained())
             .await
             .expect("drained");
+    }
+
+    #[test]
+    fn the_unfinished_name_the_loops_and_the_passes_still_running() {
+        let p = Process::leading();
+        let _loop = p.enter("NatsStream");
+        let one = p.passing("NatsStream nats/orders".into());
+        let _two = p.passing("NatsStream nats/audit".into());
+        assert_eq!(
+            p.unfinished(),
+            Unfinished {
+                loops: vec!["NatsStream".into()],
+                passes: vec![
+                    "NatsStream nats/orders".into(),
+                    "NatsStream nats/audit".into()
+                ],
+            }
+        );
+        drop(one);
+        assert_eq!(
+            p.unfinished().passes,
+            vec!["NatsStream nats/audit".to_string()]
+        );
     }
 
     #[tokio::test]

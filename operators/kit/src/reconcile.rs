@@ -18,8 +18,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -141,7 +141,10 @@ where
         let gate = gate.clone();
         Box::pin(async move {
             match gate.gate().await {
-                Gate::Open => pass(obj, ctx, read, move |o, c| reconcile(o, c)).await,
+                Gate::Open => {
+                    let _passing = gate.passing(describe(&*obj));
+                    pass(obj, ctx, read, move |o, c| reconcile(o, c)).await
+                }
                 // The copy in hand is as old as the wait: run again on the store's current one.
                 Gate::Opened => Ok(Action::requeue(std::time::Duration::ZERO)),
                 Gate::Stopping => Ok(Action::await_change()),
@@ -164,6 +167,19 @@ where
             entered.synced();
         }
     };
-    futures::join!(passes, synced);
+    let ran = async {
+        futures::join!(passes, synced);
+    };
+    // kube's runner runs nothing before the store's first list is in, its end included, and once
+    // the process stops nothing polls the watch again: a loop stopped before that list (a watch
+    // refused or backing off) would hold the drain for good. It ran no pass, so it ends now.
+    let stopped_unlisted = async {
+        process.stopping().await;
+        if store.wait_until_ready().now_or_never().is_some() {
+            std::future::pending::<()>().await;
+        }
+        tracing::info!(%kind, "stopped before the watch's first list came in: no pass ran");
+    };
+    futures::future::select(Box::pin(ran), Box::pin(stopped_unlisted)).await;
     drop(entered);
 }

@@ -335,7 +335,13 @@ pub async fn run(
             false
         }
         () = tokio::time::sleep(DRAIN_LIMIT) => {
-            tracing::warn!(limit = ?DRAIN_LIMIT, "passes still running: exiting without them");
+            let left = process.unfinished();
+            tracing::warn!(
+                limit = ?DRAIN_LIMIT,
+                loops = ?left.loops,
+                passes = ?left.passes,
+                "passes still running: exiting without them"
+            );
             false
         }
         () = &mut gauge => unreachable!("the gauge mirror runs forever"),

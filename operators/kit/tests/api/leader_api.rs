@@ -404,3 +404,43 @@ async fn only_the_leaders_passes_run_and_the_standbys_run_once_it_takes_over() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(standby.process.leads());
 }
+
+/// A run loop stopped before its watch's first list came in ran no pass: it ends at once, as
+/// every other loop does, instead of holding the drain (kube's runner waits for the store before
+/// it runs anything, its shutdown included). Here the list never comes: apiserver 1.20 serves no
+/// resource.k8s.io/v1, as a kind whose CRD is missing or whose list RBAC refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_loop_whose_first_list_never_came_in_ends_when_its_process_stops() {
+    use k8s_openapi::api::resource::v1::ResourceClaim;
+    let api = apiserver().await;
+    let process = Process::leading();
+    let ctx = Arc::new(Ctx {
+        shared: Shared::new(api.client(), Metrics::default(), "kit-test"),
+    });
+    let controller = Controller::new(
+        Api::<ResourceClaim>::namespaced(api.client(), NS),
+        watcher::Config::default(),
+    );
+    let _loop = AbortOnDrop::spawn(process.scope(reconcile::run(
+        controller,
+        ctx,
+        Read::Cached,
+        |_: Arc<ResourceClaim>, _ctx: Arc<Ctx>| async {
+            Ok::<_, KubeError>(Action::await_change())
+        },
+    )));
+    poll(
+        "the loop entered, its list not in",
+        Duration::from_secs(10),
+        || async {
+            let r = process.readiness();
+            Ok((r.waiting == ["ResourceClaim"]).then_some(()))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    process.stop();
+    tokio::time::timeout(Duration::from_secs(10), process.drained())
+        .await
+        .unwrap_or_else(|_| panic!("still running: {:?}", process.unfinished()));
+}
