@@ -188,7 +188,7 @@ async fn put(g: &Gathered, p: &Planned) -> Result<Written, Stop> {
     let update = p.action != Plan::Create;
     let reply = jsapi::put_consumer(&g.client, &g.stream, &p.desired, update)
         .await
-        .map_err(|e| Stop::refused(reason::REJECTED, format!("writing {}: {e}", g.what)))?;
+        .map_err(|e| Stop::unwritten(format!("writing {}: {e}", g.what), &e))?;
     let written = Written::in_sync(reply, &g.what);
     Ok(if p.action == Plan::LateInitialize {
         written.adopted(format!("{} existed unowned; adopted", g.what), None)
@@ -208,7 +208,7 @@ async fn adopt_into_spec(obj: &NatsConsumer, g: &Gathered) -> Result<Written, St
         .map_err(|e| refused(format!("{what}: {e}")))?;
     let reply = jsapi::put_consumer(&g.client, &g.stream, &marked, true)
         .await
-        .map_err(|e| refused(format!("adopting {what}: {e}")))?;
+        .map_err(|e| Stop::unwritten(format!("adopting {what}: {e}"), &e))?;
     Ok(Written::in_sync(reply, what).adopted(
         format!("{what} existed unowned; adopted and its config written into spec"),
         serde_json::to_value(&adopted).ok(),
@@ -243,7 +243,7 @@ async fn update(
             ));
         }
     }
-    .map_err(|e| Stop::refused(reason::REJECTED, format!("updating {what}: {e}")))?;
+    .map_err(|e| Stop::unwritten(format!("updating {what}: {e}"), &e))?;
     let mut written = Written::in_sync(reply, what);
     if report.drift_corrected_event {
         let m = format!(

@@ -176,7 +176,7 @@ async fn create<K: StreamBacked>(
     let what = obj.what();
     let reply = jsapi::create_stream(&g.client, &p.desired)
         .await
-        .map_err(|e| Stop::refused(reason::REJECTED, format!("creating {what}: {e}")))?;
+        .map_err(|e| Stop::unwritten(format!("creating {what}: {e}"), &e))?;
     ctx.shared
         .events
         .publish(obj, false, "Created", format!("{what} created"))
@@ -217,7 +217,7 @@ async fn update<K: StreamBacked>(
     };
     let reply = jsapi::update_stream(&g.client, &p.desired)
         .await
-        .map_err(|e| Stop::refused(reason::REJECTED, format!("updating {what}: {e}")))?;
+        .map_err(|e| Stop::unwritten(format!("updating {what}: {e}"), &e))?;
     let mut written = Written::in_sync(reply, &what);
     if report.drift_corrected_event {
         let m = format!(
@@ -244,7 +244,7 @@ async fn adopt_into_spec<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<Writt
         .map_err(|e| Stop::refused(refused_reason(&e), format!("{what}: {e}")))?;
     let reply = jsapi::update_stream(&g.client, &marked)
         .await
-        .map_err(|e| Stop::refused(reason::REJECTED, format!("adopting {what}: {e}")))?;
+        .map_err(|e| Stop::unwritten(format!("adopting {what}: {e}"), &e))?;
     Ok(Written::in_sync(reply, &what).adopted(
         format!("{what} existed unowned; adopted and its config written into spec"),
         spec_patch(&adopted, None),
@@ -266,7 +266,7 @@ async fn adopt_late_initialized<K: StreamBacked>(obj: &K, g: &Gathered) -> Resul
         .map_err(|e| Stop::refused(refused_reason(&e), format!("{what}: {e}")))?;
     let reply = jsapi::update_stream(&g.client, &applied)
         .await
-        .map_err(|e| Stop::refused(reason::REJECTED, format!("adopting {what}: {e}")))?;
+        .map_err(|e| Stop::unwritten(format!("adopting {what}: {e}"), &e))?;
     let patch = if li.filled.is_empty() {
         None
     } else {

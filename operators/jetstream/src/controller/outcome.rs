@@ -156,6 +156,19 @@ impl Stop {
         Stop::Refused(Blocked::new(reason, message))
     }
 
+    /// A write of the server object that did not happen, said by `message`: one the server
+    /// never answered (a timeout, no responders, the connection gone) is SyncFailed and tried
+    /// again after the object's backoff, as a read that got no answer is; one the server refused
+    /// is Rejected until the resync or an edit of spec.
+    pub fn unwritten(message: String, e: &crate::jsapi::JsApiError) -> Self {
+        match e {
+            crate::jsapi::JsApiError::Request { .. } => {
+                Stop::NotReady(Blocked::new(reason::SYNC_FAILED, message))
+            }
+            _ => Stop::refused(reason::REJECTED, message),
+        }
+    }
+
     /// A Terminal refusal for `reason`, whose Terminal condition says `terminal_message`.
     pub fn terminal(reason: &'static str, message: String, terminal_message: String) -> Self {
         Stop::Terminal(

@@ -98,3 +98,47 @@ fn a_write_reads_ready_with_its_synced_and_adopted_in_order() {
     assert_eq!(o.conditions[0].message, "stream ORDERS matches spec");
     assert!(o.compared);
 }
+
+fn unanswered(kind: async_nats::RequestErrorKind) -> crate::jsapi::JsApiError {
+    crate::jsapi::JsApiError::Request {
+        subject: "$JS.API.CONSUMER.CREATE.ORDERS".into(),
+        source: kind.into(),
+    }
+}
+
+#[rstest]
+#[case::timed_out(
+    unanswered(async_nats::RequestErrorKind::TimedOut),
+    "NotReady SyncFailed"
+)]
+#[case::no_responders(
+    unanswered(async_nats::RequestErrorKind::NoResponders),
+    "NotReady SyncFailed"
+)]
+#[case::refused_by_the_server(
+    crate::jsapi::JsApiError::Refused {
+        subject: "$JS.API.CONSUMER.CREATE.ORDERS".into(),
+        code: 400,
+        err_code: 10012,
+        description: "consumer config invalid".into(),
+    },
+    "Refused Rejected"
+)]
+#[case::a_reply_that_is_not_json(
+    crate::jsapi::JsApiError::BadReply {
+        subject: "$JS.API.CONSUMER.CREATE.ORDERS".into(),
+        reason: "EOF".into(),
+    },
+    "Refused Rejected"
+)]
+fn an_unanswered_write_is_tried_again_and_a_refused_one_waits(
+    #[case] e: crate::jsapi::JsApiError,
+    #[case] want: &str,
+) {
+    let got = match Stop::unwritten(format!("writing consumer audit: {e}"), &e) {
+        Stop::NotReady(b) => format!("NotReady {}", b.reason),
+        Stop::Refused(b) => format!("Refused {}", b.reason),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(got, want);
+}
