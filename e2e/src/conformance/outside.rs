@@ -285,22 +285,14 @@ fn gateway_text(
         .advertise
         .split_once(':')
         .map_or(g.advertise.as_str(), |(h, _)| h);
-    let mut params = serving(host, ip).map_err(|e| e.to_string())?;
-    params
-        .extended_key_usages
-        .push(ExtendedKeyUsagePurpose::ClientAuth);
+    let params = serving(&[host], &[ip], Both::ServerAndClient).map_err(|e| e.to_string())?;
     let (crt, key) =
         g.ca.sign(params)
             .map_err(|e| format!("signing {host}'s gateway certificate: {e}"))?;
-    let write = |file: &str, text: &str| -> Result<PathBuf, String> {
-        let path = server_dir.join(file);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(path)
-    };
     let (crt, key, ca) = (
-        write("gateway.crt", &crt)?,
-        write("gateway.key", &key)?,
-        write("gateway-ca.crt", &g.ca.pem())?,
+        keep(server_dir, "gateway.crt", &crt)?,
+        keep(server_dir, "gateway.key", &key)?,
+        keep(server_dir, "gateway-ca.crt", &g.ca.pem())?,
     );
     let remotes: Vec<String> = g
         .remotes
@@ -336,18 +328,14 @@ pub(super) fn operator_text(op: &Operator, server_dir: &Path) -> String {
 /// The client listener's TLS block, its certificate (for `dns` and `ip`, signed by `ca`) written
 /// beside the config.
 fn tls_text(ca: &Ca, server_dir: &Path, dns: &str, ip: Ipv4Addr) -> Result<String, String> {
+    let params = serving(&[dns], &[ip], Both::ServerOnly).map_err(|e| e.to_string())?;
     let (crt, key) = ca
-        .sign(serving(dns, ip).map_err(|e| e.to_string())?)
+        .sign(params)
         .map_err(|e| format!("signing {dns}'s certificate: {e}"))?;
-    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
-        let path = server_dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(path)
-    };
     let (crt, key, ca) = (
-        write("server.crt", &crt)?,
-        write("server.key", &key)?,
-        write("ca.crt", &ca.pem())?,
+        keep(server_dir, "server.crt", &crt)?,
+        keep(server_dir, "server.key", &key)?,
+        keep(server_dir, "ca.crt", &ca.pem())?,
     );
     Ok(format!(
         "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n  ca_file: \"{}\"\n  timeout: 5\n}}\n",
@@ -357,20 +345,48 @@ fn tls_text(ca: &Ca, server_dir: &Path, dns: &str, ip: Ipv4Addr) -> Result<Strin
     ))
 }
 
-/// A serving certificate's parameters for a server named `dns` at `ip` (the address its peers'
-/// INFO gives clients).
-pub fn serving(dns: &str, ip: Ipv4Addr) -> Result<CertificateParams, rcgen::Error> {
+/// `text` written to `dir`/`file`, for a server's config to name.
+fn keep(dir: &Path, file: &str, text: &str) -> Result<PathBuf, String> {
+    let path = dir.join(file);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// What a certificate serves: a listener alone, or a gateway, which dials its peers with it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Both {
+    ServerOnly,
+    ServerAndClient,
+}
+
+/// A serving certificate's parameters for a server named `names` (the first is its common
+/// name) at `ips` (the addresses its peers' INFO gives clients).
+pub fn serving(
+    names: &[&str],
+    ips: &[Ipv4Addr],
+    usage: Both,
+) -> Result<CertificateParams, rcgen::Error> {
     let mut params = CertificateParams::default();
-    params.distinguished_name.push(DnType::CommonName, dns);
-    params.subject_alt_names = vec![
-        SanType::DnsName(dns.try_into()?),
-        SanType::IpAddress(IpAddr::V4(ip)),
-    ];
+    if let Some(first) = names.first() {
+        params.distinguished_name.push(DnType::CommonName, *first);
+    }
+    params.subject_alt_names = names
+        .iter()
+        .map(|n| (*n).try_into().map(SanType::DnsName))
+        .collect::<Result<_, _>>()?;
+    params
+        .subject_alt_names
+        .extend(ips.iter().map(|ip| SanType::IpAddress(IpAddr::V4(*ip))));
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    if usage == Both::ServerAndClient {
+        params
+            .extended_key_usages
+            .push(ExtendedKeyUsagePurpose::ClientAuth);
+    }
     Ok(params)
 }
 

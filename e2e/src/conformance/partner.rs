@@ -176,7 +176,6 @@ pub async fn supercluster(
 /// West's gateway certificate from the partner's CA (`partner-gateway-tls`): for the address
 /// it advertises and its Service's names, both ways (a gateway dials and is dialled).
 fn west_gateway_tls(ca: &Ca) -> Result<Value, String> {
-    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, SanType};
     let svc = format!("west-gateway.{NAMESPACE}");
     let names = [
         WEST_GATEWAY.to_string(),
@@ -185,23 +184,9 @@ fn west_gateway_tls(ca: &Ca) -> Result<Value, String> {
         format!("{svc}.svc"),
         format!("{svc}.svc.cluster.local"),
     ];
-    let mut params = CertificateParams::default();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, WEST_GATEWAY);
-    params.subject_alt_names = names
-        .iter()
-        .map(|n| n.clone().try_into().map(SanType::DnsName))
-        .collect::<Result<_, _>>()
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let params = super::outside::serving(&names, &[], super::outside::Both::ServerAndClient)
         .map_err(|e| format!("west's gateway names: {e}"))?;
-    params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    params.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
     let (crt, key) = ca
         .sign(params)
         .map_err(|e| format!("signing west's gateway certificate: {e}"))?;
