@@ -150,6 +150,25 @@ pub fn silent_phrase(silent: &[&str]) -> Option<String> {
     }
 }
 
+/// Whether an account's status record describes the deployment of the operator whose JWT is
+/// `operator_jwt`: the account JWT it was recorded with (`recorded_jwt`) was issued by the
+/// operator's identity or a signing key that JWT lists. An account of a NatsOperator deleted and
+/// made again under its name with new keys (stories 02, 06 and 09 each make `nats-system/demo`)
+/// recorded another deployment's servers, which would count silent here for the full window.
+/// What cannot be judged (no JWT recorded, a JWT that does not decode) counts as this
+/// deployment's: a server wrongly counted silent only delays, a silent one dropped could let an
+/// account be signed without the revocations it holds.
+pub fn recorded_under(operator_jwt: &str, recorded_jwt: Option<&str>) -> bool {
+    use nats_claims::{Account, Operator, decode_unverified};
+    let (Ok(op), Some(Ok(acct))) = (
+        decode_unverified::<Operator>(operator_jwt),
+        recorded_jwt.map(decode_unverified::<Account>),
+    ) else {
+        return true;
+    };
+    acct.issuer == op.subject || op.nats.signing_keys.contains(&acct.issuer)
+}
+
 /// This pass's roster: every server of `answered` (its id as it answered, not silent), and every
 /// server of `recorded` that did not answer, silent since it was first missed (`now` if this is
 /// the first pass to miss it), unless that was longer than `forget.silent` ago, or
@@ -211,7 +230,58 @@ pub fn remember(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nats_claims::{KeyKind, NKey};
     use rstest::rstest;
+
+    /// An operator JWT (identity `op`, listing `signing`) and an account JWT issued by `issuer`.
+    fn jwts(op: &NKey, signing: &NKey, issuer: &NKey) -> (String, String) {
+        let claims = crate::operator::operator_claims(
+            "demo",
+            &op.public_key(),
+            &[signing.public_key()],
+            "ASYS",
+        );
+        let operator = claims.encode(op).expect("operator claims encode");
+        let account =
+            nats_claims::AccountClaims::new(NKey::generate(KeyKind::Account).public_key())
+                .encode(issuer)
+                .expect("account claims encode");
+        (operator, account)
+    }
+
+    #[rstest]
+    #[case::by_a_listed_signing_key("signing", true)]
+    #[case::by_the_identity("identity", true)]
+    #[case::by_another_operators_key("other", false)]
+    fn a_record_counts_only_under_the_operator_that_issued_its_jwt(
+        #[case] issuer: &str,
+        #[case] want: bool,
+    ) {
+        let (op, signing, other) = (
+            NKey::generate(KeyKind::Operator),
+            NKey::generate(KeyKind::Operator),
+            NKey::generate(KeyKind::Operator),
+        );
+        let by = match issuer {
+            "signing" => &signing,
+            "identity" => &op,
+            _ => &other,
+        };
+        let (operator, account) = jwts(&op, &signing, by);
+        assert_eq!(recorded_under(&operator, Some(&account)), want);
+    }
+
+    #[rstest]
+    #[case::no_jwt_recorded(None)]
+    #[case::a_jwt_that_does_not_decode(Some("not.a.jwt"))]
+    fn what_cannot_be_judged_counts_as_this_deployments(#[case] recorded: Option<&str>) {
+        let (op, signing) = (
+            NKey::generate(KeyKind::Operator),
+            NKey::generate(KeyKind::Operator),
+        );
+        let (operator, _) = jwts(&op, &signing, &signing);
+        assert!(recorded_under(&operator, recorded));
+    }
 
     const NOW: i64 = 10_000;
     const FORGET: Forget = Forget {

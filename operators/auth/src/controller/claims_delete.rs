@@ -34,14 +34,17 @@ const REJOIN_WATCH: Duration = Duration::from_secs(1);
 pub(crate) struct Deletions {
     pub accounts: Vec<String>,
     pub signer: NKey,
+    /// The operator's roster key ([`super::nats::roster_key`]).
+    pub roster: String,
 }
 
-/// Sends CLAIMS.DELETE for `deleted` of NatsOperator `operator` (namespace/name) to every server,
-/// whatever they confirmed before, and leaves them to the rejoin watch until the next pass.
-/// Returns the account keys sent; a failure is retried by the watch and the next pass.
+/// Sends CLAIMS.DELETE for `deleted` of NatsOperator `operator` (namespace/name; its roster
+/// under `roster`, [`super::nats::roster_key`]) to every server, whatever they confirmed before,
+/// and leaves them to the rejoin watch until the next pass. Returns the account keys sent; a
+/// failure is retried by the watch and the next pass.
 pub(crate) async fn send_deletes(
     ctx: &Context,
-    operator: &str,
+    (operator, roster): (&str, &str),
     deleted: &[DeletedAccount],
     signer: &NKey,
 ) -> Result<Vec<String>, String> {
@@ -66,6 +69,7 @@ pub(crate) async fn send_deletes(
             Deletions {
                 accounts: accounts.clone(),
                 signer: signer.clone(),
+                roster: roster.to_string(),
             },
         );
     // The pass's sweep: nothing counts as confirmed.
@@ -73,14 +77,15 @@ pub(crate) async fn send_deletes(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .remove(operator);
-    send_unconfirmed(ctx, operator, &accounts, signer, collect(ctx, operator)).await
+    let collect = collect(ctx, roster);
+    send_unconfirmed(ctx, (operator, roster), &accounts, signer, collect).await
 }
 
 /// STATSZ for the roster's ids, then CLAIMS.DELETE of whatever some of them have not confirmed;
 /// the servers that answer are recorded as having confirmed it.
 async fn send_unconfirmed(
     ctx: &Context,
-    operator: &str,
+    (operator, roster): (&str, &str),
     accounts: &[String],
     signer: &NKey,
     statsz_collect: Collect,
@@ -90,7 +95,7 @@ async fn send_unconfirmed(
     };
     let statsz = super::nats::ping_statsz(ctx, &wire, statsz_collect).await?;
     let ids: Vec<String> = statsz.replies.iter().map(|r| r.server.id.clone()).collect();
-    super::nats::observe_roster(ctx, operator, &statsz, None);
+    super::nats::observe_roster(ctx, roster, &statsz, None);
     let sent = {
         let pushes = ctx.pushes.lock().unwrap_or_else(|p| p.into_inner());
         let mut confirmed = ctx.confirmed.lock().unwrap_or_else(|p| p.into_inner());
@@ -143,7 +148,7 @@ pub(crate) async fn rejoin_watch(ctx: Arc<Context>) {
         for (operator, d) in watched {
             match send_unconfirmed(
                 &ctx,
-                &operator,
+                (&operator, &d.roster),
                 &d.accounts,
                 &d.signer,
                 Collect::until(PING),

@@ -94,7 +94,7 @@ pub struct Context {
     /// connected to is hung or cut off (the client would notice only after its pings time out),
     /// so the next pass dials again, which picks a server that answers.
     redial: std::sync::atomic::AtomicBool,
-    /// Per NatsOperator (namespace/name), the roster with memory as its last ping left it: the
+    /// Per NATS operator ([`nats::roster_key`]), the roster with memory as its last ping left it: the
     /// next ping waits for that many, and a recorded server that stops answering is counted as
     /// down (see [`crate::roster`]). Per operator because one NATS deployment trusts one
     /// operator: the servers of another's records are not this deployment's, and counted as its
@@ -126,8 +126,8 @@ impl HasShared for Context {
 }
 
 impl Context {
-    /// The roster with memory as the last ping under NatsOperator `operator` (namespace/name)
-    /// left it.
+    /// The roster with memory as the last ping under the NATS operator `operator`
+    /// ([`nats::roster_key`]) left it.
     pub(crate) fn roster(&self, operator: &str) -> crate::roster::Roster {
         self.roster
             .lock()

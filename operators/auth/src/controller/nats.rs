@@ -38,6 +38,18 @@ impl SystemConnection {
     }
 }
 
+/// What keys a roster: the NATS operator's public key, since one deployment trusts one
+/// operator (a NatsOperator deleted and made again under its name with new keys is another
+/// deployment, as stories 02, 06 and 09 each make `nats-system/demo`); its namespace/name
+/// until it has a key.
+pub(crate) fn roster_key(op: &nats_api::auth::NatsOperator) -> String {
+    use kube::ResourceExt;
+    op.status
+        .as_ref()
+        .and_then(|s| s.public_key.clone())
+        .unwrap_or_else(|| format!("{}/{}", op.namespace().unwrap_or_default(), op.name_any()))
+}
+
 /// How long a ping collects answers beyond the roster it expects.
 pub(super) const PING: Duration = Duration::from_millis(1500);
 
@@ -114,8 +126,8 @@ pub(crate) enum Spread {
     Unreachable(String),
 }
 
-/// A ping's collection: until as many servers answered as NatsOperator `operator`'s roster
-/// holds, silent ones included, or [`PING`].
+/// A ping's collection: until as many servers answered as the roster of `operator` (its
+/// [`roster_key`]) holds, silent ones included, or [`PING`].
 pub(super) fn collect(ctx: &Context, operator: &str) -> Collect {
     match ctx.roster(operator).len() {
         0 => Collect::until(PING),
@@ -140,9 +152,9 @@ pub(super) async fn ping_statsz(
     heard.map_err(|e| format!("STATSZ: {e}"))
 }
 
-/// The roster with memory of this pass under NatsOperator `operator` (namespace/name): the
-/// STATSZ answers, the servers this process has recorded under it, and those `recorded` in the
-/// status.distribution of an object of it; kept for its next pass.
+/// The roster with memory of this pass under the NATS operator `operator` (its [`roster_key`]):
+/// the STATSZ answers, the servers this process has recorded under it, and those `recorded` in
+/// the status.distribution of an object of it; kept for its next pass.
 pub(super) fn observe_roster(
     ctx: &Context,
     operator: &str,
@@ -203,8 +215,8 @@ fn counted(roster: &Roster, answers: &[nats_wire::sys::LookupAnswer], jwt: &str)
     d
 }
 
-/// Counts who holds `jwt` for `account` of NatsOperator `operator` (namespace/name) and pushes
-/// it where a server lacks it, unless a server holds a newer one or `operator_jwt` does not list
+/// Counts who holds `jwt` for `account` of the operator `operator` (its [`roster_key`]) and
+/// pushes it where a server lacks it, unless a server holds a newer one or `operator_jwt` does not list
 /// its signer.
 pub(crate) async fn spread(
     ctx: &Context,
@@ -304,8 +316,8 @@ impl Holding {
     }
 }
 
-/// Asks every server which JWT it holds for `account` of NatsOperator `operator` (the roster
-/// remembering the servers `recorded` names). `Ok(None)` without a system connection; `Err`
+/// Asks every server which JWT it holds for `account` of the operator `operator` (its
+/// [`roster_key`]; the roster remembering the servers `recorded` names). `Ok(None)` without a system connection; `Err`
 /// when the servers cannot be asked (then nothing is pushed either), saying why.
 pub(crate) async fn holding(
     ctx: &Context,
@@ -336,7 +348,7 @@ pub(crate) async fn holding(
     }))
 }
 
-/// Spreads `jwt` of NatsOperator `operator` (namespace/name) and says so: status.distribution
+/// Spreads `jwt` of the operator `operator` (its [`roster_key`]) and says so: status.distribution
 /// (None keeps none), the Distributed condition, and the JWTPushed / JWTHeld Events about `obj`.
 pub(crate) async fn distribute<K>(
     ctx: &Context,

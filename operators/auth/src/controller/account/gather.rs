@@ -31,13 +31,6 @@ pub(super) struct Admitted {
     pub by: String,
 }
 
-impl Admitted {
-    /// The NatsOperator as "namespace/name": what keys its deployment's roster.
-    pub fn operator_key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-}
-
 /// The NatsOperator (ReferenceNotFound) and the account's admission to it by the grants of its
 /// namespace (ReferenceNotPermitted), checked before any key is recorded.
 pub(super) fn admitted(

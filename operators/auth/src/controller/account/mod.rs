@@ -102,8 +102,9 @@ async fn phases(
     let activations = activations::sign(ctx, acct, &keys, &prev, now)?;
     status.activations = activations.tokens.clone();
     let record = recovery::record(ctx, acct, &keys, &prev, now);
-    let operator_key = admitted.operator_key();
-    let recovered = recovery::recover(ctx, &operator_key, &keys, &prev, record, now).await?;
+    let operator_key = crate::controller::nats::roster_key(&admitted.op);
+    let under = (operator_key.as_str(), operator.jwt.as_str());
+    let recovered = recovery::recover(ctx, under, &keys, &prev, record, now).await?;
     status.revocations = recovered.record.clone();
     let signed = sign::sign(
         ctx,
@@ -119,7 +120,6 @@ async fn phases(
     status::record_expiry(ctx, acct, signed.exp);
     let asked = recovered.holding.is_some();
     let pk = &keys.public_key;
-    let under = (operator_key.as_str(), operator.jwt.as_str());
     let pushed = push::push(ctx, acct, under, pk, &signed.jwt, asked).await;
     status.distribution = pushed.distribution;
     let unrecovered = recovered.unrecovered;

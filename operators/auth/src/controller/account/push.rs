@@ -19,7 +19,7 @@ pub(super) struct Pushed {
 
 /// Pushes `jwt` (counted against the distribution of before only where it is the same JWT),
 /// with SigningKeyUntrusted where the operator JWT does not list its signer. `under`: the
-/// NatsOperator's key (namespace/name) and its JWT.
+/// NATS operator's roster key (`nats::roster_key`) and its JWT.
 pub(super) async fn push(
     ctx: &Context,
     acct: &NatsAccount,

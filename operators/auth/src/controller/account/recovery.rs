@@ -49,14 +49,19 @@ pub(super) struct Recovered {
 /// not: the record is lost and the servers cannot be asked, or a silent one may hold newer).
 pub(super) async fn recover(
     ctx: &Context,
-    operator: &str,
+    (operator, operator_jwt): (&str, &str),
     keys: &Resolved,
     prev: &NatsAccountStatus,
     mut record: Vec<Revocation>,
     now: i64,
 ) -> Result<Recovered, Stop> {
     let pk = &keys.public_key;
-    let holding = match nats::holding(ctx, operator, pk, prev.distribution.as_ref()).await {
+    // The record of another operator's deployment names none of these servers.
+    let recorded = prev
+        .distribution
+        .as_ref()
+        .filter(|_| crate::roster::recorded_under(operator_jwt, prev.jwt.as_deref()));
+    let holding = match nats::holding(ctx, operator, pk, recorded).await {
         Ok(h) => h,
         // Servers were heard before, none can be asked now, and the record is lost: any of them
         // may hold the only copy of a revocation.

@@ -16,6 +16,7 @@ use crate::{deletions, grants};
 pub(super) async fn deleted_accounts(
     ctx: &Context,
     op: &NatsOperator,
+    roster: &str,
     accounts: &[Arc<NatsAccount>],
     prev: &NatsOperatorStatus,
     signer: &NKey,
@@ -40,7 +41,7 @@ pub(super) async fn deleted_accounts(
         }
     }
     let operator_key = format!("{ns}/{name}");
-    match claims_delete::send_deletes(ctx, &operator_key, &deleted, signer).await {
+    match claims_delete::send_deletes(ctx, (&operator_key, roster), &deleted, signer).await {
         Ok(sent) if !sent.is_empty() => {
             tracing::info!(accounts = ?sent, "CLAIMS.DELETE sent");
         }

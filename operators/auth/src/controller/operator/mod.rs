@@ -69,12 +69,19 @@ async fn phases(
     let accounts = ctx
         .index
         .accounts_of(&op.namespace().unwrap_or_default(), &op.name_any());
-    let key = format!("{}/{}", op.namespace().unwrap_or_default(), op.name_any());
-    let held = observe::held(ctx, &key, &system, &prev).await;
+    let held = observe::held(ctx, &keys.public_key, &system, &prev).await;
     let system_jwt = sign::system_account_jwt(ctx, &system, signer, &accounts, &held, &prev, now)?;
     status.system_account = Some(system_jwt);
-    status.deleted_accounts =
-        deletions::deleted_accounts(ctx, op, &accounts, &prev, &signer.key, now).await;
+    status.deleted_accounts = deletions::deleted_accounts(
+        ctx,
+        op,
+        &keys.public_key,
+        &accounts,
+        &prev,
+        &signer.key,
+        now,
+    )
+    .await;
     Ok(status::signed(
         ctx,
         op,

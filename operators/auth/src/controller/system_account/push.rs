@@ -120,7 +120,7 @@ pub(super) async fn push(
         let (d, cond) = nats::distribute(
             ctx,
             sys,
-            &op.name,
+            &nats::roster_key(&op.object),
             &signed.operator_jwt,
             &keys.public_key,
             &signed.jwt,

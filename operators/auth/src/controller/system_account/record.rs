@@ -39,10 +39,15 @@ pub(super) async fn record(
         .and_then(|s| s.jwt.as_deref());
     let signing = keys.signing_public_keys();
     let mut record = revocation_record(&prev.revocations, in_force, &users, &signing, now);
-    let holding = nats::holding(ctx, &op.name, &keys.public_key, prev.distribution.as_ref())
-        .await
-        .ok()
-        .flatten();
+    let holding = nats::holding(
+        ctx,
+        &nats::roster_key(&op.object),
+        &keys.public_key,
+        prev.distribution.as_ref(),
+    )
+    .await
+    .ok()
+    .flatten();
     if let Some(h) = &holding {
         for j in &h.jwts {
             if let Ok(c) = nats_claims::decode::<nats_claims::Account>(j) {
