@@ -274,8 +274,11 @@ fn observe(
     written: Written,
 ) -> Outcome {
     let server = server_state::of_consumer(&written.reply);
+    // A consumer just made is still electing: its status.server is looked at again soon, as
+    // a stream's is, not left showing a replica behind until the resync.
+    let recheck = server_state::recheck_after(false, &written.reply, ctx.settings.resync);
     let mut outcome = written.outcome(p.action, previous.ownership.as_ref(), &g.what, server);
-    outcome.requeue = Some(ctx.settings.resync);
+    outcome.requeue = Some(recheck);
     outcome
 }
 
