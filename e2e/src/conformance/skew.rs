@@ -189,10 +189,16 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                 }
                 let to = elsewhere(client, led, &from).await?;
                 crowd_onto(client, &[led], &to).await?;
+                let mut leaders = Vec::new();
+                for h in hot.iter() {
+                    leaders.push(format!("{} on {}", h.1, leader(client, *h).await?));
+                }
                 seen.push(format!(
                     "the system balancer moved {moved} off {from}, held there; the orders \
-                     balancer: {}",
-                    holding(client, "NatsBalancer", account).await
+                     balancer: {} (its pools {}; the run sees {})",
+                    holding(client, "NatsBalancer", account).await,
+                    pools_of(client, account).await,
+                    leaders.join(", ")
                 ));
             }
             Err(format!(
@@ -420,6 +426,23 @@ async fn holding(client: &kube::Client, kind: &str, name: &str) -> String {
                 c["message"].as_str().unwrap_or_default()
             )
         })
+}
+
+/// status.pools of NatsBalancer `name`, as JSON, for the run's log.
+async fn pools_of(client: &kube::Client, name: &str) -> String {
+    let api = super::actions::api_of(
+        client,
+        "jetstream.nats.mikluko.io/v1beta1",
+        "NatsBalancer",
+        NAMESPACE,
+    );
+    match api.get_opt(name).await {
+        Ok(Some(o)) => o
+            .data
+            .pointer("/status/pools")
+            .map_or("none".into(), Value::to_string),
+        _ => "not read".into(),
+    }
 }
 
 /// Annotates `kind` `name` so its controller passes now.
