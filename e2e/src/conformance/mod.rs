@@ -105,16 +105,13 @@ pub enum Applicability {
     NotYet(&'static str),
 }
 
-/// What each story needs that the single node (no registry, no Prometheus Operator) lacks, read
-/// off its manifests. cert-manager's issuers are played by the run ([`issuer`]), the gateway and
-/// leafnode listeners' outside names answered by the node's cluster DNS
-/// ([`sim::node::dns::outside_names`]).
-/// The story `story` builds on, when it is not what the node holds: story 07 balances story
-/// 02's NatsCluster `demo` (its auth plane, accounts and streams), which story 06 starting
-/// `nats-system` fresh has replaced; story 08 moves a stream across story 06's supercluster,
-/// which story 07's replay of story 02 has replaced in turn. The run plays the ground story again
-/// first when its NatsCluster is missing. The ground story's number, and the object
-/// (apiVersion, kind, namespace, name) whose absence says it is needed.
+/// The story `story` builds on, when it is not what the node holds: stories 04 and 05 admit
+/// team accounts to story 02's NatsOperator `demo`, which a run of them alone has not made;
+/// story 07 balances story 02's NatsCluster `demo` (its auth plane, accounts and streams), which
+/// story 06 starting `nats-system` fresh has replaced; story 08 moves a stream across story 06's
+/// supercluster, which story 07's replay of story 02 has replaced in turn. The run plays the
+/// ground story again first when the object it left is missing. The ground story's number, and
+/// the object (apiVersion, kind, namespace, name) whose absence says it is needed.
 pub fn ground(story: &str) -> Option<(&'static str, [&'static str; 4])> {
     let cluster = |name| {
         [
@@ -124,13 +121,24 @@ pub fn ground(story: &str) -> Option<(&'static str, [&'static str; 4])> {
             name,
         ]
     };
+    let operator = [
+        "auth.nats.mikluko.io/v1beta1",
+        "NatsOperator",
+        "nats-system",
+        "demo",
+    ];
     match story.split_once('-').map_or(story, |(n, _)| n) {
+        "04" | "05" => Some(("02", operator)),
         "07" => Some(("02", cluster("demo"))),
         "08" => Some(("06", cluster("east"))),
         _ => None,
     }
 }
 
+/// What each story needs that the single node (no registry, no Prometheus Operator) lacks, read
+/// off its manifests. cert-manager's issuers are played by the run ([`issuer`]), the gateway and
+/// leafnode listeners' outside names answered by the node's cluster DNS
+/// ([`sim::node::dns::outside_names`]).
 pub fn applicability(story: &str) -> Applicability {
     use Applicability::*;
     match story.split_once('-').map_or(story, |(n, _)| n) {
@@ -157,6 +165,10 @@ mod tests {
         assert_eq!(
             ground("08-stream-transfer").map(|(n, o)| (n, o[3])),
             Some(("06", "east"))
+        );
+        assert_eq!(
+            ground("04-team-self-service").map(|(n, o)| (n, o[1], o[3])),
+            Some(("02", "NatsOperator", "demo"))
         );
         assert_eq!(ground("09-acceptance"), None);
     }

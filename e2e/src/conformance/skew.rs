@@ -16,8 +16,9 @@
 //!   stays even), the hot streams one on each other server: that server leads the most, and the
 //!   system balancer's move off it is of `orders`, the one stream there it can move; nothing
 //!   else has a move to make. The system balancer nudged, its move is undone at once (`orders`
-//!   led by that server again, as an operator's stepdown would): the move stays pending and the
-//!   system balancer holds the lease, renewing it at each pass. Only then the hot pool crowded
+//!   led by that server again, as an operator's stepdown would, by a [`Holder`] armed before the
+//!   move): the move stays pending and the system balancer holds the lease, renewing it at each
+//!   pass. Only then the hot pool crowded
 //!   on one server; nudged, the orders balancer, wanting a move, holds with MoveLeaseHeld,
 //!   however its passes fall. The run keeps the move undone for [`HOLD_FOR`], so the story's
 //!   example is seen, then lets it through.
@@ -155,6 +156,11 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                 crowd_onto(client, &hot[..1], first).await?;
                 crowd_onto(client, &hot[1..], second).await?;
                 all_current(client, &streams).await?;
+                // Armed before the system balancer moves: its move is undone within tens of
+                // milliseconds, before a pass of it can find the move done (its next pass comes
+                // at once, on its own status write), so the move stays pending and its lease
+                // held, however loaded the machine.
+                let holder = Holder::arm(client, busy, &busiest).await?;
                 let Some((moved, from)) = system_move(client, system).await? else {
                     seen.push(format!(
                         "no move by the system balancer ({})",
@@ -170,9 +176,15 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                 // the system balancer renews the lease at each pass, as long as the run needs.
                 // Only then the hot pool crowded: the orders balancer, wanting a move, cannot
                 // take the lease, however its passes fall.
-                crowd_onto(client, &[led], &from).await?;
                 crowd_onto(client, hot, first).await?;
                 all_current(client, &streams).await?;
+                if from != busiest || pending_of(client, system).await.as_deref() != Some(&moved) {
+                    seen.push(format!(
+                        "the system balancer's move of {moved} off {from} was found done before \
+                         it was undone"
+                    ));
+                    continue;
+                }
                 nudge(client, "NatsBalancer", account).await?;
                 if watch(
                     client,
@@ -184,9 +196,10 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
                 .await
                 {
                     // Held for the story's example to be seen, then the move let through.
-                    tokio::spawn(hold_then_release(client.clone(), led, from));
+                    tokio::spawn(release_after(holder, client.clone(), led, from));
                     return Ok(());
                 }
+                drop(holder);
                 let to = elsewhere(client, led, &from).await?;
                 crowd_onto(client, &[led], &to).await?;
                 let mut leaders = Vec::new();
@@ -213,16 +226,51 @@ pub async fn perform(client: &kube::Client, skew: &Skew) -> Result<(), String> {
 /// How long the run keeps the system balancer's move undone once the orders balancer holds.
 const HOLD_FOR: Duration = Duration::from_secs(60);
 
-/// Keeps `stream` led by `from` for [`HOLD_FOR`] (the system balancer's move off it pending, its
-/// lease held), then steps it down elsewhere: the move done, the lease released.
-async fn hold_then_release(client: kube::Client, led: Led, from: String) {
-    let until = std::time::Instant::now() + HOLD_FOR;
-    while std::time::Instant::now() < until {
-        if let Err(e) = crowd_onto(&client, &[led], &from).await {
-            eprintln!("holding {} on {from}: {e}", led.1);
+/// How often a [`Holder`] reads each stream's leader.
+const HOLD_EVERY: Duration = Duration::from_millis(25);
+
+/// Keeps streams led by one server: each one's leader read every [`HOLD_EVERY`] over a
+/// connection dialed once, and a move off the server stepped back at once. Disarmed when
+/// dropped.
+struct Holder(tokio::task::JoinHandle<()>);
+
+impl Holder {
+    async fn arm(client: &kube::Client, streams: &[Led], on: &str) -> Result<Holder, String> {
+        let mut held = Vec::new();
+        for (connection, stream) in streams {
+            held.push((
+                super::dial::connect(client, NAMESPACE, connection).await?,
+                *stream,
+            ));
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        let on = on.to_string();
+        Ok(Holder(tokio::spawn(async move {
+            loop {
+                for (nats, stream) in &held {
+                    if let Ok(Some(l)) = leader_of(nats, stream).await
+                        && l != on
+                        && let Err(e) = step_down(nats, stream, &on).await
+                    {
+                        eprintln!("holding {stream} on {on}: {e}");
+                    }
+                }
+                tokio::time::sleep(HOLD_EVERY).await;
+            }
+        })))
     }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// After [`HOLD_FOR`], `holder` disarmed and `led` stepped down off `from`: the system
+/// balancer's move done, its lease released.
+async fn release_after(holder: Holder, client: kube::Client, led: Led, from: String) {
+    tokio::time::sleep(HOLD_FOR).await;
+    drop(holder);
     let released = match elsewhere(&client, led, &from).await {
         Ok(to) => crowd_onto(&client, &[led], &to).await,
         Err(e) => Err(e),
@@ -230,6 +278,21 @@ async fn hold_then_release(client: kube::Client, led: Led, from: String) {
     if let Err(e) = released {
         eprintln!("letting the move of {} through: {e}", led.1);
     }
+}
+
+/// The stream of NatsSystemBalancer `name`'s first pending move, if any.
+async fn pending_of(client: &kube::Client, name: &str) -> Option<String> {
+    let api = super::actions::api_of(
+        client,
+        "jetstream.nats.mikluko.io/v1beta1",
+        "NatsSystemBalancer",
+        NAMESPACE,
+    );
+    let o = api.get_opt(name).await.ok()??;
+    o.data
+        .pointer("/status/pending/0/stream")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Nudges NatsSystemBalancer `name` until a pass of it starts a move (a pass that finds a
