@@ -282,12 +282,7 @@ async fn release_after(holder: Holder, client: kube::Client, led: Led, from: Str
 
 /// The stream of NatsSystemBalancer `name`'s first pending move, if any.
 async fn pending_of(client: &kube::Client, name: &str) -> Option<String> {
-    let api = super::actions::api_of(
-        client,
-        "jetstream.nats.mikluko.io/v1beta1",
-        "NatsSystemBalancer",
-        NAMESPACE,
-    );
+    let api = balancers(client, "NatsSystemBalancer");
     let o = api.get_opt(name).await.ok()??;
     o.data
         .pointer("/status/pending/0/stream")
@@ -301,12 +296,7 @@ async fn system_move(
     client: &kube::Client,
     name: &str,
 ) -> Result<Option<(String, String)>, String> {
-    let api = super::actions::api_of(
-        client,
-        "jetstream.nats.mikluko.io/v1beta1",
-        "NatsSystemBalancer",
-        NAMESPACE,
-    );
+    let api = balancers(client, "NatsSystemBalancer");
     for _ in 0..10 {
         nudge(client, "NatsSystemBalancer", name).await?;
         let seen = sim::wait::poll_every(
@@ -474,7 +464,7 @@ async fn request(nats: &async_nats::Client, subject: &str, body: Value) -> Resul
 
 /// The Holding condition of `kind` `name` as "reason: message", for the run's log.
 async fn holding(client: &kube::Client, kind: &str, name: &str) -> String {
-    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let api = balancers(client, kind);
     let Ok(Some(o)) = api.get_opt(name).await else {
         return "not read".into();
     };
@@ -493,12 +483,7 @@ async fn holding(client: &kube::Client, kind: &str, name: &str) -> String {
 
 /// status.pools of NatsBalancer `name`, as JSON, for the run's log.
 async fn pools_of(client: &kube::Client, name: &str) -> String {
-    let api = super::actions::api_of(
-        client,
-        "jetstream.nats.mikluko.io/v1beta1",
-        "NatsBalancer",
-        NAMESPACE,
-    );
+    let api = balancers(client, "NatsBalancer");
     match api.get_opt(name).await {
         Ok(Some(o)) => o
             .data
@@ -508,9 +493,14 @@ async fn pools_of(client: &kube::Client, name: &str) -> String {
     }
 }
 
+/// The API of the JetStream `kind` (a balancer) in story 07's namespace.
+fn balancers(client: &kube::Client, kind: &str) -> kube::Api<kube::core::DynamicObject> {
+    super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE)
+}
+
 /// Annotates `kind` `name` so its controller passes now.
 async fn nudge(client: &kube::Client, kind: &str, name: &str) -> Result<(), String> {
-    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let api = balancers(client, kind);
     let at = format!("{:?}", std::time::SystemTime::now());
     api.patch(
         name,
@@ -532,7 +522,7 @@ async fn watch(
     within: Duration,
     what: impl Fn(&Value) -> bool,
 ) -> bool {
-    let api = super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE);
+    let api = balancers(client, kind);
     let what = &what;
     sim::wait::poll_every(
         &format!("{kind} {name}"),

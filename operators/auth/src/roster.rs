@@ -19,10 +19,11 @@
 //! until it answers again under its name.
 //!
 //! A roster is one NATS deployment's, and one deployment trusts one operator: the controller
-//! keeps one per NatsOperator and merges only the records of that operator's objects. The
-//! servers another operator's objects recorded belong to another deployment (a second
-//! supercluster, or the one a moved system connection used to reach) and would otherwise be
-//! counted as this deployment's silent servers.
+//! keeps one per NATS operator public key, and merges an account's record only when the JWT it
+//! was recorded with was issued under that operator ([`recorded_under`]). The servers another
+//! operator's objects recorded belong to another deployment (a second supercluster, or the one
+//! a moved system connection used to reach) and would otherwise be counted as this deployment's
+//! silent servers.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
