@@ -26,3 +26,4 @@ pub mod uniqueness;
 pub mod units;
 pub mod user;
 pub mod user_keys;
+pub mod withdrawal;

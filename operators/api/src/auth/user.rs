@@ -164,4 +164,10 @@ pub struct NatsUserStatus {
     /// Keys the user held before, kept until the account JWT revokes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaced_keys: Vec<ReplacedKey>,
+    /// When the grant that admitted this user to an account in another namespace was found
+    /// withdrawn (§7): its key is revoked in the account JWT from then on, and its connections
+    /// kicked. Cleared once a grant admits it again and a fresh JWT, issued after this time, is
+    /// signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdrawn_at: Option<Time>,
 }

@@ -10,8 +10,9 @@ use super::time::secs_of;
 use crate::revocations;
 
 /// The previous record merged with the JWT it replaces, plus the key of every user of the
-/// account being deleted (from its deletion time) and every key a user replaced, each with the
-/// account's signing keys as issuers; pruned of entries none of whose signing keys is left.
+/// account being deleted (from its deletion time), of every user whose grant was withdrawn (from
+/// status.withdrawnAt) and every key a user replaced, each with the account's signing keys as
+/// issuers; pruned of entries none of whose signing keys is left.
 ///
 /// `users` come from the index, which may lag a watch event: a user missing from it adds
 /// nothing, and nothing is ever dropped for a user that is missing (an entry goes only with its
@@ -35,6 +36,10 @@ pub(crate) fn revocation_record(
         if let (Some(at), Some(pk)) = (&u.metadata.deletion_timestamp, &st.public_key)
             && finalizer::has(&**u)
         {
+            revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
+        }
+        // A user its grant no longer admits (§7): revoked from the withdrawal time.
+        if let (Some(at), Some(pk)) = (&st.withdrawn_at, &st.public_key) {
             revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
         }
         for r in &st.replaced_keys {

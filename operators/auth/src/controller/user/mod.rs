@@ -7,11 +7,13 @@
 //!
 //! 1. gather [`gather::account`]: its account, from the index (ReferenceNotFound); the finalizer
 //!    added once it is found.
-//! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace.
+//! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace; a user signed
+//!    before whose grant is gone is withdrawn instead ([`withdraw::withdraw`]): revoked, kicked.
 //! 3. gather [`gather::account_keys`]: the account's public key and signing keys (KeysPending).
 //! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one.
 //! 5. refuse [`refuse::key_in_use`]: PublicKeyInUse among the account's users.
-//! 6. sign [`sign::issue`]: the user JWT, and the creds file (InvalidKeys).
+//! 6. sign [`sign::after_withdrawal`], [`sign::issue`]: the user JWT (fresh, after the
+//!    revocation, once a grant admits a withdrawn user again), and the creds file (InvalidKeys).
 //! 7. apply [`publish::publish`]: status.jwt, or the creds Secret replaced at its version.
 //! 8. write status [`status::signed`], [`status::write`]: status.replacedKeys, Ready.
 
@@ -24,6 +26,7 @@ mod refuse;
 mod sign;
 mod status;
 mod stop;
+mod withdraw;
 
 use std::sync::Arc;
 
@@ -102,12 +105,15 @@ fn not_found(u: &NatsUser) -> Stop {
 /// The phases in order, from the account found to the status of a signed user.
 async fn phases(ctx: &Context, u: &NatsUser, view: &AccountView) -> Result<Signed, Stop> {
     let prev = u.status.clone().unwrap_or_default();
-    refuse::admission(ctx, u, view)?;
+    let now = unix_now();
+    if let Err(refused) = refuse::admission(ctx, u, view) {
+        return Err(withdraw::withdraw(ctx, u, view, &prev, refused, now).await);
+    }
     let resolved = status::resolved(view);
     let (account_pk, account_keys) = gather::account_keys(ctx, view, &resolved).await?;
     let key = key::user_key(ctx, u, &prev, &resolved).await?;
     refuse::key_in_use(ctx, u, view, &key.public_key, &resolved)?;
-    let now = unix_now();
+    let key = sign::after_withdrawal(key, &prev, view, now)?;
     let issued = sign::issue(u, &key, &account_pk, &account_keys, now, &resolved)?;
     let published = publish::publish(ctx, u, view, &key, issued, &resolved).await?;
     let public_key = key.public_key;

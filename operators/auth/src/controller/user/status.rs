@@ -70,25 +70,41 @@ pub(super) fn signed(
 }
 
 /// Writes the status as the pass left it: signed (settled, again after the resync), refused
-/// (the status of before, or only its key for PublicKeyInUse; again after the backoff), or
-/// nothing where the creds Secret changed under the pass (again in 200 ms).
+/// (the status of before, or only its key for PublicKeyInUse; again after the backoff),
+/// withdrawn (the status of before with status.withdrawnAt), or nothing where the creds Secret
+/// changed under the pass (again in 200 ms) or a fresh JWT must wait out the second.
 pub(super) async fn write(
     ctx: &Context,
     u: &NatsUser,
     end: Result<Signed, Stop>,
 ) -> Result<Action, Error> {
     let prev = u.status.clone().unwrap_or_default();
+    let mut again = None;
     let (status, mut conds, ready) = match end {
         Ok(s) => (s.status, s.conds, true),
         Err(Stop::Refused(conds)) => (prev, conds, false),
+        Err(Stop::Withdrawn {
+            conds,
+            at,
+            again: a,
+        }) => {
+            again = a;
+            let status = NatsUserStatus {
+                withdrawn_at: Some(at),
+                ..prev
+            };
+            (status, conds, false)
+        }
         Err(Stop::KeyInUse(conds)) => {
             let status = NatsUserStatus {
                 public_key: prev.public_key,
+                withdrawn_at: prev.withdrawn_at,
                 ..NatsUserStatus::default()
             };
             (status, conds, false)
         }
         Err(Stop::SecretChanged) => return Ok(Action::requeue(Duration::from_millis(200))),
+        Err(Stop::Again(after)) => return Ok(Action::requeue(after)),
         Err(Stop::Failed(e)) => return Err(e),
     };
     if ctx.settings.system_connection.is_none() {
@@ -110,6 +126,8 @@ pub(super) async fn write(
         settled(ctx, u);
         Ok(Action::requeue(ctx.settings.resync))
     } else {
-        Ok(Action::requeue(retry_later(ctx, u)))
+        Ok(Action::requeue(
+            again.unwrap_or_else(|| retry_later(ctx, u)),
+        ))
     }
 }
