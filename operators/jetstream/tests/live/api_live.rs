@@ -538,8 +538,10 @@ async fn story_03_manifests_reach_their_documented_states() {
 }
 
 /// References: a missing Secret, a missing connection, a cross-namespace connection refused
-/// without a NatsReferenceGrant and admitted with one; a resource whose connection is no longer
-/// granted, or gone, is released on deletion without its deletionPolicy running.
+/// without a NatsReferenceGrant and admitted with one; once the grant is withdrawn nothing more
+/// is done through the connection (a spec change is not made on the server); a resource whose
+/// connection is no longer granted, or gone, is released on deletion without its deletionPolicy
+/// running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn references_grants_and_release_without_the_deletion_policy() {
     const TEAM: &str = "team";
@@ -633,11 +635,39 @@ async fn references_grants_and_release_without_the_deletion_policy() {
     .await;
     assert!(common::stream_config(&rig.nats, "teamwork").await.is_some());
 
-    // The grant withdrawn: deleting the resource releases it; deletionPolicy Delete does not run.
+    // The grant withdrawn (§7): the controller stops acting through the connection. A spec
+    // change is observed but not made on the server, Ready naming the missing grant.
     grants
         .delete("team-streams", &DeleteParams::default())
         .await
         .expect("delete grant");
+    let changed = team_streams
+        .patch(
+            "teamwork",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"subjects": ["team.>", "withdrawn.>"]}})),
+        )
+        .await
+        .expect("teamwork's subjects changed");
+    let generation = changed.metadata.generation;
+    let refused = wait_for(&team_streams, "teamwork", "teamwork no longer permitted", |o| {
+        is(o, "Ready", "False", "ReferenceNotPermitted")
+            && o["status"]["observedGeneration"].as_i64() == generation
+    })
+    .await;
+    assert!(
+        refused.to_string().contains("NatsReferenceGrant"),
+        "the refusal names the missing grant: {refused}"
+    );
+    let on_server = common::stream_config(&rig.nats, "teamwork")
+        .await
+        .expect("the stream is still there");
+    assert_eq!(
+        on_server["subjects"],
+        json!(["team.>"]),
+        "a change made through a withdrawn grant reached the server"
+    );
+    // Deleting the resource then releases it; deletionPolicy Delete does not run.
     team_streams
         .delete("teamwork", &DeleteParams::default())
         .await
