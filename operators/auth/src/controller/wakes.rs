@@ -5,7 +5,8 @@
 //! NatsUser wakes its own account and the users of that account refused PublicKeyInUse, not
 //! every user, and a change of an account wakes its users only when what a user pass reads of
 //! it changed (its generation, public key or deletion; [`account_touch`]), else only the users
-//! that read its JWT or distribution ([`reads_account_jwt`]: deleting, or holding replaced keys). Waking every user on every user
+//! that read its JWT or distribution ([`reads_account_jwt`]: deleting, holding replaced keys, or
+//! withdrawn). Waking every user on every user
 //! change made 1,000 users cost a million wakes: 4,819 passes for 1,000 users, and a pass a
 //! thousand strong after each status write.
 //!
@@ -121,13 +122,14 @@ fn refs<K: kube::Resource<DynamicType = ()>>(objects: &[std::sync::Arc<K>]) -> V
 }
 
 /// Whether `u` reads its account's JWT or distribution: a deleting user waits for the JWT that
-/// revokes it to be distributed, and a user holding replaced keys drops each once the JWT
-/// revokes it.
+/// revokes it to be distributed, a user holding replaced keys drops each once the JWT revokes
+/// it, and a withdrawn user (§7) kicks its connections once every server holds the JWT
+/// revoking it.
 pub(crate) fn reads_account_jwt(u: &NatsUser) -> bool {
     u.metadata.deletion_timestamp.is_some()
         || u.status
             .as_ref()
-            .is_some_and(|s| !s.replaced_keys.is_empty())
+            .is_some_and(|s| !s.replaced_keys.is_empty() || s.withdrawn_at.is_some())
 }
 
 /// The users of the account `kind` `t` names: all of them when what they read of it changed,

@@ -88,6 +88,7 @@ fn an_accounts_digest_moves_with_what_its_users_read(
 #[case::refused_otherwise(json!({}), refused(reason::KEYS_PENDING), false, false)]
 #[case::deleting(deleting(), json!({}), false, true)]
 #[case::holding_replaced_keys(json!({}), replaced(), false, true)]
+#[case::withdrawn(json!({}), json!({"withdrawnAt": "2026-11-22T09:20:00Z"}), false, true)]
 fn what_a_user_waits_on(
     #[case] metadata: Value,
     #[case] status: Value,
