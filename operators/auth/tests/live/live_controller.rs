@@ -637,10 +637,15 @@ async fn withdrawing_a_grant_deletes_the_account_from_every_server() {
         "grant withdrawn -> CLAIMS.DELETE -> no server holds the account: {} ms",
         withdrawn.elapsed().as_millis()
     );
-    wait_for(&accounts, "payments", "payments JWT emptied", |o| {
+    let emptied = wait_for(&accounts, "payments", "payments JWT emptied", |o| {
         is(o, "Ready", "False", "ReferenceNotPermitted") && o["status"].get("jwt").is_none()
     })
     .await;
+    assert!(
+        message(&emptied, "Ready").contains("no longer signed"),
+        "Ready says the account is no longer signed: {}",
+        message(&emptied, "Ready")
+    );
     let (again, _) = connect(&topo, &app, None).await;
     assert!(again.is_err(), "a user of a deleted account still connects");
 }

@@ -55,14 +55,18 @@ pub(super) fn admitted(
         let refs = format!(
             "operatorRef {op_ns}/{op_name} is not admitted by any NatsReferenceGrant in {op_ns}"
         );
-        let conds = unresolved_conds(t.reason(), t.to_string(), refs);
         // Once the NatsOperator records the deletion, this account's JWT is gone for good.
         let deleted = op.status.as_ref().map(|s| s.deleted_accounts.as_slice());
-        return Err(match &prev.public_key {
-            Some(pk) if deletions::may_clear_jwt(deleted.unwrap_or_default(), pk) => {
-                Stop::Forgotten(conds)
-            }
-            _ => Stop::Refused(conds),
+        let recorded = prev
+            .public_key
+            .as_deref()
+            .is_some_and(|pk| deletions::may_clear_jwt(deleted.unwrap_or_default(), pk));
+        let ready = withdrawn_message(&t.to_string(), prev, recorded, &op_ns, &op_name);
+        let conds = unresolved_conds(t.reason(), ready, refs);
+        return Err(if recorded {
+            Stop::Forgotten(conds)
+        } else {
+            Stop::Refused(conds)
         });
     }
     let by = grants
@@ -78,6 +82,28 @@ pub(super) fn admitted(
         name: op_name,
         by,
     })
+}
+
+/// Ready's message for an account no grant admits: the refusal, and, for one signed before
+/// (its grant withdrawn, §7), that it is no longer signed and is deleted from every server
+/// through its NatsOperator's status.deletedAccounts (§6).
+fn withdrawn_message(
+    refusal: &str,
+    prev: &NatsAccountStatus,
+    recorded: bool,
+    op_ns: &str,
+    op_name: &str,
+) -> String {
+    let was_signed = prev.jwt.is_some() || recorded;
+    match (was_signed, recorded) {
+        (false, _) => refusal.to_string(),
+        (true, false) => format!(
+            "{refusal}; no longer signed: being deleted from every server through NatsOperator {op_ns}/{op_name}'s status.deletedAccounts"
+        ),
+        (true, true) => format!(
+            "{refusal}; no longer signed: NatsOperator {op_ns}/{op_name}'s status.deletedAccounts records its deletion from every server"
+        ),
+    }
 }
 
 /// The account's own keys, generated here first.
@@ -181,4 +207,33 @@ pub(super) async fn operator_signer(
         jwt: op_jwt,
         signer: signer.key.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const REFUSAL: &str = "no NatsReferenceGrant in nats-system admits NatsAccount from t to NatsOperator demo";
+
+    #[rstest]
+    #[case::never_signed(false, false, None)]
+    #[case::grant_withdrawn(true, false, Some("being deleted from every server"))]
+    #[case::deletion_recorded(false, true, Some("records its deletion from every server"))]
+    fn a_withdrawn_account_says_it_is_no_longer_signed(
+        #[case] had_jwt: bool,
+        #[case] recorded: bool,
+        #[case] says: Option<&str>,
+    ) {
+        let prev = NatsAccountStatus {
+            jwt: had_jwt.then(|| "eyJ...".to_string()),
+            ..Default::default()
+        };
+        let m = withdrawn_message(REFUSAL, &prev, recorded, "nats-system", "demo");
+        assert!(m.starts_with(REFUSAL), "{m}");
+        match says {
+            None => assert_eq!(m, REFUSAL),
+            Some(s) => assert!(m.contains("no longer signed") && m.contains(s), "{m}"),
+        }
+    }
 }
