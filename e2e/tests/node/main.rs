@@ -14,6 +14,7 @@
 //! Root and the node's parts are needed (`just node-install`); without them the test says what is
 //! missing and returns. Built only with `--features node` (the nightly job).
 
+mod foreign_claim;
 mod kit;
 mod scenarios;
 

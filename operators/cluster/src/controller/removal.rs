@@ -4,7 +4,10 @@
 //! labelled storage, recreate it (replacement) and wait until the meta leader lists it again.
 //!
 //! The lifecycle reports whether the server's workload exists; the PVC and ConfigMap rules are
-//! its `delete_server`'s (a PVC only with the server's labels), whose leftovers are named.
+//! its `delete_server`'s (a PVC only when proven the claim of the server's own StatefulSet,
+//! [`crate::objects::claims`]), whose leftovers are named. A PVC that only looks like the
+//! server's claim (its labels under another name) is left and told in a
+//! [`FOREIGN_CLAIM_KEPT`] Event.
 
 use nats_api::cluster::NatsCluster;
 use nats_wire::jsapi::PeerRef;
@@ -22,6 +25,10 @@ use crate::rollout::removal::{
     RemovalInput, RemovalKind, RemovalStep, ServerObjects, StreamReplicas, next,
 };
 use nats_api::cluster::ServerRemoval;
+
+/// The Warning Event naming a PVC left at a server's removal because it only looks like the
+/// server's claim and is not proven the controller's.
+pub const FOREIGN_CLAIM_KEPT: &str = "ForeignClaimKept";
 
 /// What the removal of one server is decided from, as read off the servers' answers.
 struct Facts {
@@ -101,7 +108,23 @@ pub async fn removal_step<L: ServerLifecycle>(
     });
     if let RemovalStep::Delete { .. } = &step {
         return match ctx.lifecycle.delete_server(cluster, s.ordinal, true).await {
-            Ok(a) => (step, a.foreign),
+            Ok(a) => {
+                for kept in &a.kept {
+                    ctx.shared
+                        .events
+                        .publish(
+                            cluster,
+                            true,
+                            FOREIGN_CLAIM_KEPT,
+                            format!(
+                                "{}: {kept}; it is not the controller's, so it is left as it is",
+                                s.server
+                            ),
+                        )
+                        .await;
+                }
+                (step, a.foreign)
+            }
             Err(e) => failed(step, e.to_string()),
         };
     }

@@ -4,22 +4,27 @@
 //! servers observed through their StatefulSets and Pods.
 //!
 //! An existing object of a rendered name that this NatsCluster does not control is never
-//! written: it is returned in [`Applied::foreign`] as `Kind/name` (design §4.1).
+//! written: it is returned in [`Applied::foreign`] as `Kind/name` (design §4.1). Nothing is
+//! deleted by label: a removed server's PVC only when proven the claim of its own StatefulSet
+//! ([`crate::objects::claims`]), before that StatefulSet, at the uid and resourceVersion judged;
+//! a PVC that only looks like it is returned in [`Applied::kept`].
 
 use controller_kit::reconcile::describe;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, names};
 
+use super::claims;
 use super::projection;
 use super::{
     Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
 };
-use crate::objects::apply::{apply_owned, delete_owned, failed};
+use crate::objects::apply::{apply_owned, delete_as_read, delete_owned, failed};
 use crate::objects::cluster::{ClusterObjects, Site, render_objects};
 use crate::objects::configmap::{self, REVISION_ANNOTATION};
 use crate::objects::statefulset::{NATS_CONTAINER, ServerWorkload, stateful_set};
@@ -144,6 +149,65 @@ impl KubernetesLifecycle {
 }
 
 impl KubernetesLifecycle {
+    /// Deletes the PVCs proven claims of server `server`'s own StatefulSet
+    /// ([`crate::objects::claims`]), each one by name at the uid and resourceVersion it was
+    /// judged at; returns what looks like its claim and is left, `PersistentVolumeClaim/name: why`.
+    async fn delete_claims(
+        &self,
+        owner: &Owner,
+        server: &str,
+        sets: &Api<StatefulSet>,
+    ) -> Result<Vec<String>, LifecycleError> {
+        let sts = sets
+            .get_opt(server)
+            .await
+            .map_err(|e| failed("read", "StatefulSet", server, e))?;
+        let pvcs: Api<PersistentVolumeClaim> = self.api(&owner.namespace);
+        // Found by the server's labels (the look-alikes too) and by each name a claim of it has
+        // (one without labels too): list requests, the only read of PVCs the controller has.
+        let selector = selector_text(&labels::server_selector(&owner.name, server));
+        let mut found: Vec<ObjectMeta> = pvcs
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?
+            .items
+            .into_iter()
+            .map(|p| p.metadata)
+            .collect();
+        for name in claims::names_of(server, sts.as_ref()) {
+            let by_name = format!("metadata.name={name}");
+            let listed = pvcs
+                .list_metadata(&ListParams::default().fields(&by_name))
+                .await
+                .map_err(|e| failed("list", "PersistentVolumeClaim", &name, e))?;
+            for p in listed.items {
+                if !found.iter().any(|f| f.uid == p.metadata.uid) {
+                    found.push(p.metadata);
+                }
+            }
+        }
+        let judged = claims::judge(&owner.name, uid(owner), server, sts.as_ref(), &found);
+        for pvc in &judged.own {
+            if !delete_as_read(&pvcs, "PersistentVolumeClaim", pvc).await? {
+                return Err(LifecycleError::Failed {
+                    action: "delete",
+                    object: format!(
+                        "PersistentVolumeClaim/{}",
+                        pvc.name.as_deref().unwrap_or_default()
+                    ),
+                    reason: "it was replaced or changed after it was judged the server's claim; \
+                             it is judged again next pass"
+                        .into(),
+                });
+            }
+        }
+        let kept = judged.kept();
+        for k in &kept {
+            tracing::warn!(server, pvc = %k, "a PVC that looks like the server's claim is left: it is not proven the controller's");
+        }
+        Ok(kept)
+    }
+
     /// Writes the PodDisruptionBudget as policy/v1, or as policy/v1beta1 where the apiserver
     /// serves no policy/v1 (before 1.21): the fields rendered are the same in both.
     async fn apply_pdb(
@@ -310,7 +374,10 @@ impl ServerLifecycle for KubernetesLifecycle {
                 Api::namespaced_with(self.client.clone(), &ns, &ar);
             foreign.extend(apply_owned(&api, "Certificate", uid(&owner), cert).await?);
         }
-        Ok(Applied { foreign })
+        Ok(Applied {
+            foreign,
+            ..Default::default()
+        })
     }
 
     async fn write_config(
@@ -327,7 +394,10 @@ impl ServerLifecycle for KubernetesLifecycle {
         if foreign.is_empty() {
             self.nudge_pod(&owner, server).await;
         }
-        Ok(Applied { foreign })
+        Ok(Applied {
+            foreign,
+            ..Default::default()
+        })
     }
 
     fn config_projection(&self) -> std::time::Duration {
@@ -343,7 +413,10 @@ impl ServerLifecycle for KubernetesLifecycle {
         let cms: Api<ConfigMap> = self.api(&owner.namespace);
         if let Some(f) = apply_owned(&cms, "ConfigMap", uid(&owner), &cm).await? {
             // The pod would mount a config this NatsCluster does not write: hold its workload too.
-            return Ok(Applied { foreign: vec![f] });
+            return Ok(Applied {
+                foreign: vec![f],
+                ..Default::default()
+            });
         }
         let sets: Api<StatefulSet> = self.api(&owner.namespace);
         let sts = keep_claim_template(
@@ -358,6 +431,7 @@ impl ServerLifecycle for KubernetesLifecycle {
                 .await?
                 .into_iter()
                 .collect(),
+            ..Default::default()
         })
     }
 
@@ -370,28 +444,19 @@ impl ServerLifecycle for KubernetesLifecycle {
         let owner = owner(cluster)?;
         let server = names::server(&owner.name, ordinal);
         let sets: Api<StatefulSet> = self.api(&owner.namespace);
+        // The claims first, while the StatefulSet that proves them theirs still stands.
+        let kept = if remove_storage {
+            self.delete_claims(&owner, &server, &sets).await?
+        } else {
+            vec![]
+        };
         delete_owned(&sets, "StatefulSet", uid(&owner), &server).await?;
         let cms: Api<ConfigMap> = self.api(&owner.namespace);
         delete_owned(&cms, "ConfigMap", uid(&owner), &configmap::name(&server)).await?;
-        if remove_storage {
-            // PVCs are owned by no one (the StatefulSet keeps them); the server's labels are
-            // what says they are this server's.
-            let pvcs: Api<PersistentVolumeClaim> = self.api(&owner.namespace);
-            let selector = selector_text(&labels::server_selector(&owner.name, &server));
-            let list = pvcs
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?;
-            for pvc in list.items {
-                let name = pvc.name_any();
-                match pvcs.delete(&name, &DeleteParams::background()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(failed("delete", "PersistentVolumeClaim", &name, e)),
-                }
-            }
-        }
-        Ok(Applied::default())
+        Ok(Applied {
+            foreign: vec![],
+            kept,
+        })
     }
 
     async fn servers_gone(&self, cluster: &NatsCluster) -> Result<bool, LifecycleError> {
@@ -429,6 +494,7 @@ impl ServerLifecycle for KubernetesLifecycle {
             .list_metadata(&ListParams::default().labels(&selector))
             .await
             .map_err(|e| failed("list", "PersistentVolumeClaim", &selector, e))?;
+        let claim_metas: Vec<ObjectMeta> = claims.items.into_iter().map(|c| c.metadata).collect();
         let mut present: Vec<u32> = sets
             .items
             .iter()
@@ -455,11 +521,10 @@ impl ServerLifecycle for KubernetesLifecycle {
                     .find(|s| s.name_any() == server_name)
                     .and_then(claim_spec)
                     .map(crate::rollout::volume::shape_of);
-                let claim = claims
-                    .items
-                    .iter()
-                    .find(|c| c.labels().get(labels::SERVER) == Some(&server_name))
-                    .map(|c| (c.name_any(), true));
+                let sts = sets.items.iter().find(|s| s.name_any() == server_name);
+                let claim =
+                    claims::judge(&owner.name, uid(&owner), &server_name, sts, &claim_metas)
+                        .claim();
                 ObservedServer {
                     ordinal: i,
                     server_name,

@@ -5,6 +5,7 @@
 //! Everything else — rollout order, the gate, reload through `$SYS`, removal, status — is the
 //! same code over both.
 
+pub mod claims;
 pub mod kubernetes;
 pub mod projection;
 
@@ -52,10 +53,11 @@ pub struct ObservedServer {
     /// The claim its data volume was made from (Kubernetes: the StatefulSet's claim template,
     /// fixed at creation); none without one or when it cannot be told.
     pub volume: Option<crate::rollout::volume::ClaimShape>,
-    /// The server's data claim while it exists, being deleted or not (Kubernetes: the PVC with
-    /// the server's labels, so `true`: it is the server's): a replacement makes the server again
-    /// only once it is gone, or the new pod would find its claim being deleted.
-    pub claim: Option<(String, bool)>,
+    /// A PVC of the name of the server's data claim while it exists, being deleted or not, and
+    /// whether it is proven the claim of the server's own StatefulSet
+    /// ([`crate::objects::claims`]): a replacement makes the server again only once it is gone,
+    /// or the new pod would find its claim being deleted, or mount one that is not its own.
+    pub claim: Option<(String, crate::rollout::removal::Claim)>,
 }
 
 /// Where a server is reached from the controller.
@@ -70,6 +72,9 @@ pub struct ServerAddress {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
     pub foreign: Vec<String>,
+    /// What a delete left because it only looks like the server's (a PVC carrying its labels
+    /// that is not proven its claim), `Kind/name: why`: told in an Event, never deleted.
+    pub kept: Vec<String>,
 }
 
 /// Why the port could not do what it was asked, naming the object.
@@ -122,7 +127,8 @@ pub trait ServerLifecycle: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
 
     /// Deletes server `ordinal`'s workload and config; its storage too when `remove_storage`
-    /// (Kubernetes: only a PVC carrying the server's labels).
+    /// (Kubernetes: only a PVC proven the claim of the server's own StatefulSet,
+    /// [`crate::objects::claims`], deleted before that StatefulSet, which is what proves it).
     fn delete_server(
         &self,
         cluster: &NatsCluster,

@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod certificates;
+pub mod claims;
 pub mod cluster;
 pub mod configmap;
 pub mod endpoints;

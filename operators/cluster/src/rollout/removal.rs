@@ -1,9 +1,11 @@
 //! Scale-down and server replacement (design §4.5), one server at a time as a step of the
 //! rollout: evacuate it, wait until it holds no Raft group and the NATS cluster is Settled apart
 //! from itself, step it down if it leads the meta group, `$JS.API.SERVER.REMOVE` it, then delete
-//! its StatefulSet, its PVC only when the PVC carries the server's labels, and (scale-down) its
-//! ConfigMap only when the NatsCluster controls it. A replacement then recreates the server under
-//! the same name once the old PVC is gone, and holds the gate until the meta leader lists it.
+//! its StatefulSet, its PVC only when the PVC is proven the claim of that StatefulSet
+//! ([`crate::objects::claims`]: its name and ownership, never its labels alone), and (scale-down)
+//! its ConfigMap only when the NatsCluster controls it. A replacement then recreates the server
+//! under the same name once the old PVC is gone, and holds the gate until the meta leader lists
+//! it.
 //!
 //! [`next`] is the whole state machine: what was observed in, the one thing to do now out. The
 //! phase it moves to is recorded in `status.removals`, so a restarted controller resumes it.
@@ -28,14 +30,27 @@ pub struct StreamReplicas {
     pub replicas: u32,
 }
 
+/// What the removal may do with a PVC of the name of the server's data claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Proven the claim of the server's own StatefulSet ([`crate::objects::claims::own_claim`]):
+    /// deleted with the server.
+    Own,
+    /// Being deleted already: waited for until it is gone.
+    Deleting,
+    /// Not proven the server's (why): never deleted, named as left.
+    NotOwn(String),
+}
+
 /// The server's objects as observed (Kubernetes; the local lifecycle reports its process and
 /// files the same way: its "PVC" is the store directory, always its own).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerObjects {
     /// The StatefulSet `<cluster>-<i>` (local: the process) still exists.
     pub statefulset: bool,
-    /// The server's PVC, if one exists: its name, and whether it carries the server's labels.
-    pub pvc: Option<(String, bool)>,
+    /// A PVC of the name of the server's data claim, if one exists: its name, and what the
+    /// removal may do with it.
+    pub pvc: Option<(String, Claim)>,
     /// The ConfigMap `<cluster>-<i>`, if it exists: its name, and whether this NatsCluster
     /// controls it.
     pub configmap: Option<(String, bool)>,
@@ -179,13 +194,16 @@ pub fn streams_fit(input: &RemovalInput<'_>) -> Option<RemovalStep> {
     })
 }
 
-/// What of the server's objects to delete: the StatefulSet, the PVC only with the server's
-/// labels, the ConfigMap (scale-down only; a replacement keeps its name) only when controlled.
+/// What of the server's objects to delete: the StatefulSet, the PVC only when proven its claim
+/// (or already going: waited for), the ConfigMap (scale-down only; a replacement keeps its name)
+/// only when controlled.
 fn deletable(input: &RemovalInput<'_>) -> (bool, bool, bool) {
     let o = input.objects;
     (
         o.statefulset,
-        o.pvc.as_ref().is_some_and(|(_, labelled)| *labelled),
+        o.pvc
+            .as_ref()
+            .is_some_and(|(_, c)| matches!(c, Claim::Own | Claim::Deleting)),
         input.kind == RemovalKind::ScaleDown
             && o.configmap
                 .as_ref()
@@ -197,9 +215,9 @@ fn deletable(input: &RemovalInput<'_>) -> (bool, bool, bool) {
 fn leftovers(input: &RemovalInput<'_>) -> Vec<String> {
     let o = input.objects;
     let mut names = Vec::new();
-    if let Some((name, false)) = &o.pvc {
+    if let Some((name, Claim::NotOwn(why))) = &o.pvc {
         names.push(format!(
-            "PersistentVolumeClaim/{name} (without the server's labels)"
+            "PersistentVolumeClaim/{name} (not proven the server's claim: {why})"
         ));
     }
     if input.kind == RemovalKind::ScaleDown
@@ -334,7 +352,7 @@ mod tests {
             meta_peers: Some(vec!["demo-0".into(), "demo-1".into(), "demo-2".into()]),
             objects: ServerObjects {
                 statefulset: true,
-                pvc: Some(("data-demo-3-0".into(), true)),
+                pvc: Some(("data-demo-3-0".into(), Claim::Own)),
                 configmap: Some(("demo-3".into(), true)),
             },
             server_ready: true,
@@ -366,6 +384,10 @@ mod tests {
         }
     }
 
+    fn not_own() -> Claim {
+        Claim::NotOwn("it lacks a label".into())
+    }
+
     const ALL: RemovalStep = RemovalStep::Delete {
         statefulset: true,
         pvc: true,
@@ -388,17 +410,19 @@ mod tests {
         RemovalStep::WaitEvacuation { waiting_for: "groups not current: EVENTS".into() })]
     #[case::step_down("evacuated meta leader steps down first", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Evacuating); f.meta_leader = Some("demo-3") }, RemovalStep::StepDownMetaLeader)]
     #[case::remove_peer("evacuated and settled: SERVER.REMOVE", |f: &mut Fixture| f.phase = Some(RemovalPhase::Evacuating), RemovalStep::RemovePeer)]
-    #[case::delete_all("removed: delete StatefulSet, labelled PVC, controlled ConfigMap", |f: &mut Fixture| f.phase = Some(RemovalPhase::Removed), ALL)]
-    #[case::foreign_pvc_kept("a PVC without the server's labels is not deleted", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Removed); f.objects.pvc = Some(("data-demo-3-0".into(), false)) },
+    #[case::delete_all("removed: delete StatefulSet, its proven claim, controlled ConfigMap", |f: &mut Fixture| f.phase = Some(RemovalPhase::Removed), ALL)]
+    #[case::foreign_pvc_kept("a PVC not proven the server's claim is not deleted", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Removed); f.objects.pvc = Some(("data-demo-3-0".into(), not_own())) },
         RemovalStep::Delete { statefulset: true, pvc: false, configmap: true })]
-    #[case::leftovers("what could not be deleted is named", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: Some(("data-demo-3-0".into(), false)), configmap: Some(("demo-3".into(), false)) } },
-        RemovalStep::Leftovers { names: vec!["PersistentVolumeClaim/data-demo-3-0 (without the server's labels)".into(), "ConfigMap/demo-3 (not controlled by the NatsCluster)".into()] })]
+    #[case::claim_going("a claim being deleted is waited for", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: Some(("data-demo-3-0".into(), Claim::Deleting)), configmap: None } },
+        RemovalStep::Delete { statefulset: false, pvc: true, configmap: false })]
+    #[case::leftovers("what could not be deleted is named", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: Some(("data-demo-3-0".into(), not_own())), configmap: Some(("demo-3".into(), false)) } },
+        RemovalStep::Leftovers { names: vec!["PersistentVolumeClaim/data-demo-3-0 (not proven the server's claim: it lacks a label)".into(), "ConfigMap/demo-3 (not controlled by the NatsCluster)".into()] })]
     #[case::scale_down_done("all gone: done", |f: &mut Fixture| { f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects::default() }, RemovalStep::Done)]
     #[case::replace_keeps_configmap("a replacement keeps its ConfigMap", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Removed) },
         RemovalStep::Delete { statefulset: true, pvc: true, configmap: false })]
     #[case::replace_recreates("old PVC gone: recreate under the same name", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: None, configmap: Some(("demo-3".into(), true)) } }, RemovalStep::Recreate)]
-    #[case::replace_foreign_pvc("a foreign PVC holds the replacement", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: Some(("data-demo-3-0".into(), false)), configmap: None } },
-        RemovalStep::Leftovers { names: vec!["PersistentVolumeClaim/data-demo-3-0 (without the server's labels)".into()] })]
+    #[case::replace_foreign_pvc("a foreign PVC holds the replacement", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Deleting); f.objects = ServerObjects { statefulset: false, pvc: Some(("data-demo-3-0".into(), not_own())), configmap: None } },
+        RemovalStep::Leftovers { names: vec!["PersistentVolumeClaim/data-demo-3-0 (not proven the server's claim: it lacks a label)".into()] })]
     #[case::rejoin_wait("recreated: held until the meta leader lists it", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Rejoining) },
         RemovalStep::WaitRejoin { waiting_for: "demo-3 rejoining: the meta leader does not list it yet (removal tombstone)".into() })]
     #[case::rejoin_no_leader("recreated, no leader answering", |f: &mut Fixture| { f.kind = RemovalKind::Replace; f.phase = Some(RemovalPhase::Rejoining); f.meta_peers = None },

@@ -1,7 +1,8 @@
 //! API tier: the Kubernetes server lifecycle on its own against a real kube-apiserver 1.20 —
 //! write_config writes the ConfigMap only, apply_server the ConfigMap and the StatefulSet naming
 //! the revision (and nudges the server's pod to project it), observe reads StatefulSets and Pods, delete_server removes what it controls and
-//! a PVC only when it carries the server's labels.
+//! a PVC only when it is proven the claim of the server's own StatefulSet (its name, labels and
+//! owners), before that StatefulSet.
 
 use std::collections::BTreeMap;
 
@@ -66,7 +67,9 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         "apiVersion": "cluster.nats.mikluko.io/v1beta1",
         "kind": "NatsCluster",
         "metadata": {"name": "demo", "namespace": NS},
-        "spec": {"version": "2.15.0", "replicas": 2, "jetstream": {}},
+        "spec": {"version": "2.15.0", "replicas": 2, "jetstream": {"volumeClaimTemplate": {
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        }}},
     }))
     .expect("a NatsCluster");
     let c = Api::<NatsCluster>::namespaced(client.clone(), NS)
@@ -194,8 +197,8 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     let seen = lifecycle.observe(&fewer).await.expect("observe");
     assert_eq!(seen.len(), 2, "demo-1 is still there");
 
-    // delete_server: the StatefulSet and ConfigMap it controls, the PVC with the server's
-    // labels, nothing else.
+    // delete_server: the StatefulSet and ConfigMap it controls, the claim of that StatefulSet
+    // (named and labelled as the StatefulSet controller makes it), nothing else.
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NS);
     pvcs.create(
         &PostParams::default(),
@@ -239,8 +242,9 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         pvc_at.expect("the PVC deleted"),
     );
     assert!(
-        sts_at < cm_at && cm_at < pvc_at,
-        "StatefulSet ({sts_at}), then ConfigMap ({cm_at}), then the labelled PVC ({pvc_at})"
+        pvc_at < sts_at && sts_at < cm_at,
+        "the claim ({pvc_at}) while its StatefulSet proves it the server's, then the StatefulSet \
+         ({sts_at}), then the ConfigMap ({cm_at})"
     );
     assert!(sets.get_opt("demo-1").await.expect("read").is_none());
     assert!(cms.get_opt("demo-1-config").await.expect("read").is_none());

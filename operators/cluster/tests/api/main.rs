@@ -3,6 +3,7 @@
 //! local lifecycle are the sim's API tier (`sim/tests/api/api_local_*`).
 
 mod api_binary;
+mod api_claims;
 mod api_cluster;
 mod api_deletion;
 mod api_lifecycle;

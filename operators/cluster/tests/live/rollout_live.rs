@@ -260,7 +260,7 @@ async fn js(app: &Wire, subject: &str, body: &str) -> serde_json::Value {
 async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
     use cluster_controller::rollout::observe::{groups_on, stream_replicas};
     use cluster_controller::rollout::removal::{
-        RemovalInput, RemovalKind, RemovalStep, ServerObjects, next as removal_next,
+        Claim, RemovalInput, RemovalKind, RemovalStep, ServerObjects, next as removal_next,
     };
     use nats_api::cluster::{RemovalPhase, reason};
     use nats_wire::jsapi::{MetaView, PeerRef};
@@ -375,7 +375,9 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
         let running = topo.server_mut(server).expect("c1-3").is_running();
         let objects = ServerObjects {
             statefulset: running,
-            pvc: store.exists().then(|| (store.display().to_string(), true)),
+            pvc: store
+                .exists()
+                .then(|| (store.display().to_string(), Claim::Own)),
             configmap: config
                 .exists()
                 .then(|| (config.display().to_string(), true)),
