@@ -8,6 +8,7 @@
 use nats_api::cluster::{NatsCluster, ServerRemoval, names};
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::api::Api;
 
 use super::certificates::{self, Listeners};
@@ -17,9 +18,10 @@ use super::gather::Gathered;
 use super::plan::{Planned, cluster_revision};
 use crate::lifecycle::{DesiredServer, ObservedServer, ServerFile, ServerLifecycle};
 use crate::objects::Owner;
-use crate::objects::apply::{apply_owned, delete_owned};
+use crate::objects::apply::{apply_owned, failed};
 use crate::objects::leaf_remotes::{self, LeafRemoteFiles};
 use crate::plan::{Layout, leaf_ca_file, leaf_creds_file};
+use crate::refusals::controlled_by;
 use crate::render;
 use crate::rollout::step::{ServerState, server_state};
 
@@ -66,8 +68,9 @@ pub async fn apply<L: ServerLifecycle>(
     })
 }
 
-/// The leaf remotes' projected Secret: the admitted remotes' files only, deleted when none
-/// carries a file. Returns what is in the way of it.
+/// The leaf remotes' projected Secret: the admitted remotes' files only, emptied (never deleted:
+/// the chart grants no `delete` on Secrets) when none carries a file while the Secret this
+/// NatsCluster controls still holds some. Returns what is in the way of it.
 async fn leaf_remotes_secret<L: ServerLifecycle>(
     ctx: &Context<L>,
     owner: &Owner,
@@ -75,13 +78,25 @@ async fn leaf_remotes_secret<L: ServerLifecycle>(
 ) -> Result<Option<String>, Error> {
     let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), &owner.namespace);
     let uid = owner.reference.uid.as_str();
-    match leaf_remotes::leaf_remotes_secret(owner, files) {
+    let carries = files
+        .iter()
+        .any(|f| f.credentials.is_some() || f.ca.is_some());
+    let holds = if carries {
+        false
+    } else {
+        let name = names::leaf_remotes_secret(&owner.name);
+        secrets
+            .get_opt(&name)
+            .await
+            .map_err(|e| failed("read", "Secret", &name, e))?
+            .is_some_and(|s| {
+                controlled_by(s.owner_references(), uid)
+                    && s.data.as_ref().is_some_and(|d| !d.is_empty())
+            })
+    };
+    match leaf_remotes::leaf_remotes_secret(owner, files, holds) {
         Some(s) => Ok(apply_owned(&secrets, "Secret", uid, &s).await?),
-        None => {
-            let name = names::leaf_remotes_secret(&owner.name);
-            delete_owned(&secrets, "Secret", uid, &name).await?;
-            Ok(None)
-        }
+        None => Ok(None),
     }
 }
 

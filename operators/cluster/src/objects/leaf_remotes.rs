@@ -20,8 +20,16 @@ pub struct LeafRemoteFiles {
     pub ca: Option<Vec<u8>>,
 }
 
-/// The projected Secret; `None` when no admitted remote carries a file.
-pub fn leaf_remotes_secret(owner: &Owner, remotes: &[LeafRemoteFiles]) -> Option<Secret> {
+/// The projected Secret as this pass writes it: the admitted remotes' files. Where none carries a
+/// file but the Secret this NatsCluster controls still `holds` some (the last remote's grant
+/// withdrawn, its NatsConnection gone), the Secret is written emptied rather than deleted: the
+/// withdrawn credentials leave the namespace by a patch, so the controller needs no right to
+/// delete Secrets (docs/security.md). `None`: nothing to write.
+pub fn leaf_remotes_secret(
+    owner: &Owner,
+    remotes: &[LeafRemoteFiles],
+    holds: bool,
+) -> Option<Secret> {
     let mut data = BTreeMap::new();
     for r in remotes {
         if let Some(c) = &r.credentials {
@@ -31,12 +39,12 @@ pub fn leaf_remotes_secret(owner: &Owner, remotes: &[LeafRemoteFiles]) -> Option
             data.insert(leaf_ca_file(r.index), ByteString(c.clone()));
         }
     }
-    (!data.is_empty()).then(|| Secret {
+    (!data.is_empty() || holds).then(|| Secret {
         metadata: owner.meta(
             names::leaf_remotes_secret(&owner.name),
             labels::cluster(&owner.name),
         ),
-        data: Some(data),
+        data: (!data.is_empty()).then_some(data),
         type_: Some("Opaque".into()),
         ..Default::default()
     })
@@ -47,30 +55,38 @@ mod tests {
     use super::*;
     use crate::objects::testing::owner;
 
-    #[test]
-    fn holds_the_files_the_plan_names() {
-        let s = leaf_remotes_secret(
-            &owner(),
-            &[
-                LeafRemoteFiles {
-                    index: 0,
-                    credentials: Some(b"creds0".to_vec()),
-                    ca: None,
-                },
-                LeafRemoteFiles {
-                    index: 2,
-                    credentials: Some(b"creds2".to_vec()),
-                    ca: Some(b"ca2".to_vec()),
-                },
-            ],
-        )
-        .expect("secret");
-        assert_eq!(s.metadata.name.as_deref(), Some("demo-leaf-remotes"));
-        let keys: Vec<String> = s.data.expect("data").into_keys().collect();
+    fn files(index: usize, credentials: Option<&str>, ca: Option<&str>) -> LeafRemoteFiles {
+        LeafRemoteFiles {
+            index,
+            credentials: credentials.map(|c| c.as_bytes().to_vec()),
+            ca: ca.map(|c| c.as_bytes().to_vec()),
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::the_admitted_remotes_files(
+        vec![files(0, Some("creds0"), None), files(2, Some("creds2"), Some("ca2"))],
+        false,
+        Some(vec!["remote-0.creds", "remote-2-ca.crt", "remote-2.creds"])
+    )]
+    #[case::the_files_over_what_it_holds(vec![files(1, Some("c"), None)], true, Some(vec!["remote-1.creds"]))]
+    #[case::a_remote_without_files_writes_none(vec![files(0, None, None)], false, None)]
+    #[case::the_last_grant_withdrawn_empties_it_no_delete(vec![], true, Some(vec![]))]
+    #[case::nothing_held_nothing_written(vec![], false, None)]
+    fn holds_the_admitted_remotes_files_and_is_emptied_not_deleted(
+        #[case] remotes: Vec<LeafRemoteFiles>,
+        #[case] holds: bool,
+        #[case] keys: Option<Vec<&str>>,
+    ) {
+        let s = leaf_remotes_secret(&owner(), &remotes, holds);
         assert_eq!(
-            keys,
-            vec!["remote-0.creds", "remote-2-ca.crt", "remote-2.creds"]
+            s.as_ref().and_then(|s| s.metadata.name.as_deref()),
+            keys.as_ref().map(|_| "demo-leaf-remotes")
         );
-        assert!(leaf_remotes_secret(&owner(), &[]).is_none());
+        let held: Option<Vec<String>> = s.map(|s| s.data.unwrap_or_default().into_keys().collect());
+        assert_eq!(
+            held,
+            keys.map(|k| k.into_iter().map(String::from).collect())
+        );
     }
 }

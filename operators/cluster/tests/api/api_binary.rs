@@ -12,12 +12,14 @@ use std::time::Duration;
 use e2e::installed::{Installed, LEADER_ELECTION, serves_watch_namespaces, stop};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
-use nats_api::cluster::NatsCluster;
+use nats_api::cluster::{NatsCluster, reason};
+use nats_api::nats::NatsReferenceGrant;
 use serde_json::json;
 use sim::apiserver::ApiServer;
-use sim::testkit::{KillOnDrop, spawn_binary, wait_metrics};
+use sim::testkit::{KillOnDrop, spawn_binary, wait_metrics, wait_until};
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
@@ -98,6 +100,107 @@ async fn namespaced_a_natscluster_in_an_unwatched_namespace_is_left_untouched() 
         .await
         .expect("listed");
     assert!(sets.items.is_empty(), "no StatefulSet in {OTHER}");
+    stop(&mut child, "cluster-controller").await;
+    chart.assert_nothing_refused(&sa);
+}
+
+/// A leaf remote's grant withdrawn, as the chart's ServiceAccount: the credentials the grant
+/// handed to the NatsCluster's namespace (copied into `<name>-leaf-remotes`) leave it,
+/// LeafnodesConnected names the remote refused, and not one request was refused — the Secret is
+/// emptied by a patch, since the chart grants no `delete` on Secrets (docs/security.md, attack
+/// table). (The config without the remote reaches each server by a rollout step, which waits on
+/// Ready pods this apiserver has no kubelet for.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_its_chart_service_account_a_withdrawn_leaf_grant_takes_the_copied_creds_back() {
+    const HUBS: &str = "hubs";
+    let Some(chart) = Installed::cluster_wide(&[NS, HUBS]).await else {
+        return;
+    };
+    let admin = chart.api.client();
+    for doc in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "hub-creds", "namespace": HUBS},
+               "stringData": {"user.creds": "creds of hub"}}),
+        json!({"apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsConnection",
+               "metadata": {"name": "hub", "namespace": HUBS},
+               "spec": {"servers": ["nats://hub.example:7422"],
+                        "credentials": {"secretKeyRef": {"name": "hub-creds"}}}}),
+        json!({"apiVersion": "nats.mikluko.io/v1beta1", "kind": "NatsReferenceGrant",
+               "metadata": {"name": "edges", "namespace": HUBS},
+               "spec": {"from": [{"group": "cluster.nats.mikluko.io", "kind": "NatsCluster", "namespace": NS}],
+                        "to": [{"group": "nats.mikluko.io", "kind": "NatsConnection", "name": "hub"}]}}),
+    ] {
+        sim::testkit::apply(&admin, &doc)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let sa = chart.identity("cluster").await;
+    let _shown = chart.show_refusals_on_panic(&sa);
+    let port = sim::ports::free_port();
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "--metrics-addr",
+        &metrics_addr,
+        "--probe-addr",
+        "127.0.0.1:0",
+    ];
+    args.extend(LEADER_ELECTION);
+    let mut child = spawn_binary(BINARY, sa.kubeconfig(), &args);
+    let mut doc = quickstart();
+    doc["metadata"]["name"] = json!("edge");
+    doc["spec"]["leafRemotes"] = json!([{"connectionRef": {"name": "hub", "namespace": HUBS}}]);
+    let c: NatsCluster = serde_json::from_value(doc).expect("a NatsCluster");
+    Api::<NatsCluster>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &c)
+        .await
+        .expect("created");
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), NS);
+    let files = || async {
+        secrets
+            .get_opt("edge-leaf-remotes")
+            .await
+            .expect("read")
+            .map(|s| s.data.unwrap_or_default())
+    };
+    let copied = wait_until("the remote's creds copied", WAIT, files, |d| {
+        d.as_ref().is_some_and(|d| !d.is_empty())
+    })
+    .await
+    .unwrap_or_default();
+    assert_eq!(copied["remote-0.creds"].0, b"creds of hub".to_vec());
+
+    Api::<NatsReferenceGrant>::namespaced(admin.clone(), HUBS)
+        .delete("edges", &Default::default())
+        .await
+        .expect("grant deleted");
+    // The copy leaves the namespace: the Secret stays (the NatsCluster owns it), with no file.
+    wait_until(
+        "the withdrawn creds gone from edge-leaf-remotes",
+        WAIT,
+        files,
+        |d| d.as_ref().is_some_and(|d| d.is_empty()),
+    )
+    .await;
+    let clusters: Api<NatsCluster> = Api::namespaced(admin.clone(), NS);
+    let edge = sim::testkit::wait_for(
+        &clusters,
+        "edge",
+        "LeafnodesConnected RemoteNotPermitted",
+        |c| {
+            sim::testkit::is(
+                c,
+                "LeafnodesConnected",
+                "False",
+                reason::REMOTE_NOT_PERMITTED,
+            )
+        },
+    )
+    .await;
+    assert!(
+        sim::testkit::message(&edge, "LeafnodesConnected").contains("hubs/hub"),
+        "{}",
+        edge["status"]
+    );
     stop(&mut child, "cluster-controller").await;
     chart.assert_nothing_refused(&sa);
 }
