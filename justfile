@@ -43,7 +43,7 @@ crds-check:
     cargo run -q -p nats-api --bin crdgen -- --check
 
 # Regenerate everything the Helm chart derives: its CRDs (with deploy/crds), the goldens of its renders
-# (deploy/helm/testdata/*.golden.yaml) and the permission table of docs/controllers.md (from
+# (deploy/helm/testdata/*.golden.yaml) and the permission table of docs/controllers.md and docs/install.md (from
 # files/rbac.yaml). CI fails when any of them drifts (crdgen --check, e2e's chart_render and chart_rbac tests).
 chart:
     cargo run -q -p nats-api --bin crdgen

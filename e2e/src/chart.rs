@@ -413,12 +413,12 @@ pub fn rbac_table() -> Result<BTreeMap<String, Vec<RbacRule>>, String> {
     serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Where the generated table sits in docs/controllers.md.
+/// Where the generated table sits in docs/controllers.md and docs/install.md.
 pub const DOCS_BEGIN: &str = "<!-- rbac-table: generated from deploy/helm/nats-operators/files/rbac.yaml by `just chart`; do not edit -->";
 /// The end of the generated table.
 pub const DOCS_END: &str = "<!-- rbac-table end -->";
 
-/// The permission table of docs/controllers.md, generated from `table`.
+/// The permission table of docs/controllers.md and docs/install.md, generated from `table`.
 pub fn rbac_markdown(table: &BTreeMap<String, Vec<RbacRule>>) -> String {
     let mut md = String::from(
         "| controller | API group | resources | verbs | where | why |\n|---|---|---|---|---|---|\n",

@@ -1,7 +1,8 @@
 //! The chart's RBAC comes from one table, `files/rbac.yaml`: each controller's ClusterRole (or, with
 //! `watchNamespaces`, its Role in each watched namespace) holds exactly its rows, the release
-//! namespace's Role the Lease row, and docs/controllers.md's permission table is generated from it
-//! (`just chart` rewrites it; this test fails when it drifts).
+//! namespace's Role the Lease row, and the permission table of docs/controllers.md and of
+//! docs/install.md's RBAC section is generated from it (`just chart` rewrites both; this test
+//! fails when either drifts).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -130,18 +131,25 @@ fn namespaced_each_controller_gets_a_role_in_each_watched_namespace_and_the_flag
     }
 }
 
+/// The docs that carry the generated permission table: the controllers' reference and the
+/// install guide's RBAC section, both from the one table.
+const DOCS_WITH_THE_TABLE: [&str; 2] = ["docs/controllers.md", "docs/install.md"];
+
 #[test]
 fn the_docs_permission_table_is_generated_from_the_rbac_table() {
-    let path = chart::workspace_root().join("docs/controllers.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let want = chart::with_docs_table(&text, &chart::rbac_markdown(&table()))
-        .unwrap_or_else(|| panic!("{}: the rbac-table markers are missing", path.display()));
-    if chart::updating() {
-        std::fs::write(&path, &want).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return;
+    for doc in DOCS_WITH_THE_TABLE {
+        let path = chart::workspace_root().join(doc);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let want = chart::with_docs_table(&text, &chart::rbac_markdown(&table()))
+            .unwrap_or_else(|| panic!("{}: the rbac-table markers are missing", path.display()));
+        if chart::updating() {
+            std::fs::write(&path, &want).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            continue;
+        }
+        assert!(
+            text == want,
+            "{doc}'s permission table differs from files/rbac.yaml; run `just chart`"
+        );
     }
-    assert!(
-        text == want,
-        "docs/controllers.md's permission table differs from files/rbac.yaml; run `just chart`"
-    );
 }
