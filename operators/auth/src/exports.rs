@@ -77,6 +77,41 @@ pub enum ImportError {
     NoSuchExport { exporter: String, export: String },
     #[error("export {export} of account {exporter} is private and does not list this account")]
     NotAnImporter { exporter: String, export: String },
+    #[error(
+        "account {exporter} is under NatsOperator {exporter_operator}, not under this account's \
+         NatsOperator {importer_operator}, whose servers cannot resolve it"
+    )]
+    ForeignOperator {
+        exporter: String,
+        exporter_operator: String,
+        importer_operator: String,
+    },
+}
+
+/// §5.4 within §5.1: an import resolves only under the importer's own NatsOperator. A NatsOperator
+/// is the trust root of one NATS deployment, whose servers hold only the accounts it signed, so an
+/// import of an account under another NatsOperator names a key no server of this one can resolve
+/// (the Go reference refuses it too), and signing it would hand a tenant a JWT naming another
+/// deployment's account. `exporter_operators` are the NatsOperators (`namespace/name`) the
+/// exporter is known under: its operatorRef for an import by accountRef; for an import by
+/// publicKey, those of every NatsAccount and NatsSystemAccount recording that key. None is an
+/// account no object here describes, made elsewhere under this NatsOperator as the design allows
+/// (an import by publicKey is for such an account): accepted, and the servers resolve it or not.
+pub fn same_operator(
+    exporter: &str,
+    importer_operator: &str,
+    exporter_operators: &[String],
+) -> Result<(), ImportError> {
+    match exporter_operators.first() {
+        Some(other) if !exporter_operators.iter().any(|o| o == importer_operator) => {
+            Err(ImportError::ForeignOperator {
+                exporter: exporter.to_string(),
+                exporter_operator: other.clone(),
+                importer_operator: importer_operator.to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The exporting account as the importer's reconcile sees it.
@@ -379,6 +414,43 @@ mod tests {
             (i.subject, i.import_type.unwrap(), !i.token.is_empty())
         });
         assert_eq!(got, want.map(|(s, t, tok)| (s.to_string(), t, tok)));
+    }
+
+    // "An import names an export": of an account under the importer's own NatsOperator, the
+    // only one its servers trust (§5.1); the Go reference refuses the others too.
+    #[rstest]
+    #[case::an_account_ref_under_the_same_operator("team-a/orders", &["nats-system/demo"], true)]
+    #[case::an_account_ref_under_another_operator("team-a/orders", &["nats-system/elsewhere"], false)]
+    #[case::same_name_in_another_namespace_is_another_operator("team-a/orders", &["team-a/demo"], false)]
+    #[case::a_public_key_no_object_here_records("AOUTSIDE", &[], true)]
+    #[case::a_public_key_recorded_only_under_another_operator("AFOREIGN", &["nats-system/elsewhere"], false)]
+    #[case::a_public_key_recorded_under_this_operator_too("ABOTH", &["nats-system/elsewhere", "nats-system/demo"], true)]
+    fn an_import_crosses_no_natsoperator(
+        #[case] exporter: &str,
+        #[case] operators: &[&str],
+        #[case] admitted: bool,
+    ) {
+        let operators: Vec<String> = operators.iter().map(|o| o.to_string()).collect();
+        let got = same_operator(exporter, "nats-system/demo", &operators);
+        match got {
+            Ok(()) => assert!(admitted, "{exporter} under {operators:?} was admitted"),
+            Err(e) => {
+                assert!(!admitted, "{exporter} under {operators:?} was refused: {e}");
+                assert_eq!(
+                    e,
+                    ImportError::ForeignOperator {
+                        exporter: exporter.into(),
+                        exporter_operator: operators[0].clone(),
+                        importer_operator: "nats-system/demo".into(),
+                    }
+                );
+                let m = e.to_string();
+                assert!(
+                    m.contains(&operators[0]) && m.contains("nats-system/demo"),
+                    "{m}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -35,6 +35,8 @@
 //!   [`Index::accounts_of`] a NatsOperator.
 //! - "users of this account": [`Index::users_of`], for the revocation record, the RetiringKeysInUse
 //!   issuers ([`super::creds::issuers`]) and PublicKeyInUse among users.
+//! - "under which NatsOperator is this account key": [`Index::operators_recording`], for an
+//!   import by publicKey (an import crosses no NatsOperator).
 //! - "admitted": [`Index::admits`], [`Index::account_admitted`], [`Index::grants_in`], from the
 //!   grants of the target's namespace (§7).
 //!
@@ -446,6 +448,29 @@ impl Index {
             let (ns, n) = operator_of_system_account(a);
             ns == namespace && n == name
         })
+    }
+
+    /// The NatsOperators (`namespace/name`) under which a NatsAccount or NatsSystemAccount
+    /// records the account key `public_key` in its status: where an import by publicKey points.
+    pub fn operators_recording(&self, public_key: &str) -> Vec<String> {
+        let records = |k: Option<&String>| k.is_some_and(|k| k == public_key);
+        let mut out: Vec<String> = listed(&self.accounts, |a| {
+            records(a.status.as_ref().and_then(|s| s.public_key.as_ref()))
+        })
+        .iter()
+        .map(|a| operator_of(a))
+        .chain(
+            listed(&self.system_accounts, |a| {
+                records(a.status.as_ref().and_then(|s| s.public_key.as_ref()))
+            })
+            .iter()
+            .map(|a| operator_of_system_account(a)),
+        )
+        .map(|(ns, name)| format!("{ns}/{name}"))
+        .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Every NatsUser of account `kind` `namespace`/`name`.

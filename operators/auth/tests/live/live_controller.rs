@@ -10,6 +10,7 @@ use crate::apirig;
 use crate::common;
 mod operator_rotation;
 mod roster_per_operator;
+mod tenancy_imports;
 mod withdrawal;
 
 use std::time::{Duration, Instant};

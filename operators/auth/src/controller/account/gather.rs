@@ -214,7 +214,8 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    const REFUSAL: &str = "no NatsReferenceGrant in nats-system admits NatsAccount from t to NatsOperator demo";
+    const REFUSAL: &str =
+        "no NatsReferenceGrant in nats-system admits NatsAccount from t to NatsOperator demo";
 
     #[rstest]
     #[case::never_signed(false, false, None)]

@@ -1,63 +1,74 @@
 //! A NatsAccount's imports, each resolved from the export it names: by public key (subject and
 //! type from the spec, the activation token from a Secret), or by reference to an exporting
 //! account from the index, across namespaces only through a grant (§7), with the activation
-//! token the exporter signed into its status for this account's key.
+//! token the exporter signed into its status for this account's key; either only of an account
+//! under this account's own NatsOperator ([`exports::same_operator`]).
+//!
+//! An import that does not resolve (no grant, another NatsOperator's account, no such export,
+//! not listed, no valid activation, an exporter with no key or no token for this account yet) is
+//! left out: the account is signed and pushed without it, Ready False with reason
+//! ImportsUnresolved naming it, so withdrawing what admitted an import (a grant, a listing, the
+//! export) removes it from the JWT on every server on the next pass. None holds the account
+//! unsigned: a JWT kept as it was would keep an import withdrawn meanwhile on the servers, and a
+//! tenant could keep it there by adding an import that never resolves.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
-use nats_api::auth::{AccountKind, ExportType, ImportState, NatsAccount, reason};
+use nats_api::auth::{AccountKind, ExportType, ImportState, NatsAccount};
 use nats_claims::Import;
 
-use super::stop::{Stop, unresolved_conds};
 use crate::controller::Context;
 use crate::controller::error::{Error, kube_err};
-use crate::controller::refs::kind_name;
+use crate::controller::refs::{kind_name, operator_of};
 use crate::exports::{self, Exporter};
 use crate::grants::{Referrer, Target};
 
 const AUTH: &str = nats_api::auth::GROUP;
 
-/// The imports of the account JWT and status.imports.
+/// The imports of the account JWT and status.imports, and why each import left out of them does
+/// not resolve.
 pub(super) struct Imports {
     pub imports: Vec<Import>,
     pub states: Vec<ImportState>,
+    pub refused: Vec<String>,
 }
 
-/// One import, resolved or why not.
+/// One import, resolved or why not (left out of the JWT: the account is signed without it).
 enum Resolution {
     Resolved(Import),
-    Unresolved(String),
+    Refused(String),
 }
 
-/// Every import resolved (ImportsUnresolved naming each that is not).
+/// Every import resolved, or refused and left out (ImportsUnresolved naming each).
 pub(super) async fn resolve(
     ctx: &Context,
     acct: &NatsAccount,
     public_key: &str,
-) -> Result<Imports, Stop> {
+) -> Result<Imports, Error> {
     let mut out = Imports {
         imports: vec![],
         states: vec![],
+        refused: vec![],
     };
-    let mut unresolved: Vec<String> = Vec::new();
     for imp in &acct.spec.imports {
         match resolve_one(ctx, acct, public_key, imp).await? {
             Resolution::Resolved(i) => {
                 out.states.push(exports::import_state(imp, &i));
                 out.imports.push(i);
             }
-            Resolution::Unresolved(why) => unresolved.push(why),
+            Resolution::Refused(why) => out.refused.push(why),
         }
     }
-    if !unresolved.is_empty() {
-        let m = unresolved.join("; ");
-        let conds = unresolved_conds(reason::IMPORTS_UNRESOLVED, m.clone(), m);
-        return Err(Stop::Refused(conds));
-    }
     Ok(out)
+}
+
+/// The importer's NatsOperator, `namespace/name`.
+fn own_operator(acct: &NatsAccount) -> String {
+    let (ns, name) = operator_of(acct);
+    format!("{ns}/{name}")
 }
 
 async fn resolve_one(
@@ -71,7 +82,7 @@ async fn resolve_one(
     }
     let Some(r) = &imp.account_ref else {
         let why = format!("import {} names no account", imp.export);
-        return Ok(Resolution::Unresolved(why));
+        return Ok(Resolution::Refused(why));
     };
     Ok(by_account_ref(ctx, acct, public_key, imp, r))
 }
@@ -84,6 +95,10 @@ async fn by_public_key(
     imp: &nats_api::auth::Import,
     exporter: &str,
 ) -> Result<Resolution, Error> {
+    let recorded = ctx.index.operators_recording(exporter);
+    if let Err(e) = exports::same_operator(exporter, &own_operator(acct), &recorded) {
+        return Ok(Resolution::Refused(format!("import {}: {e}", imp.export)));
+    }
     let ns = acct.namespace().unwrap_or_default();
     let subject = imp.subject.clone().unwrap_or_default();
     let mut i = match imp.type_ {
@@ -121,13 +136,13 @@ async fn by_public_key(
     Ok(match token {
         Some(t) if !t.is_empty() => match crate::supplied::fault(&t, &expected) {
             None => Resolution::Resolved(i.token(t)),
-            Some(f) => Resolution::Unresolved(format!(
+            Some(f) => Resolution::Refused(format!(
                 "import {}: the activation token in Secret {secret_name} key {} {f}",
                 imp.export,
                 act.key()
             )),
         },
-        _ => Resolution::Unresolved(format!(
+        _ => Resolution::Refused(format!(
             "import {}: activation Secret {secret_name} key {} not found",
             imp.export,
             act.key()
@@ -147,9 +162,9 @@ fn by_account_ref(
 ) -> Resolution {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let ex_ns = r.namespace.clone().unwrap_or_else(|| ns.clone());
-    let (exporter, ex_pk) = match exporter(ctx, &ns, &ex_ns, imp, r) {
+    let (exporter, ex_pk) = match exporter(ctx, acct, &ex_ns, imp, r) {
         Ok(found) => found,
-        Err(why) => return Resolution::Unresolved(why),
+        Err(why) => return Resolution::Refused(why),
     };
     let exporter_name = format!("{ex_ns}/{}", r.name);
     let token = exporter
@@ -172,7 +187,7 @@ fn by_account_ref(
         token.as_deref(),
     );
     let i = match resolved {
-        Err(e) => return Resolution::Unresolved(format!("import {}: {e}", imp.export)),
+        Err(e) => return Resolution::Refused(format!("import {}: {e}", imp.export)),
         Ok(i) => i,
     };
     let private = exporter.spec.exports.iter().any(|e| {
@@ -180,7 +195,7 @@ fn by_account_ref(
             && e.access == Some(nats_api::auth::ExportAccess::Private)
     });
     if private && i.token.is_empty() {
-        return Resolution::Unresolved(format!(
+        return Resolution::Refused(format!(
             "import {}: waiting for {exporter_name} to sign this account's activation token",
             imp.export
         ));
@@ -189,19 +204,21 @@ fn by_account_ref(
 }
 
 /// The exporting account `r` names in `ex_ns` and its public key, where a grant admits the
-/// reference from `ns` (a system account exports nothing here), or why not.
+/// reference from the importer's namespace and it is under the importer's NatsOperator (a
+/// system account exports nothing here), or why not.
 fn exporter(
     ctx: &Context,
-    ns: &str,
+    acct: &NatsAccount,
     ex_ns: &str,
     imp: &nats_api::auth::Import,
     r: &nats_api::auth::AccountReference,
 ) -> Result<(Arc<NatsAccount>, String), String> {
+    let ns = acct.namespace().unwrap_or_default();
     let kind = kind_name(r.kind);
     let from = Referrer {
         group: AUTH,
         kind: "NatsAccount",
-        namespace: ns,
+        namespace: &ns,
     };
     let to = Target {
         group: AUTH,
@@ -225,6 +242,12 @@ fn exporter(
             imp.export, r.name
         ));
     };
+    let (op_ns, op_name) = operator_of(&exporter);
+    let exporter_name = format!("{ex_ns}/{}", r.name);
+    let under = [format!("{op_ns}/{op_name}")];
+    if let Err(e) = exports::same_operator(&exporter_name, &own_operator(acct), &under) {
+        return Err(format!("import {}: {e}", imp.export));
+    }
     match exporter.status.as_ref().and_then(|s| s.public_key.clone()) {
         Some(pk) => Ok((exporter, pk)),
         None => Err(format!(

@@ -11,7 +11,9 @@
 //! 3. gather [`gather::own_keys`]: its own keys, generated here first → status.publicKey.
 //! 4. refuse [`gather::key_in_use`]: PublicKeyInUse under the NatsOperator.
 //! 5. gather [`gather::operator_signer`]: the NatsOperator's JWT and signing key (KeysPending).
-//! 6. plan [`imports::resolve`]: each import from the export it names → status.imports.
+//! 6. plan [`imports::resolve`]: each import from the export it names → status.imports; one
+//!    that does not resolve (no grant, another NatsOperator's account, ...) is left out of the
+//!    JWT and named by Ready False ImportsUnresolved.
 //! 7. sign [`activations::sign`]: tokens for its private exports → status.activations.
 //! 8. observe [`recovery::record`], [`recovery::recover`]: users, servers → status.revocations.
 //! 9. sign [`sign::sign`]: the account JWT (AdoptionDropsClaims) → status.jwt, jwtHash.
@@ -124,11 +126,17 @@ async fn phases(
     status.distribution = pushed.distribution;
     let unrecovered = recovered.unrecovered;
     let unrecovered_now = unrecovered.as_ref().is_some_and(|c| c.status);
-    let mut conds = status::ready(acct, &admitted, &activations, &signed);
+    let refused = &imports.refused;
+    let mut conds = status::ready(acct, &admitted, &activations, &signed, refused);
     conds.extend(pushed.conds);
     conds.extend(status::retiring_in_use(ctx, acct, &keys).await?);
     conds.extend(unrecovered);
     let soon = !pushed.current || activations.unsigned > 0 || unrecovered_now;
     let wait = status::again(ctx, &signed, now, soon);
-    Ok(Signed { conds, wait })
+    let refused = !refused.is_empty();
+    Ok(Signed {
+        conds,
+        wait,
+        refused,
+    })
 }

@@ -26,19 +26,42 @@ use crate::controller::{Context, WAIT_RETRY, creds};
 pub(super) struct Signed {
     pub conds: Vec<Decided>,
     pub wait: Duration,
+    /// Signed without a refused import: looked at again within the refusal backoff too, since
+    /// an activation Secret that would resolve it wakes nothing.
+    pub refused: bool,
 }
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Ready (Signed, or ActivationsUnsigned while an importer has no key) and ReferencesResolved.
+/// Ready (Signed, or ActivationsUnsigned while an importer has no key) and ReferencesResolved;
+/// both False, reason ImportsUnresolved, naming each import `refused` and left out of the JWT.
 pub(super) fn ready(
     acct: &NatsAccount,
     admitted: &Admitted,
     activations: &Activations,
     signed: &AccountJwt,
+    refused: &[String],
 ) -> Vec<Decided> {
+    if !refused.is_empty() {
+        let why = refused.join("; ");
+        let n = refused.len();
+        let ready = format!(
+            "{why}; the account JWT is signed without {} import{}",
+            if n == 1 { "this" } else { "these" },
+            plural(n)
+        );
+        return vec![
+            Decided::new(condition::READY, false, reason::IMPORTS_UNRESOLVED, ready),
+            Decided::new(
+                condition::REFERENCES_RESOLVED,
+                false,
+                reason::IMPORTS_UNRESOLVED,
+                why,
+            ),
+        ];
+    }
     let (op_ns, op_name) = (&admitted.namespace, &admitted.name);
     let expires = if signed.exp == 0 {
         "never expires".to_string()
@@ -153,15 +176,22 @@ pub(super) fn record_expiry(ctx: &Context, acct: &NatsAccount, exp: i64) {
 
 /// Writes the status as the pass left it, only at the resourceVersion the account was read at
 /// (or written at, by the finalizer's add); changed since (its status removed, say): looked at
-/// again in 200 ms. Signed: settled, again after its wait; refused: again after the backoff.
+/// again in 200 ms. Signed: settled, again after its wait; refused, or signed without a refused
+/// import: again after the backoff.
 pub(super) async fn write(
     ctx: &Context,
     acct: &NatsAccount,
     mut status: NatsAccountStatus,
     end: Result<Signed, Stop>,
 ) -> Result<Action, Error> {
+    // Some: signed, looked at again after its wait (within the backoff while an import is
+    // refused); None: after the backoff.
     let (conds, wait) = match end {
-        Ok(s) => (s.conds, Some(s.wait)),
+        Ok(s) if s.refused => {
+            let wait = s.wait.min(retry_later(ctx, acct));
+            (s.conds, Some((wait, false)))
+        }
+        Ok(s) => (s.conds, Some((s.wait, true))),
         Err(Stop::Refused(conds)) => (conds, None),
         Err(Stop::Forgotten(conds)) => {
             status.jwt = None;
@@ -191,8 +221,10 @@ pub(super) async fn write(
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     match wait {
-        Some(w) => {
-            settled(ctx, acct);
+        Some((w, settle)) => {
+            if settle {
+                settled(ctx, acct);
+            }
             Ok(Action::requeue(w))
         }
         None => Ok(Action::requeue(retry_later(ctx, acct))),
