@@ -334,11 +334,15 @@ impl Activation {
 #[serde(rename_all = "camelCase")]
 pub struct Import {
     /// The exporting NatsAccount or NatsSystemAccount; another namespace's only through a
-    /// NatsReferenceGrant there. Exclusive with publicKey.
+    /// NatsReferenceGrant there, and only one under this account's NatsOperator: an account of
+    /// another NatsOperator is refused at reconcile (Ready False, ImportsUnresolved) and left out
+    /// of the JWT, since CEL cannot read the other object's operatorRef. Exclusive with publicKey.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_ref: Option<AccountReference>,
-    /// The exporting account's public key, for an account no object here describes. Exclusive
-    /// with accountRef; needs subject and type.
+    /// The exporting account's public key, for an account no object here describes (made
+    /// elsewhere under this account's NatsOperator: the servers resolve it or not). A key a
+    /// NatsAccount or NatsSystemAccount of another NatsOperator records is refused at reconcile
+    /// (Ready False, ImportsUnresolved). Exclusive with accountRef; needs subject and type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 56, max = 56), regex(pattern = "^A[A-Z2-7]{55}$"))]
     pub public_key: Option<String>,
