@@ -135,6 +135,8 @@ pub mod event {
     pub const MOVE_REFUSED: &str = "MoveRefused";
     /// An evacuation refused to start.
     pub const EVACUATION_REFUSED: &str = "EvacuationRefused";
+    /// A balancer's interval, stored below the floor before the CEL rule, paced at the floor.
+    pub const INTERVAL_RAISED: &str = "IntervalRaised";
 }
 
 /// Prometheus metric names of the JetStream controller (prefix `nats_operator_`).
@@ -149,4 +151,12 @@ pub mod metric {
     pub const EVACUATION_REMAINING: &str = "nats_operator_evacuation_remaining";
     /// Gauge: moved streams with no resource whose config still names the source {namespace, name}.
     pub const EVACUATION_STALE_PLACEMENTS: &str = "nats_operator_evacuation_stale_placements";
+    /// Counter: apiserver requests made by balancer and evacuation passes {kind, verb, resource}:
+    /// `kind` the pass's (NatsBalancer, NatsSystemBalancer, NatsClusterEvacuation), `verb` the
+    /// request's (get, list, watch, create, update, patch, delete), `resource` the plural it
+    /// names (`other` for one outside the controller's fixed set).
+    pub const PASS_APISERVER_REQUESTS: &str = "nats_operator_pass_apiserver_requests_total";
+    /// Counter: passes put off because their NatsConnection held its share of the request
+    /// slots {kind}.
+    pub const CONNECTION_SHARE_DEFERRED: &str = "nats_operator_connection_share_deferred_total";
 }

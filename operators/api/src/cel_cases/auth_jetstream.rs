@@ -1157,13 +1157,66 @@ fn balancers() -> Vec<Case> {
             Accepted,
         ),
         create(
-            "balancer: interval must be greater than 0",
+            "balancer: interval 0s is below the 5s floor",
             BAL,
             js!(
                 "NatsBalancer",
                 "  connectionRef:\n    name: orders\n  interval: 0s\n"
             ),
-            Refused("interval must be greater than 0"),
+            Refused("interval must be at least 5s"),
+        ),
+        create(
+            "balancer: interval 1ns, a hot loop, is below the floor",
+            BAL,
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 1ns\n"
+            ),
+            Refused("interval must be at least 5s"),
+        ),
+        create(
+            "balancer: interval 4999ms is just below the floor",
+            BAL,
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 4999ms\n"
+            ),
+            Refused("interval must be at least 5s"),
+        ),
+        create(
+            "balancer: interval 5s, the floor itself, is accepted",
+            BAL,
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 5s\n"
+            ),
+            Accepted,
+        ),
+        update(
+            "balancer: lowering interval below the floor is refused",
+            BAL,
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 1m\n"
+            ),
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 1s\n"
+            ),
+            Refused("interval must be at least 5s"),
+        ),
+        update(
+            "balancer: an interval stored below the floor raised to it is accepted",
+            BAL,
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 1s\n"
+            ),
+            js!(
+                "NatsBalancer",
+                "  connectionRef:\n    name: orders\n  interval: 5s\n"
+            ),
+            Accepted,
         ),
         create(
             "balancer: the pool name default is reserved",
@@ -1204,13 +1257,57 @@ fn balancers() -> Vec<Case> {
             Accepted,
         ),
         create(
-            "system balancer: interval must be greater than 0",
+            "system balancer: interval 0 is below the 5s floor",
             SYSBAL,
             js!(
                 "NatsSystemBalancer",
                 "  connectionRef:\n    name: system\n  interval: \"0\"\n"
             ),
-            Refused("interval must be greater than 0"),
+            Refused("interval must be at least 5s"),
+        ),
+        create(
+            "system balancer: interval 500ms is below the floor",
+            SYSBAL,
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 500ms\n"
+            ),
+            Refused("interval must be at least 5s"),
+        ),
+        create(
+            "system balancer: interval 5s, the floor itself, is accepted",
+            SYSBAL,
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 5s\n"
+            ),
+            Accepted,
+        ),
+        update(
+            "system balancer: lowering interval below the floor is refused",
+            SYSBAL,
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 1m\n"
+            ),
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 2s\n"
+            ),
+            Refused("interval must be at least 5s"),
+        ),
+        update(
+            "system balancer: an interval stored below the floor raised to it is accepted",
+            SYSBAL,
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 1s\n"
+            ),
+            js!(
+                "NatsSystemBalancer",
+                "  connectionRef:\n    name: system\n  interval: 10s\n"
+            ),
+            Accepted,
         ),
         update(
             "system balancer: connectionRef is immutable",

@@ -98,7 +98,7 @@ pub struct Skew {
     )
 )]
 #[x_kube(validation = Rule::new("self.connectionRef == oldSelf.connectionRef").message("connectionRef cannot change"))]
-#[x_kube(validation = Rule::new("duration(self.interval) > duration('0s')").message("interval must be greater than 0"))]
+#[x_kube(validation = Rule::new("duration(self.interval) >= duration('5s')").message("interval must be at least 5s, the floor that bounds what one balancer's passes cost"))]
 #[serde(rename_all = "camelCase")]
 pub struct NatsSystemBalancerSpec {
     /// A NatsConnection with system account credentials to the NATS cluster. Cannot change.
@@ -106,7 +106,8 @@ pub struct NatsSystemBalancerSpec {
     /// Which kinds of move to make: leader moves on, placement moves off by default.
     #[serde(default)]
     pub moves: Moves,
-    /// The pace of passes, at most one move each (Go duration, greater than 0; default `1m`).
+    /// The pace of passes, at most one move each (Go duration, at least `5s`; default `1m`). An
+    /// object stored below the floor (before the CEL rule) is paced at the floor.
     #[serde(default = "default_interval")]
     pub interval: GoDuration,
 }

@@ -108,7 +108,7 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
         serde_json::from_value(json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
             "metadata": {"name": name, "namespace": NS},
-            "spec": {"connectionRef": {"name": "system"}, "interval": "1s"},
+            "spec": {"connectionRef": {"name": "system"}, "interval": "5s"},
         }))
         .expect("a NatsSystemBalancer")
     };

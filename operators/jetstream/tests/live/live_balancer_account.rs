@@ -132,7 +132,7 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
         json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsBalancer",
             "metadata": {"name": name, "namespace": NS},
-            "spec": {"connectionRef": {"name": conn}, "pools": pools, "interval": "1s"},
+            "spec": {"connectionRef": {"name": conn}, "pools": pools, "interval": "5s"},
         })
     };
     create(
@@ -295,7 +295,7 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
         json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
             "metadata": {"name": "system", "namespace": NS},
-            "spec": {"connectionRef": {"name": "system"}, "interval": "1s"},
+            "spec": {"connectionRef": {"name": "system"}, "interval": "5s"},
         }),
     )
     .await;

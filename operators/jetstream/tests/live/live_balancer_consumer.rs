@@ -129,7 +129,7 @@ async fn system_balancer_evens_consumer_leaders_piled_on_one_server() {
     let balancer: NatsSystemBalancer = serde_json::from_value(json!({
         "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
         "metadata": {"name": "system", "namespace": NS},
-        "spec": {"connectionRef": {"name": "system"}, "interval": "1s"},
+        "spec": {"connectionRef": {"name": "system"}, "interval": "5s"},
     }))
     .expect("a NatsSystemBalancer");
     balancers
@@ -214,7 +214,7 @@ async fn account_balancer_evens_consumer_leaders_over_its_own_connection() {
     let balancer: NatsBalancer = serde_json::from_value(json!({
         "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsBalancer",
         "metadata": {"name": "orders", "namespace": NS},
-        "spec": {"connectionRef": {"name": "demo"}, "interval": "1s"},
+        "spec": {"connectionRef": {"name": "demo"}, "interval": "5s"},
     }))
     .expect("a NatsBalancer");
     balancers

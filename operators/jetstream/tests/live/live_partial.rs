@@ -79,7 +79,7 @@ fn system_balancer(moves: Value) -> Value {
     json!({
         "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
         "metadata": {"name": "system", "namespace": NS},
-        "spec": {"connectionRef": {"name": "system"}, "interval": "1s", "moves": moves},
+        "spec": {"connectionRef": {"name": "system"}, "interval": "5s", "moves": moves},
     })
 }
 
@@ -245,7 +245,7 @@ async fn settled_scope_account_balancer_holds_for_another_accounts_stream() {
         json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsBalancer",
             "metadata": {"name": "orders", "namespace": NS},
-            "spec": {"connectionRef": {"name": "demo"}, "interval": "1s"},
+            "spec": {"connectionRef": {"name": "demo"}, "interval": "5s"},
         }),
     )
     .await;

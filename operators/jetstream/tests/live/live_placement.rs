@@ -243,7 +243,7 @@ async fn story_07_system_balancer_placement_moves_even_copies_over_five_servers(
         json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsSystemBalancer",
             "metadata": {"name": "system", "namespace": NS},
-            "spec": {"connectionRef": {"name": "system"}, "interval": "1s"},
+            "spec": {"connectionRef": {"name": "system"}, "interval": "5s"},
         }),
     )
     .await;
@@ -363,7 +363,7 @@ async fn story_07_account_balancer_placement_moves_by_peer_remove() {
         json!({
             "apiVersion": "jetstream.nats.mikluko.io/v1beta1", "kind": "NatsBalancer",
             "metadata": {"name": "orders", "namespace": NS},
-            "spec": {"connectionRef": {"name": "demo"}, "interval": "1s",
+            "spec": {"connectionRef": {"name": "demo"}, "interval": "5s",
                      "moves": {"leader": false, "placement": true}},
         }),
     )
