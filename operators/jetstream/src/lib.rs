@@ -17,6 +17,7 @@ pub mod lease;
 pub mod lifecycle;
 pub mod object_config;
 pub mod ownership;
+pub mod pace;
 pub mod pool;
 pub mod references;
 pub mod server_config;

@@ -44,15 +44,14 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::jetstream::{
-    FINALIZER, GoDuration, Move, MoveKind, NatsBalancer, NatsBalancerStatus, NatsKeyValue,
-    NatsObjectStore, NatsStream, PoolStatus, condition, event, metric, reason,
+    FINALIZER, GoDuration, Move, MoveKind, NatsBalancer, NatsBalancerStatus, PoolStatus, condition,
+    event, metric, reason,
 };
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 
 use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
-use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::account::{self, Listed, ListedConsumers};
 use crate::balance::gate;
@@ -67,14 +66,39 @@ const PENDING_POLL: Duration = Duration::from_secs(2);
 /// How long a pass waits for `$SYS.REQ.USER.INFO` (a refused publish is never answered).
 const USER_INFO_DEADLINE: Duration = Duration::from_secs(2);
 
-/// The pace of passes (the CRD refuses an interval that is not a positive Go duration; one
-/// that still does not parse reads as the default minute).
+/// The pace of passes: `interval`, never below the floor ([`crate::pace`]).
 pub(super) fn pace(interval: &GoDuration) -> Duration {
-    crate::units::duration_nanos("interval", interval)
-        .ok()
-        .and_then(|n| u64::try_from(n).ok())
-        .filter(|n| *n > 0)
-        .map_or(Duration::from_secs(60), Duration::from_nanos)
+    crate::pace::pace(interval).every
+}
+
+/// The note of a pace not as the spec asks (below the floor, unreadable): `Some` for the
+/// Ready message; published as an IntervalRaised Event when `previous_ready` does not carry it
+/// yet (once per change, not once per pass).
+pub(super) async fn note_pace<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    interval: &GoDuration,
+    previous: &[Condition],
+) -> Option<String> {
+    let note = crate::pace::pace(interval).raised?;
+    let told = previous
+        .iter()
+        .any(|c| c.type_ == condition::READY && c.message.contains(&note));
+    if !told {
+        ctx.shared
+            .events
+            .publish(obj, true, event::INTERVAL_RAISED, note.clone())
+            .await;
+    }
+    Some(note)
+}
+
+/// `message`, with the pace's note when there is one.
+pub(super) fn with_note(message: String, note: Option<&str>) -> String {
+    match note {
+        Some(n) => format!("{message}; {n}"),
+        None => message,
+    }
 }
 
 /// What a pass works from.
@@ -153,7 +177,14 @@ async fn live(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error
         Err(Err(e)) => return Err(e),
     };
     let ns = obj.namespace().unwrap_or_default();
-    let (labeled, pinned_uids) = resources(&ctx, &ns).await.map_err(kube_err(&*obj))?;
+    let (labeled, pinned_uids) = match resources(&ctx, &ns, &g.view).await {
+        Ok(r) => r,
+        Err(e) => {
+            let status = stopped(reason::PASS_FAILED, format!("{e}; nothing is moved"));
+            write(&ctx, &obj, &status, &previous).await?;
+            return Ok(Action::requeue(super::index::FILL_WAIT));
+        }
+    };
     let in_cluster: Vec<Owned> = g
         .view
         .groups
@@ -175,14 +206,18 @@ async fn live(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error
         })
         .collect();
     let s = step(&ctx, &obj, &g, &assignment, &pinned_uids, &previous).await;
+    let note = note_pace(&ctx, &*obj, &obj.spec.interval, &previous.conditions).await;
     let ready = Decided::new(
         condition::READY,
         true,
         reason::BALANCING,
-        format!(
-            "{} pools over NATS cluster {}",
-            assignment.pools.len(),
-            g.cluster
+        with_note(
+            format!(
+                "{} pools over NATS cluster {}",
+                assignment.pools.len(),
+                g.cluster
+            ),
+            note.as_deref(),
         ),
     );
     let overlapping = pools::overlap_message(&assignment.overlapping)
@@ -298,41 +333,34 @@ async fn list_consumers(client: &async_nats::Client, streams: Vec<String>) -> Ve
     out
 }
 
-/// Every NatsStream, NatsKeyValue and NatsObjectStore of `ns` with its labels (the pools'
-/// candidates), and the UIDs of those anywhere watched whose spec sets `placement.cluster`. A
-/// list that fails fails the pass: without it pools and pins cannot be told.
+/// The NatsStreams, NatsKeyValues and NatsObjectStores of `ns` owning a group of `view` (the
+/// account's streams), with their labels (the pools' candidates), and the UIDs of those owners,
+/// of any namespace, whose spec sets `placement.cluster`: from the index, not the apiserver
+/// ([`super::index`]). An index not filled yet (the controller just started) stops the pass.
 async fn resources(
     ctx: &Context,
     ns: &str,
-) -> Result<(Vec<Labeled>, BTreeSet<String>), kube::Error> {
-    let placed = |v: serde_json::Value| {
-        v.pointer("/spec/placement/cluster")
-            .and_then(|c| c.as_str())
-            .is_some_and(|c| !c.is_empty())
-    };
+    view: &SystemView,
+) -> Result<(Vec<Labeled>, BTreeSet<String>), super::index::NotFilled> {
+    let owners = ctx
+        .index
+        .owners_of(super::index::groups_on(view, None))
+        .await?;
     let (mut labeled, mut pinned) = (Vec::new(), BTreeSet::new());
-    macro_rules! collect {
-        ($k:ty) => {
-            for r in watched::<$k>(ctx).await? {
-                let uid = r.metadata.uid.clone().unwrap_or_default();
-                if placed(serde_json::to_value(&r).unwrap_or_default()) {
-                    pinned.insert(uid.clone());
-                }
-                if r.metadata.namespace.as_deref() == Some(ns) {
-                    labeled.push(Labeled {
-                        kind: <$k>::kind(&()).to_string(),
-                        namespace: ns.to_string(),
-                        name: r.name_any(),
-                        uid,
-                        labels: r.labels().clone(),
-                    });
-                }
-            }
-        };
+    for o in owners {
+        if o.owner.placement_cluster.is_some() {
+            pinned.insert(o.owner.uid.clone());
+        }
+        if o.owner.namespace == ns {
+            labeled.push(Labeled {
+                kind: o.owner.kind,
+                namespace: o.owner.namespace,
+                name: o.owner.name,
+                uid: o.owner.uid,
+                labels: o.labels,
+            });
+        }
     }
-    collect!(NatsStream);
-    collect!(NatsKeyValue);
-    collect!(NatsObjectStore);
     Ok((labeled, pinned))
 }
 
@@ -433,7 +461,7 @@ async fn step(
             condition::HOLDING,
             false,
             reason::SETTLED,
-            gate::settled_message(&from, &g.cluster, obj.spec.interval.as_str()),
+            gate::settled_message(&from, &g.cluster, &GoDuration::from(interval).0),
         )));
     };
     if let Err(holder) = ctx.leases.take(&g.cluster, &me, now) {
@@ -622,5 +650,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         &ctx.shared.scope,
         watch_config(),
     );
-    controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile).await;
+    // The watch is the controller's; the passes run on a client counting their requests.
+    let passes = ctx.for_passes(KIND);
+    controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

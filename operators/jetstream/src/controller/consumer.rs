@@ -332,6 +332,13 @@ async fn delete_on_server(
 
 /// One reconcile under the JetStream finalizer (every consumer wants it).
 async fn reconcile(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
+    // Within its NatsConnection's share of the slots ([`super::share`]): its own, or by
+    // streamRef its stream's (from the index; the stream itself while the index lacks it).
+    let conn = super::share::consumer_connection(&ctx, &obj);
+    let _slot = match super::share::take_for(&ctx, &*obj, &conn) {
+        Ok(slot) => slot,
+        Err(wait) => return Ok(Action::requeue(wait)),
+    };
     let api: Api<NatsConsumer> = Api::namespaced(
         ctx.shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
@@ -402,5 +409,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
                 .collect::<Vec<_>>()
         },
     );
+    // Woken when their connection frees a slot of its share (`super::share`).
+    let controller = controller.reconcile_on(super::share::wake_feed::<NatsConsumer>(&ctx));
     controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile).await;
 }

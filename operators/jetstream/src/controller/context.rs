@@ -45,16 +45,42 @@ pub struct Context {
     /// The client, metrics, Events, backoff and due times (the kit's).
     pub shared: Shared,
     /// One NATS connection per NatsConnection.
-    pub pool: Pool,
+    pub pool: Arc<Pool>,
     /// The process settings.
     pub settings: Settings,
     /// The move lease of each NATS cluster (§6.5).
-    pub leases: Leases,
+    pub leases: Arc<Leases>,
     /// What the balancers must leave alone and whom they yield to, as the passes of the
     /// evacuations and system balancers last recorded it.
-    pub moving: Moving,
+    pub moving: Arc<Moving>,
     /// How many servers each balancer's and evacuation's JSZ ping was answered by.
-    pub census: Census,
+    pub census: Arc<Census>,
+    /// The stream-backed objects, from their Controllers' stores: what the balancer and
+    /// evacuation passes read their owners from ([`super::index`]).
+    pub index: Arc<super::index::Index>,
+    /// Each NatsConnection's share of a Controller's request slots ([`super::share`]).
+    pub shares: Arc<super::share::Shares>,
+}
+
+impl Context {
+    /// The same context for the passes of `kind` (a balancer or evacuation kind): every state
+    /// shared, the kit's parts its own, on a client that counts each apiserver request it sends
+    /// under `kind` ([`super::requests`]). Call it within the runtime (the client spawns its
+    /// buffer).
+    pub(crate) fn for_passes(&self, kind: &'static str) -> Arc<Context> {
+        let metrics = self.shared.metrics.clone();
+        let client = super::requests::counting(self.shared.client.clone(), metrics.clone(), kind);
+        Arc::new(Context {
+            shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(self.settings.scope.clone()),
+            pool: self.pool.clone(),
+            settings: self.settings.clone(),
+            leases: self.leases.clone(),
+            moving: self.moving.clone(),
+            census: self.census.clone(),
+            index: self.index.clone(),
+            shares: self.shares.clone(),
+        })
+    }
 }
 
 /// The streams each evacuation has a move requested on and each system balancer's NATS cluster
@@ -181,11 +207,13 @@ impl HasShared for Context {
 pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
     Arc::new(Context {
         shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
-        pool: Pool::default(),
+        shares: Arc::new(super::share::Shares::new(settings.scope.concurrency)),
+        pool: Arc::default(),
         settings,
-        leases: Leases::default(),
-        moving: Moving::default(),
-        census: Census::default(),
+        leases: Arc::default(),
+        moving: Arc::default(),
+        census: Arc::default(),
+        index: Arc::default(),
     })
 }
 

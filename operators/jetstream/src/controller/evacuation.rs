@@ -3,8 +3,9 @@
 //! [`crate::evacuation`]'s). A pass, phase by phase:
 //!
 //! 1. [`gather`] — the system connection reached, one JSZ ping across the NATS system (accounts,
-//!    streams, configs) read as a [`SystemView`], and every NatsStream, NatsKeyValue and
-//!    NatsObjectStore listed as the [`Owner`]s of stream groups → [`Gathered`].
+//!    streams, configs) read as a [`SystemView`], and the NatsStream, NatsKeyValue and
+//!    NatsObjectStore owning its stream groups read from the index ([`super::index`], no list)
+//!    as their [`Owner`]s → [`Gathered`].
 //! 2. [`refuse`] — a server of the source carrying the target tags: no move, ever, until it
 //!    does not (Event EvacuationRefused).
 //! 3. [`hold`] — a server down or the meta group leaderless: no move made, none counted done
@@ -27,16 +28,14 @@ use controller_kit::conditions::{self, Decided};
 use controller_kit::finalizer::{self, Cleanup};
 use controller_kit::reconcile::{Read, describe};
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use nats_api::jetstream::{
-    FINALIZER, NatsClusterEvacuation, NatsClusterEvacuationStatus, NatsKeyValue, NatsObjectStore,
-    NatsStream, condition, event, metric, reason,
+    FINALIZER, NatsClusterEvacuation, NatsClusterEvacuationStatus, condition, event, metric, reason,
 };
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::JszOptions;
 use nats_wire::{Wire, WireError};
-use serde_json::Value;
 
 use super::context::{Context, lock, watch_config};
 use super::error::{Error, kube_err};
@@ -200,8 +199,23 @@ async fn gather(
         Err(e) => return Err(Ok(observe_failed(ctx, obj, format!("the JSZ ping: {e}")))),
     };
     ctx.shared.settled(obj);
-    let owners = owners(ctx, obj).await.map_err(Err)?;
     let view = system_view(&replies);
+    // The owners of every group the view holds (a group off the source with no owner is a
+    // stale placement), from the index: no list of the three kinds per pass.
+    let owners = match ctx
+        .index
+        .owners_of(super::index::groups_on(&view, None))
+        .await
+    {
+        Ok(o) => o.into_iter().map(|i| i.owner).collect(),
+        Err(e) => {
+            return Err(Ok(Stopped {
+                ready: Decided::new(condition::READY, false, reason::PASS_FAILED, e.to_string()),
+                held: false,
+                after: super::index::FILL_WAIT,
+            }));
+        }
+    };
     // Left for the account balancers' Settled gate (crate::balance::gate), for every NATS
     // cluster that answered.
     let clusters: BTreeSet<String> = view.servers.iter().map(|s| s.cluster.clone()).collect();
@@ -234,68 +248,6 @@ fn observe_failed(ctx: &Context, obj: &NatsClusterEvacuation, message: String) -
         ready: Decided::new(condition::READY, false, reason::OBSERVE_FAILED, message),
         held: false,
         after: ctx.shared.retry_later(obj),
-    }
-}
-
-/// Every NatsStream, NatsKeyValue and NatsObjectStore of the watched namespaces, with the
-/// cluster its spec pins it to.
-async fn owners(ctx: &Context, obj: &NatsClusterEvacuation) -> Result<Vec<Owner>, Error> {
-    let mut out = Vec::new();
-    out.extend(
-        watched::<NatsStream>(ctx)
-            .await
-            .map_err(kube_err(obj))?
-            .iter()
-            .map(|r| owner(r, "NatsStream")),
-    );
-    out.extend(
-        watched::<NatsKeyValue>(ctx)
-            .await
-            .map_err(kube_err(obj))?
-            .iter()
-            .map(|r| owner(r, "NatsKeyValue")),
-    );
-    out.extend(
-        watched::<NatsObjectStore>(ctx)
-            .await
-            .map_err(kube_err(obj))?
-            .iter()
-            .map(|r| owner(r, "NatsObjectStore")),
-    );
-    Ok(out)
-}
-
-/// Every `K` of the namespaces this process watches.
-pub(super) async fn watched<K>(ctx: &Context) -> Result<Vec<K>, kube::Error>
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    let mut out = Vec::new();
-    for api in ctx.shared.scope.namespaces.apis::<K>(&ctx.shared.client) {
-        out.extend(api.list(&ListParams::default()).await?.items);
-    }
-    Ok(out)
-}
-
-/// An owner from any of the three kinds: its spec's `placement.cluster` read from its JSON.
-fn owner<K: kube::Resource + serde::Serialize>(r: &K, kind: &str) -> Owner {
-    let placement_cluster = serde_json::to_value(r)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/spec/placement/cluster")
-                .and_then(Value::as_str)
-                .map(String::from)
-        })
-        .filter(|c| !c.is_empty());
-    Owner {
-        kind: kind.to_string(),
-        namespace: r.meta().namespace.clone().unwrap_or_default(),
-        name: r.meta().name.clone().unwrap_or_default(),
-        uid: r.meta().uid.clone().unwrap_or_default(),
-        placement_cluster,
     }
 }
 
@@ -514,5 +466,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         &ctx.shared.scope,
         watch_config(),
     );
-    controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile).await;
+    // The watch is the controller's; the passes run on a client counting their requests.
+    let passes = ctx.for_passes(KIND);
+    controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

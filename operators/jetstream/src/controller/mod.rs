@@ -23,9 +23,12 @@ mod consumer;
 mod context;
 mod error;
 mod evacuation;
+mod index;
 mod objects;
 mod outcome;
 mod reach;
+mod requests;
+mod share;
 mod status;
 mod stream_backed;
 mod system_balancer;
@@ -34,6 +37,7 @@ use std::sync::Arc;
 
 pub use context::{Context, DEFAULT_RESYNC, Settings, WAIT_RETRY, context};
 pub use error::Error;
+pub use share::{Shares, share_of};
 pub use stream_backed::StreamBacked;
 
 /// Runs every controller of the JetStream controller until they end (they run forever).

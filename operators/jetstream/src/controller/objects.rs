@@ -442,8 +442,13 @@ async fn delete_on_server<K: StreamBacked>(
     Ok(c)
 }
 
-/// One reconcile under the JetStream finalizer (every stream-backed resource wants it).
+/// One reconcile under the JetStream finalizer (every stream-backed resource wants it), within
+/// its NatsConnection's share of the slots ([`super::share`]).
 async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let _slot = match super::share::take_for(&ctx, &*obj, obj.connection_ref()) {
+        Ok(slot) => slot,
+        Err(wait) => return Ok(Action::requeue(wait)),
+    };
     let api: Api<K> = Api::namespaced(
         ctx.shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
@@ -493,6 +498,7 @@ pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
     let controller =
         controller_kit::watch::controller::<K>(&client, &ctx.shared.scope, watch_config());
     let store = controller.store();
+    ctx.index.register(store.clone());
     let c = ctx.clone();
     let controller = controller.watches_stream(
         ctx.shared
@@ -509,5 +515,7 @@ pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
                 .collect::<Vec<_>>()
         },
     );
+    // Woken when their connection frees a slot of its share (`super::share`).
+    let controller = controller.reconcile_on(super::share::wake_feed::<K>(&ctx));
     controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile::<K>).await;
 }

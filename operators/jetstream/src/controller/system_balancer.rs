@@ -32,8 +32,8 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use nats_api::jetstream::{
-    FINALIZER, Move, MoveKind, NatsKeyValue, NatsObjectStore, NatsStream, NatsSystemBalancer,
-    NatsSystemBalancerStatus, condition, event, metric, reason,
+    FINALIZER, Move, MoveKind, NatsSystemBalancer, NatsSystemBalancerStatus, condition, event,
+    metric, reason,
 };
 use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::{JszOptions, Placement};
@@ -41,7 +41,6 @@ use nats_wire::{ServerFilter, Wire, WireError};
 
 use super::context::{Context, SystemClaim, claim_winner, lock, watch_config};
 use super::error::{Error, kube_err};
-use super::evacuation::watched;
 use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::gate::Sighting;
 use crate::balance::{self, PlannedMove, Scope};
@@ -330,9 +329,13 @@ async fn step(
     } else {
         "leaders"
     };
-    let ready = balancing(format!(
-        "balancing {what} across {servers} servers of NATS cluster {}",
-        g.cluster
+    let note = super::balancer::note_pace(ctx, obj, &obj.spec.interval, &previous.conditions).await;
+    let ready = balancing(super::balancer::with_note(
+        format!(
+            "balancing {what} across {servers} servers of NATS cluster {}",
+            g.cluster
+        ),
+        note.as_deref(),
     ));
     if !pending.is_empty() {
         ctx.leases.renew(&g.cluster, &me, now);
@@ -361,13 +364,22 @@ async fn step(
     if let Err(why) = balance::settled(&g.view, &g.cluster) {
         return quiet(holding(reason::UNSETTLED, why), previous.last_move.clone());
     }
+    let pinned = match pinned(ctx, &g.view, &g.cluster).await {
+        Ok(p) => p,
+        Err(e) => {
+            return quiet(
+                holding(reason::PASS_FAILED, format!("{e}; nothing is moved")),
+                previous.last_move.clone(),
+            );
+        }
+    };
     let scope = Scope {
         leader: obj.spec.moves.leader,
         placement: obj.spec.moves.placement,
         leader_accounts: g.reached.clone(),
         consumer_accounts: g.reached_consumers.clone(),
         skip: ctx.moving.under_evacuation(),
-        pinned: pinned(ctx, &g.view).await,
+        pinned,
         only: None,
     };
     let Some(planned) = balance::next_move(&g.view, &g.cluster, &scope) else {
@@ -379,7 +391,7 @@ async fn step(
                 format!(
                     "NATS cluster {} is Settled; next pass in {}",
                     g.cluster,
-                    obj.spec.interval.as_str()
+                    nats_api::jetstream::GoDuration::from(interval(obj)).0
                 ),
             )),
             previous.last_move.clone(),
@@ -500,31 +512,27 @@ fn record_pending(ctx: &Context, me: &str, pending: &[Move]) {
     }
 }
 
-/// Streams whose resource sets placement.cluster, by the ownership marker of their groups.
-async fn pinned(ctx: &Context, view: &SystemView) -> BTreeSet<(String, String)> {
-    let placed = |v: serde_json::Value| {
-        v.pointer("/spec/placement/cluster")
-            .and_then(|c| c.as_str())
-            .is_some_and(|c| !c.is_empty())
-    };
-    let mut uids = BTreeSet::new();
-    macro_rules! collect {
-        ($k:ty) => {
-            for r in watched::<$k>(ctx).await.unwrap_or_default() {
-                if placed(serde_json::to_value(&r).unwrap_or_default()) {
-                    uids.extend(r.metadata.uid.clone());
-                }
-            }
-        };
-    }
-    collect!(NatsStream);
-    collect!(NatsKeyValue);
-    collect!(NatsObjectStore);
-    view.groups
+/// Streams whose resource sets placement.cluster, by the ownership marker of their groups: the
+/// owners of the groups on NATS cluster `cluster`, from the index ([`super::index`]).
+async fn pinned(
+    ctx: &Context,
+    view: &SystemView,
+    cluster: &str,
+) -> Result<BTreeSet<(String, String)>, super::index::NotFilled> {
+    let uids: BTreeSet<String> = ctx
+        .index
+        .owners_of(super::index::groups_on(view, Some(cluster)))
+        .await?
+        .into_iter()
+        .filter(|o| o.owner.placement_cluster.is_some())
+        .map(|o| o.owner.uid)
+        .collect();
+    Ok(view
+        .groups
         .iter()
         .filter(|g| g.owner.as_ref().is_some_and(|o| uids.contains(o)))
         .map(|g| (g.account.clone(), g.stream.clone()))
-        .collect()
+        .collect())
 }
 
 fn merged(
@@ -618,5 +626,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         &ctx.shared.scope,
         watch_config(),
     );
-    controller_kit::reconcile::run(controller, ctx, Read::Fresh, reconcile).await;
+    // The watch is the controller's; the passes run on a client counting their requests.
+    let passes = ctx.for_passes(KIND);
+    controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

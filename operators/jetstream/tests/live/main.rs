@@ -17,4 +17,6 @@ mod live_connection;
 mod live_evacuation;
 mod live_partial;
 mod live_placement;
+mod live_tarpit;
+mod live_tenant_cost;
 mod live_transfer;
