@@ -1,5 +1,6 @@
 //! NatsConnection: dial it through the pool and report Ready (Connected, ConnectFailed,
-//! SecretNotFound, InvalidSecret). Resources naming it share the pooled connection.
+//! SecretNotFound, InvalidSecret). Resources naming it share the pooled connection. Being
+//! deleted, it is first kept while a Delete-policy resource still needs it ([`in_use`]).
 
 use std::sync::Arc;
 
@@ -13,11 +14,16 @@ use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, c
 
 use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
+use super::in_use;
 use crate::connection::Ready;
 use crate::pool::Resolved;
 
 /// One pass: the connection dialed (or shared) through the pool, then Ready written.
 async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action, Error> {
+    // Being deleted: kept while a Delete-policy resource still needs it (`in_use`).
+    if let Some(wait) = in_use::release(&ctx, &obj).await? {
+        return Ok(Action::requeue(wait));
+    }
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let ready = match ctx

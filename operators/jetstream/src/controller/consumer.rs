@@ -17,7 +17,8 @@
 //!
 //! Deletion ([`cleanup`]): a consumer whose stream is gone or was never bound is released at
 //! once; otherwise as the stream-backed kinds: under deletionPolicy Delete over a usable
-//! connection, the consumer deleted if this resource owns it.
+//! connection (kept usable by the in-use finalizer, [`in_use`]), the consumer deleted if this
+//! resource owns it; a Delete released without reaching the server says so in an Event.
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ use serde_json::{Map, Value};
 
 use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
+use super::in_use;
 use super::outcome::{
     Outcome, Stop, Written, hold, previous_status, spec_edited, terminal_message,
 };
@@ -131,6 +133,9 @@ async fn gather(ctx: &Context, obj: &NatsConsumer) -> Result<Gathered, Stop> {
     // By streamRef the connection is the stream's, already admitted to it; by stream the
     // consumer's own reference needs a grant when it crosses namespaces.
     let check_grant = obj.spec.stream.is_some() && conn.namespace.as_deref() != Some(ns.as_str());
+    in_use::protect(ctx, obj, &conn, obj.spec.deletion_policy)
+        .await
+        .map_err(Stop::Failed)?;
     let client = reach(ctx, obj, &conn, check_grant).await?;
     let name = obj.consumer_name().to_string();
     let what = format!("consumer {name} on stream {stream}");
@@ -291,6 +296,9 @@ async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Cleanup, E
         let state = connection_state(&ctx, obj, &connection).await?;
         if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
             delete_on_server(&ctx, obj, &connection, &stream, state).await?;
+        } else if let Some(why) = in_use::not_run(obj.spec.deletion_policy, state, &connection) {
+            let what = format!("consumer {} on stream {stream}", obj.consumer_name());
+            in_use::released_without_policy(&ctx, obj, &what, &why).await;
         }
     }
     ctx.shared

@@ -60,6 +60,9 @@ pub struct Context {
     pub index: Arc<super::index::Index>,
     /// Each NatsConnection's share of a Controller's request slots ([`super::share`]).
     pub shares: Arc<super::share::Shares>,
+    /// The NatsConnections (`ns/name@uid`) this process has seen carry the in-use finalizer
+    /// ([`super::in_use`]), so a pass does not read them again.
+    pub in_use: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Context {
@@ -79,7 +82,25 @@ impl Context {
             census: self.census.clone(),
             index: self.index.clone(),
             shares: self.shares.clone(),
+            in_use: self.in_use.clone(),
         })
+    }
+}
+
+impl Context {
+    /// Whether the connection `key` is known to carry the in-use finalizer.
+    pub(crate) fn in_use_marked(&self, key: &str) -> bool {
+        lock(&self.in_use).contains(key)
+    }
+
+    /// Remembers that the connection `key` carries the in-use finalizer.
+    pub(crate) fn mark_in_use(&self, key: String) {
+        lock(&self.in_use).insert(key);
+    }
+
+    /// Forgets the connection `key` (its in-use finalizer was removed).
+    pub(crate) fn forget_in_use(&self, key: &str) {
+        lock(&self.in_use).remove(key);
     }
 }
 
@@ -214,6 +235,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         moving: Arc::default(),
         census: Arc::default(),
         index: Arc::default(),
+        in_use: Arc::default(),
     })
 }
 

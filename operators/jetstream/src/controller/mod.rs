@@ -23,6 +23,7 @@ mod consumer;
 mod context;
 mod error;
 mod evacuation;
+mod in_use;
 mod index;
 mod objects;
 mod outcome;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 pub use context::{Context, DEFAULT_RESYNC, Settings, WAIT_RETRY, context};
 pub use error::Error;
+pub use in_use::{DELETION_POLICY_NOT_RUN, IN_USE_FINALIZER};
 pub use share::{Shares, share_of};
 pub use stream_backed::StreamBacked;
 

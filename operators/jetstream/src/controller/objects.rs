@@ -18,8 +18,11 @@
 //! its outcome (a refusal, a server not reachable) or its error.
 //!
 //! Deletion ([`cleanup`]): the connection's state; under deletionPolicy Delete over a usable
-//! connection, the stream deleted if this resource owns it; then the finalizer is released. A
-//! server that cannot be reached fails the cleanup, which keeps the finalizer.
+//! connection (one being deleted is kept usable for it by the in-use finalizer, [`in_use`]), the
+//! stream deleted if this resource owns it; then the finalizer is released. A server that cannot
+//! be reached fails the cleanup, which keeps the finalizer. A Delete released without reaching
+//! the server (connection gone, grant withdrawn) says so in a `DeletionPolicyNotRun` Warning
+//! Event naming the object left.
 
 use std::sync::Arc;
 
@@ -40,6 +43,7 @@ use serde_json::{Map, Value};
 
 use super::context::{Context, watch_config};
 use super::error::Error;
+use super::in_use;
 use super::outcome::{
     Outcome, Stop, Written, hold, previous_status, previous_transfer, spec_edited, terminal_message,
 };
@@ -105,6 +109,9 @@ async fn gather<K: StreamBacked>(ctx: &Context, obj: &K) -> Result<Gathered, Sto
     let ns = obj.namespace().unwrap_or_default();
     let conn = references::absolute(obj.connection_ref(), &ns);
     let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
+    in_use::protect(ctx, obj, &conn, obj.policies().1)
+        .await
+        .map_err(Stop::Failed)?;
     let client = reach(ctx, obj, &conn, check_grant).await?;
     let stream = obj.stream_name();
     let info = jsapi::stream_info(&client, &stream).await.map_err(|e| {
@@ -401,7 +408,11 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
     let cleanup = if lifecycle::dials_on_deletion(policy, state) {
         delete_on_server(&ctx, obj, &conn, policy, state).await?
     } else {
-        // Nothing on the server is touched: Retain, or a connection gone or no longer granted.
+        // Nothing on the server is touched: Retain, or a connection gone or no longer granted
+        // (then said in a Warning Event when the policy was Delete).
+        if let Some(why) = in_use::not_run(policy, state, &conn) {
+            in_use::released_without_policy(&ctx, obj, &obj.what(), &why).await;
+        }
         lifecycle::on_deletion(policy, state, &Found::Absent)
     };
     tracing::info!(?cleanup, "{}: finalizer released", obj.what());

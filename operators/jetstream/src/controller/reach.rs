@@ -142,7 +142,8 @@ async fn admitted<K: Resource<DynamicType = ()>>(
     .map_err(kube_err(obj))
 }
 
-/// Whether the connection the resource names still exists and is admitted.
+/// Whether the connection the resource names still exists (being deleted or not) and is
+/// admitted.
 pub(crate) async fn connection_state<K: Resource<DynamicType = ()>>(
     ctx: &Context,
     obj: &K,
@@ -159,14 +160,15 @@ pub(crate) async fn connection_state<K: Resource<DynamicType = ()>>(
             .await
             .map_err(kube_err(obj))?
     };
-    // A connection outside --watch-namespaces is never read: it reads as absent.
+    // A connection outside --watch-namespaces is never read: it reads as absent. One being
+    // deleted but still there (held by the in-use finalizer for resources like this one) exists.
     let exists = namespaces.watches(&target_ns) && {
         let api: Api<nats_api::nats::NatsConnection> =
             Api::namespaced(ctx.shared.client.clone(), &target_ns);
         api.get_opt(&conn.name)
             .await
             .map_err(kube_err(obj))?
-            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+            .is_some()
     };
     Ok(references::connection_state(
         &grants,
