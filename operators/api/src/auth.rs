@@ -122,6 +122,10 @@ pub mod reason {
     pub const ACTIVATIONS_UNSIGNED: &str = "ActivationsUnsigned";
     /// The JWT is being pushed.
     pub const DISTRIBUTING: &str = "Distributing";
+    /// NatsUser / NatsAccount being deleted: a NatsConnection still names the user's creds
+    /// Secret, so the user is neither revoked nor its Secret deleted (nor the account deleted
+    /// on the servers) until that connection is gone (docs/uninstall.md).
+    pub const CREDENTIALS_IN_USE: &str = "CredentialsInUse";
     /// The JWT was pushed.
     pub const DISTRIBUTED: &str = "Distributed";
     /// Every roster server holds the current JWT.

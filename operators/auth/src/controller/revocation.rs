@@ -33,8 +33,10 @@ pub(crate) fn revocation_record(
     };
     for u in users {
         let Some(st) = &u.status else { continue };
+        // A deleted user whose creds a NatsConnection still uses is revoked once that is gone.
         if let (Some(at), Some(pk)) = (&u.metadata.deletion_timestamp, &st.public_key)
             && finalizer::has(&**u)
+            && super::user::in_use::revocable(u)
         {
             revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
         }

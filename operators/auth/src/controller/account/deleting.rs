@@ -1,4 +1,6 @@
-//! A deleted NatsAccount that was signed stays until its NatsOperator's status.deletedAccounts
+//! A deleted NatsAccount that was signed stays while a NatsConnection still uses the creds of one
+//! of its users (Ready False CredentialsInUse: its NatsOperator does not record it either, see
+//! `user::in_use`), then until its NatsOperator's status.deletedAccounts
 //! records it (that NatsOperator sends CLAIMS.DELETE, and again to servers that rejoin); then
 //! its finalizer is released and its metrics go.
 
@@ -6,14 +8,21 @@ use controller_kit::conditions::Decided;
 use controller_kit::finalizer::Cleanup;
 use controller_kit::metrics;
 use kube::{Resource, ResourceExt};
-use nats_api::auth::{NatsAccount, NatsAccountStatus, NatsOperator, condition, reason};
+use nats_api::auth::{
+    AccountKind, NatsAccount, NatsAccountStatus, NatsOperator, condition, reason,
+};
 
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::finalizer::{deletion_held, force_deleted};
 use crate::controller::status::{merged, write_status};
+use crate::controller::user::in_use;
 use crate::deletion_hold::{self, Held, Hold};
 use crate::deletions;
+
+/// How soon an account held for its users' creds looks again (nothing wakes it when a
+/// NatsConnection goes).
+const IN_USE_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The cleanup of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again
 /// in a second) until `op` (its NatsOperator, from the index) records the deletion or the
@@ -25,6 +34,21 @@ pub(super) async fn deleting(
 ) -> Result<Cleanup, Error> {
     let prev = acct.status.clone().unwrap_or_default();
     let signed = prev.jwt.as_deref().is_some_and(|j| !j.is_empty());
+    let force = deletion_hold::force_delete(acct.annotations());
+    if let (Some(_), Some(_), true, false) = (&prev.public_key, op, signed, force) {
+        let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
+        let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
+        let using = in_use::account_users_in_use(ctx, &users).await?;
+        if !using.is_empty() {
+            let message = format!(
+                "the creds of its users are still in use: {}; the account is deleted on the \
+                 servers once they are gone",
+                using.join(", ")
+            );
+            let cond = Decided::new(condition::READY, false, reason::CREDENTIALS_IN_USE, message);
+            return held_for(ctx, acct, prev, cond, IN_USE_RECHECK).await;
+        }
+    }
     if let (Some(pk), Some(op), true) = (&prev.public_key, op, signed) {
         let recorded = op
             .status
@@ -59,8 +83,20 @@ async fn held(
     prev: NatsAccountStatus,
     message: String,
 ) -> Result<Cleanup, Error> {
-    let generation = acct.meta().generation;
     let cond = Decided::new(condition::READY, false, reason::DISTRIBUTING, message);
+    let after = ctx.shared.deletion_wait(acct);
+    held_for(ctx, acct, prev, cond, after).await
+}
+
+/// Ready False as `cond` says, and a DeletionHeld Event; looked at again `after`.
+async fn held_for(
+    ctx: &Context,
+    acct: &NatsAccount,
+    prev: NatsAccountStatus,
+    cond: Decided,
+    after: std::time::Duration,
+) -> Result<Cleanup, Error> {
+    let generation = acct.meta().generation;
     let status = NatsAccountStatus {
         observed_generation: generation,
         conditions: merged(acct, std::slice::from_ref(&cond), &[]),
@@ -69,7 +105,7 @@ async fn held(
     write_status(ctx, acct, &status).await?;
     deletion_held(ctx, acct, &cond).await;
     Ok(Cleanup::Wait {
-        after: ctx.shared.deletion_wait(acct),
+        after,
         reason: cond.message,
     })
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use kube::{Resource, ResourceExt};
-use nats_api::auth::{DeletedAccount, NatsAccount, NatsOperator, NatsOperatorStatus};
+use nats_api::auth::{AccountKind, DeletedAccount, NatsAccount, NatsOperator, NatsOperatorStatus};
 use nats_claims::{Account, NKey};
 
 use crate::controller::{Context, claims_delete};
@@ -32,6 +32,11 @@ pub(super) async fn deleted_accounts(
         if admitted && a.meta().deletion_timestamp.is_none() {
             continue;
         }
+        // A deleted account whose users' creds a NatsConnection still uses is deleted on the
+        // servers once those are gone (the user of the creds goes first; its pass says so).
+        if admitted && users_in_use(ctx, a).await {
+            continue;
+        }
         if let (Some(pk), Some(jwt)) = (&st.public_key, st.jwt.as_deref().filter(|j| !j.is_empty()))
         {
             let expires = nats_claims::decode_unverified::<Account>(jwt)
@@ -49,4 +54,21 @@ pub(super) async fn deleted_accounts(
         Err(e) => tracing::warn!(error = %e, "CLAIMS.DELETE not sent; retrying"),
     }
     deleted
+}
+
+/// Whether a user of the deleted account `a` still has its creds used by a NatsConnection (a
+/// failed read counts as in use: this pass records nothing for it, the next looks again).
+async fn users_in_use(ctx: &Context, a: &NatsAccount) -> bool {
+    let users = ctx.index.users_of(
+        AccountKind::NatsAccount,
+        &a.namespace().unwrap_or_default(),
+        &a.name_any(),
+    );
+    match crate::controller::user::in_use::account_users_in_use(ctx, &users).await {
+        Ok(using) => !using.is_empty(),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the users of a deleted account's creds");
+            true
+        }
+    }
 }

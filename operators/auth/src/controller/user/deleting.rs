@@ -1,5 +1,6 @@
-//! A deleted NatsUser: its key is revoked in the account JWT (the account's pass adds it from
-//! the deletion time); once every server holds that JWT and no replaced key is pending, its live
+//! A deleted NatsUser: held first while a NatsConnection still names its creds Secret
+//! ([`in_use`]: Ready False CredentialsInUse, nothing revoked or deleted). Then its key is
+//! revoked in the account JWT (the account's pass adds it from the deletion time); once every server holds that JWT and no replaced key is pending, its live
 //! connections are kicked, its creds Secret goes last, and the finalizer is released. Without a
 //! system connection nothing is pushed or kicked: the revocation signed is enough.
 //!
@@ -13,6 +14,7 @@ use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
 use super::gather::AccountView;
+use super::in_use;
 use super::kick::kick_connections;
 use crate::controller::Context;
 use crate::controller::creds::delete_creds;
@@ -31,6 +33,11 @@ pub(super) async fn deleting(
     u: &NatsUser,
     view: Option<&AccountView>,
 ) -> Result<Cleanup, Error> {
+    // The user of the creds goes first: nothing is revoked or deleted while a NatsConnection
+    // still names its Secret (`in_use`), whatever became of the account.
+    if let Some(wait) = in_use::hold_while_in_use(ctx, u).await? {
+        return Ok(wait);
+    }
     let prev = u.status.clone().unwrap_or_default();
     let at = u
         .meta()

@@ -19,6 +19,7 @@
 
 mod deleting;
 mod gather;
+pub(crate) mod in_use;
 mod key;
 mod kick;
 mod publish;
