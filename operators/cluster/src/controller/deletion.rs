@@ -109,8 +109,8 @@ async fn deleting<L: ServerLifecycle>(
     Ok(())
 }
 
-/// What the NatsCluster's NATS cluster still holds: over the system user when it has one, else
-/// over each server's monitoring endpoint.
+/// What the NatsCluster's NATS cluster still holds: over the system user when it has one and
+/// it connects, else over each server's monitoring endpoint.
 async fn observe_data<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
@@ -141,14 +141,23 @@ async fn observe_data<L: ServerLifecycle>(
     if present.is_empty() {
         return Ok(DataObservation::Failed("no server is Ready".into()));
     }
+    // Over the system user when it connects; when it is refused (its NatsUser revoked in the
+    // same teardown) the monitoring endpoints answer the same question, so the guard never waits
+    // on the order in which the system user and the NatsCluster go (issue 43).
+    let mut refused = None;
     if let Some(access) = system_access(&ctx.shared.client, cluster).await? {
-        return Ok(match dial_system(&present, &access).await {
+        match dial_system(&present, &access).await {
             Ok(wire) => {
-                crate::nats::deletion_guard::observe(&wire, &name, present.len(), OBSERVE_DEADLINE)
-                    .await
+                return Ok(crate::nats::deletion_guard::observe(
+                    &wire,
+                    &name,
+                    present.len(),
+                    OBSERVE_DEADLINE,
+                )
+                .await);
             }
-            Err(e) => DataObservation::Failed(format!("system connection: {e}")),
-        });
+            Err(e) => refused = Some(format!("system connection: {e}")),
+        }
     }
     let asks = observe::Asks {
         jetstream: true,
@@ -156,9 +165,11 @@ async fn observe_data<L: ServerLifecycle>(
     };
     let obs = observe::over_monitor(&present, asks).await;
     if obs.answers.is_empty() {
-        return Ok(DataObservation::Failed(
-            obs.failure.unwrap_or_else(|| "no server answered".into()),
-        ));
+        let failure = obs.failure.unwrap_or_else(|| "no server answered".into());
+        return Ok(DataObservation::Failed(match refused {
+            Some(r) => format!("{r}; monitoring endpoints: {failure}"),
+            None => failure,
+        }));
     }
     let replies: Vec<Reply<nats_wire::monitor::Jsz>> = obs
         .answers
