@@ -62,6 +62,21 @@ pub fn deletion_guard(force_delete: bool, observed: &DataObservation) -> Deletio
     }
 }
 
+/// How long a held guard waits before it looks again: while stream groups remain, at most
+/// [`DATA_RECHECK`] whatever the backoff has grown to, since in a teardown the resources deleted
+/// with the NatsCluster remove their streams within seconds and the guard should see it then
+/// (issue 43); an unobservable NATS cluster keeps the backoff.
+pub fn recheck_after(reason: &str, backoff: std::time::Duration) -> std::time::Duration {
+    if reason == reason::JETSTREAM_DATA_REMAINS {
+        backoff.min(DATA_RECHECK)
+    } else {
+        backoff
+    }
+}
+
+/// The longest a guard held by data waits between looks.
+pub const DATA_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The stream groups in JSZ answers (with account and stream details), each named once as
 /// `account > stream (raft group)`, sorted. Every member of a group reports it; only groups
 /// placed in `cluster` count.
@@ -97,6 +112,22 @@ mod tests {
 
     fn groups(names: &[&str]) -> DataObservation {
         DataObservation::StreamGroups(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[rstest]
+    #[case::data_is_looked_at_again_within_seconds(reason::JETSTREAM_DATA_REMAINS, 30, 5)]
+    #[case::a_short_backoff_stays_short(reason::JETSTREAM_DATA_REMAINS, 2, 2)]
+    #[case::an_unobservable_cluster_keeps_its_backoff(reason::OBSERVATION_FAILED, 30, 30)]
+    fn how_soon_a_held_guard_looks_again(
+        #[case] reason: &str,
+        #[case] backoff: u64,
+        #[case] want: u64,
+    ) {
+        use std::time::Duration;
+        assert_eq!(
+            recheck_after(reason, Duration::from_secs(backoff)),
+            Duration::from_secs(want)
+        );
     }
 
     #[rstest]

@@ -74,7 +74,7 @@ pub async fn guard<L: ServerLifecycle>(
         DeletionDecision::Hold { reason, message } => {
             deleting(ctx, cluster, reason, &message).await?;
             Ok(Cleanup::Wait {
-                after: ctx.shared.deletion_wait(cluster),
+                after: deletion_guard::recheck_after(reason, ctx.shared.deletion_wait(cluster)),
                 reason: format!("{reason}: {message}"),
             })
         }
