@@ -163,7 +163,7 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
     let holding = condition(&status, "Holding").expect("Holding");
     assert_eq!(
         holding["message"],
-        "NATS cluster c1 is Settled; next pass in 1s"
+        "NATS cluster c1 is Settled; next pass in 5s"
     );
     assert_eq!(status["skew"]["replicas"], 0, "R3 on 3 servers: {status}");
     assert!(status["capabilities"]["leaderReason"].is_null(), "{status}");

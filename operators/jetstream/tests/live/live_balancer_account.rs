@@ -189,7 +189,7 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
     assert_eq!(
         condition(&status, "Holding").expect("Holding")["message"],
         "NATS cluster c1 is Settled, judged from the account's own streams: no system view of \
-         NATS cluster c1; next pass in 1s"
+         NATS cluster c1; next pass in 5s"
     );
     let overlapping = condition(&status, "Overlapping").expect("Overlapping");
     assert_eq!(

@@ -311,7 +311,7 @@ async fn settled_scope_account_balancer_holds_for_another_accounts_stream() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         condition(&status, "Holding").expect("Holding")["message"],
-        "NATS cluster c1 is Settled; next pass in 1s",
+        "NATS cluster c1 is Settled; next pass in 5s",
         "judged from the system balancer's view: {status}"
     );
 }
