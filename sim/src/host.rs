@@ -107,6 +107,9 @@ pub struct Host {
     elected: Mutex<BTreeMap<String, Replicas>>,
     /// Starts exited servers again, as a kubelet would.
     supervisor: JoinHandle<()>,
+    /// Stops the servers of a NatsCluster that is gone, as the garbage collector and the kubelet
+    /// would ([`crate::local::collect`]).
+    collector: JoinHandle<()>,
     lifecycle: LocalLifecycle,
     /// The apiserver's objects, through the admin client.
     objects: Objects,
@@ -138,6 +141,7 @@ impl Drop for Host {
             r.task.abort();
         }
         self.supervisor.abort();
+        self.collector.abort();
         // An aborted task drops its share of the lifecycle only when the runtime next polls it;
         // the processes must not wait for that.
         self.lifecycle.kill_all();
@@ -175,6 +179,7 @@ impl Host {
             running: Mutex::new(BTreeMap::new()),
             elected: Mutex::new(BTreeMap::new()),
             supervisor: lifecycle.supervise(),
+            collector: collector(api.client(), lifecycle.clone()),
             lifecycle,
             objects: Objects::new(api.client()),
             api,
@@ -298,5 +303,79 @@ impl Host {
             },
         );
         Ok(())
+    }
+}
+
+/// How often the collector lists the NatsClusters.
+const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The garbage collector of the local backend: every [`COLLECT_EVERY`], the clusters the
+/// lifecycle ran before a LIST of NatsClusters that the LIST lacks have their servers stopped
+/// ([`LocalLifecycle::collect`]).
+fn collector(client: kube::Client, lifecycle: LocalLifecycle) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: kube::Api<nats_api::cluster::NatsCluster> = kube::Api::all(client.clone());
+        loop {
+            tokio::time::sleep(COLLECT_EVERY).await;
+            let known = lifecycle.clusters();
+            if known.is_empty() {
+                continue;
+            }
+            let Ok(list) = api.list(&kube::api::ListParams::default()).await else {
+                continue;
+            };
+            let listed: std::collections::BTreeSet<String> = list
+                .items
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}/{}",
+                        c.metadata.namespace.as_deref().unwrap_or("default"),
+                        c.metadata.name.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            let orphans = crate::local::collect::orphans(&known, &listed);
+            if !orphans.is_empty() {
+                let took = lifecycle.collect(&orphans).await;
+                tracing::info!(?orphans, ?took, "servers of deleted NatsClusters stopped");
+                let live: std::collections::BTreeSet<String> = list
+                    .items
+                    .iter()
+                    .filter_map(|c| c.metadata.uid.clone())
+                    .collect();
+                collect_owned(&client, &orphans, &live).await;
+            }
+        }
+    })
+}
+
+/// The garbage collector's other half: the Secrets of the namespaces of `orphans` whose
+/// controller is a NatsCluster no longer among `live` (its route CA and certificate, its leaf
+/// remotes) are deleted, so a NatsCluster of the same name made again issues its own.
+async fn collect_owned(
+    client: &kube::Client,
+    orphans: &[String],
+    live: &std::collections::BTreeSet<String>,
+) {
+    use k8s_openapi::api::core::v1::Secret;
+    let namespaces: std::collections::BTreeSet<&str> = orphans
+        .iter()
+        .filter_map(|k| k.split_once('/').map(|(ns, _)| ns))
+        .collect();
+    for ns in namespaces {
+        let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), ns);
+        let Ok(list) = api.list(&kube::api::ListParams::default()).await else {
+            continue;
+        };
+        for s in list.items {
+            let orphaned = crate::local::collect::owned_by_gone_cluster(
+                s.metadata.owner_references.as_deref().unwrap_or_default(),
+                live,
+            );
+            if orphaned && let Some(name) = &s.metadata.name {
+                let _ = api.delete(name, &kube::api::DeleteParams::default()).await;
+            }
+        }
     }
 }

@@ -10,9 +10,11 @@
 //! Here: the lifecycle and what it keeps per cluster; [`layout`] where a local server listens
 //! and keeps its files; [`process`] one server's process (on [`crate::server::process`]);
 //! [`files`] what it reads from its directory; [`events`] the log of what happened to each;
-//! [`adapter`] the [`ServerLifecycle`](cluster_controller::lifecycle::ServerLifecycle) methods.
+//! [`adapter`] the [`ServerLifecycle`](cluster_controller::lifecycle::ServerLifecycle) methods;
+//! [`collect`] the servers of a NatsCluster that is gone, stopped as the kubelet stops pods.
 
 mod adapter;
+pub mod collect;
 mod events;
 mod files;
 pub mod layout;

@@ -26,7 +26,7 @@ const TAIL_LINES: usize = 15;
 
 /// A server process this implementation started.
 pub(super) struct Running {
-    process: Process,
+    pub(super) process: Process,
     pub(super) binary: PathBuf,
     pub(super) revision: String,
 }
