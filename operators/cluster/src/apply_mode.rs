@@ -142,6 +142,13 @@ fn jetstream_fields(old: &ServerPlan, new: &ServerPlan) -> Vec<Field> {
             No,
             js(old, |j| j.domain.clone()) != js(new, |j| j.domain.clone()),
         ),
+        // SyncInterval/SyncAlways have no case in diffOptions, whose default refuses them
+        // ("config reload not supported for SyncInterval"), so a change restarts.
+        f(
+            "jetstream.sync_interval",
+            No,
+            js(old, |j| j.sync_interval.clone()) != js(new, |j| j.sync_interval.clone()),
+        ),
         f(
             "jetstream.limits",
             if js_raised_only { Yes } else { No },
@@ -377,6 +384,8 @@ mod tests {
     #[case::js_from_dynamic("a limit set where the server sized it dynamically restarts", "jetstream.limits", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_file_store = Some(1 << 40))]
     #[case::js_to_dynamic("a limit unset to the server's dynamic default restarts", "jetstream.limits", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().max_memory_store = None)]
     #[case::js_off("turning JetStream off restarts (its volume leaves the pod)", "jetstream", |p: &mut ServerPlan| p.jetstream = None)]
+    #[case::sync_to_timer("always to 2m restarts (no SyncInterval case in diffOptions)", "jetstream.sync_interval", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().sync_interval = Some("2m".into()))]
+    #[case::sync_first_rendered("a plan stored before the field gains always: restarts", "jetstream.sync_interval", |p: &mut ServerPlan| p.jetstream.as_mut().unwrap().sync_interval = None)]
     #[case::route_tls_off("turning route TLS off restarts", "cluster.tls", |p: &mut ServerPlan| p.route_tls = None)]
     #[case::leaf_listen("the leafnode listener's address restarts", "leafnodes", |p: &mut ServerPlan| p.leafnodes.as_mut().unwrap().listen.port = 7423)]
     #[case::leaf_tls_off("turning leafnode TLS off restarts", "leafnodes", |p: &mut ServerPlan| p.leafnodes.as_mut().unwrap().tls = None)]

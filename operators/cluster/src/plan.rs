@@ -254,6 +254,17 @@ pub fn resolver_type(spec: &NatsClusterSpec, preloads_accounts: bool) -> Resolve
     }
 }
 
+/// The `sync_interval` every server renders: `always` unless `spec.jetstream.syncInterval`
+/// names a duration. The controller writes `always` where the field is omitted rather than
+/// leaving nats-server's two-minute default, which acknowledges writes a power loss then loses
+/// (docs/durability.md).
+pub fn sync_interval(js: &nats_api::cluster::JetStream) -> String {
+    match js.sync_interval() {
+        nats_api::cluster::SyncInterval::Always => "always".into(),
+        nats_api::cluster::SyncInterval::Every(d) => d,
+    }
+}
+
 /// Plans every server of the NatsCluster, ordinal 0 first.
 pub fn plan_servers(
     inputs: &ClusterInputs<'_>,
@@ -321,6 +332,7 @@ fn server_plan(
             max_memory_store: shared.max_memory_store,
             max_file_store: shared.max_file_store,
             domain: js.domain.clone(),
+            sync_interval: Some(sync_interval(js)),
         }),
         gateway: gateway_plan(inputs, layout, host, ports.gateway, i),
         leafnodes: spec.leafnodes.as_ref().map(|l| LeafListenPlan {
@@ -436,6 +448,30 @@ mod tests {
             &layout(),
         )
         .expect("plans")
+    }
+
+    #[rstest::rstest]
+    #[case::omitted(
+        "omitted: always, not the server's two-minute default",
+        "jetstream: {}",
+        "always"
+    )]
+    #[case::always("always as written", "jetstream: {syncInterval: always}", "always")]
+    #[case::duration(
+        "a duration opts out to a timer",
+        "jetstream: {syncInterval: 2m}",
+        "2m"
+    )]
+    fn every_server_renders_the_sync_interval(
+        #[case] what: &str,
+        #[case] js: &str,
+        #[case] want: &str,
+    ) {
+        let s = spec(&format!("version: 2.15.1\nreplicas: 3\n{js}\n"));
+        for p in plans(&s) {
+            let got = p.jetstream.and_then(|j| j.sync_interval);
+            assert_eq!(got.as_deref(), Some(want), "{what}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod auth_jetstream;
 pub mod nats_cluster;
+pub mod sync_interval;
 
 /// One row of the table: an object (and, for an update, the object it replaces) and the verdict.
 #[derive(Clone, Debug)]
@@ -30,9 +31,10 @@ pub enum Expect {
     Refused(&'static str),
 }
 
-/// Every row: the `nats` and `cluster` groups' rows followed by the `auth` and `jetstream` groups'.
+/// Every row: the `nats` and `cluster` groups' rows (NatsCluster's `syncInterval` among them) followed by the `auth` and `jetstream` groups'.
 pub fn all() -> Vec<Case> {
     let mut cases = nats_cluster::cases();
+    cases.extend(sync_interval::cases());
     cases.extend(auth_jetstream::cases());
     cases
 }

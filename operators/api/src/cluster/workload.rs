@@ -28,7 +28,7 @@ pub struct Image {
 }
 
 /// JetStream on every server.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JetStream {
     /// The JetStream domain; a leaf running JetStream must set one.
@@ -42,6 +42,41 @@ pub struct JetStream {
     /// Omitted, the file store lives in the pod's ephemeral storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_claim_template: Option<VolumeClaimTemplate>,
+    /// When each server fsyncs its file store, rendered as nats-server's `sync_interval`:
+    /// `always` (after every write, before the publish is acknowledged) or a positive duration
+    /// such as `2m` (a timer; what was written since the last tick is acknowledged but only in
+    /// the page cache). Omitted, `always`, not nats-server's own default of two minutes, under
+    /// which a coordinated power loss (or one OS crash during a partition) loses acknowledged
+    /// writes, as Jepsen's NATS 2.12.1 analysis showed (docs/durability.md). A duration trades
+    /// that guarantee for publish throughput. A change restarts the servers one at a time:
+    /// nats-server refuses it on reload ("config reload not supported for SyncInterval").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(SYNC_INTERVAL_RULE).message("spec.jetstream.syncInterval must be `always` or a positive duration such as 2m, 30s or 500ms"))]
+    #[schemars(length(min = 1, max = 32))]
+    pub sync_interval: Option<String>,
+}
+
+/// `always`, or a Go duration of `<number><unit>` terms greater than zero (nats-server parses the
+/// value with `time.ParseDuration`; a zero interval would leave the store unsynced).
+const SYNC_INTERVAL_RULE: &str = r"self == 'always' || (self.matches('^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s'))";
+
+/// How a server fsyncs its file store, as `spec.jetstream.syncInterval` says it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyncInterval {
+    /// Every write is synced before it is acknowledged (`sync_interval: always`).
+    Always,
+    /// Synced on a timer of this Go duration (`sync_interval: "2m"`).
+    Every(String),
+}
+
+impl JetStream {
+    /// The sync policy the servers run with: `always` unless a duration is given.
+    pub fn sync_interval(&self) -> SyncInterval {
+        match self.sync_interval.as_deref() {
+            None | Some("always") => SyncInterval::Always,
+            Some(d) => SyncInterval::Every(d.to_string()),
+        }
+    }
 }
 
 /// A server's JetStream store limits.

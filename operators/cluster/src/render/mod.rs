@@ -65,6 +65,11 @@ pub struct JetStreamPlan {
     /// `max_file_store` in bytes; omitted, the server's own default.
     pub max_file_store: Option<i64>,
     pub domain: Option<String>,
+    /// `sync_interval`: `always` or a Go duration; `None` renders none, leaving the server's own
+    /// default (two minutes). A plan stored before the field existed reads `None`, which is what
+    /// that server runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_interval: Option<String>,
 }
 
 /// A gateway remote: another member of the supercluster.
@@ -204,7 +209,8 @@ fn jetstream_block(js: &JetStreamPlan) -> Block {
     b.set("store_dir", &js.store_dir)
         .set_opt("max_memory_store", js.max_memory_store)
         .set_opt("max_file_store", js.max_file_store)
-        .set_opt("domain", js.domain.as_ref());
+        .set_opt("domain", js.domain.as_ref())
+        .set_opt("sync_interval", js.sync_interval.as_ref());
     b
 }
 
@@ -318,6 +324,7 @@ pub(crate) mod tests {
                 max_memory_store: Some(1 << 30),
                 max_file_store: None,
                 domain: None,
+                sync_interval: Some("always".into()),
             }),
             gateway: None,
             leafnodes: None,
@@ -340,6 +347,28 @@ pub(crate) mod tests {
         );
         assert!(!text.contains("gateway"));
         assert!(!text.contains("operator"));
+    }
+
+    #[rstest::rstest]
+    #[case::always(
+        "the durable default",
+        Some("always"),
+        Some("sync_interval: \"always\"")
+    )]
+    #[case::duration("an opt-out to a timer", Some("2m"), Some("sync_interval: \"2m\""))]
+    #[case::unset("a plan stored before the field: the server's default", None, None)]
+    fn jetstream_renders_its_sync_interval(
+        #[case] what: &str,
+        #[case] sync: Option<&str>,
+        #[case] line: Option<&str>,
+    ) {
+        let mut p = plan();
+        p.jetstream.as_mut().unwrap().sync_interval = sync.map(str::to_string);
+        let text = render(&p);
+        match line {
+            Some(line) => assert!(text.contains(line), "{what}: {text}"),
+            None => assert!(!text.contains("sync_interval"), "{what}: {text}"),
+        }
     }
 
     #[test]

@@ -52,6 +52,7 @@ fn plan(dir: &Path, i: usize, ports: &[Ports]) -> ServerPlan {
             max_memory_store: Some(256 << 20),
             max_file_store: Some(1 << 30),
             domain: None,
+            sync_interval: Some("always".into()),
         }),
         gateway: None,
         leafnodes: None,

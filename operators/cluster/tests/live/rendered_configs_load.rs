@@ -66,6 +66,9 @@ fn fixtures() -> Fixtures {
     }
 }
 
+/// Memory and file store limits, domain, `sync_interval`.
+type JetStreamKnobs = (Option<i64>, Option<i64>, Option<String>, Option<String>);
+
 /// The knobs a generated plan turns.
 #[derive(Clone, Debug)]
 struct Knobs {
@@ -74,7 +77,7 @@ struct Knobs {
     tags: Vec<(String, String)>,
     client_tls: bool,
     route_tls: bool,
-    jetstream: Option<(Option<i64>, Option<i64>, Option<String>)>,
+    jetstream: Option<JetStreamKnobs>,
     gateway: Option<(bool, u8, bool, bool)>,
     leaf_listener: Option<bool>,
     leaf_remotes: u8,
@@ -90,6 +93,12 @@ fn knobs() -> impl Strategy<Value = Knobs> {
             proptest::option::of(1i64 << 20..1i64 << 34),
             proptest::option::of(1i64 << 20..1i64 << 40),
             proptest::option::of("[a-z][a-z0-9]{0,10}"),
+            // spec.jetstream.syncInterval renders `always` or a positive Go duration.
+            proptest::option::of(prop_oneof![
+                Just("always".to_string()),
+                "[1-9][0-9]{0,3}(ms|s|m|h)",
+                "[1-9]h[1-5][0-9]m[1-9]s",
+            ]),
         )),
         proptest::option::of((any::<bool>(), 0u8..3, any::<bool>(), any::<bool>())),
         proptest::option::of(any::<bool>()),
@@ -144,11 +153,12 @@ fn plan(k: &Knobs, fx: &Fixtures) -> ServerPlan {
         jetstream: k
             .jetstream
             .as_ref()
-            .map(|(mem, file, domain)| JetStreamPlan {
+            .map(|(mem, file, domain, sync)| JetStreamPlan {
                 store_dir: dir.join("js").display().to_string(),
                 max_memory_store: *mem,
                 max_file_store: *file,
                 domain: domain.clone(),
+                sync_interval: sync.clone(),
             }),
         gateway: k
             .gateway
@@ -252,6 +262,14 @@ fn the_oracle_refuses_a_broken_config() {
     std::fs::write(
         &conf,
         "listen: \"127.0.0.1:4222\"\nno_such_key_anywhere: 1\n",
+    )
+    .expect("write");
+    assert!(server_accepts(&bin, &conf).is_err());
+    // Nor does it take a sync_interval that is neither `always` nor a duration, so the rows
+    // above that render one are judged by the server.
+    std::fs::write(
+        &conf,
+        "jetstream { store_dir: \"/tmp/x\", sync_interval: \"sometimes\" }\n",
     )
     .expect("write");
     assert!(server_accepts(&bin, &conf).is_err());
