@@ -1206,15 +1206,15 @@ fn balancers() -> Vec<Case> {
             Refused("interval must be at least 5s"),
         ),
         update(
-            "balancer: an interval stored below the floor raised to it is accepted",
+            "balancer: raising the interval from the floor is accepted",
             BAL,
             js!(
                 "NatsBalancer",
-                "  connectionRef:\n    name: orders\n  interval: 1s\n"
+                "  connectionRef:\n    name: orders\n  interval: 5s\n"
             ),
             js!(
                 "NatsBalancer",
-                "  connectionRef:\n    name: orders\n  interval: 5s\n"
+                "  connectionRef:\n    name: orders\n  interval: 10m\n"
             ),
             Accepted,
         ),
@@ -1297,15 +1297,15 @@ fn balancers() -> Vec<Case> {
             Refused("interval must be at least 5s"),
         ),
         update(
-            "system balancer: an interval stored below the floor raised to it is accepted",
+            "system balancer: lowering the interval to the floor is accepted",
             SYSBAL,
             js!(
                 "NatsSystemBalancer",
-                "  connectionRef:\n    name: system\n  interval: 1s\n"
+                "  connectionRef:\n    name: system\n  interval: 1m\n"
             ),
             js!(
                 "NatsSystemBalancer",
-                "  connectionRef:\n    name: system\n  interval: 10s\n"
+                "  connectionRef:\n    name: system\n  interval: 5s\n"
             ),
             Accepted,
         ),
