@@ -96,6 +96,32 @@ pub trait Deployment: Send + Sync {
         let _ = (leaf, cut);
         unsupported(self.backend(), "cut or restore a leaf link")
     }
+    /// A power loss of `servers` at once: SIGKILLed, then every byte each wrote since its last
+    /// fsync dropped (the filesystem fault layer, [`faultfs`]). Unsupported by default.
+    fn lose_unsynced(
+        &mut self,
+        servers: &[String],
+    ) -> Result<Vec<(String, faultfs::Loss)>, BackendError> {
+        let _ = servers;
+        Err(BackendError::Unsupported {
+            backend: self.backend().into(),
+            what: "drop unsynced writes (the fault layer runs under sim topologies)".into(),
+        })
+    }
+    /// Damages the files of stopped server `server`'s store matching `glob`. Unsupported by
+    /// default.
+    fn corrupt(
+        &mut self,
+        server: &str,
+        glob: &str,
+        kind: faultfs::Corruption,
+    ) -> Result<Vec<faultfs::Damage>, BackendError> {
+        let _ = (server, glob, kind);
+        Err(BackendError::Unsupported {
+            backend: self.backend().into(),
+            what: "damage a store's files".into(),
+        })
+    }
 }
 
 /// What a backend cannot do, as the future its trait method returns.
@@ -147,6 +173,20 @@ impl Deployment for Topology {
     }
     fn monitor_urls(&self) -> Vec<(String, String)> {
         Topology::monitor_urls(self)
+    }
+    fn lose_unsynced(
+        &mut self,
+        servers: &[String],
+    ) -> Result<Vec<(String, faultfs::Loss)>, BackendError> {
+        Ok(Topology::lose_unsynced(self, servers)?)
+    }
+    fn corrupt(
+        &mut self,
+        server: &str,
+        glob: &str,
+        kind: faultfs::Corruption,
+    ) -> Result<Vec<faultfs::Damage>, BackendError> {
+        Ok(Topology::corrupt(self, server, glob, kind)?)
     }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move { Ok(self.wait_meta_leader(timeout).await?) })

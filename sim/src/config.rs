@@ -31,6 +31,8 @@ pub struct JetStreamBlock {
     pub domain: Option<String>,
     pub max_memory_store: Option<u64>,
     pub max_file_store: Option<u64>,
+    /// `sync_interval`: `always` or a Go duration; `None` leaves the server's default (2m).
+    pub sync_interval: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -213,6 +215,10 @@ fn render_jetstream(out: &mut String, js: &JetStreamBlock) {
     if let Some(m) = js.max_file_store {
         let _ = writeln!(out, "  max_file_store: {m}");
     }
+    if let Some(s) = &js.sync_interval {
+        // Quoted: unquoted, `2m` is the number two million to the config parser.
+        let _ = writeln!(out, "  sync_interval: {}", q(s));
+    }
     let _ = writeln!(out, "}}");
 }
 
@@ -238,6 +244,7 @@ mod tests {
             domain: Some("hub".into()),
             max_memory_store: Some(1 << 20),
             max_file_store: None,
+            sync_interval: Some("2m".into()),
         });
         c.cluster = Some(ClusterBlock {
             name: "c1".into(),
@@ -265,6 +272,7 @@ mod tests {
             "server_name: \"c1-0\"",
             "server_tags: [\"az:1\"]",
             "domain: \"hub\"",
+            "sync_interval: \"2m\"",
             "routes: [\"nats-route://127.0.0.1:6223\"]",
             "reject_unknown_cluster: true",
             "{ name: \"c2\", urls: [\"nats://127.0.0.1:7223\"] }",

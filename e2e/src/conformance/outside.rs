@@ -227,6 +227,7 @@ pub(super) async fn start(
                 domain: None,
                 max_memory_store: Some(1 << 30),
                 max_file_store: Some(1 << 40),
+                sync_interval: None,
             });
         }
         config.extra = operator_text(&cluster.operator, &server_dir);

@@ -5,9 +5,11 @@
 //! Here: booting a topology (with fresh ports when one collides) and reaching its servers;
 //! [`spec`] what a topology is made of; [`wiring`] one boot attempt's ports, proxies and server
 //! configs; [`auth`] the auth text every config ends with; [`waits`] the waits; [`links`]
-//! cutting and restoring gateways and leaf links.
+//! cutting and restoring gateways and leaf links; [`fault_layer`] the stores on the filesystem
+//! fault layer (lost unsynced writes, damaged files).
 
 mod auth;
+mod fault_layer;
 mod links;
 mod spec;
 mod waits;
@@ -49,6 +51,8 @@ pub enum TopologyError {
     NoSuchCluster(String),
     #[error("topology spec is invalid: {0}")]
     Invalid(String),
+    #[error(transparent)]
+    FaultLayer(#[from] faultfs::FaultFsError),
     #[error("gave up after {attempts} boots: ports kept colliding ({last})")]
     PortsExhausted { attempts: usize, last: String },
 }
@@ -62,6 +66,9 @@ pub struct Topology {
     /// Leaf proxies by leaf server name (the leaf's link to its hub).
     leaf_proxies: BTreeMap<String, LinkProxy>,
     http: reqwest::Client,
+    /// The fault layer under each store `spec.fault_layer` names; dropped (unmounted) after
+    /// the servers are dead and before the directory goes.
+    layers: BTreeMap<String, faultfs::FaultFs>,
     // Declared last: dropped after the servers are dead.
     dir: tempfile::TempDir,
 }
@@ -127,6 +134,7 @@ impl Topology {
             let cfg = wiring.leaf_config(&spec, l, &sdir);
             servers.push(Server::new(binary.to_path_buf(), sdir, l.name.clone(), cfg));
         }
+        let layers = fault_layer::mount(&servers, &spec.fault_layer)?;
         Ok(Topology {
             spec,
             servers,
@@ -136,6 +144,7 @@ impl Topology {
                 .timeout(Duration::from_secs(2))
                 .build()
                 .unwrap_or_default(),
+            layers,
             dir,
         })
     }

@@ -2,6 +2,8 @@
 //! them, leaf nodes with their own domain, how clients authenticate; builders that read like
 //! the topology, and the checks a spec passes before anything boots.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::TopologyError;
 use crate::install;
 
@@ -66,6 +68,12 @@ pub struct TopologySpec {
     pub cuttable_links: bool,
     /// Raw config text appended to every server's config.
     pub extra_config: String,
+    /// `sync_interval` of every server of a cluster, by cluster name (`always` or a Go
+    /// duration); a cluster not named keeps the server's default (2m).
+    pub sync_interval: BTreeMap<String, String>,
+    /// Servers whose JetStream store is on the fault layer ([`faultfs`]): what they write is
+    /// lost unless fsynced when a `lose_unsynced` fault hits them. Empty: no layer, no cost.
+    pub fault_layer: BTreeSet<String>,
 }
 
 impl TopologySpec {
@@ -84,6 +92,8 @@ impl TopologySpec {
             hub_domain: None,
             cuttable_links: false,
             extra_config: String::new(),
+            sync_interval: BTreeMap::new(),
+            fault_layer: BTreeSet::new(),
         }
     }
 
@@ -133,6 +143,19 @@ impl TopologySpec {
         self
     }
 
+    /// Every server of cluster `cluster` syncs its store as `interval` says (`always`, `2m`).
+    pub fn with_sync_interval(mut self, cluster: &str, interval: &str) -> Self {
+        self.sync_interval
+            .insert(cluster.to_string(), interval.to_string());
+        self
+    }
+
+    /// Puts server `name`'s JetStream store on the fault layer.
+    pub fn with_fault_layer(mut self, name: &str) -> Self {
+        self.fault_layer.insert(name.to_string());
+        self
+    }
+
     /// Tags server `index` of cluster `cluster`.
     pub fn with_tags(mut self, cluster: &str, index: usize, tags: &[&str]) -> Self {
         if let Some(c) = self.clusters.iter_mut().find(|c| c.name == cluster) {
@@ -163,6 +186,11 @@ impl TopologySpec {
         for l in &self.leafs {
             if !self.clusters.iter().any(|c| c.name == l.hub) {
                 return Err(TopologyError::NoSuchCluster(l.hub.clone()));
+            }
+        }
+        for c in self.sync_interval.keys() {
+            if !self.clusters.iter().any(|x| x.name == *c) {
+                return Err(TopologyError::NoSuchCluster(c.clone()));
             }
         }
         Ok(())

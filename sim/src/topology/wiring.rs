@@ -129,6 +129,9 @@ impl Wiring {
         let p = self.ports[name];
         let mut cfg = ServerConfig::new(name.to_string(), p.client, p.http, dir.join("nats.pid"));
         cfg.jetstream = Some(store(dir, spec.hub_domain.clone()));
+        if let Some(js) = cfg.jetstream.as_mut() {
+            js.sync_interval = spec.sync_interval.get(&c.name).cloned();
+        }
         if c.servers > 1 {
             cfg.cluster = Some(ClusterBlock {
                 name: c.name.clone(),
@@ -241,5 +244,6 @@ fn store(dir: &Path, domain: Option<String>) -> JetStreamBlock {
         domain,
         max_memory_store: Some(256 << 20),
         max_file_store: Some(4 << 30),
+        sync_interval: None,
     }
 }

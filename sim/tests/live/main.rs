@@ -6,4 +6,5 @@ mod cluster;
 mod faults;
 mod local_lifecycle;
 mod operator;
+mod store_faults;
 mod supercluster;
