@@ -404,3 +404,44 @@ async fn scenario_evacuation_faults() {
         r.controller_events
     );
 }
+
+/// Issue #38's power loss: the fault layer under every store, c1 on nats-server's default
+/// `sync_interval` (2m), c2 on `always`. Each cluster's three servers lose their unsynced
+/// writes at once and restart; the audit reads each stream back. `always` keeps every
+/// acknowledged message (the verdict); 2m loses some, which the test requires too, so a fault
+/// layer that stopped biting would fail here rather than pass quietly. Skipped, saying why,
+/// where FUSE is not available.
+async fn power_loss(name: &str) {
+    if let Err(e) = faultfs::available() {
+        println!("SKIP scenario {name}: {e}");
+        return;
+    }
+    let r = run(name).await;
+    assert!(r.passed, "{}", r.summary());
+    let count = |f: &str| r.status_figures.get(f).copied();
+    assert_eq!(
+        count("acknowledged_lost_sync_always"),
+        Some(0),
+        "{}",
+        r.summary()
+    );
+    let lost = count("acknowledged_lost_sync_2m").unwrap_or(0);
+    assert!(
+        lost > 0,
+        "under sync_interval 2m the power loss took nothing: the fault did not bite\n{}",
+        r.summary()
+    );
+    println!("sync_interval 2m: {lost} acknowledged messages lost; always: 0");
+}
+
+/// The short power loss (the gate): losses 10 s and 20 s into 35 s of traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_power_loss_short() {
+    power_loss("power-loss-short").await;
+}
+
+/// The full power loss (nightly): 150 s of traffic, c1's loss 90 s in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_power_loss() {
+    power_loss("power-loss").await;
+}

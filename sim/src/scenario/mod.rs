@@ -22,10 +22,13 @@ mod run;
 mod status_steps;
 pub mod status_watch;
 mod steps;
+mod store_faults;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_fleet;
+#[cfg(test)]
+mod tests_store_faults;
 pub mod timeline;
 mod validate;
 mod validate_fleet;
@@ -52,6 +55,7 @@ pub use report::{
     set_judge_timings, step_figures, undrained_unless,
 };
 pub use run::{Progress, run, run_at, run_on_node};
+pub use store_faults::CorruptKind;
 
 /// The `server` of a `wait_server_restarted` step that any server satisfies.
 pub const ANY_SERVER: &str = "any";
@@ -174,6 +178,15 @@ pub struct TopologyDecl {
     pub leafs: Vec<LeafSpecDecl>,
     #[serde(default)]
     pub version: Option<String>,
+    /// `sync_interval` per cluster of a sim topology (`c1: 2m`, `c2: always`); a cluster not
+    /// named keeps nats-server's default (2m).
+    #[serde(default)]
+    pub sync_interval: std::collections::BTreeMap<String, String>,
+    /// Servers of a sim topology whose JetStream store runs on the filesystem fault layer
+    /// (`[c1-0, c1-2]`, or `[all]` for every hub server): the servers `lose_unsynced` and
+    /// `corrupt` act on. Needs FUSE and root; without them the scenario cannot run.
+    #[serde(default)]
+    pub fault_layer: Vec<String>,
 }
 
 fn one() -> usize {
@@ -237,6 +250,15 @@ impl TopologyDecl {
         if let Some(v) = &self.version {
             spec.version = v.clone();
         }
+        spec.sync_interval = self.sync_interval.clone();
+        spec.fault_layer = if self.fault_layer.iter().any(|s| s == "all") {
+            spec.clusters
+                .iter()
+                .flat_map(|c| (0..c.servers).map(move |i| format!("{}-{i}", c.name)))
+                .collect()
+        } else {
+            self.fault_layer.iter().cloned().collect()
+        };
         spec
     }
 }
@@ -296,6 +318,30 @@ pub enum Action {
     },
     WipeStore {
         server: String,
+    },
+    /// A power loss: every server named (selectors too) is SIGKILLed at once, then every byte
+    /// each wrote since its last fsync of that file is dropped. Their stores must be on the
+    /// fault layer (`topology.fault_layer`). The servers stay down until a `restart`.
+    LoseUnsynced {
+        servers: Vec<String>,
+    },
+    /// Reads every message stream `stream` holds (its publisher's, by `Nats-Msg-Id`) and records
+    /// as count `count` how many messages its publisher had acknowledged are not there: what
+    /// a fault took from the store, whatever the consumers had already received.
+    AuditStream {
+        stream: String,
+        count: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
+    /// Damages every file of a stopped server's store matching `file_glob` (relative to the
+    /// store directory; `*` within a segment, `**` across): `kind` `bitflip` flips the low bit
+    /// of the middle byte, `truncate` cuts the second half. A glob matching nothing fails.
+    Corrupt {
+        server: String,
+        #[serde(alias = "file-glob")]
+        file_glob: String,
+        kind: CorruptKind,
     },
     /// Appends raw config text to the server's config and reloads it.
     Reload {
@@ -515,6 +561,20 @@ impl Action {
             Action::Resume { server } => format!("SIGCONT {server}"),
             Action::Restart { server } => format!("restart {server} on its store"),
             Action::WipeStore { server } => format!("wipe the store of {server}"),
+            Action::AuditStream { stream, count, .. } => {
+                format!("count acknowledged messages missing from {stream} as {count}")
+            }
+            Action::LoseUnsynced { servers } => {
+                format!(
+                    "power loss of {}: unsynced writes dropped",
+                    servers.join(", ")
+                )
+            }
+            Action::Corrupt {
+                server,
+                file_glob,
+                kind,
+            } => format!("{kind:?} {file_glob} in the store of {server}").to_lowercase(),
             Action::Reload { server, .. } => format!("edit config of {server} and reload"),
             Action::CutGateway { a, b } => format!("cut gateway {a} <-> {b}"),
             Action::RestoreGateway { a, b } => format!("restore gateway {a} <-> {b}"),

@@ -547,6 +547,13 @@ impl Run<'_, '_> {
                 .map_err(&workload_err)?
         };
         ctx.publishers_stop = traffic.publishers_stop.take();
+        if let Some(p) = &self.scenario.workload.publisher {
+            ctx.ledgers.insert(p.stream.clone(), self.ledger.clone());
+        }
+        for lane in &traffic.lanes {
+            ctx.ledgers.insert(lane.stream.clone(), lane.ledger.clone());
+        }
+        ctx.workload_creds = creds.default.clone();
         for l in &traffic.lines {
             self.say(l);
         }

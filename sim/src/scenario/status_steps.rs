@@ -70,6 +70,9 @@ pub fn status_count(obj: &Value, field: &str) -> Option<u64> {
 pub fn status_figures(steps: &[Step], outcomes: &[StepOutcome]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (step, o) in steps.iter().zip(outcomes) {
+        if let (Action::AuditStream { count, .. }, true, Some(v)) = (&step.action, o.ok, o.value) {
+            out.insert(count.clone(), v);
+        }
         let Some(g) = &step.status_growth else {
             continue;
         };
@@ -125,7 +128,10 @@ impl Scenario {
     pub fn status_figure_names(&self) -> BTreeSet<&str> {
         self.steps
             .iter()
-            .filter_map(|s| s.status_growth.as_ref().map(|g| g.name.as_str()))
+            .filter_map(|s| match &s.action {
+                Action::AuditStream { count, .. } => Some(count.as_str()),
+                _ => s.status_growth.as_ref().map(|g| g.name.as_str()),
+            })
             .collect()
     }
 

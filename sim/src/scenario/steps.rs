@@ -77,6 +77,10 @@ pub(super) struct StepContext {
     pub(super) system: Option<super::hand_moves::SystemAccess>,
     /// Stops every publisher of `publishers` (`stop_publishers`).
     pub(super) publishers_stop: Option<tokio::sync::watch::Sender<bool>>,
+    /// The ledger of each publisher, by the stream it publishes to (`audit_stream`).
+    pub(super) ledgers: BTreeMap<String, crate::ledger::Ledger>,
+    /// The creds the workload connects with, where the sim signed them (`audit_stream`).
+    pub(super) workload_creds: Option<String>,
 }
 
 impl StepContext {
@@ -232,6 +236,12 @@ pub(super) async fn run_step(
             stop.send_replace(true);
             Ok(Done::default())
         }
+        Action::LoseUnsynced { .. } | Action::Corrupt { .. } => {
+            super::store_faults::run(deployed, action, last_faulted).await
+        }
+        Action::AuditStream {
+            stream, timeout, ..
+        } => super::store_faults::audit_stream(deployed, ctx, stream, *timeout).await,
         Action::WaitStreamsSettled {
             cluster,
             streams,
@@ -296,6 +306,9 @@ async fn run_server_step(
         | Action::WaitStreamsSettled { .. }
         | Action::MoveByHand { .. }
         | Action::WaitGroupsSettled { .. }
+        | Action::LoseUnsynced { .. }
+        | Action::Corrupt { .. }
+        | Action::AuditStream { .. }
         | Action::StopPublishers {} => not_a_server_step(action),
     }
 }

@@ -150,6 +150,35 @@ impl Scenario {
         Ok(())
     }
 
+    /// The fault layer and the steps that need it: a sim topology's, `lose_unsynced` only where
+    /// some store is on it.
+    fn validate_store_faults(&self) -> Result<(), ScenarioError> {
+        let t = &self.topology;
+        let needs_layer = self
+            .steps
+            .iter()
+            .any(|s| matches!(s.action, Action::LoseUnsynced { .. }));
+        let store_step = self.steps.iter().any(|s| {
+            matches!(
+                s.action,
+                Action::LoseUnsynced { .. } | Action::Corrupt { .. }
+            )
+        });
+        if (store_step || !t.fault_layer.is_empty() || !t.sync_interval.is_empty())
+            && !t.nats_clusters.is_empty()
+        {
+            return Err(self.invalid(
+                "fault_layer, sync_interval, lose_unsynced and corrupt need a sim topology (servers): a NatsCluster's servers sync as its spec.jetstream.syncInterval says".into(),
+            ));
+        }
+        if needs_layer && t.fault_layer.is_empty() {
+            return Err(self.invalid(
+                "lose_unsynced needs topology.fault_layer: a store on a plain directory has no unsynced writes the sim can drop".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Either a sim topology or NatsClusters; a trust mode that fits the kind.
     fn validate_topology(&self) -> Result<(), ScenarioError> {
         let t = &self.topology;
@@ -161,6 +190,7 @@ impl Scenario {
                     .into(),
             ));
         }
+        self.validate_store_faults()?;
         match t.trust {
             Some(TrustDecl::Generated) if sim_topology && !t.leafs.is_empty() => Err(self.invalid(
                 "topology.trust: generated boots a sim topology's clusters in operator mode; it has no leafs"
