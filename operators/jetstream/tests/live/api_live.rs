@@ -650,10 +650,15 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         .await
         .expect("teamwork's subjects changed");
     let generation = changed.metadata.generation;
-    let refused = wait_for(&team_streams, "teamwork", "teamwork no longer permitted", |o| {
-        is(o, "Ready", "False", "ReferenceNotPermitted")
-            && o["status"]["observedGeneration"].as_i64() == generation
-    })
+    let refused = wait_for(
+        &team_streams,
+        "teamwork",
+        "teamwork no longer permitted",
+        |o| {
+            is(o, "Ready", "False", "ReferenceNotPermitted")
+                && o["status"]["observedGeneration"].as_i64() == generation
+        },
+    )
     .await;
     assert!(
         refused.to_string().contains("NatsReferenceGrant"),
