@@ -83,6 +83,11 @@ impl State {
         &self.backing
     }
 
+    /// Where inode `ino` lives now, relative to the root; `None` once unlinked.
+    pub(crate) fn path_of(&self, ino: u64) -> Option<PathBuf> {
+        self.nodes.get(&ino).and_then(|n| n.rel.clone())
+    }
+
     fn ino_for(&mut self, rel: &Path) -> u64 {
         if let Some(ino) = self.paths.get(rel) {
             return *ino;

@@ -108,12 +108,15 @@ pub fn available() -> Result<(), FaultFsError> {
 }
 
 /// What a loss dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Loss {
     /// Files that had unsynced bytes.
     pub files: usize,
     /// Unsynced bytes written to them.
     pub bytes: u64,
+    /// Each such file (relative to the store; `None` once unlinked) with its unsynced bytes,
+    /// most first.
+    pub by_file: Vec<(Option<PathBuf>, u64)>,
 }
 
 /// A mounted fault layer: `mountpoint` serves `backing`. Unmounted when dropped.
@@ -188,12 +191,19 @@ impl FaultFs {
     /// go on from a state no disk ever held.
     pub fn lose_unsynced(&self) -> Loss {
         let mut s = self.lock();
-        let loss = Loss {
-            files: s.unsynced.values().filter(|u| u.bytes() > 0).count(),
-            bytes: s.unsynced.values().map(|u| u.bytes()).sum(),
-        };
+        let mut by_file: Vec<(Option<PathBuf>, u64)> = s
+            .unsynced
+            .iter()
+            .filter(|(_, u)| u.bytes() > 0)
+            .map(|(ino, u)| (s.path_of(*ino), u.bytes()))
+            .collect();
+        by_file.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         s.unsynced.clear();
-        loss
+        Loss {
+            files: by_file.len(),
+            bytes: by_file.iter().map(|(_, b)| b).sum(),
+            by_file,
+        }
     }
 
     /// Damages every file of the store matching `glob` (relative to the store's root). Each

@@ -56,6 +56,7 @@ fn a_write_without_fsync_is_gone_after_a_loss() {
     assert_eq!(m.fs.unsynced_bytes(), 8);
     let loss = m.fs.lose_unsynced();
     assert_eq!((loss.files, loss.bytes), (1, 8));
+    assert_eq!(loss.by_file, vec![(Some(PathBuf::from("1.blk")), 8)]);
     assert_eq!(
         read(&p),
         "",

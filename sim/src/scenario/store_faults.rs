@@ -42,7 +42,19 @@ pub(super) async fn run(
             let lost = topo.lose_unsynced(&names).map_err(|e| e.to_string())?;
             let said = lost
                 .iter()
-                .map(|(n, l)| format!("{n} lost {} B in {} files", l.bytes, l.files))
+                .map(|(n, l)| {
+                    let most = l
+                        .by_file
+                        .first()
+                        .map(|(p, b)| {
+                            let p = p
+                                .as_ref()
+                                .map_or("(unlinked)".into(), |p| p.display().to_string());
+                            format!(", most in {p} ({b} B)")
+                        })
+                        .unwrap_or_default();
+                    format!("{n} lost {} B in {} files{most}", l.bytes, l.files)
+                })
                 .collect::<Vec<_>>()
                 .join("; ");
             *last_faulted = names.last().cloned();
