@@ -36,6 +36,13 @@ pub const DEFAULT_CREDS_KEY: &str = crate::common::DEFAULT_CREDS_KEY;
 
 /// The default lifetime of an account JWT; it is re-signed at half of it.
 pub const DEFAULT_JWT_TTL: &str = "48h";
+/// The floor of NatsAccount.spec.jwtTTL (other than `0`, never expiring), refused below it by CEL
+/// and raised to it by the auth controller for an object stored before the rule. An account JWT
+/// is re-signed and pushed to every server at half its TTL, so the floor bounds what one account
+/// costs the controller and the servers to a re-sign every 30 s at most, and keeps a JWT alive
+/// longer than a pass that distributes it takes, even behind a slow server. Must match the
+/// literal of the CEL rule on NatsAccountSpec.
+pub const MIN_JWT_TTL: &str = "1m";
 
 /// The most exports one account may declare.
 pub const MAX_EXPORTS: u32 = 1000;

@@ -126,7 +126,9 @@ pub fn account_limits(spec: Option<&SpecLimits>) -> Result<OperatorLimits, UnitE
     Ok(limits)
 }
 
-/// The JWT lifetime of jwtTTL: `None` for `0` (no expiry); 48h when unset.
+/// The JWT lifetime of jwtTTL: `None` for `0` (no expiry); 48h when unset; never under the
+/// floor (`nats_api::auth::MIN_JWT_TTL`), to which a TTL stored before the CEL rule is raised
+/// ([`jwt_ttl_raised`] says so).
 pub fn jwt_ttl(ttl: Option<&GoDuration>) -> Result<Option<Duration>, UnitError> {
     let text = ttl
         .map(GoDuration::as_str)
@@ -140,7 +142,24 @@ pub fn jwt_ttl(ttl: Option<&GoDuration>) -> Result<Option<Duration>, UnitError> 
             field: "jwtTTL",
             text: text.to_string(),
         })?;
-    Ok((!d.is_zero()).then_some(d))
+    Ok((!d.is_zero()).then_some(d.max(min_jwt_ttl())))
+}
+
+/// The floor of jwtTTL as a Duration.
+fn min_jwt_ttl() -> Duration {
+    GoDuration::new(nats_api::auth::MIN_JWT_TTL)
+        .parse()
+        .unwrap_or(Duration::from_secs(60))
+}
+
+/// Where jwtTTL is under the floor (an object stored by an apiserver without the CEL rule), the
+/// note that says it was raised; `None` otherwise.
+pub fn jwt_ttl_raised(ttl: Option<&GoDuration>) -> Option<String> {
+    let text = ttl?.as_str();
+    let d = GoDuration::new(text).parse().ok()?;
+    let floor = nats_api::auth::MIN_JWT_TTL;
+    (!d.is_zero() && d < min_jwt_ttl())
+        .then(|| format!("spec.jwtTTL {text} is below the floor of {floor}; signed with {floor}"))
 }
 
 /// Whether an account JWT issued at `issued_at` and expiring at `expires` (0: never) must be
@@ -354,11 +373,31 @@ mod tests {
     #[case::explicit_1h(Some("1h"), T0 + 3600)]
     #[case::zero_means_none(Some("0"), 0)]
     #[case::zero_seconds_means_none(Some("0s"), 0)]
+    #[case::the_floor(Some("1m"), T0 + 60)]
+    #[case::below_the_floor_is_raised_to_it(Some("1s"), T0 + 60)]
+    #[case::a_nanosecond_is_raised_too(Some("1ns"), T0 + 60)]
     fn jwt_ttl_sets_the_expiry(#[case] ttl: Option<&str>, #[case] exp: i64) {
         let mut s = spec();
         s.jwt_ttl = ttl.map(GoDuration::new);
         let c = account_claims(&s, input(&[], &[])).unwrap();
         assert_eq!(c.expires, exp);
+    }
+
+    #[rstest]
+    #[case::unset(None, false)]
+    #[case::never_expiring(Some("0"), false)]
+    #[case::at_the_floor(Some("1m"), false)]
+    #[case::below_it(Some("4s"), true)]
+    fn a_ttl_below_the_floor_is_said_to_be_raised(#[case] ttl: Option<&str>, #[case] said: bool) {
+        let ttl = ttl.map(GoDuration::new);
+        let note = jwt_ttl_raised(ttl.as_ref());
+        assert_eq!(note.is_some(), said, "{note:?}");
+        if let Some(n) = note {
+            assert!(
+                n.contains("spec.jwtTTL 4s") && n.contains("floor of 1m"),
+                "{n}"
+            );
+        }
     }
 
     // "re-signed at half its TTL"

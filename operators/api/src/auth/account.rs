@@ -49,6 +49,7 @@ pub(crate) fn default_jwt_ttl() -> Option<GoDuration> {
 )]
 #[x_kube(validation = Rule::new("!has(self.publicKey) || !has(self.keys) || !has(self.keys.identity)").message("set at most one of publicKey (an identity kept offline) and keys.identity"))]
 #[x_kube(validation = Rule::new("!has(self.publicKey) || (has(self.keys) && has(self.keys.signing) && size(self.keys.signing) > 0)").message("publicKey (an identity kept offline) requires at least one signing key in keys.signing"))]
+#[x_kube(validation = Rule::new("!has(self.jwtTTL) || self.jwtTTL == '0' || duration(self.jwtTTL) == duration('0s') || duration(self.jwtTTL) >= duration('1m')").message("jwtTTL must be 0 (never expiring) or at least 1m: the JWT is re-signed and pushed to every server at half of it"))]
 #[serde(rename_all = "camelCase")]
 pub struct NatsAccountSpec {
     /// The NatsOperator that signs this account; another namespace's only through a
@@ -63,8 +64,9 @@ pub struct NatsAccountSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 56, max = 56), regex(pattern = "^A[A-Z2-7]{55}$"))]
     pub public_key: Option<String>,
-    /// The account JWT's lifetime (Go duration, default `48h`); it is re-signed at half of it.
-    /// `0` signs a JWT that never expires, as a copy preloaded by a leaf needs.
+    /// The account JWT's lifetime (Go duration, default `48h`, at least `1m`); it is re-signed
+    /// and pushed to every server at half of it. `0` signs a JWT that never expires, as a copy
+    /// preloaded by a leaf needs.
     #[serde(
         default = "default_jwt_ttl",
         skip_serializing_if = "Option::is_none",

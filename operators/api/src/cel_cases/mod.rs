@@ -4,6 +4,7 @@
 //! apply the same rows to a real apiextensions-apiserver, so both judge the rules by the same rows.
 
 pub mod auth_jetstream;
+pub mod jwt_ttl;
 pub mod nats_cluster;
 pub mod sync_interval;
 
@@ -31,10 +32,11 @@ pub enum Expect {
     Refused(&'static str),
 }
 
-/// Every row: the `nats` and `cluster` groups' rows (NatsCluster's `syncInterval` among them) followed by the `auth` and `jetstream` groups'.
+/// Every row: the `nats` and `cluster` groups' rows (NatsCluster's `syncInterval` among them) followed by the `auth` and `jetstream` groups' (NatsAccount's `jwtTTL` floor last).
 pub fn all() -> Vec<Case> {
     let mut cases = nats_cluster::cases();
     cases.extend(sync_interval::cases());
     cases.extend(auth_jetstream::cases());
+    cases.extend(jwt_ttl::cases());
     cases
 }

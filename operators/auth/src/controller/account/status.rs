@@ -92,11 +92,16 @@ pub(super) fn ready(
             ),
         )
     } else {
+        let raised = crate::account::jwt_ttl_raised(acct.spec.jwt_ttl.as_ref())
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         Decided::new(
             condition::READY,
             true,
             reason::SIGNED,
-            format!("account JWT signed by NatsOperator {op_ns}/{op_name}, {expires}{what}"),
+            format!(
+                "account JWT signed by NatsOperator {op_ns}/{op_name}, {expires}{what}{raised}"
+            ),
         )
     };
     let resolved = Decided::new(
