@@ -383,3 +383,77 @@ async fn a_deleted_natsclusters_servers_stop_within_the_termination_grace() {
         start.elapsed() - gone
     );
 }
+
+/// The enforced order, said in status: the `orders` NatsConnection and the `orders-app` NatsUser
+/// deleted alone while the bucket, stream and consumer with deletionPolicy Delete still need them
+/// wait — the connection `Deleting=True InUse` naming them, the user Ready False
+/// `CredentialsInUse` naming the connection, unrevoked (the bucket still answers through it) —
+/// and both go once those resources are deleted, their streams removed from the servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_and_its_user_wait_for_the_delete_resources_that_need_them() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let host = host(tmp.path()).await;
+    let mut pki = sim::up::pki::Pki::new().expect("pki");
+    apply_tenant(&host, &mut pki).await;
+    let conn = ObjectRef::parse("NatsConnection/nats-system/orders").expect("ref");
+    let user = ObjectRef::parse("NatsUser/nats-system/orders-app").expect("ref");
+    host.delete(&conn).await.unwrap_or_else(|e| panic!("{e}"));
+    host.delete(&user).await.unwrap_or_else(|e| panic!("{e}"));
+    let held = host
+        .wait_condition_saying(&conn, "Deleting=True/InUse", None, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = sim::testkit::message(&held, "Deleting");
+    for o in [
+        "NatsKeyValue nats-system/carts",
+        "NatsStream nats-system/orders",
+    ] {
+        assert!(said.contains(o), "the connection names {o}: {said}");
+    }
+    let held = host
+        .wait_condition_saying(
+            &user,
+            "Ready=False/CredentialsInUse",
+            None,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = sim::testkit::message(&held, "Ready");
+    assert!(
+        said.contains("NatsConnection nats-system/orders"),
+        "the user names the connection: {said}"
+    );
+    // Both held (their holds were written after the deletion), the bucket still served.
+    assert!(host.exists(&conn).await.expect("read"));
+    assert!(host.exists(&user).await.expect("read"));
+    let carts = ObjectRef::parse("NatsKeyValue/nats-system/carts").expect("ref");
+    wait_condition(&host, &carts, "Ready", Duration::from_secs(10)).await;
+    let cluster = sim::controlled::read_cluster(&host, NS, "demo")
+        .await
+        .expect("cluster");
+    let monitor = host.lifecycle().address(&cluster, 0).monitor_url;
+    for o in [
+        "NatsConsumer/nats-system/worker",
+        "NatsKeyValue/nats-system/carts",
+        "NatsStream/nats-system/orders",
+    ] {
+        host.delete(&ObjectRef::parse(o).expect("ref"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    sim::wait::poll("the connection and the user gone", WITHIN, || async {
+        let left =
+            host.exists(&conn).await.unwrap_or(true) || host.exists(&user).await.unwrap_or(true);
+        Ok((!left).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let jsz: serde_json::Value = reqwest::get(format!("{monitor}/jsz"))
+        .await
+        .expect("jsz")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(jsz["streams"], 0, "the Delete resources ran first: {jsz}");
+}

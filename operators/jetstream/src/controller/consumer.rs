@@ -136,6 +136,12 @@ async fn gather(ctx: &Context, obj: &NatsConsumer) -> Result<Gathered, Stop> {
     in_use::protect(ctx, obj, &conn, obj.spec.deletion_policy)
         .await
         .map_err(Stop::Failed)?;
+    if let Some(r) = &obj.spec.stream_ref {
+        let at = crate::references::absolute(r, &ns);
+        in_use::protect_stream(ctx, obj, &at, obj.spec.deletion_policy)
+            .await
+            .map_err(Stop::Failed)?;
+    }
     let client = reach(ctx, obj, &conn, check_grant).await?;
     let name = obj.consumer_name().to_string();
     let what = format!("consumer {name} on stream {stream}");

@@ -13,6 +13,9 @@
 //!   deleted and no Delete-policy resource naming it is left, live or being deleted
 //!   ([`needers_of`]). While some are left the NatsConnection reads `Deleting=True`,
 //!   reason `InUse`, naming them, and is looked at again within seconds.
+//! - The same finalizer on a **NatsStream** ([`protect_stream`], [`release_stream`]) keeps it,
+//!   once its own deletion has run, while a Delete-policy NatsConsumer bound to it by `streamRef`
+//!   (which inherits its connection from it) has not run its deletion.
 //! - A connection being deleted but still present is therefore usable: a resource's cleanup
 //!   reads it as such ([`super::reach::connection_state`]) and runs its policy over it.
 //!
@@ -209,6 +212,90 @@ pub(super) async fn release(
             Ok(Some(RECHECK))
         }
     }
+}
+
+/// The in-use finalizer put on the NatsStream `stream` (absolute) that the live consumer `obj`,
+/// bound to it by streamRef with `policy`, inherits its connection from: the NatsStream then
+/// stays (its own deletion having run) until the consumer's deletion has reached the server
+/// through it, so a consumer with deletionPolicy Delete is never released because its stream's
+/// resource happened to go first.
+pub(super) async fn protect_stream(
+    ctx: &Context,
+    obj: &NatsConsumer,
+    stream: &ObjectReference,
+    policy: DeletionPolicy,
+) -> Result<(), Error> {
+    if !needs_connection(policy) {
+        return Ok(());
+    }
+    let ns = stream.namespace.clone().unwrap_or_default();
+    let api: Api<NatsStream> = Api::namespaced(ctx.shared.client.clone(), &ns);
+    let Some(s) = api.get_opt(&stream.name).await.map_err(kube_err(obj))? else {
+        return Ok(());
+    };
+    let key = format!(
+        "NatsStream {ns}/{}@{}",
+        stream.name,
+        s.uid().unwrap_or_default()
+    );
+    if ctx.in_use_marked(&key) {
+        return Ok(());
+    }
+    let has = finalizer::has(&s, IN_USE_FINALIZER);
+    if change(true, has, s.metadata.deletion_timestamp.is_some()) == Change::Add {
+        finalizer::add(&api, &s, IN_USE_FINALIZER).await?;
+    }
+    ctx.mark_in_use(key);
+    Ok(())
+}
+
+/// The pass of a NatsStream being deleted whose own deletion has run: its in-use finalizer
+/// removed once no consumer with deletionPolicy Delete bound to it by streamRef is left; the wait
+/// until the next look while one is (None once released).
+pub(super) async fn release_stream<K: super::stream_backed::StreamBacked>(
+    ctx: &Context,
+    obj: &K,
+) -> Result<Option<Duration>, Error> {
+    let ns = obj.meta().namespace.clone().unwrap_or_default();
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let mut all = Vec::new();
+    for api in ctx
+        .shared
+        .scope
+        .namespaces
+        .apis::<NatsConsumer>(&ctx.shared.client)
+    {
+        for o in api
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err(obj))?
+            .items
+        {
+            if let Some(r) = &o.spec.stream_ref {
+                all.push(needer(&o, r, o.spec.deletion_policy));
+            }
+        }
+    }
+    let holding = needers_of(&ns, &name, &all);
+    if !holding.is_empty() {
+        tracing::info!(
+            "NatsStream {ns}/{name}: kept for {} (deletionPolicy Delete)",
+            holding.join(", ")
+        );
+        return Ok(Some(RECHECK));
+    }
+    let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), &ns);
+    finalizer::remove(&api, obj, IN_USE_FINALIZER).await?;
+    ctx.forget_in_use(&format!(
+        "NatsStream {ns}/{name}@{}",
+        obj.meta().uid.clone().unwrap_or_default()
+    ));
+    Ok(None)
+}
+
+/// How soon a resource held in use looks again.
+pub(super) fn recheck() -> Duration {
+    RECHECK
 }
 
 /// Deleting=True, InUse, over the status as read.
@@ -412,6 +499,10 @@ mod tests {
     #[case::the_same_name_in_another_namespace_does_not(
         vec![n("NatsStream u/x", "u", "orders", DeletionPolicy::Delete)],
         vec![]
+    )]
+    #[case::a_delete_consumer_bound_by_stream_ref_holds_its_stream_alike(
+        vec![n("NatsConsumer t/worker", "t", "orders", DeletionPolicy::Delete)],
+        vec!["NatsConsumer t/worker"]
     )]
     #[case::every_delete_resource_is_named(
         vec![

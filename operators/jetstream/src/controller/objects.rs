@@ -464,8 +464,17 @@ async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Ac
         ctx.shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
     );
+    // A NatsStream a Delete-policy consumer still needs (`in_use`) stays after its own deletion.
+    let deleting = obj.meta().deletion_timestamp.is_some();
+    let in_use = controller_kit::finalizer::has(&*obj, in_use::IN_USE_FINALIZER);
+    if deleting && in_use && !controller_kit::finalizer::has(&*obj, FINALIZER) {
+        return Ok(match in_use::release_stream(&ctx, &*obj).await? {
+            Some(wait) => Action::requeue(wait),
+            None => Action::await_change(),
+        });
+    }
     let c = ctx.clone();
-    finalizer::reconcile(
+    let action = finalizer::reconcile(
         &api,
         FINALIZER,
         obj,
@@ -473,7 +482,12 @@ async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Ac
         |o| live(o, c),
         |o| cleanup(o, ctx),
     )
-    .await
+    .await?;
+    Ok(if deleting && in_use {
+        Action::requeue(in_use::recheck())
+    } else {
+        action
+    })
 }
 
 /// The resources naming `conn` that are not Ready: a NatsConnection turning Ready wakes them at
