@@ -220,6 +220,9 @@ impl Deployment for Topology {
         fault: Fault,
     ) -> BoxFuture<'a, Result<(), BackendError>> {
         Box::pin(async move {
+            if fault == Fault::WipeStore {
+                return Ok(Topology::wipe_store(self, server)?);
+            }
             let s = self.server_mut(server)?;
             let r = match fault {
                 Fault::Kill9 => s.kill9(),

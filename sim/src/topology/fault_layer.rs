@@ -71,6 +71,31 @@ impl Topology {
             .collect())
     }
 
+    /// Deletes stopped server `server`'s store, on the layer or not. On the layer the store is
+    /// the mountpoint, which stays: what is under it goes (and with it its unsynced bytes).
+    pub fn wipe_store(&mut self, server: &str) -> Result<(), TopologyError> {
+        let Some(layer) = self.layers.get(server) else {
+            return Ok(self.server_mut(server)?.wipe_store()?);
+        };
+        let store = layer.mountpoint().to_path_buf();
+        if self.server_mut(server)?.is_running() {
+            return Err(TopologyError::Invalid(format!(
+                "{server} must be stopped to wipe its store"
+            )));
+        }
+        let entries = std::fs::read_dir(&store).map_err(TopologyError::TempDir)?;
+        for entry in entries {
+            let path = entry.map_err(TopologyError::TempDir)?.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            }
+            .map_err(TopologyError::TempDir)?;
+        }
+        Ok(())
+    }
+
     /// Damages every file of stopped server `server`'s store matching `glob` (relative to the
     /// store directory): through the fault layer when the store is on it, else in place.
     pub fn corrupt(

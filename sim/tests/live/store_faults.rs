@@ -154,6 +154,38 @@ async fn a_replica_damaged_while_down_is_damaged_on_disk() {
 }
 
 #[tokio::test]
+async fn a_store_on_the_layer_is_wiped_and_the_server_starts_empty() {
+    if skipped("a_store_on_the_layer_is_wiped_and_the_server_starts_empty") {
+        return;
+    }
+    let mut topo = stream_on_the_layer("always", 5).await;
+    topo.server_mut("c1-1")
+        .expect("server")
+        .kill9()
+        .expect("kill");
+    topo.wipe_store("c1-1").expect("wipe");
+    let store = topo
+        .server("c1-1")
+        .expect("server")
+        .store_dir()
+        .expect("store")
+        .to_path_buf();
+    assert_eq!(
+        std::fs::read_dir(&store).expect("store").count(),
+        0,
+        "nothing left"
+    );
+    topo.server_mut("c1-1")
+        .expect("server")
+        .start()
+        .await
+        .expect("restart");
+    topo.wait_stream_current("S", T)
+        .await
+        .expect("the wiped replica caught up");
+}
+
+#[tokio::test]
 async fn a_loss_is_refused_for_a_store_not_on_the_layer() {
     // No FUSE needed: nothing is mounted, and the step says why it cannot act.
     let mut topo = Topology::start(TopologySpec::cluster(1))
