@@ -406,6 +406,10 @@ impl Filesystem for FaultFilesystem {
             let from = s.child(parent, name)?;
             let to = s.child(newparent, newname)?;
             std::fs::rename(s.abs(&from), s.abs(&to)).map_err(Errno::from)?;
+            if from == to {
+                // A rename onto itself changes nothing (rename(2)).
+                return Ok(());
+            }
             s.detach(&to);
             s.moved(&from, &to);
             Ok(())

@@ -151,6 +151,9 @@ fn a_rename_keeps_the_unsynced_bytes_with_the_file() {
     std::fs::rename(&tmp, m.mnt.join("meta.inf")).expect("rename");
     m.fs.lose_unsynced();
     assert_eq!(read(&m.mnt.join("meta.inf")), "v3");
+    // A rename onto itself changes nothing.
+    std::fs::rename(m.mnt.join("meta.inf"), m.mnt.join("meta.inf")).expect("rename onto itself");
+    assert_eq!(read(&m.mnt.join("meta.inf")), "v3");
 }
 
 #[test]
