@@ -541,7 +541,7 @@ async fn story_03_manifests_reach_their_documented_states() {
 /// without a NatsReferenceGrant and admitted with one; once the grant is withdrawn nothing more
 /// is done through the connection (a spec change is not made on the server); a resource whose
 /// connection is no longer granted, or gone, is released on deletion without its deletionPolicy
-/// running.
+/// running, and a Warning Event says so; a connection a Delete resource needs is kept meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn references_grants_and_release_without_the_deletion_policy() {
     const TEAM: &str = "team";
@@ -781,10 +781,29 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         is(o, "Ready", "True", "MatchesSpec")
     })
     .await;
+    // Deleted, the connection is kept while temp (deletionPolicy Delete) needs it (issue 43),
+    // saying so; it goes only once its in-use finalizer is removed by hand.
     conns
         .delete("demo", &DeleteParams::default())
         .await
         .expect("delete the connection");
+    let held = wait_for(&conns, "demo", "demo held in use", |o| {
+        is(o, "Deleting", "True", "InUse")
+    })
+    .await;
+    assert!(
+        sim::testkit::message(&held, "Deleting").contains("NatsStream"),
+        "{held}"
+    );
+    conns
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("the in-use finalizer removed by hand");
+    wait_gone(&conns, "demo").await;
     streams
         .delete("temp", &DeleteParams::default())
         .await
@@ -794,6 +813,24 @@ async fn references_grants_and_release_without_the_deletion_policy() {
         common::stream_config(&rig.nats, "temp").await.is_some(),
         "a resource whose connection is gone is released, its stream kept"
     );
+    // ... and says so: its Delete became a Retain.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), NS);
+    sim::wait::poll("a DeletionPolicyNotRun Event on temp", WAIT, || async {
+        let list = events
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("DeletionPolicyNotRun")
+                    && e.involved_object.name.as_deref() == Some("temp")
+            })
+            .map(|e| assert!(e.message.unwrap_or_default().contains("stream temp"))))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// §6.4 for consumers: a change nats-server refuses is SyncFailed, unless
