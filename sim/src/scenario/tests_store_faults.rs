@@ -75,3 +75,35 @@ fn an_unknown_corruption_kind_is_refused() {
     .expect_err("zero is no kind");
     assert!(err.to_string().contains("zero"), "{err}");
 }
+
+#[test]
+fn a_power_loss_kills_every_server_it_names_on_the_page() {
+    use super::timeline::{ServerChange, server_events_of_steps};
+    let s = parse(
+        "name: x\ntopology: { servers: 3, fault_layer: [all] }\nsteps:\n  - { at: 1s, action: lose_unsynced, servers: [c1-0, c1-2] }\n",
+    )
+    .expect("parses");
+    let outcome = StepOutcome {
+        index: 1,
+        at_ms: 1_000,
+        action: s.steps[0].action.describe(),
+        target: Some("c1-0 lost 10 B in 1 files".into()),
+        ok: true,
+        error: None,
+        took_ms: 20,
+        id: None,
+        observed_at_ms: None,
+        value: None,
+    };
+    let got: Vec<(u64, String, ServerChange)> = server_events_of_steps(&s.steps, &[outcome])
+        .into_iter()
+        .map(|e| (e.at_ms, e.server, e.change))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1_020, "c1-0".to_string(), ServerChange::Killed),
+            (1_020, "c1-2".to_string(), ServerChange::Killed),
+        ]
+    );
+}

@@ -103,10 +103,20 @@ pub fn lifecycle_change(e: LocalEvent) -> ServerChange {
 }
 
 /// The server changes the scenario's own steps made (kill, SIGTERM, lame duck, pause, resume,
-/// restart, reload), at the moment each step finished; failed steps change nothing.
+/// restart, reload, a power loss), at the moment each step finished; failed steps change nothing.
 pub fn server_events_of_steps(steps: &[Step], outcomes: &[StepOutcome]) -> Vec<ServerEvent> {
     let mut out = Vec::new();
     for (step, o) in steps.iter().zip(outcomes) {
+        // A power loss kills every server it names at once (a selector among them is told in
+        // the step's row, not drawn: its target reports the loss, not the server).
+        if let Action::LoseUnsynced { servers } = &step.action {
+            if o.ok {
+                for s in servers.iter().filter(|s| !s.contains(':')) {
+                    out.push(ServerEvent::new(o.done_at_ms(), s, ServerChange::Killed));
+                }
+            }
+            continue;
+        }
         let (named, change) = match &step.action {
             Action::Kill9 { server } | Action::Sigterm { server } => (server, ServerChange::Killed),
             Action::LameDuck { server } => (server, ServerChange::LameDuck),
