@@ -15,6 +15,7 @@ mod rollout;
 mod scrape;
 mod streams;
 mod summary;
+mod sync_cost;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +68,10 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
     if wanted("rollout") {
         println!("rollout: a rolling restart of 3 servers, by the controller and by hand ...");
         figures.push(rollout::figure().await?);
+    }
+    if wanted("jetstream.sync_cost") {
+        println!("jetstream: an R3 file stream at sync_interval always against 2m ...");
+        figures.push(sync_cost::figure().await?);
     }
     let binary = |name: &str| {
         let b = bins.join(name);
