@@ -76,11 +76,19 @@ pub fn link_names(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Mount points of `/proc/mounts` (the second field).
+/// Mount points of `/proc/mounts` (the second field), FUSE filesystems left out: the node mounts
+/// none (pod volumes, network namespaces and overlay root filesystems), while the sim's store
+/// fault layer mounts one per server under a test's own temp dir. Counted, a test running beside
+/// the node read as the node's leftover (a host "differing from its baseline"), and `restore`
+/// would have unmounted another test's store.
 pub fn mount_points(text: &str) -> BTreeSet<String> {
     text.lines()
-        .filter_map(|l| l.split_whitespace().nth(1))
-        .map(str::to_string)
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace();
+            let point = fields.nth(1)?;
+            let fstype = fields.next().unwrap_or_default();
+            (!fstype.starts_with("fuse")).then(|| point.to_string())
+        })
         .collect()
 }
 
@@ -334,5 +342,15 @@ mod tests {
     fn mount_points_are_the_second_field() {
         let m = mount_points("proc /proc proc rw 0 0\noverlay /w/rootfs overlay rw 0 0\n");
         assert!(m.contains("/w/rootfs") && m.contains("/proc"));
+    }
+
+    #[test]
+    fn fuse_mounts_of_tests_beside_the_node_are_not_the_nodes() {
+        let m = mount_points(
+            "faultfs /tmp/sim-topology-bROASL/c1-0/store fuse rw,nosuid 0 0\n\
+             fusectl /sys/fs/fuse/connections fusectl rw 0 0\n\
+             nsfs /run/netns/cni-1 nsfs rw 0 0\n",
+        );
+        assert_eq!(m.into_iter().collect::<Vec<_>>(), ["/run/netns/cni-1"]);
     }
 }
