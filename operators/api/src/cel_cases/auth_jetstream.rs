@@ -5,7 +5,7 @@
 //! enforces (replicas 1..5, history 1..64, at most 1000 exports, pool names as DNS labels,
 //! `to.serverTags` of at least one tag) are not rows here.
 
-use super::{Case, Expect};
+use super::{Case, Expect, create, update};
 
 /// A whole object of `$group` and `$kind` named `demo` in namespace `team`, with `$spec` (YAML
 /// lines indented by two) as its spec.
@@ -40,32 +40,6 @@ macro_rules! js {
     ($kind:literal, $name:literal, $spec:literal) => {
         obj!("jetstream.nats.mikluko.io", $kind, $name, $spec)
     };
-}
-
-fn create(name: &'static str, kind: &'static str, new: &'static str, expect: Expect) -> Case {
-    Case {
-        name,
-        kind,
-        old: None,
-        new,
-        expect,
-    }
-}
-
-fn update(
-    name: &'static str,
-    kind: &'static str,
-    old: &'static str,
-    new: &'static str,
-    expect: Expect,
-) -> Case {
-    Case {
-        name,
-        kind,
-        old: Some(old),
-        new,
-        expect,
-    }
 }
 
 use Expect::{Accepted, Refused};

@@ -32,6 +32,39 @@ pub enum Expect {
     Refused(&'static str),
 }
 
+/// A create row: `new` of `kind` judged alone.
+pub(crate) fn create(
+    name: &'static str,
+    kind: &'static str,
+    new: &'static str,
+    expect: Expect,
+) -> Case {
+    Case {
+        name,
+        kind,
+        old: None,
+        new,
+        expect,
+    }
+}
+
+/// A transition row: `old` of `kind` replaced by `new`.
+pub(crate) fn update(
+    name: &'static str,
+    kind: &'static str,
+    old: &'static str,
+    new: &'static str,
+    expect: Expect,
+) -> Case {
+    Case {
+        name,
+        kind,
+        old: Some(old),
+        new,
+        expect,
+    }
+}
+
 /// Every row: the `nats` and `cluster` groups' rows (NatsCluster's `syncInterval` among them) followed by the `auth` and `jetstream` groups' (NatsAccount's `jwtTTL` floor last).
 pub fn all() -> Vec<Case> {
     let mut cases = nats_cluster::cases();

@@ -2,8 +2,8 @@
 //! NatsOperatorTrust, NatsAccountTrust and NatsCluster, each with accepted rows next to refused
 //! ones so a rule that refuses everything (or nothing) fails the table.
 
-use super::Case;
-use super::Expect::{self, Accepted, Refused};
+use super::Expect::{Accepted, Refused};
+use super::{Case, create, update};
 
 /// A NatsCluster object named `$name` with the spec lines `$spec` (indented by two spaces).
 macro_rules! cluster {
@@ -29,32 +29,6 @@ macro_rules! nats {
             $spec
         )
     };
-}
-
-fn create(name: &'static str, kind: &'static str, new: &'static str, expect: Expect) -> Case {
-    Case {
-        name,
-        kind,
-        old: None,
-        new,
-        expect,
-    }
-}
-
-fn update(
-    name: &'static str,
-    kind: &'static str,
-    old: &'static str,
-    new: &'static str,
-    expect: Expect,
-) -> Case {
-    Case {
-        name,
-        kind,
-        old: Some(old),
-        new,
-        expect,
-    }
 }
 
 const NC: &str = "NatsCluster";
