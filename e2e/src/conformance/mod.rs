@@ -19,6 +19,7 @@ pub mod partner;
 pub mod run;
 pub mod sites;
 pub mod skew;
+mod watch;
 
 use crate::stories::{Document, StatusExample, Story};
 
