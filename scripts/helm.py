@@ -11,6 +11,7 @@ usage:
           [--disable-openapi-validation] [--server-side true|false|auto]
   helm.py uninstall NAME --kubeconfig FILE --namespace NS
   helm.py test NAME --kubeconfig FILE --namespace NS
+  helm.py package CHART [-d DIR]      (the chart as CHART's name-version.tgz in DIR; prints its path)
 
 `template` prints what `helm template` prints: each rendered document as `---`, a `# Source:`
 line and the document, in template path order. Values files merge left to right (later wins).
@@ -193,6 +194,15 @@ def cmd_uninstall(helm, args):
     print(summary(release))
 
 
+def cmd_package(helm, args):
+    os.makedirs(args.destination, exist_ok=True)
+    try:
+        path = helm.package(args.chart, destination=args.destination)
+    except helm.HelmError as e:
+        fail(helm, e)
+    print(path)
+
+
 def cmd_test(helm, args):
     try:
         with config(helm, args) as cfg:
@@ -227,6 +237,9 @@ def main():
         # x-kubernetes-validations, which it drops on write.
         c.add_argument("--disable-openapi-validation", action="store_true")
         c.add_argument("--server-side", choices=["true", "false", "auto"])  # install: true/false
+    pkg = sub.add_parser("package")
+    pkg.add_argument("chart")
+    pkg.add_argument("-d", "--destination", default=".")
     for name in ("uninstall", "test"):
         c = sub.add_parser(name)
         c.add_argument("name")
@@ -244,6 +257,7 @@ def main():
         "upgrade": cmd_install,
         "uninstall": cmd_uninstall,
         "test": cmd_test,
+        "package": cmd_package,
     }[args.command](helm, args)
 
 
