@@ -56,6 +56,12 @@ chart:
 image *BINARIES:
     python3 scripts/image.py {{BINARIES}}
 
+# Cut a release (CHANGELOG.md): bump the workspace, chart and image version to VERSION, move CHANGELOG.md's
+# Unreleased section under it, run the release checks (`--gate`: all of .ci/run), commit, tag vVERSION and
+# package the chart into target/release/. `just release 0.2.0 --dry-run` prints the plan and changes nothing.
+release VERSION *FLAGS:
+    python3 scripts/release.py {{VERSION}} {{FLAGS}}
+
 # Run one scripted scenario and print its report, e.g. `just scenario baseline`. `--backend node`
 # runs it on the sim's real node with the chart installed (root, after `just node-install`; add
 # `--local` for the local backend's run first and the per-step times side by side); `--backend
