@@ -12,6 +12,8 @@ pub mod host;
 pub mod install;
 #[cfg(feature = "k3s")]
 pub mod k3s;
+#[cfg(test)]
+mod layers;
 pub mod ledger;
 pub mod local;
 pub mod monitored;
