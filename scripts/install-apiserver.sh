@@ -18,7 +18,7 @@
 #       script still exits 0; the CEL-at-apply tests then print a skip reason.
 #
 # Nothing is installed system-wide: .debs are unpacked with `dpkg -x` under the cache. Package sources are the
-# machine's own configured Debian mirror and pip. A second run with the binaries present returns at once.
+# machine's own configured Debian mirror (a Debian machine's; the workflows run in debian:bookworm) and pip. A second run with the binaries present returns at once.
 #
 # usage: scripts/install-apiserver.sh [kube|node|kubectl|apiext|all]     (default all)
 #   all is what the gate needs (kube, kubectl, apiext); node is asked for by name (the nightly and `just
@@ -47,8 +47,17 @@ STAGE_T0=$SECONDS
 stage() { printf '[install-apiserver]   %4ds  %s\n' $((SECONDS - STAGE_T0)) "$*" >&3; }
 
 # The Debian mirror this machine's apt is configured with (deb822 or one-line format), never a hard-coded host.
+# Only a Debian machine's sources are Debian's: elsewhere (an Ubuntu runner) the script refuses, saying how to
+# run it (the workflows run it in a debian:bookworm container, whose sources are Debian's own).
 debian_mirror() {
   if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
+  local id
+  id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}")
+  if [ "$id" != debian ]; then
+    log "this machine is ${id:-of no known distribution}, not Debian: its apt sources hold no Debian packages;" \
+      "run this in a Debian container (debian:bookworm) or set DEBIAN_MIRROR to a Debian mirror"
+    return 1
+  fi
   local m=""
   for f in /etc/apt/sources.list.d/*.sources; do
     [ -r "$f" ] || continue
