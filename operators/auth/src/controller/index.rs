@@ -103,9 +103,9 @@ use nats_api::nats::NatsReferenceGrant;
 use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
+use super::change::{self, Change, Touch};
 use super::error::Error;
 use super::refs::{account_of, operator_of, operator_of_system_account};
-use super::wakes::{self, Change, Touch};
 use crate::grants::{self, Referrer, Target};
 
 /// The changes a kind's broadcast holds for a slow receiver before it lags.
@@ -211,9 +211,9 @@ fn feed<K: Watched>(kind: Kind, touch: fn(&K) -> Touch) -> (Store<K>, Feed<K>, S
 pub(crate) fn new() -> (Index, Feeds) {
     let (operators, operators_feed, operators_signals) = feed(Kind::Operator, Touch::plain);
     let (system_accounts, system_accounts_feed, system_accounts_signals) =
-        feed(Kind::SystemAccount, wakes::system_account_touch);
-    let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account, wakes::account_touch);
-    let (users, users_feed, users_signals) = feed(Kind::User, wakes::user_touch);
+        feed(Kind::SystemAccount, change::system_account_touch);
+    let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account, change::account_touch);
+    let (users, users_feed, users_signals) = feed(Kind::User, change::user_touch);
     let (grants, grants_feed, grants_signals) = feed(Kind::Grant, Touch::plain);
     let index = Index {
         operators,

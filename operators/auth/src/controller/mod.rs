@@ -21,6 +21,7 @@
 //! status or an error.
 
 mod account;
+mod change;
 mod claims_delete;
 mod creds;
 mod error;

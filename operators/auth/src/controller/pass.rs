@@ -16,9 +16,10 @@ use kube::runtime::watcher;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Context;
+use super::change::Change;
 use super::error::Error;
 use super::index::{Feed, Kind, Watched};
-use super::wakes::{Change, Related};
+use super::wakes::Related;
 
 /// Batches bursts of watch events; bounds the passes run at once (`--concurrency`).
 fn config(ctx: &Context) -> Config {

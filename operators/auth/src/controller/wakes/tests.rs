@@ -5,6 +5,7 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::controller::change::{Change, account_touch};
 use crate::controller::index::{self, Kind, applied, listed_with};
 
 const PK_A: &str = "AAHY3XJPOEDL4UIJIHVBUQQNS2KZBCQS2ZSVKDO6DANR3RGUPZVHVJ2J";
