@@ -1,6 +1,7 @@
 //! Dialing a NatsConnection (§6.1): the spec and the Secrets it names → nats-wire dial options,
 //! and the Ready condition as a decision on what happened (Connected, SecretNotFound,
-//! InvalidSecret, ConnectFailed).
+//! InvalidSecret, ConnectFailed), and, for a connection once up, whether it still is
+//! ([`ready_of_held`]: Connected or Disconnected).
 
 use std::collections::BTreeMap;
 
@@ -59,6 +60,16 @@ pub enum Ready {
         /// What the dial reported.
         why: String,
     },
+    /// The connection was up and is lost: no server answers (closed, unreachable, or hung and
+    /// silent to the client's PINGs); the client keeps reconnecting.
+    Disconnected {
+        /// The servers the connection names.
+        servers: String,
+        /// What the client last reported.
+        why: String,
+        /// When it was lost (RFC 3339).
+        since: String,
+    },
 }
 
 impl Ready {
@@ -74,6 +85,7 @@ impl Ready {
             Ready::SecretNotFound { .. } => reason::SECRET_NOT_FOUND,
             Ready::InvalidSecret { .. } => reason::INVALID_SECRET,
             Ready::ConnectFailed { .. } => reason::CONNECT_FAILED,
+            Ready::Disconnected { .. } => reason::DISCONNECTED,
         }
     }
 
@@ -86,7 +98,41 @@ impl Ready {
                 format!("Secret {secret} key {key}: {why}")
             }
             Ready::ConnectFailed { why } => why.clone(),
+            Ready::Disconnected {
+                servers,
+                why,
+                since,
+            } => format!("no server of {servers} answers since {since}: {why}"),
         }
+    }
+}
+
+/// Ready of a connection once dialed: Connected while its client is, else Disconnected with what
+/// the client last reported and since when (a client reconnecting before any event named its
+/// trouble reads "disconnected", since now).
+pub fn ready_of_held(
+    servers: &[String],
+    connected: bool,
+    trouble: Option<&nats_wire::Trouble>,
+) -> Ready {
+    if connected {
+        return Ready::Connected;
+    }
+    let (why, since) = trouble.map_or_else(
+        || ("disconnected".to_string(), std::time::SystemTime::now()),
+        |t| (t.what.clone(), t.since),
+    );
+    let since = k8s_openapi::jiff::Timestamp::try_from(since)
+        .map(|t| {
+            t.round(k8s_openapi::jiff::Unit::Second)
+                .unwrap_or(t)
+                .to_string()
+        })
+        .unwrap_or_default();
+    Ready::Disconnected {
+        servers: servers.join(", "),
+        why,
+        since,
     }
 }
 
@@ -397,6 +443,43 @@ mod tests {
         )
         .expect_err("invalid");
         assert!(!ready.message().contains("SUSECRET"), "{}", ready.message());
+    }
+
+    fn trouble(what: &str, at_secs: u64) -> nats_wire::Trouble {
+        nats_wire::Trouble {
+            what: what.into(),
+            since: std::time::UNIX_EPOCH + std::time::Duration::from_secs(at_secs),
+        }
+    }
+
+    #[rstest]
+    #[case::up(true, None, "Connected", true, "a server answered")]
+    #[case::up_after_an_error_while_connected(
+        true,
+        Some(trouble("server error: permissions", 5)),
+        "Connected",
+        true,
+        "a server answered"
+    )]
+    #[case::lost_with_the_clients_word(
+        false,
+        Some(trouble("client error: timed out", 1_800_000_000)),
+        "Disconnected",
+        false,
+        "no server of nats://a:4222, nats://b:4222 answers since 2027-01-15T08:00:00Z: client error: timed out"
+    )]
+    #[case::lost_before_any_event(false, None, "Disconnected", false, "answers since ")]
+    fn ready_of_a_held_connection_follows_its_client(
+        #[case] connected: bool,
+        #[case] t: Option<nats_wire::Trouble>,
+        #[case] reason: &str,
+        #[case] status: bool,
+        #[case] message: &str,
+    ) {
+        let servers = ["nats://a:4222".to_string(), "nats://b:4222".to_string()];
+        let ready = ready_of_held(&servers, connected, t.as_ref());
+        assert_eq!((ready.reason(), ready.status()), (reason, status));
+        assert!(ready.message().contains(message), "{}", ready.message());
     }
 
     #[rstest]

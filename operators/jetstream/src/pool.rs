@@ -2,6 +2,13 @@
 //! it, re-dialed only when the NatsConnection's spec or the Secrets it reads change. Each
 //! connection is dialed under its own lock; a failed dial is answered from memory until its
 //! backoff ends.
+//!
+//! A connection once dialed is kept: async-nats reconnects it on its own (at most 4 s between
+//! attempts), and while it is not connected every resource naming it reads
+//! [`Ready::Disconnected`] with what went wrong and since when. The client PINGs its server every
+//! [`PING_INTERVAL`] and gives the connection up after three PINGs without a PONG: a paused or cut
+//! off server keeps TCP open, and only the PINGs notice it (within 15 s). Each lost or regained
+//! connection is told to [`Pool::changes`], so the NatsConnection's Ready follows at once.
 
 use std::time::Duration;
 
@@ -10,10 +17,28 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use nats_api::nats::NatsConnection;
 
-use crate::connection::{Ready, Secrets, dial_config, ready_after_dial, secret_data};
+use crate::connection::{
+    Ready, Secrets, dial_config, ready_after_dial, ready_of_held, secret_data,
+};
 
 /// How long a first dial may take before the connection is ConnectFailed.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often an idle connection PINGs its server: three unanswered make it Disconnected, so a
+/// hung server is noticed within 15 s, well inside the 30 s the NatsConnection's Ready promises.
+pub const PING_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A dialed connection: the client, and what its events say went wrong since it was last up.
+#[derive(Clone)]
+struct Held {
+    client: async_nats::Client,
+    trouble: Option<Trouble>,
+}
+
+/// What went wrong since a connection was last up ([`nats_wire::Trouble`]), as it changes.
+type Trouble = tokio::sync::watch::Receiver<Option<nats_wire::Trouble>>;
+
+/// Who hears of a connection lost or regained: `(namespace, name)`.
+type Listener = futures::channel::mpsc::UnboundedSender<(String, String)>;
 
 /// What resolving a NatsConnection found.
 #[derive(Debug, Clone)]
@@ -31,7 +56,8 @@ pub enum Resolved {
 /// so an unreachable NATS delays only the resources naming it.
 #[derive(Default)]
 pub struct Pool {
-    dials: Dials<async_nats::Client, Ready>,
+    dials: Dials<Held, Ready>,
+    listeners: std::sync::Arc<std::sync::Mutex<Vec<Listener>>>,
 }
 
 /// The Secrets a connection names, with their resourceVersions (the fingerprint's part).
@@ -90,6 +116,7 @@ impl Pool {
         let config = match dial_config(&connection.spec, &secrets) {
             Ok(c) => c
                 .with_connect_timeout(DIAL_TIMEOUT)
+                .with_ping_interval(PING_INTERVAL)
                 .with_name(format!("jetstream-controller {namespace}/{name}")),
             Err(ready) => {
                 self.dials.forget(&key);
@@ -101,21 +128,61 @@ impl Pool {
             .get(
                 &key,
                 &fingerprint,
-                |c: &async_nats::Client| {
-                    c.connection_state() == async_nats::connection::State::Connected
-                },
+                // Kept while it reconnects on its own; its state says whether it is up.
+                |_: &Held| true,
                 || async {
                     match nats_wire::dial(&config).await {
-                        Ok(wire) => Ok(wire.client().clone()),
+                        Ok(wire) => {
+                            let trouble = wire.trouble();
+                            if let Some(t) = &trouble {
+                                self.tell_changes(namespace, name, t.clone());
+                            }
+                            Ok(Held {
+                                client: wire.client().clone(),
+                                trouble,
+                            })
+                        }
                         Err(e) => Err(ready_after_dial(&connection.spec, Err(&e))),
                     }
                 },
             )
             .await;
         Ok(match dialed {
-            Ok(c) => Resolved::Connected(c),
+            Ok(held) => {
+                let connected =
+                    held.client.connection_state() == async_nats::connection::State::Connected;
+                let trouble = held.trouble.as_ref().and_then(|t| t.borrow().clone());
+                match ready_of_held(&connection.spec.servers, connected, trouble.as_ref()) {
+                    Ready::Connected => Resolved::Connected(held.client),
+                    lost => Resolved::NotReady(lost),
+                }
+            }
             Err(failed) => Resolved::NotReady(failed.failure),
         })
+    }
+
+    /// Every connection lost or regained from now on, as `(namespace, name)` of its
+    /// NatsConnection.
+    pub fn changes(&self) -> futures::channel::mpsc::UnboundedReceiver<(String, String)> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tx);
+        rx
+    }
+
+    /// Tells the listeners each change of a new connection's trouble, until the connection is
+    /// gone (its event callback, holding the sender, ends with it).
+    fn tell_changes(&self, namespace: &str, name: &str, mut trouble: Trouble) {
+        let listeners = self.listeners.clone();
+        let who = (namespace.to_string(), name.to_string());
+        tokio::spawn(async move {
+            while trouble.changed().await.is_ok() {
+                let mut l = listeners.lock().unwrap_or_else(|p| p.into_inner());
+                l.retain(|tx| tx.unbounded_send(who.clone()).is_ok());
+            }
+        });
     }
 
     /// How many connections are open (one per NatsConnection in use).

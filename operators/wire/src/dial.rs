@@ -32,6 +32,10 @@ pub struct ConnectionConfig {
     pub connect_timeout: Option<Duration>,
     /// Default timeout of a single request; pings take their own deadline.
     pub request_timeout: Option<Duration>,
+    /// How often the client PINGs an idle server (async-nats' default, 60 s, when unset). The
+    /// client gives the connection up after three PINGs without a PONG: a server that is paused
+    /// or cut off keeps its TCP connection open, and only this notices it.
+    pub ping_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for ConnectionConfig {
@@ -45,6 +49,7 @@ impl std::fmt::Debug for ConnectionConfig {
             .field("name", &self.name)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("ping_interval", &self.ping_interval)
             .finish()
     }
 }
@@ -79,6 +84,11 @@ impl ConnectionConfig {
 
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_ping_interval(mut self, every: Duration) -> Self {
+        self.ping_interval = Some(every);
         self
     }
 
@@ -128,12 +138,41 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
     // The server's lame duck INFO, counted for Wire::lame_duck_notices. The callback holds only
     // the sender: nothing in it refers back to the client, which would keep it alive.
     let (lame_duck, notices) = tokio::sync::watch::channel(0u64);
+    // What went wrong since the connection was last up ([`Wire::trouble`]).
+    let (trouble_tx, trouble) = tokio::sync::watch::channel(None::<crate::Trouble>);
     options = options.event_callback(move |event| {
-        if matches!(event, async_nats::Event::LameDuckMode) {
-            lame_duck.send_modify(|n| *n += 1);
+        match &event {
+            async_nats::Event::LameDuckMode => lame_duck.send_modify(|n| *n += 1),
+            async_nats::Event::Connected => {
+                trouble_tx.send_if_modified(|t| t.take().is_some());
+            }
+            async_nats::Event::Disconnected => {
+                trouble_tx.send_modify(|t| {
+                    t.get_or_insert_with(|| crate::Trouble {
+                        what: "disconnected".into(),
+                        since: std::time::SystemTime::now(),
+                    });
+                });
+            }
+            // An error while disconnected (a failed reconnect) says why; one while connected (a
+            // permission refused) is not the connection's trouble.
+            async_nats::Event::ServerError(_) | async_nats::Event::ClientError(_) => {
+                let what = event.to_string();
+                trouble_tx.send_if_modified(|t| match t {
+                    Some(t) if t.what != what => {
+                        t.what = what;
+                        true
+                    }
+                    _ => false,
+                });
+            }
+            _ => {}
         }
         async {}
     });
+    if let Some(every) = config.ping_interval {
+        options = options.ping_interval(every);
+    }
     let connect_timeout = config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let request_timeout = config.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
     options = options
@@ -178,7 +217,8 @@ pub async fn dial(config: &ConnectionConfig) -> Result<Wire, DialError> {
         })?;
     Ok(Wire::new(client)
         .with_request_timeout(request_timeout)
-        .with_lame_duck_notices(notices))
+        .with_lame_duck_notices(notices)
+        .with_trouble(trouble))
 }
 
 /// `nats://user:pass@host:4222` → `nats://***@host:4222`.

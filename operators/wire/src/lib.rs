@@ -39,6 +39,18 @@ pub struct Wire {
     /// Counts the times the server this connection was on said it entered lame duck mode (a
     /// dialed connection only; see [`Wire::lame_duck_notices`]).
     lame_duck: Option<tokio::sync::watch::Receiver<u64>>,
+    /// What went wrong since the connection was last up (a dialed connection only).
+    trouble: Option<tokio::sync::watch::Receiver<Option<Trouble>>>,
+}
+
+/// What the client reported going wrong since its connection was last up: the latest
+/// disconnect or error event, and when the first of them came. Cleared when it reconnects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trouble {
+    /// The latest event, as async-nats words it ("disconnected", "client error: …").
+    pub what: String,
+    /// When the first event since the connection was up came.
+    pub since: std::time::SystemTime,
 }
 
 /// The serial the next [`Wire::new`] takes.
@@ -53,7 +65,19 @@ impl Wire {
             js_api_prefix: "$JS.API".to_string(),
             serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             lame_duck: None,
+            trouble: None,
         }
+    }
+
+    pub(crate) fn with_trouble(mut self, r: tokio::sync::watch::Receiver<Option<Trouble>>) -> Self {
+        self.trouble = Some(r);
+        self
+    }
+
+    /// What went wrong since the connection was last up, changing with every disconnect, error
+    /// and reconnect; `None` for a client wrapped by [`Wire::new`] rather than dialed.
+    pub fn trouble(&self) -> Option<tokio::sync::watch::Receiver<Option<Trouble>>> {
+        self.trouble.clone()
     }
 
     pub(crate) fn with_lame_duck_notices(mut self, r: tokio::sync::watch::Receiver<u64>) -> Self {

@@ -1,8 +1,14 @@
 //! NatsConnection: dial it through the pool and report Ready (Connected, ConnectFailed,
-//! SecretNotFound, InvalidSecret). Resources naming it share the pooled connection. Being
-//! deleted, it is first kept while a Delete-policy resource still needs it ([`in_use`]).
+//! SecretNotFound, InvalidSecret, Disconnected). Resources naming it share the pooled connection.
+//! Being deleted, it is first kept while a Delete-policy resource still needs it ([`in_use`]).
+//!
+//! Ready follows the servers: the pool tells each connection lost or regained
+//! ([`crate::pool::Pool::changes`]), which passes the NatsConnection at once, and a Disconnected
+//! one is looked at again every [`DISCONNECTED_RECHECK`] at the latest.
 
 use std::sync::Arc;
+
+use futures::StreamExt;
 
 use controller_kit::conditions::{self, Decided};
 use controller_kit::reconcile::Read;
@@ -17,6 +23,9 @@ use super::error::{Error, kube_err};
 use super::in_use;
 use crate::connection::Ready;
 use crate::pool::Resolved;
+
+/// The longest wait between two passes of a Disconnected connection.
+pub const DISCONNECTED_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One pass: the connection dialed (or shared) through the pool, then Ready written.
 async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -41,6 +50,8 @@ async fn reconcile(obj: Arc<NatsConnection>, ctx: Arc<Context>) -> Result<Action
     let wait = if ready.status() {
         ctx.shared.settled(&*obj);
         ctx.settings.resync
+    } else if matches!(ready, Ready::Disconnected { .. }) {
+        ctx.shared.retry_later(&*obj).min(DISCONNECTED_RECHECK)
     } else {
         // Not an error of the controller: look again soon, backing off while it keeps failing.
         ctx.shared.retry_later(&*obj)
@@ -99,6 +110,19 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         watch_config(),
     );
     let store = controller.store();
+    // A connection lost or regained passes its NatsConnection at once.
+    let changes = {
+        let store = store.clone();
+        let c = ctx.clone();
+        ctx.pool.changes().filter_map(move |(ns, name)| {
+            let r = ObjectRef::<NatsConnection>::new(&name).within(&ns);
+            if let Some(conn) = store.get(&r) {
+                c.shared.due.forget(&*conn);
+            }
+            futures::future::ready(Some(r))
+        })
+    };
+    let controller = controller.reconcile_on(changes);
     let c = ctx.clone();
     // A Secret a connection reads changing (rotated creds, a CA appearing) re-dials it at once.
     let controller = controller.watches_stream(

@@ -6,6 +6,7 @@ mod common;
 
 mod api_binary;
 mod api_blackhole;
+mod api_disconnected;
 mod api_live;
 mod api_replicas;
 mod api_scope;
