@@ -16,6 +16,8 @@ pub mod pdb;
 pub mod pod_merge;
 pub mod services;
 pub mod statefulset;
+#[cfg(test)]
+mod upgrade_goldens;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
