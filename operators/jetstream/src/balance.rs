@@ -28,6 +28,9 @@ use nats_api::jetstream::{Capabilities, LeaderCapability, Move, MoveKind, Server
 
 use crate::system_view::{GroupSeen, SystemView};
 
+/// How messages name what a move moves; it lives with the group it names, in `system_view`.
+pub use crate::system_view::moved;
+
 pub mod account;
 pub mod gate;
 pub mod pools;
@@ -219,14 +222,6 @@ impl Scope {
             &self.leader_accounts
         };
         accounts.contains(&g.account)
-    }
-}
-
-/// `stream S`, or `consumer C of stream S`: how messages name what a move moves.
-pub fn moved(stream: &str, consumer: Option<&str>) -> String {
-    match consumer {
-        Some(c) => format!("consumer {c} of stream {stream}"),
-        None => format!("stream {stream}"),
     }
 }
 

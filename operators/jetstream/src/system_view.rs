@@ -80,7 +80,15 @@ impl GroupSeen {
 
     /// `stream S`, or `consumer C of stream S`: how messages name the group.
     pub fn describe(&self) -> String {
-        crate::balance::moved(&self.stream, self.consumer.as_deref())
+        moved(&self.stream, self.consumer.as_deref())
+    }
+}
+
+/// `stream S`, or `consumer C of stream S`: how messages name what a move moves.
+pub fn moved(stream: &str, consumer: Option<&str>) -> String {
+    match consumer {
+        Some(c) => format!("consumer {c} of stream {stream}"),
+        None => format!("stream {stream}"),
     }
 }
 
