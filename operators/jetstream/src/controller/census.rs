@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nats_wire::monitor::{Jsz, JszOptions};
 use nats_wire::{Collect, PingReplies, Wire, WireError};
 
-use super::context::lock;
+use super::lock::lock;
 
 /// How long a JSZ ping collects answers at most.
 pub const JSZ_DEADLINE: Duration = Duration::from_secs(2);

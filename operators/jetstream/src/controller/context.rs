@@ -11,6 +11,7 @@ use kube::runtime::watcher;
 use nats_api::jetstream::FIELD_MANAGER;
 
 use super::census::Census;
+pub use super::lock::lock;
 use crate::balance::account::SystemCover;
 use crate::balance::gate::Sighting;
 use crate::lease::{LEASE_LAPSE, Leases};
@@ -211,11 +212,6 @@ impl Moving {
             })
             .collect()
     }
-}
-
-/// A lock of the in-memory records, poisoning ignored (the records are rewritten every pass).
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl HasShared for Context {

@@ -25,6 +25,7 @@ mod error;
 mod evacuation;
 mod in_use;
 mod index;
+mod lock;
 mod objects;
 mod outcome;
 mod reach;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::context::lock;
+use super::lock::lock;
 
 /// How long a deferred pass waits at most before it looks again, should no wake-up come.
 pub const DEFERRAL_FALLBACK: Duration = Duration::from_secs(5);
