@@ -40,6 +40,9 @@ fn common(info: &Value) -> ServerState {
     }
 }
 
+/// How soon to look again while a placement move runs: status.transfer follows it closely.
+pub const IN_FLIGHT_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How soon to look at a group again once it is unsettled: no leader, or a replica behind
 /// (a server restarting, a peer catching up). status.server written in such a moment would
 /// otherwise show it until the resync, minutes later.
@@ -56,7 +59,7 @@ pub fn unsettled(info: &Value) -> bool {
 }
 
 /// How soon the pass after this one looks: closely while a placement move runs
-/// ([`crate::transfer::IN_FLIGHT_RECHECK`]), within [`UNSETTLED_RECHECK`] while the group is
+/// ([`IN_FLIGHT_RECHECK`]), within [`UNSETTLED_RECHECK`] while the group is
 /// unsettled, else at the resync (each no later than the resync).
 pub fn recheck_after(
     moving: bool,
@@ -64,7 +67,7 @@ pub fn recheck_after(
     resync: std::time::Duration,
 ) -> std::time::Duration {
     if moving {
-        crate::transfer::IN_FLIGHT_RECHECK
+        IN_FLIGHT_RECHECK
     } else if unsettled(info) {
         UNSETTLED_RECHECK.min(resync)
     } else {

@@ -107,9 +107,6 @@ pub fn conditions(
     )
 }
 
-/// How soon to look again while a move runs: status.transfer follows it closely.
-pub const IN_FLIGHT_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
-
 #[cfg(test)]
 mod tests {
     use super::*;
