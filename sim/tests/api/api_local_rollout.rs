@@ -122,6 +122,21 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
         "{st}"
     );
     assert_eq!(st["jetstream"]["limits"]["maxMemoryStore"], "6Gi", "{st}");
+    // One RolloutStep Event per server, in the order the gate chose (the Go reference's tests
+    // assert the same): the order the servers reached the new revision above.
+    let steps = rollout_steps(&host, order.len()).await;
+    let stepped: Vec<String> = steps
+        .iter()
+        .filter_map(|note| {
+            note.strip_prefix("restarting ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(
+        stepped, order,
+        "one RolloutStep Event per server, in the gate's order: {steps:?}"
+    );
     let after = host.lifecycle().observe(&cluster).await.expect("observe");
     for (b, a) in before.iter().zip(&after) {
         assert!(
@@ -275,4 +290,28 @@ async fn live_meta_leader(host: &Host, cluster: &nats_api::cluster::NatsCluster)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The notes of the RolloutStep Events in namespace nats, oldest first, once there are `count`.
+async fn rollout_steps(host: &Host, count: usize) -> Vec<String> {
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(host.client(), "nats");
+    sim::wait::poll("the RolloutStep Events", WAIT, || {
+        let events = events.clone();
+        async move {
+            let mut steps: Vec<_> = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| format!("listing Events: {e}"))?
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("RolloutStep"))
+                .filter_map(|e| Some((e.event_time.clone()?.0, e.note?)))
+                .collect();
+            steps.sort();
+            Ok((steps.len() >= count).then(|| steps.into_iter().map(|(_, n)| n).collect()))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
 }
