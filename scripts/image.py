@@ -25,6 +25,13 @@ and the path. A node without a registry imports it with `ctr -n k8s.io images im
 4. Reproducible: every timestamp is SOURCE_DATE_EPOCH (default 0), files are root-owned and 0755 or 0644 (as
    the host file is executable or not), JSON is canonical, the gzip header carries no time; the same files give
    the same digest.
+5. Provenance: the ARGs REVISION (`--revision`, default `git rev-parse HEAD`), SOURCE (`--source`, default
+   Cargo.toml's `repository`, else the GitHub repository a workflow runs in) and CREATED (SOURCE_DATE_EPOCH,
+   default the HEAD commit's time, in RFC 3339) fill the Dockerfile's org.opencontainers.image.* labels; the
+   manifest carries the same keys as OCI annotations (an empty one left out). Built from the same commit, the
+   image is the same.
+6. An SBOM beside each archive, `<binary>-<version>.cdx.json` (CycloneDX, scripts/sbom.py): the image's files
+   and every crate compiled into the binary, from `cargo tree` over the three binaries.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sbom  # noqa: E402 (scripts/sbom.py, beside this file)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "deploy" / "image" / "Dockerfile"
@@ -267,9 +277,21 @@ def layer_entries(files: list[tuple[str, Path]]) -> list[tuple[str, bytes | None
     return out
 
 
+def rfc3339(epoch: int) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+ANNOTATED = "org.opencontainers.image."
+
+
+def annotations(labels: dict[str, str]) -> dict[str, str]:
+    """The manifest's annotations: the image's org.opencontainers.image.* labels that have a value."""
+    return {k: v for k, v in sorted(labels.items()) if k.startswith(ANNOTATED) and v}
+
+
 def oci_archive(image: Image, name: str, tag: str, arch: str, epoch: int) -> tuple[bytes, str, int]:
     """The OCI layout tar, the manifest's digest, the layers' uncompressed size."""
-    created = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = rfc3339(epoch)
     tars = [tar_bytes(layer_entries(files), epoch) for files in image.layers]
     layers = [gzip.compress(t, compresslevel=6, mtime=0) for t in tars]
     config = canonical({
@@ -289,6 +311,7 @@ def oci_archive(image: Image, name: str, tag: str, arch: str, epoch: int) -> tup
         "mediaType": MT_MANIFEST,
         "config": {"mediaType": MT_CONFIG, "digest": digest(config), "size": len(config)},
         "layers": [{"mediaType": MT_LAYER, "digest": digest(b), "size": len(b)} for b in layers],
+        "annotations": annotations(image.labels),
     })
     index = canonical({
         "schemaVersion": 2,
@@ -318,6 +341,52 @@ def cargo_metadata() -> dict:
     out = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+@dataclass
+class Provenance:
+    revision: str
+    source: str
+    epoch: int
+
+    @property
+    def created(self) -> str:
+        return rfc3339(self.epoch)
+
+
+def provenance(environ: dict[str, str], repository: str, head: str | None, head_time: str | None,
+               revision: str | None = None, source: str | None = None) -> Provenance:
+    """Where an image comes from. `head`, `head_time`: `git rev-parse HEAD` and the commit's Unix time, None
+    outside a git checkout; `revision`, `source`: the command line's, None when not given."""
+    if revision is None:
+        revision = head or ""
+    if source is None:
+        source = repository
+        if not source and environ.get("GITHUB_SERVER_URL") and environ.get("GITHUB_REPOSITORY"):
+            source = f"{environ['GITHUB_SERVER_URL']}/{environ['GITHUB_REPOSITORY']}"
+    raw = environ.get("SOURCE_DATE_EPOCH") or head_time or "0"
+    if not raw.isdigit():
+        raise ImageError(f"SOURCE_DATE_EPOCH={raw}: not a Unix time in seconds")
+    return Provenance(revision=revision, source=source, epoch=int(raw))
+
+
+def git_head() -> tuple[str | None, str | None]:
+    """HEAD's commit and its time, or (None, None) outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%H %ct"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None, None
+    return (out[0], out[1]) if len(out) == 2 else (None, None)
+
+
+def cargo_tree(triple: str) -> sbom.Tree:
+    cmd = ["cargo", "tree", "--locked", "--target", triple, *sbom.TREE_ARGS]
+    for b in BINARIES:
+        cmd += ["-p", b]
+    out = subprocess.run(cmd, cwd=ROOT, env=build_env(dict(os.environ)), check=True, capture_output=True,
+                         text=True).stdout
+    return sbom.parse_tree(out)
 
 
 def host_triple() -> str:
@@ -371,6 +440,9 @@ def main() -> int:
     parser.add_argument("--prefix", default=DEFAULT_PREFIX,
                         help=f"image names are PREFIX/<binary> (default {DEFAULT_PREFIX})")
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE, help="default: deploy/image/Dockerfile")
+    parser.add_argument("--revision", help="org.opencontainers.image.revision (default: git rev-parse HEAD)")
+    parser.add_argument("--source", help="org.opencontainers.image.source (default: Cargo.toml's repository, "
+                        "else $GITHUB_SERVER_URL/$GITHUB_REPOSITORY)")
     opts = parser.parse_args()
     DOCKERFILE = opts.dockerfile
     binaries = opts.binaries or BINARIES
@@ -387,27 +459,36 @@ def main() -> int:
         profile_dir = {"dev": "debug", "test": "debug", "bench": "release"}.get(opts.profile, opts.profile)
         built = Path(meta["target_directory"]) / triple / profile_dir
         out = opts.out or Path(meta["target_directory"]) / "images"
-        epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
+        head, head_time = git_head()
         # Every stage is judged before anything is built.
         all_stages = stages(DOCKERFILE.read_text())
         images = {}
         for b in binaries:
             pkg = packages[b]
-            args = {"VERSION": pkg["version"], "LICENSES": pkg["license"] or "", "SOURCE": pkg["repository"] or ""}
+            prov = provenance(dict(os.environ), pkg["repository"] or "", head, head_time, opts.revision, opts.source)
+            args = {"VERSION": pkg["version"], "LICENSES": pkg["license"] or "", "SOURCE": prov.source,
+                    "REVISION": prov.revision, "CREATED": prov.created}
             image = evaluate(all_stages, b, args, built)
             runs = [host for files in image.layers for dest, host in files if dest == image.entrypoint[0]]
             if not runs:
                 raise ImageError(f"stage {b}: ENTRYPOINT {image.entrypoint[0]} is no file a COPY puts there")
-            images[b] = (pkg["version"], image, runs[-1])
+            images[b] = (pkg["version"], image, runs[-1], prov)
         if not opts.no_build:
             build(BINARIES, triple, opts.profile)
         out.mkdir(parents=True, exist_ok=True)
-        for b, (version, image, binary) in images.items():
+        tree = cargo_tree(triple)
+        cargo_lock = (ROOT / "Cargo.lock").read_text()
+        for b, (version, image, binary, prov) in images.items():
             require_static(binary)
             name = f"{opts.prefix}/{b}"
-            archive, manifest_digest, unpacked = oci_archive(image, name, version, arch, epoch)
+            archive, manifest_digest, unpacked = oci_archive(image, name, version, arch, prov.epoch)
             path = out / f"{b}-{version}.oci.tar"
             path.write_bytes(archive)
+            files = [(dest, host.read_bytes()) for layer in image.layers for dest, host in layer]
+            bom = sbom.document(b, version, name, prov.created, tree, cargo_lock, files)
+            bom_path = out / f"{b}-{version}.cdx.json"
+            sbom.write(bom_path, bom)
+            print(f"{name}:{version}  SBOM: {len(bom['components'])} components  {bom_path}")
             print(f"{name}:{version}  {manifest_digest}  {human(len(archive))} archive, "
                   f"{human(unpacked)} unpacked  {path}")
     except ImageError as e:

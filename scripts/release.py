@@ -183,7 +183,7 @@ CHECKS = [
     ["cargo", "nextest", "run", "-p", "e2e", "--test", "api", "-E", "test(/^chart_(render|values)::/)"],
     ["cargo", "nextest", "run", "-p", "e2e", "--test", "image", "-E",
      "test(=every_binary_has_a_final_stage_with_cargo_toml_s_values)"],
-    ["cargo", "deny", "--all-features", "check", "licenses", "bans", "sources"],
+    ["cargo", "deny", "--all-features", "check", "--hide-inclusion-graph", "licenses", "bans", "sources"],
     ["python3", "-m", "unittest", "discover", "-s", "scripts", "-p", "test_*.py"],
 ]
 GATE = [["bash", ".ci/run"]]

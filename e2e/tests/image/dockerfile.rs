@@ -118,6 +118,15 @@ fn expand(text: &str, args: &BTreeMap<String, String>) -> String {
 
 /// What the stage `target` makes, its ARGs at their defaults.
 pub fn declared(all: &BTreeMap<String, Stage>, target: &str) -> Declared {
+    declared_with(all, target, &BTreeMap::new())
+}
+
+/// What the stage `target` makes with `build_args` over its ARGs' defaults (`--build-arg`).
+pub fn declared_with(
+    all: &BTreeMap<String, Stage>,
+    target: &str,
+    build_args: &BTreeMap<String, String>,
+) -> Declared {
     let mut chain = vec![];
     let mut name = target.to_string();
     while name != "scratch" {
@@ -134,7 +143,10 @@ pub fn declared(all: &BTreeMap<String, Stage>, target: &str) -> Declared {
             match word.as_str() {
                 "ARG" => {
                     let (k, v) = rest.split_once('=').unwrap_or((rest, ""));
-                    let v = words(v).into_iter().next().unwrap_or_default();
+                    let v = build_args
+                        .get(k)
+                        .cloned()
+                        .unwrap_or_else(|| words(v).into_iter().next().unwrap_or_default());
                     args.insert(k.to_string(), v.clone());
                     d.args.insert(k.to_string(), v);
                 }

@@ -1,8 +1,10 @@
 //! The controller images (docs/install.md, "Images"): deploy/image/Dockerfile's final stages,
 //! assembled offline by `just image` (scripts/image.py), read back here on their own: a valid
 //! OCI layout whose blobs match their digests, the config the Dockerfile declares (a numeric
-//! non-root user, the binary as entrypoint, Cargo.toml's labels), a layer holding the CA bundle
-//! and one holding the static binary, nothing else, the same digest from the same files. Then
+//! non-root user, the binary as entrypoint, Cargo.toml's labels and the build's provenance, the
+//! same keys as the manifest's OCI annotations), a layer holding the CA bundle and one holding the
+//! static binary, nothing else, the same digest from the same files, and the CycloneDX SBOM beside
+//! it (sbom.rs). Then
 //! real OCI tools take it: umoci unpacks it into a runtime bundle, runc runs it as uid 65532,
 //! where the static binary resolves a name through the resolv.conf it is given (as a kubelet
 //! gives one) and serves its probes, skopeo reads the archive, and a containerd of the test's own
@@ -21,6 +23,7 @@ mod dockerfile;
 mod node;
 mod oci;
 mod run;
+mod sbom;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +40,13 @@ pub const BINARIES: [&str; 3] = [
     "jetstream-controller",
 ];
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The provenance the tests give scripts/image.py (`--revision`, `--source`, SOURCE_DATE_EPOCH), so two
+/// builds in one test are the same image even when a commit lands between them.
+pub const REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
+pub const SOURCE: &str = "https://example.invalid/nats-operators";
+pub const EPOCH: &str = "1764892800";
+pub const CREATED: &str = "2025-12-05T00:00:00Z";
 
 /// The cargo profile the tests build the binary with: `IMAGE_TEST_PROFILE`, else `image-test`.
 pub fn profile() -> String {
@@ -88,6 +98,8 @@ pub fn build(no_build: bool) -> Option<Built> {
         cmd.arg("--no-build");
     }
     cmd.args(["--profile", &profile()]);
+    cmd.args(["--revision", REVISION, "--source", SOURCE]);
+    cmd.env("SOURCE_DATE_EPOCH", EPOCH);
     cmd.arg("--out").arg(dir.path()).arg(BINARY);
     let start = Instant::now();
     let out = cmd.output().expect("running python3 scripts/image.py");
@@ -132,6 +144,20 @@ pub fn declared(binary: &str) -> dockerfile::Declared {
     let path = workspace_root().join("deploy/image/Dockerfile");
     let text = std::fs::read_to_string(&path).expect("reading deploy/image/Dockerfile");
     dockerfile::declared(&dockerfile::stages(&text), binary)
+}
+
+/// The declaration with the provenance the tests' builds are given, as `--build-arg`s would set it.
+pub fn declared_as_built(binary: &str) -> dockerfile::Declared {
+    let path = workspace_root().join("deploy/image/Dockerfile");
+    let text = std::fs::read_to_string(&path).expect("reading deploy/image/Dockerfile");
+    let args = [
+        ("REVISION", REVISION),
+        ("SOURCE", SOURCE),
+        ("CREATED", CREATED),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into();
+    dockerfile::declared_with(&dockerfile::stages(&text), binary, &args)
 }
 
 /// The host's binary the image was assembled from.
@@ -211,7 +237,7 @@ fn every_binary_has_a_final_stage_with_cargo_toml_s_values() {
 fn the_archive_is_the_dockerfile_stage_holding_the_ca_bundle_and_the_static_binary() {
     let Some(built) = build(false) else { return };
     let image = read(&built);
-    let d = declared(BINARY);
+    let d = declared_as_built(BINARY);
 
     // Named as the chart's default repository and appVersion name it.
     let annotations = &image.index["manifests"][0]["annotations"];
@@ -244,8 +270,26 @@ fn the_archive_is_the_dockerfile_stage_holding_the_ca_bundle_and_the_static_bina
         serde_json::from_value(config["Labels"].clone()).expect("Labels");
     assert_eq!(
         labels, d.labels,
-        "the labels are the Dockerfile's at Cargo.toml's values"
+        "the labels are the Dockerfile's at Cargo.toml's values and the build's provenance"
     );
+    for (key, value) in [
+        ("version", VERSION),
+        ("revision", REVISION),
+        ("source", SOURCE),
+        ("created", CREATED),
+    ] {
+        assert_eq!(labels[&format!("org.opencontainers.image.{key}")], value);
+    }
+    // The manifest carries the same keys as OCI annotations.
+    let annotations: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(image.manifest["annotations"].clone()).expect("annotations");
+    let oci_labels: std::collections::BTreeMap<String, String> = labels
+        .iter()
+        .filter(|(k, v)| k.starts_with("org.opencontainers.image.") && !v.is_empty())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(annotations, oci_labels);
+    assert_eq!(image.config["created"], CREATED);
     assert_eq!(image.config["os"], "linux");
     assert_eq!(image.config["architecture"], "amd64");
 

@@ -112,6 +112,7 @@ pub fn digest(bytes: &[u8]) -> String {
 #[derive(Debug)]
 pub struct Oci {
     pub index: Value,
+    pub manifest: Value,
     pub manifest_digest: String,
     pub config: Value,
     /// Each layer uncompressed: a tar.
@@ -241,6 +242,7 @@ pub fn read_oci(archive: &[u8]) -> Result<Oci, String> {
     Ok(Oci {
         manifest_digest: desc["digest"].as_str().unwrap_or_default().to_string(),
         index,
+        manifest,
         config,
         layers,
         members,
