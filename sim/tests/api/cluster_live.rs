@@ -204,6 +204,81 @@ async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // A remote added that nothing answers (the Go reference's tests do the same): east's status
+    // lists it unconnected and GatewaysConnected reads False naming it; removed again, status and
+    // condition follow back. The endpoints, which name east's own listener, never move.
+    let east = ObjectRef::parse("NatsCluster/nats/east").expect("ref");
+    let endpoints = host.get(&east).await.expect("east")["status"]["endpoints"].clone();
+    assert!(endpoints["gateway"].is_string(), "{endpoints}");
+    let north = sim::ports::free_port();
+    let with_north = gateway_cluster("east").replace(
+        "      - { name: west, url: \"${west.gateway}\" }\n",
+        &format!(
+            "      - {{ name: west, url: \"${{west.gateway}}\" }}\n      - {{ name: north, url: \"nats://127.0.0.1:{north}\" }}\n"
+        ),
+    );
+    assert!(with_north.contains("north"), "{with_north}");
+    let secrets = format!(
+        "{}---\n{}---\n",
+        tls_secret("east-gateway-tls", &ca),
+        tls_secret("west-gateway-tls", &ca)
+    );
+    let apply = |east_text: String| {
+        let text = format!("{secrets}{east_text}---\n{}", gateway_cluster("west"));
+        let (host, dir) = (&host, dir.path());
+        async move { apply_reserved(host, dir, "supercluster.yaml", &text).await }
+    };
+    apply(with_north).await;
+    let unreachable = gateways_read(&host, &east, "north added", |v| {
+        let listed = v["status"]["gateways"].as_array().is_some_and(|g| {
+            g.iter()
+                .any(|g| g["name"] == "north" && g["connected"] == false)
+        });
+        listed
+            && sim::host::condition_of(v, "GatewaysConnected").is_some_and(|(s, r, m)| {
+                s == "False" && r == "MembersUnreachable" && m.contains("north")
+            })
+    })
+    .await;
+    assert_eq!(unreachable["status"]["endpoints"], endpoints);
+    apply(gateway_cluster("east")).await;
+    let back = gateways_read(&host, &east, "north removed", |v| {
+        let names: Vec<&str> = v["status"]["gateways"]
+            .as_array()
+            .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
+            .unwrap_or_default();
+        !names.contains(&"north")
+            && sim::host::condition_of(v, "GatewaysConnected").is_some_and(|(s, _, _)| s == "True")
+    })
+    .await;
+    assert_eq!(back["status"]["endpoints"], endpoints);
+}
+
+/// East's object once `done` holds of it (its status at the current generation), or a panic
+/// naming `what` and the last status read.
+async fn gateways_read(
+    host: &Host,
+    east: &ObjectRef,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(v) = host.get(east).await {
+            let current = v["status"]["observedGeneration"] == v["metadata"]["generation"];
+            if current && done(&v) {
+                return v;
+            }
+            last = v["status"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: east's status never followed within {WAIT:?}: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
