@@ -41,6 +41,8 @@ pub struct ClusterBlock {
     pub port: u16,
     /// `nats-route://host:port` URLs of the other servers of the cluster.
     pub routes: Vec<String>,
+    /// `host:port` the server tells its route peers to dial it at (gossip), if not its listener.
+    pub advertise: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +108,9 @@ impl ServerConfig {
             let _ = writeln!(out, "cluster {{");
             let _ = writeln!(out, "  name: {}", q(&c.name));
             let _ = writeln!(out, "  listen: {}", q(&format!("{}:{}", self.host, c.port)));
+            if let Some(a) = &c.advertise {
+                let _ = writeln!(out, "  advertise: {}", q(a));
+            }
             let _ = writeln!(out, "  routes: [{}]", list(&c.routes));
             let _ = writeln!(out, "}}");
         }
@@ -250,6 +255,7 @@ mod tests {
             name: "c1".into(),
             port: 6222,
             routes: vec!["nats-route://127.0.0.1:6223".into()],
+            advertise: Some("127.0.0.1:6300".into()),
         });
         c.gateway = Some(GatewayBlock {
             name: "c1".into(),
@@ -274,6 +280,7 @@ mod tests {
             "domain: \"hub\"",
             "sync_interval: \"2m\"",
             "routes: [\"nats-route://127.0.0.1:6223\"]",
+            "advertise: \"127.0.0.1:6300\"",
             "reject_unknown_cluster: true",
             "{ name: \"c2\", urls: [\"nats://127.0.0.1:7223\"] }",
             "listen: \"127.0.0.1:7422\"",

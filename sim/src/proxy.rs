@@ -1,4 +1,6 @@
-//! A small TCP proxy placed in a gateway or leaf link so the sim can cut the link and restore it.
+//! A small TCP proxy placed in a gateway, leaf or route link so the sim can cut the link and
+//! restore it, and a port that refuses every connection (where a route learned by gossip would
+//! otherwise bypass the route proxies, see [`RefusingPort`]).
 //!
 //! Connections can be cut all at once or selectively: the first line the dialing side sends (its
 //! CONNECT, which for a gateway names the dialing cluster) is matched against blocked patterns.
@@ -162,6 +164,50 @@ impl LinkProxy {
     }
 }
 
+/// A loopback port held bound but never listening: a connection to it is refused at once
+/// (ECONNREFUSED), where a proxy that is cut accepts and then closes. A route proxy topology
+/// gives it to each server as its `cluster.advertise`: nats-server dials an advertised address
+/// only for a route it learned by gossip (implicit), gives such a route up after a refused dial
+/// (`connect_retries` 0), but would redial one that was accepted and closed, again and again.
+pub struct RefusingPort {
+    port: u16,
+    socket: Option<tokio::net::TcpSocket>,
+}
+
+impl std::fmt::Debug for RefusingPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RefusingPort(:{})", self.port)
+    }
+}
+
+impl RefusingPort {
+    /// A port that will refuse connections once bound.
+    pub fn new(port: u16) -> Self {
+        RefusingPort { port, socket: None }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Binds the port (no listen), so nothing else takes it and every dial is refused.
+    pub fn bind(&mut self) -> Result<(), ProxyError> {
+        if self.socket.is_some() {
+            return Ok(());
+        }
+        let bind_err = |source| ProxyError::Bind {
+            port: self.port,
+            source,
+        };
+        let socket = tokio::net::TcpSocket::new_v4().map_err(bind_err)?;
+        socket
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)))
+            .map_err(bind_err)?;
+        self.socket = Some(socket);
+        Ok(())
+    }
+}
+
 async fn pipe(id: u64, client: TcpStream, target: (String, u16), state: Arc<Mutex<State>>) {
     if let Ok(upstream) = TcpStream::connect((target.0.as_str(), target.1)).await {
         let (mut cr, mut cw) = client.into_split();
@@ -281,5 +327,17 @@ mod tests {
                 .await
                 .is_ok()
         );
+    }
+
+    #[tokio::test]
+    async fn a_refusing_port_refuses_every_dial_while_bound() {
+        let mut r = RefusingPort::new(crate::ports::free_port());
+        r.bind().unwrap();
+        let err = TcpStream::connect(("127.0.0.1", r.port()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+        // Held: nothing else can listen on it.
+        assert!(TcpListener::bind(("127.0.0.1", r.port())).await.is_err());
     }
 }

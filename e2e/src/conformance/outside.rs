@@ -226,6 +226,7 @@ pub(super) async fn start(
                 .filter(|(other, _)| *other != ip)
                 .map(|(other, _)| format!("nats-route://{other}:{route}"))
                 .collect(),
+            advertise: None,
         });
         if cluster.jetstream {
             config.jetstream = Some(JetStreamBlock {

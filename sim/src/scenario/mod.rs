@@ -18,6 +18,7 @@ mod leaders;
 mod place;
 mod placement;
 mod report;
+mod route_steps;
 mod run;
 mod status_steps;
 pub mod status_watch;
@@ -187,6 +188,10 @@ pub struct TopologyDecl {
     /// `corrupt` act on. Needs FUSE and root; without them the scenario cannot run.
     #[serde(default)]
     pub fault_layer: Vec<String>,
+    /// A sim topology's routes inside each cluster through a proxy per ordered pair of servers,
+    /// so `cut_routes` can cut a server from its peers (default off: direct routes).
+    #[serde(default)]
+    pub route_proxies: bool,
 }
 
 fn one() -> usize {
@@ -314,6 +319,19 @@ pub enum Action {
     },
     CutLeaf {
         leaf: String,
+    },
+    /// Cuts `server`'s routes to the peers `from` names (every peer of its cluster when empty),
+    /// as a partition does: the server and its clients run on (`topology.route_proxies`).
+    CutRoutes {
+        server: String,
+        #[serde(default)]
+        from: Vec<String>,
+    },
+    /// Lifts what `cut_routes` of `server` (from the peers `from` names, all when empty) cut.
+    RestoreRoutes {
+        server: String,
+        #[serde(default)]
+        from: Vec<String>,
     },
     RestoreLeaf {
         leaf: String,
@@ -536,6 +554,10 @@ impl Action {
             Action::RestoreGateway { a, b } => format!("restore gateway {a} <-> {b}"),
             Action::CutLeaf { leaf } => format!("cut leaf link of {leaf}"),
             Action::RestoreLeaf { leaf } => format!("restore leaf link of {leaf}"),
+            Action::CutRoutes { server, from } => route_steps::describe("cut", server, from),
+            Action::RestoreRoutes { server, from } => {
+                route_steps::describe("restore", server, from)
+            }
             Action::WaitMetaLeader { .. } => "wait for a meta leader with all peers".into(),
             Action::WaitStreamLeader { stream, .. } => format!("wait for a leader of {stream}"),
             Action::WaitHealthz { .. } => "wait for healthz on every server".into(),

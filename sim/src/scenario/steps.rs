@@ -239,6 +239,9 @@ pub(super) async fn run_step(
         Action::LoseUnsynced { .. } | Action::Corrupt { .. } => {
             super::store_faults::run(deployed, action, last_faulted).await
         }
+        Action::CutRoutes { .. } | Action::RestoreRoutes { .. } => {
+            super::route_steps::run(deployed, action, last_faulted).await
+        }
         Action::AuditStream {
             stream, timeout, ..
         } => super::store_faults::audit_stream(deployed, ctx, stream, *timeout).await,
@@ -308,6 +311,8 @@ async fn run_server_step(
         | Action::WaitGroupsSettled { .. }
         | Action::LoseUnsynced { .. }
         | Action::Corrupt { .. }
+        | Action::CutRoutes { .. }
+        | Action::RestoreRoutes { .. }
         | Action::AuditStream { .. }
         | Action::StopPublishers {} => not_a_server_step(action),
     }

@@ -35,6 +35,7 @@ impl TopologyDecl {
             spec.version = v.clone();
         }
         spec.sync_interval = self.sync_interval.clone();
+        spec.route_proxies = self.route_proxies;
         spec.fault_layer = if self.fault_layer.iter().any(|s| s == "all") {
             spec.clusters
                 .iter()

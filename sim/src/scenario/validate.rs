@@ -191,6 +191,7 @@ impl Scenario {
             ));
         }
         self.validate_store_faults()?;
+        self.validate_route_cuts()?;
         match t.trust {
             Some(TrustDecl::Generated) if sim_topology && !t.leafs.is_empty() => Err(self.invalid(
                 "topology.trust: generated boots a sim topology's clusters in operator mode; it has no leafs"

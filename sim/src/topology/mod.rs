@@ -11,6 +11,7 @@
 mod auth;
 mod fault_layer;
 mod links;
+mod route_cuts;
 mod spec;
 mod waits;
 mod wiring;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use self::auth::{APP_ACCOUNT, APP_USER, SYS_USER, accounts_without_stepdown_export};
+pub use self::route_cuts::{RouteCuts, link_cut};
 pub use self::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, OperatorMode, TopologySpec};
 
 use self::auth::server_extra;
@@ -65,6 +67,8 @@ pub struct Topology {
     gateway_proxies: BTreeMap<String, LinkProxy>,
     /// Leaf proxies by leaf server name (the leaf's link to its hub).
     leaf_proxies: BTreeMap<String, LinkProxy>,
+    /// Route proxies inside each cluster (`spec.route_proxies`), see [`route_cuts`].
+    routes: route_cuts::RouteLinks,
     http: reqwest::Client,
     /// The fault layer under each store `spec.fault_layer` names; dropped (unmounted) after
     /// the servers are dead and before the directory goes.
@@ -140,6 +144,7 @@ impl Topology {
             servers,
             gateway_proxies: wiring.gateway_proxies,
             leaf_proxies: wiring.leaf_proxies,
+            routes: wiring.routes,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(2))
                 .build()
@@ -157,6 +162,7 @@ impl Topology {
         {
             p.start().await?;
         }
+        self.routes.start().await?;
         // Servers of a cluster start concurrently would be faster, but sequential start keeps
         // error attribution simple and a server accepts clients before its routes are up anyway.
         for s in &mut self.servers {

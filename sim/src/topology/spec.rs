@@ -66,6 +66,9 @@ pub struct TopologySpec {
     pub hub_domain: Option<String>,
     /// Route gateway and leaf connections through sim proxies so links can be cut and restored.
     pub cuttable_links: bool,
+    /// Route every route connection inside a cluster through a sim proxy per ordered pair of
+    /// servers, so a server can be cut from its cluster peers (`cut_routes`). Off: direct routes.
+    pub route_proxies: bool,
     /// Raw config text appended to every server's config.
     pub extra_config: String,
     /// `sync_interval` of every server of a cluster, by cluster name (`always` or a Go
@@ -91,6 +94,7 @@ impl TopologySpec {
             auth: Auth::default(),
             hub_domain: None,
             cuttable_links: false,
+            route_proxies: false,
             extra_config: String::new(),
             sync_interval: BTreeMap::new(),
             fault_layer: BTreeSet::new(),
@@ -147,6 +151,12 @@ impl TopologySpec {
     pub fn with_sync_interval(mut self, cluster: &str, interval: &str) -> Self {
         self.sync_interval
             .insert(cluster.to_string(), interval.to_string());
+        self
+    }
+
+    /// Every route between two servers of a cluster through a proxy of its own, cuttable.
+    pub fn with_route_proxies(mut self) -> Self {
+        self.route_proxies = true;
         self
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::auth::{APP_ACCOUNT, APP_USER, server_extra};
+use super::route_cuts::RouteLinks;
 use super::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 use crate::config::{
     ClusterBlock, GatewayBlock, JetStreamBlock, LeafNodesBlock, LeafRemote, RemoteGateway,
@@ -45,6 +46,8 @@ pub(super) struct Wiring {
     pub(super) gateway_proxies: BTreeMap<String, LinkProxy>,
     /// Leaf proxies by leaf server name (the leaf's link to its hub).
     pub(super) leaf_proxies: BTreeMap<String, LinkProxy>,
+    /// Route proxies between the servers of each cluster (`spec.route_proxies`; else empty).
+    pub(super) routes: RouteLinks,
 }
 
 impl Wiring {
@@ -71,9 +74,17 @@ impl Wiring {
             names_by_cluster,
             gateway_proxies: BTreeMap::new(),
             leaf_proxies: BTreeMap::new(),
+            routes: RouteLinks::default(),
         };
         if spec.cuttable_links {
             wiring.add_proxies(spec);
+        }
+        if spec.route_proxies {
+            let ports = &wiring.ports;
+            wiring.routes =
+                RouteLinks::allocate(wiring.names_by_cluster.values().map(Vec::as_slice), |n| {
+                    ports[n].cluster
+                });
         }
         wiring
     }
@@ -140,8 +151,13 @@ impl Wiring {
                     .names(&c.name)
                     .iter()
                     .filter(|n| *n != name)
-                    .map(|n| format!("nats-route://127.0.0.1:{}", self.ports[n].cluster))
+                    .map(|n| {
+                        self.routes.route_url(name, n).unwrap_or_else(|| {
+                            format!("nats-route://127.0.0.1:{}", self.ports[n].cluster)
+                        })
+                    })
                     .collect(),
+                advertise: self.routes.advertise(name),
             });
         }
         if let Some(mode) = spec.gateways {

@@ -6,5 +6,6 @@ mod cluster;
 mod faults;
 mod local_lifecycle;
 mod operator;
+mod route_cuts;
 mod store_faults;
 mod supercluster;
