@@ -121,8 +121,6 @@ pub mod reason {
     pub const REFERENCE_NOT_PERMITTED: &str = "ReferenceNotPermitted";
     /// The user's account is not admitted to its NatsOperator.
     pub const ACCOUNT_NOT_ADMITTED: &str = "AccountNotAdmitted";
-    /// No NatsReferenceGrant admits the reference.
-    pub const NO_GRANT: &str = "NoGrant";
     /// An import does not resolve to an export.
     pub const IMPORTS_UNRESOLVED: &str = "ImportsUnresolved";
     /// An activation token of a private export could not be signed yet.
@@ -133,8 +131,6 @@ pub mod reason {
     /// Secret, so the user is neither revoked nor its Secret deleted (nor the account deleted
     /// on the servers) until that connection is gone (docs/uninstall.md).
     pub const CREDENTIALS_IN_USE: &str = "CredentialsInUse";
-    /// The JWT was pushed.
-    pub const DISTRIBUTED: &str = "Distributed";
     /// Every roster server holds the current JWT.
     pub const ALL_SERVERS_CURRENT: &str = "AllServersCurrent";
     /// Some roster servers hold an older JWT.
@@ -143,8 +139,6 @@ pub mod reason {
     pub const UNREACHABLE: &str = "Unreachable";
     /// The signing key is not listed by the operator JWT the servers run with.
     pub const UNTRUSTED_SIGNER: &str = "UntrustedSigner";
-    /// The operator JWT the servers run with is not known yet.
-    pub const TRUST_UNKNOWN: &str = "TrustUnknown";
     /// The controller runs without --system-connection: nothing is pushed and no user is kicked.
     pub const NO_SYSTEM_CONNECTION: &str = "NoSystemConnection";
     /// Revocations are being recovered from the servers before signing.

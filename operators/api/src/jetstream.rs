@@ -87,8 +87,6 @@ pub mod reason {
     pub const NOT_FOUND: &str = "NotFound";
     /// A placement move of the stream is in progress.
     pub const MOVING: &str = "Moving";
-    /// The object serves on the server.
-    pub const SERVING: &str = "Serving";
     /// The referenced NatsConnection or NatsStream does not exist.
     pub const REFERENCE_NOT_FOUND: &str = "ReferenceNotFound";
     /// The reference crosses namespaces and no NatsReferenceGrant admits it.

@@ -53,8 +53,6 @@ pub const REPLACING_SERVER: &str = "ReplacingServer";
 pub const SCALE_DOWN_BLOCKED: &str = "ScaleDownBlocked";
 /// Progressing=False: a replacement cannot proceed (for example JetStream without system credentials).
 pub const REPLACEMENT_BLOCKED: &str = "ReplacementBlocked";
-/// Progressing=True: the route certificate is not issued yet.
-pub const ROUTE_CERTIFICATE_NOT_READY: &str = "RouteCertificateNotReady";
 /// Progressing=True: the gateway certificate is not issued yet, or its Secret has no `ca.crt`.
 pub const GATEWAY_CERTIFICATE_NOT_READY: &str = "GatewayCertificateNotReady";
 /// Progressing=False: `spec.auth.trustRef` names no NatsOperatorTrust (or no grant admits it).
@@ -76,8 +74,6 @@ pub const UNSUPPORTED_SPEC: &str = "UnsupportedSpec";
 /// Progressing=False: `auth` is being added or removed on a running NATS cluster, which cannot
 /// roll one server at a time; held until every server is restarted together.
 pub const AUTH_CHANGE_BLOCKED: &str = "AuthChangeBlocked";
-/// Progressing=True: this NATS cluster's own meta group is what the gate waits on.
-pub const OWN_META_GROUP: &str = "OwnMetaGroup";
 
 // GatewaysConnected
 /// GatewaysConnected=True: every remote of `spec.gateway.remotes` is reachable.

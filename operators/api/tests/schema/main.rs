@@ -4,3 +4,4 @@
 mod cel_table;
 mod crds;
 mod defaults;
+mod reasons;
