@@ -8,9 +8,9 @@ What is in the binary comes from `cargo tree -e normal,no-proc-macro --target <t
 binaries together, as scripts/image.py builds them (cargo unifies features over what it builds, so a binary
 built alone could differ): normal dependencies only, for the target — no build scripts, proc macros or dev
 dependencies, nothing of another platform. It is cargo's own resolution, read without another tool: an
-SBOM generator (cargo-cyclonedx) would be one more binary to install and pin, and its crate list comes from
-`cargo metadata`, whose graph does not apply the feature resolver per target and per build and so lists
-crates the binary does not hold.
+SBOM generator (cargo-cyclonedx) would be one more binary to install and pin here, and its crate list comes
+from `cargo metadata`, whose resolve is one graph for the whole workspace (every member's features, dev and
+build dependencies in it) rather than the build of these three binaries.
 """
 
 from __future__ import annotations
