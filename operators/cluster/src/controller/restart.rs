@@ -65,10 +65,16 @@ pub async fn restart_step<L: ServerLifecycle>(
         }
     }
     let written = ctx.lifecycle.apply_server(cluster, d).await;
-    let message = format!(
-        "restarting {} for revision {}",
-        d.plan.server_name, d.revision
-    );
+    let message = match &reload_failed {
+        None => format!(
+            "restarting {} for revision {}",
+            d.plan.server_name, d.revision
+        ),
+        Some(why) => format!(
+            "restarting {} for revision {}: its reload failed ({why})",
+            d.plan.server_name, d.revision
+        ),
+    };
     ctx.shared
         .events
         .publish(cluster, false, "RolloutStep", message)
