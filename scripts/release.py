@@ -247,8 +247,8 @@ def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
-def refuse_dirty(allow_dirty: bool) -> None:
-    mine = git("status", "--porcelain", "--", *FILES).strip()
+def refuse_dirty(paths: list[str], allow_dirty: bool) -> None:
+    mine = git("status", "--porcelain", "--", *paths).strip()
     if mine:
         raise ReleaseError(f"uncommitted changes in files the release writes:\n{mine}")
     if not allow_dirty:
@@ -282,7 +282,7 @@ def main() -> int:
         target_dir = re.search(r'"target_directory":"([^"]+)"', target)
         p = plan(opts.version, files, tags, opts.date, target_dir.group(1) if target_dir else "target", opts.gate)
         if not opts.dry_run:
-            refuse_dirty(opts.allow_dirty)
+            refuse_dirty(list(p.edits), opts.allow_dirty)
         print(f"release {p.version} (the workspace is at {p.current})")
         for path, text in p.edits.items():
             print(diff(path, files[path], text), end="")
