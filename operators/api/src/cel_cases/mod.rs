@@ -3,9 +3,48 @@
 //! Shared by the offline evaluator (`tests/cel_table.rs`, kube-cel) and the platform tests that
 //! apply the same rows to a real apiextensions-apiserver, so both judge the rules by the same rows.
 
-pub mod auth_jetstream;
+/// A whole object of `$group` and `$kind` named `demo` in namespace `team`, with `$spec` (YAML
+/// lines indented by two) as its spec.
+macro_rules! obj {
+    ($group:literal, $kind:literal, $spec:literal) => {
+        obj!($group, $kind, "demo", $spec)
+    };
+    ($group:literal, $kind:literal, $name:literal, $spec:literal) => {
+        concat!(
+            "apiVersion: ",
+            $group,
+            "/v1beta1\nkind: ",
+            $kind,
+            "\nmetadata:\n  name: ",
+            $name,
+            "\n  namespace: team\nspec:\n",
+            $spec
+        )
+    };
+}
+
+macro_rules! auth {
+    ($kind:literal, $spec:literal) => {
+        obj!("auth.nats.mikluko.io", $kind, $spec)
+    };
+}
+
+macro_rules! js {
+    ($kind:literal, $spec:literal) => {
+        obj!("jetstream.nats.mikluko.io", $kind, $spec)
+    };
+    ($kind:literal, $name:literal, $spec:literal) => {
+        obj!("jetstream.nats.mikluko.io", $kind, $name, $spec)
+    };
+}
+
+pub mod auth;
+pub mod balancers;
+pub mod consumers;
 pub mod jwt_ttl;
 pub mod nats_cluster;
+pub mod nats_kinds;
+pub mod streams;
 pub mod sync_interval;
 
 /// One row of the table: an object (and, for an update, the object it replaces) and the verdict.
@@ -67,9 +106,13 @@ pub(crate) fn update(
 
 /// Every row: the `nats` and `cluster` groups' rows (NatsCluster's `syncInterval` among them) followed by the `auth` and `jetstream` groups' (NatsAccount's `jwtTTL` floor last).
 pub fn all() -> Vec<Case> {
-    let mut cases = nats_cluster::cases();
+    let mut cases = nats_kinds::cases();
+    cases.extend(nats_cluster::cases());
     cases.extend(sync_interval::cases());
-    cases.extend(auth_jetstream::cases());
+    cases.extend(auth::cases());
+    cases.extend(streams::cases());
+    cases.extend(consumers::cases());
+    cases.extend(balancers::cases());
     cases.extend(jwt_ttl::cases());
     cases
 }
