@@ -51,8 +51,9 @@ chart:
     python3 scripts/helm.py lint --strict deploy/helm/nats-operators
 
 # Build the controller images offline: each binary static, alone in a FROM scratch image run as uid 65532, an OCI
-# archive under target/images/ a node imports without a registry (`ctr -n k8s.io images import`); prints each
-# name, digest and size. `just image cluster-controller` builds one. docs/install.md, "Images".
+# archive under target/images/ a node imports without a registry (`ctr -n k8s.io images import`), labelled and
+# annotated with its version, commit, source and time, a CycloneDX SBOM beside it; prints each name, digest and
+# size. `just image cluster-controller` builds one. docs/install.md, "Images".
 image *BINARIES:
     python3 scripts/image.py {{BINARIES}}
 
