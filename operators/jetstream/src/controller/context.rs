@@ -60,7 +60,7 @@ pub struct Context {
     /// evacuation passes read their owners from ([`super::index`]).
     pub index: Arc<super::index::Index>,
     /// Each NatsConnection's share of a Controller's request slots ([`super::share`]).
-    pub shares: Arc<super::share::Shares>,
+    pub shares: Arc<super::connection_shares::Shares>,
     /// The NatsConnections (`ns/name@uid`) this process has seen carry the in-use finalizer
     /// ([`super::in_use`]), so a pass does not read them again.
     pub in_use: Arc<Mutex<BTreeSet<String>>>,
@@ -224,7 +224,9 @@ impl HasShared for Context {
 pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Arc<Context> {
     Arc::new(Context {
         shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
-        shares: Arc::new(super::share::Shares::new(settings.scope.concurrency)),
+        shares: Arc::new(super::connection_shares::Shares::new(
+            settings.scope.concurrency,
+        )),
         pool: Arc::default(),
         settings,
         leases: Arc::default(),

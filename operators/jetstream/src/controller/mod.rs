@@ -19,6 +19,7 @@
 mod balancer;
 mod census;
 mod connection;
+mod connection_shares;
 mod consumer;
 mod context;
 mod error;
@@ -37,10 +38,10 @@ mod system_balancer;
 
 use std::sync::Arc;
 
+pub use connection_shares::{Shares, share_of};
 pub use context::{Context, DEFAULT_RESYNC, Settings, WAIT_RETRY, context};
 pub use error::Error;
 pub use in_use::{DELETION_POLICY_NOT_RUN, IN_USE_FINALIZER};
-pub use share::{Shares, share_of};
 pub use stream_backed::StreamBacked;
 
 /// Runs every controller of the JetStream controller until they end (they run forever).
