@@ -16,9 +16,11 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::api::{DeleteParams, DynamicObject};
 use serde_json::{Value, json};
 use sim::host::Objects;
+
+use super::kinds::api_of;
 
 /// One thing the run does at a step, after the step's manifests.
 #[derive(Clone, Debug, PartialEq)]
@@ -319,17 +321,6 @@ fn partner_named(object: &Value, doc_key: &str, partner: &str) -> Value {
         }
     }
     imports
-}
-
-pub(super) fn api_of(
-    client: &kube::Client,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-) -> Api<DynamicObject> {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
 }
 
 fn ready(o: &DynamicObject) -> bool {

@@ -22,7 +22,7 @@ pub async fn connect(
     namespace: &str,
     name: &str,
 ) -> Result<async_nats::Client, String> {
-    let conn = super::actions::api_of(
+    let conn = super::kinds::api_of(
         client,
         "nats.mikluko.io/v1beta1",
         "NatsConnection",

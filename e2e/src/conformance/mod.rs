@@ -12,6 +12,7 @@ pub mod dial;
 pub mod fixtures;
 pub mod fresh;
 pub mod issuer;
+mod kinds;
 pub mod load;
 pub mod matches;
 pub mod outside;

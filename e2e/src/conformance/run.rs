@@ -448,7 +448,7 @@ async fn ground(
     let Some((number, [api_version, kind, namespace, name])) = super::ground(&story.name) else {
         return Ok(());
     };
-    let there = super::actions::api_of(&objects.client(), api_version, kind, namespace)
+    let there = super::kinds::api_of(&objects.client(), api_version, kind, namespace)
         .get_opt(name)
         .await
         .map_err(|e| format!("reading {kind} {namespace}/{name}: {e}"))?;

@@ -495,7 +495,7 @@ async fn pools_of(client: &kube::Client, name: &str) -> String {
 
 /// The API of the JetStream `kind` (a balancer) in story 07's namespace.
 fn balancers(client: &kube::Client, kind: &str) -> kube::Api<kube::core::DynamicObject> {
-    super::actions::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE)
+    super::kinds::api_of(client, "jetstream.nats.mikluko.io/v1beta1", kind, NAMESPACE)
 }
 
 /// Annotates `kind` `name` so its controller passes now.
