@@ -6,7 +6,7 @@
 //! by reading its object until its status [conforms](super::matches::conforms), so that a
 //! passing state (midway through a rolling restart) and the state after it are both seen. The
 //! next step is applied once each example of this one is reached or its object has stayed
-//! unchanged, its current generation observed, for [`QUIET`]: an example may show a state a later step brings (story 02's system
+//! unchanged, its current generation observed, for [`QUIET`](super::watch::QUIET): an example may show a state a later step brings (story 02's system
 //! account distributed once step 03's cluster runs), so it keeps waiting, up to its deadline.
 //! An example with an `observedGeneration` is met only by a status of the object's current
 //! generation.
@@ -381,11 +381,6 @@ fn settle(
     *watching = still;
     None
 }
-
-/// How long an example's object may stay unchanged, short of the example, before the next
-/// step is applied anyway (the example waits on a later step: story 02's system account is
-/// distributed once step 03's cluster runs).
-pub(super) const QUIET: Duration = Duration::from_secs(30);
 
 /// Where one example's wait stands.
 /// A whole conformance run on the node.

@@ -8,11 +8,15 @@ use kube::api::{Api, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 
 use super::matches::{Mismatch, conforms};
-use super::run::QUIET;
 use crate::stories::StatusExample;
 
 /// How often an example's object is read.
 pub(super) const POLL: Duration = Duration::from_millis(250);
+
+/// How long an example's object may stay unchanged, short of the example, before the next
+/// step is applied anyway (the example waits on a later step: story 02's system account is
+/// distributed once step 03's cluster runs).
+pub(super) const QUIET: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug)]
 pub(super) enum State {
