@@ -17,6 +17,7 @@ pub mod load;
 pub mod matches;
 pub mod outside;
 pub mod partner;
+pub mod reach;
 pub mod run;
 pub mod sites;
 pub mod skew;

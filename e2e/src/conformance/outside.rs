@@ -1,4 +1,4 @@
-//! NATS deployments a story finds outside Kubernetes, played by the run ([`before`]): nats-server
+//! NATS deployments a story finds outside Kubernetes, played by the run ([`super::reach::before`]): nats-server
 //! processes on this machine, on the node's outside addresses and named in its cluster DNS
 //! ([`sim::node::outside`]), running until the story ends.
 //!
@@ -30,7 +30,7 @@ use sim::server::Server;
 use super::issuer::Ca;
 
 mod nsc;
-use nsc::nsc;
+pub(super) use nsc::nsc;
 pub use nsc::{NSC_REVOCATIONS, NSC_SYSTEM_CONNECTION};
 #[cfg(test)]
 use nsc::{story_operator_jwt, story_seed};
@@ -85,70 +85,11 @@ impl Surroundings {
     }
 }
 
-/// What a story's run reaches besides the cluster's objects: the node's outside network, a
-/// directory for what it starts there, the nats-server those servers run, the chart's release.
-#[derive(Clone, Debug)]
-pub struct Reach {
-    pub net: Outside,
-    pub dir: PathBuf,
-    pub nats_server: PathBuf,
-    pub release: crate::on_node::Release,
-}
-
-impl Reach {
-    /// Starts what `story` finds outside the node and, when the story's controllers run with
-    /// other chart values, upgrades the release to them.
-    pub async fn enter(
-        &self,
-        client: &kube::Client,
-        story: &str,
-    ) -> Result<Option<Surroundings>, String> {
-        let short = story.split_once('-').map_or(story, |(n, _)| n);
-        let dir = self.dir.join(short);
-        let Some(s) = before(client, story, &self.net, &dir, &self.nats_server).await? else {
-            return Ok(None);
-        };
-        if let Some(values) = &s.values {
-            self.release.upgrade(client, Some(values)).await?;
-        }
-        Ok(Some(s))
-    }
-
-    /// Stops what [`Reach::enter`] started and puts the release's values back.
-    pub async fn leave(&self, client: &kube::Client, s: Surroundings) -> Result<(), String> {
-        let upgraded = s.values.is_some();
-        drop(s);
-        if upgraded {
-            self.release.upgrade(client, None).await?;
-        }
-        Ok(())
-    }
-}
-
 /// How long the outside servers have to elect a JetStream meta leader and take the streams.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
 /// The client, cluster and monitoring ports every outside server listens on (its own address).
 const PORTS: (u16, u16, u16) = (4222, 6222, 8222);
-
-/// The surroundings of `story` (none for most), with its servers under `dir`, run from the
-/// nats-server `binary`, reached through the node's outside network `net`.
-pub async fn before(
-    client: &kube::Client,
-    story: &str,
-    net: &Outside,
-    dir: &Path,
-    binary: &Path,
-) -> Result<Option<Surroundings>, String> {
-    match story.split_once('-').map_or(story, |(n, _)| n) {
-        "03" => legacy(net, dir, binary).await.map(Some),
-        "13" => super::partner::supercluster(client, net, dir, binary)
-            .await
-            .map(Some),
-        "14" => nsc(net, dir, binary).await.map(Some),
-        _ => Ok(None),
-    }
-}
 
 /// One outside NATS cluster to start.
 pub(super) struct Cluster<'a> {
@@ -437,7 +378,11 @@ pub(super) fn now_secs() -> i64 {
 }
 
 /// Story 03's legacy cluster, with the streams the story meets already on it.
-async fn legacy(net: &Outside, dir: &Path, binary: &Path) -> Result<Surroundings, String> {
+pub(super) async fn legacy(
+    net: &Outside,
+    dir: &Path,
+    binary: &Path,
+) -> Result<Surroundings, String> {
     let roots = sim::trust::Roots::sign("legacy").map_err(signing("the legacy operator"))?;
     let payments = NKey::generate(KeyKind::Account);
     let payments_jwt = AccountClaims::new(payments.public_key())

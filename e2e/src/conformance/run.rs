@@ -18,7 +18,7 @@ use serde_json::Value;
 use sim::host::Objects;
 
 use super::issuer::Issuers;
-use super::outside::Reach;
+use super::reach::Reach;
 use super::watch::{POLL, State, Watched};
 use super::{Applicability, applicability, steps};
 use crate::stories::Story;

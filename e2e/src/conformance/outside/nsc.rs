@@ -56,7 +56,11 @@ pub const NSC_SYSTEM_CONNECTION: &str = "legacy-system";
 
 /// Story 14's servers, trusting the operator made with nsc and holding its accounts as nsc
 /// signed them.
-pub(super) async fn nsc(net: &Outside, dir: &Path, binary: &Path) -> Result<Surroundings, String> {
+pub(in crate::conformance) async fn nsc(
+    net: &Outside,
+    dir: &Path,
+    binary: &Path,
+) -> Result<Surroundings, String> {
     let story_dir = crate::stories::stories_dir().join("14-adopt-nsc");
     let operator_signing = story_seed(&story_dir, "legacy-operator-keys", "signing.nk")?;
     let system = story_seed(&story_dir, "legacy-system-keys", "identity.nk")?;
