@@ -16,7 +16,9 @@ One version for the workspace, the chart and the images. In order:
    already carries) change only CHANGELOG.md.
 3. Checks (`--gate`: the whole of .ci/run instead): Cargo.lock current, CRD drift, helm lint, the chart tests
    (the chart's version is the workspace's; the goldens), the Dockerfile's ARGs, cargo deny, the scripts'
-   unit tests. A failure puts every file back as it was and exits 1.
+   unit tests. A failure puts every file back as it was and exits 1. With other changes uncommitted
+   (`--allow-dirty`), the checks run in a git worktree of HEAD holding the release's edits alone — what the
+   release commit will hold, built in `<target>/release-check` — and the files are written only once they pass.
 4. Commits the files it wrote (`release X.Y.Z`), tags the commit `vX.Y.Z` (annotated, the CHANGELOG section as
    its message), and packages the chart into `<target>/release/`.
 
@@ -29,9 +31,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import difflib
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,9 +262,29 @@ def refuse_dirty(paths: list[str], allow_dirty: bool) -> None:
             raise ReleaseError(f"uncommitted changes (commit them, or --allow-dirty to leave them out):\n{other}")
 
 
-def run(cmd: list[str]) -> None:
+def run(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
     print(f"$ {show(cmd)}", flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True)
+    subprocess.run(cmd, cwd=cwd, env=env, check=True)
+
+
+def check_in_worktree(p: Plan, target_dir: str) -> None:
+    """The checks on HEAD with the release's edits, in a git worktree of their own: what the release commit
+    will hold, without the uncommitted changes `--allow-dirty` leaves out of it. Cargo builds into a target
+    directory of its own, `<target>/release-check` (kept for the next release): in the main one, the tree's
+    binaries (the image build's among them) would be replaced by HEAD's under whoever is using them."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"release-{p.version}-"))
+    tree = tmp / "tree"
+    git("worktree", "add", "--detach", "--quiet", str(tree), "HEAD")
+    try:
+        print(f"checking HEAD with the release's edits in {tree} (other uncommitted changes left out)")
+        for path, text in p.edits.items():
+            (tree / path).write_text(text)
+        env = dict(os.environ, CARGO_TARGET_DIR=str(Path(target_dir) / "release-check"))
+        for cmd in p.checks:
+            run(cmd, cwd=tree, env=env)
+    finally:
+        git("worktree", "remove", "--force", str(tree))
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> int:
@@ -277,10 +302,11 @@ def main() -> int:
             raise ReleaseError(f"--date {opts.date}: not YYYY-MM-DD")
         files = {path: (ROOT / path).read_text() for path in FILES}
         tags = git("tag", "--list").split()
-        target = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1", "--quiet"], cwd=ROOT,
-                                check=True, capture_output=True, text=True).stdout
-        target_dir = re.search(r'"target_directory":"([^"]+)"', target)
-        p = plan(opts.version, files, tags, opts.date, target_dir.group(1) if target_dir else "target", opts.gate)
+        meta = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1", "--quiet"], cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout
+        found = re.search(r'"target_directory":"([^"]+)"', meta)
+        target = found.group(1) if found else str(ROOT / "target")
+        p = plan(opts.version, files, tags, opts.date, target, opts.gate)
         if not opts.dry_run:
             refuse_dirty(list(p.edits), opts.allow_dirty)
         print(f"release {p.version} (the workspace is at {p.current})")
@@ -293,15 +319,23 @@ def main() -> int:
                 print(f"  $ {show(cmd)}")
             print("\ndry run: nothing written")
             return 0
-        for path, text in p.edits.items():
-            (ROOT / path).write_text(text)
-        try:
-            for cmd in p.checks:
-                run(cmd)
-        except subprocess.CalledProcessError as e:
-            for path in p.edits:
-                (ROOT / path).write_text(files[path])
-            raise ReleaseError(f"{show(e.cmd)} failed (exit {e.returncode}); every file put back as it was") from e
+        if git("status", "--porcelain", "--untracked-files=no").strip():
+            try:
+                check_in_worktree(p, target)
+            except subprocess.CalledProcessError as e:
+                raise ReleaseError(f"{show(e.cmd)} failed (exit {e.returncode}); nothing written") from e
+            for path, text in p.edits.items():
+                (ROOT / path).write_text(text)
+        else:
+            for path, text in p.edits.items():
+                (ROOT / path).write_text(text)
+            try:
+                for cmd in p.checks:
+                    run(cmd)
+            except subprocess.CalledProcessError as e:
+                for path in p.edits:
+                    (ROOT / path).write_text(files[path])
+                raise ReleaseError(f"{show(e.cmd)} failed (exit {e.returncode}); every file put back as it was") from e
         run(p.commit)
         commit = git("log", "-1", "--format=%H", f"--grep=^release {re.escape(p.version)}$", "HEAD").strip()
         if not commit:
