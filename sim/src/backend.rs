@@ -122,6 +122,24 @@ pub trait Deployment: Send + Sync {
             what: "damage a store's files".into(),
         })
     }
+    /// Reads stopped server `server`'s own copy of `stream` on a standalone server
+    /// ([`Topology::read_replica_copy`]). Unsupported by default.
+    fn read_replica_copy<'a>(
+        &'a mut self,
+        server: &'a str,
+        stream: &'a str,
+        creds: Option<&'a str>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<crate::topology::ReplicaCopy, BackendError>> {
+        let _ = (server, stream, creds, timeout);
+        let backend = self.backend();
+        Box::pin(async move {
+            Err(BackendError::Unsupported {
+                backend: backend.into(),
+                what: "read a replica's own copy of a stream".into(),
+            })
+        })
+    }
 }
 
 /// What a backend cannot do, as the future its trait method returns.
@@ -187,6 +205,17 @@ impl Deployment for Topology {
         kind: faultfs::Corruption,
     ) -> Result<Vec<faultfs::Damage>, BackendError> {
         Ok(Topology::corrupt(self, server, glob, kind)?)
+    }
+    fn read_replica_copy<'a>(
+        &'a mut self,
+        server: &'a str,
+        stream: &'a str,
+        creds: Option<&'a str>,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<crate::topology::ReplicaCopy, BackendError>> {
+        Box::pin(async move {
+            Ok(Topology::read_replica_copy(self, server, stream, creds, timeout).await?)
+        })
     }
     fn meta_leader(&self, timeout: Duration) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(async move { Ok(self.wait_meta_leader(timeout).await?) })

@@ -455,8 +455,9 @@ async fn scenario_single_crash_plus_partition() {
 }
 
 /// One replica's block file bit-flipped (c1) or truncated (c2) while its server is down
-/// (nightly): what the audit sees after it rejoins is reported, not asserted (nats-server
-/// decides how a damaged block is recovered). Skipped, saying why, without FUSE.
+/// (nightly): what the audit sees after it rejoins, and what each replica's own copy holds, is
+/// reported, not asserted (nats-server decides how a damaged block is recovered); that every
+/// replica of both streams was read is asserted. Skipped, saying why, without FUSE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_minority_corruption() {
     if let Err(e) = faultfs::available() {
@@ -468,4 +469,22 @@ async fn scenario_minority_corruption() {
     for f in ["acknowledged_lost_bitflip", "acknowledged_lost_truncate"] {
         println!("{f}: {:?}", r.status_figures.get(f));
     }
+    let read: Vec<(&str, &str)> = r
+        .replicas
+        .iter()
+        .map(|x| (x.stream.as_str(), x.server.as_str()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("BITFLIP", "c1-0"),
+            ("BITFLIP", "c1-1"),
+            ("BITFLIP", "c1-2"),
+            ("TRUNCATE", "c2-0"),
+            ("TRUNCATE", "c2-1"),
+            ("TRUNCATE", "c2-2"),
+        ],
+        "{}",
+        r.summary()
+    );
 }

@@ -17,6 +17,7 @@ pub mod html;
 mod leaders;
 mod place;
 mod placement;
+mod replica_reads;
 mod report;
 mod route_steps;
 mod run;
@@ -50,6 +51,7 @@ pub use fleet::{
 };
 pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
 pub use place::Place;
+pub use replica_reads::{ReplicaRead, judge_replica};
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
@@ -295,6 +297,15 @@ pub enum Action {
         #[serde(with = "crate::duration", default = "default_wait")]
         timeout: Duration,
     },
+    /// Reads each replica's own copy of stream `stream` (sim topologies: each server holding one
+    /// is stopped, its store copied and opened by a standalone server, then restarted, one at a
+    /// time) and reports per replica its messages, first and last sequence, and which
+    /// acknowledged messages of its publisher it lacks or holds otherwise (`replica_reads`).
+    ReadReplicas {
+        stream: String,
+        #[serde(with = "crate::duration", default = "default_wait")]
+        timeout: Duration,
+    },
     /// Damages every file of a stopped server's store matching `file_glob` (relative to the
     /// store directory; `*` within a segment, `**` across): `kind` `bitflip` flips the low bit
     /// of the middle byte, `truncate` cuts the second half. A glob matching nothing fails.
@@ -537,6 +548,9 @@ impl Action {
             Action::WipeStore { server } => format!("wipe the store of {server}"),
             Action::AuditStream { stream, count, .. } => {
                 format!("count acknowledged messages missing from {stream} as {count}")
+            }
+            Action::ReadReplicas { stream, .. } => {
+                format!("read each replica's own copy of {stream}")
             }
             Action::LoseUnsynced { servers } => {
                 format!(

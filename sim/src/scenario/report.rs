@@ -325,6 +325,9 @@ pub struct Report {
     /// The scenario's `ratios`: one step figure over another (a timing, never judged).
     #[serde(default)]
     pub ratios: BTreeMap<String, f64>,
+    /// What each `read_replicas` step found in each replica's own copy of its stream.
+    #[serde(default)]
+    pub replicas: Vec<super::ReplicaRead>,
 }
 
 /// One server restarted by the cluster controller: when lame duck began, when the server was
@@ -476,6 +479,9 @@ impl Report {
                 c.at_ms as f64 / 1000.0,
                 c.describe()
             ));
+        }
+        for r in &self.replicas {
+            s.push_str(&format!("  replica {}\n", r.describe()));
         }
         for e in &self.expectations {
             s.push_str(&format!(
@@ -642,6 +648,7 @@ pub(super) fn finish(
         controller_events: Vec::new(),
         cluster_status: Vec::new(),
         stream_leaders: Vec::new(),
+        replicas: Vec::new(),
         publishers: Vec::new(),
         ratios: BTreeMap::new(),
     }

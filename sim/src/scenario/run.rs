@@ -164,6 +164,7 @@ pub async fn run_at(
     report.controller_events = controller_events;
     report.cluster_status = cluster_status;
     report.stream_leaders = stream_leaders;
+    report.replicas = std::mem::take(&mut ctx.replica_reads);
     judge_step_figures(scenario, &mut report, judges_timings());
     judge_leader_expectations(scenario, &mut report);
     judge_rollout_expectations(scenario, &mut report);
@@ -549,6 +550,10 @@ impl Run<'_, '_> {
         ctx.publishers_stop = traffic.publishers_stop.take();
         if let Some(p) = &self.scenario.workload.publisher {
             ctx.ledgers.insert(p.stream.clone(), self.ledger.clone());
+            ctx.published.insert(p.stream.clone(), p.spec.clone());
+        }
+        for p in &self.scenario.workload.publishers {
+            ctx.published.insert(p.stream.clone(), p.spec.clone());
         }
         for lane in &traffic.lanes {
             ctx.ledgers.insert(lane.stream.clone(), lane.ledger.clone());

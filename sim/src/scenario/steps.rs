@@ -81,6 +81,10 @@ pub(super) struct StepContext {
     pub(super) ledgers: BTreeMap<String, crate::ledger::Ledger>,
     /// The creds the workload connects with, where the sim signed them (`audit_stream`).
     pub(super) workload_creds: Option<String>,
+    /// What each publisher sends, by the stream it publishes to (`read_replicas`).
+    pub(super) published: BTreeMap<String, crate::traffic::PublisherSpec>,
+    /// What each `read_replicas` step found, replica by replica.
+    pub(super) replica_reads: Vec<super::ReplicaRead>,
 }
 
 impl StepContext {
@@ -245,6 +249,9 @@ pub(super) async fn run_step(
         Action::AuditStream {
             stream, timeout, ..
         } => super::store_faults::audit_stream(deployed, ctx, stream, *timeout).await,
+        Action::ReadReplicas { stream, timeout } => {
+            super::replica_reads::read_replicas(deployed, ctx, stream, *timeout).await
+        }
         Action::WaitStreamsSettled {
             cluster,
             streams,
@@ -314,6 +321,7 @@ async fn run_server_step(
         | Action::CutRoutes { .. }
         | Action::RestoreRoutes { .. }
         | Action::AuditStream { .. }
+        | Action::ReadReplicas { .. }
         | Action::StopPublishers {} => not_a_server_step(action),
     }
 }

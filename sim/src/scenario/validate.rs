@@ -161,14 +161,14 @@ impl Scenario {
         let store_step = self.steps.iter().any(|s| {
             matches!(
                 s.action,
-                Action::LoseUnsynced { .. } | Action::Corrupt { .. }
+                Action::LoseUnsynced { .. } | Action::Corrupt { .. } | Action::ReadReplicas { .. }
             )
         });
         if (store_step || !t.fault_layer.is_empty() || !t.sync_interval.is_empty())
             && !t.nats_clusters.is_empty()
         {
             return Err(self.invalid(
-                "fault_layer, sync_interval, lose_unsynced and corrupt need a sim topology (servers): a NatsCluster's servers sync as its spec.jetstream.syncInterval says".into(),
+                "fault_layer, sync_interval, lose_unsynced, corrupt and read_replicas need a sim topology (servers): a NatsCluster's servers sync as its spec.jetstream.syncInterval says".into(),
             ));
         }
         if needs_layer && t.fault_layer.is_empty() {

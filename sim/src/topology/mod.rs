@@ -6,13 +6,16 @@
 //! [`spec`] what a topology is made of; [`wiring`] one boot attempt's ports, proxies and server
 //! configs; [`auth`] the auth text every config ends with; [`waits`] the waits; [`links`]
 //! cutting and restoring gateways and leaf links; [`fault_layer`] the stores on the filesystem
-//! fault layer (lost unsynced writes, damaged files).
+//! fault layer (lost unsynced writes, damaged files); [`replica_copy`] one replica's own copy of
+//! a stream, read on a standalone server.
 
 mod auth;
 mod fault_layer;
 mod links;
+mod replica_copy;
 mod route_cuts;
 mod spec;
+mod stream_meta;
 mod waits;
 mod wiring;
 
@@ -23,6 +26,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use self::auth::{APP_ACCOUNT, APP_USER, SYS_USER, accounts_without_stepdown_export};
+pub use self::replica_copy::{ReplicaCopy, StoredMessage};
 pub use self::route_cuts::{RouteCuts, link_cut};
 pub use self::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, OperatorMode, TopologySpec};
 

@@ -6,6 +6,7 @@ mod cluster;
 mod faults;
 mod local_lifecycle;
 mod operator;
+mod replica_copy;
 mod route_cuts;
 mod store_faults;
 mod supercluster;
