@@ -96,6 +96,20 @@ pub trait Deployment: Send + Sync {
         let _ = (leaf, cut);
         unsupported(self.backend(), "cut or restore a leaf link")
     }
+    /// Cuts (or restores) server `server`'s routes to the peers `from` names (every peer of its
+    /// cluster when empty); returns the peers. Unsupported by default.
+    fn route_link(
+        &self,
+        server: &str,
+        from: &[String],
+        cut: bool,
+    ) -> Result<Vec<String>, BackendError> {
+        let _ = (server, from, cut);
+        Err(BackendError::Unsupported {
+            backend: self.backend().into(),
+            what: "cut a server's routes (route proxies run under sim topologies)".into(),
+        })
+    }
     /// A power loss of `servers` at once: SIGKILLed, then every byte each wrote since its last
     /// fsync dropped (the filesystem fault layer, [`faultfs`]). Unsupported by default.
     fn lose_unsynced(
@@ -197,6 +211,18 @@ impl Deployment for Topology {
         servers: &[String],
     ) -> Result<Vec<(String, faultfs::Loss)>, BackendError> {
         Ok(Topology::lose_unsynced(self, servers)?)
+    }
+    fn route_link(
+        &self,
+        server: &str,
+        from: &[String],
+        cut: bool,
+    ) -> Result<Vec<String>, BackendError> {
+        Ok(if cut {
+            self.cut_routes(server, from)?
+        } else {
+            self.restore_routes(server, from)?
+        })
     }
     fn corrupt(
         &mut self,

@@ -16,7 +16,7 @@ pub(super) fn describe(verb: &str, server: &str, from: &[String]) -> String {
 
 /// Carries out a `cut_routes` or `restore_routes` step; the server cut becomes the last faulted.
 pub(super) async fn run(
-    deployed: &mut Deployed,
+    deployed: &Deployed,
     action: &Action,
     last_faulted: &mut Option<String>,
 ) -> Result<Done, String> {
@@ -25,20 +25,15 @@ pub(super) async fn run(
         Action::RestoreRoutes { server, from } => (server, from, false),
         _ => return Err(format!("{} is not a route step", action.describe())),
     };
-    let topo = deployed
-        .topology()
-        .ok_or("cut_routes and restore_routes need a sim topology")?;
-    let name = resolve(topo, server, last_faulted).await?;
+    let dep = deployed.dep();
+    let name = resolve(dep, server, last_faulted).await?;
     let mut peers = Vec::new();
     for f in from {
-        peers.push(resolve(topo, f, last_faulted).await?);
+        peers.push(resolve(dep, f, last_faulted).await?);
     }
-    let named = if cut {
-        topo.cut_routes(&name, &peers)
-    } else {
-        topo.restore_routes(&name, &peers)
-    }
-    .map_err(|e| e.to_string())?;
+    let named = dep
+        .route_link(&name, &peers, cut)
+        .map_err(|e| e.to_string())?;
     if cut {
         *last_faulted = Some(name.clone());
     }
