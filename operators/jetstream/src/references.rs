@@ -1,7 +1,9 @@
 //! References between resources: a cross-namespace reference needs a NatsReferenceGrant in the
-//! target's namespace (matched exactly, rechecked every reconcile); a consumer naming its stream
-//! by streamRef waits for the NatsStream and inherits its connection (§6.2).
+//! target's namespace (matched exactly, rechecked every reconcile: the rule is
+//! [`controller_kit::grants::admits`]); a consumer naming its stream by streamRef waits for the
+//! NatsStream and inherits its connection (§6.2).
 
+use controller_kit::grants::{self, admits};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use nats_api::common::ObjectReference;
 use nats_api::jetstream::{NatsConsumer, NatsStream, condition, reason as js_reason};
@@ -13,50 +15,6 @@ use crate::lifecycle::ConnectionState;
 pub const CONNECTION_GROUP: &str = nats_api::nats::GROUP;
 /// The API group of the JetStream kinds.
 pub const JETSTREAM_GROUP: &str = nats_api::jetstream::GROUP;
-
-/// The resource holding a reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Referrer<'a> {
-    /// Its API group.
-    pub group: &'a str,
-    /// Its kind.
-    pub kind: &'a str,
-    /// Its namespace.
-    pub namespace: &'a str,
-}
-
-/// The object referenced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target<'a> {
-    /// Its API group.
-    pub group: &'a str,
-    /// Its kind.
-    pub kind: &'a str,
-    /// Its namespace.
-    pub namespace: &'a str,
-    /// Its name.
-    pub name: &'a str,
-}
-
-/// Whether the reference is admitted: same namespace, or a grant in the target's namespace lists
-/// the referrer's group, kind and namespace and the target's group, kind and (if it names one) name.
-pub fn admitted(grants: &[NatsReferenceGrant], from: Referrer<'_>, to: Target<'_>) -> bool {
-    if from.namespace == to.namespace {
-        return true;
-    }
-    grants
-        .iter()
-        .filter(|g| g.metadata.namespace.as_deref() == Some(to.namespace))
-        .any(|g| {
-            g.spec.from.iter().any(|f| {
-                f.group == from.group && f.kind == from.kind && f.namespace == from.namespace
-            }) && g.spec.to.iter().any(|t| {
-                t.group == to.group
-                    && t.kind == to.kind
-                    && t.name.as_deref().is_none_or(|n| n == to.name)
-            })
-        })
-}
 
 /// The namespace a reference points into: its own, or the referrer's when omitted.
 pub fn namespace_of<'a>(r: &'a ObjectReference, referrer_namespace: &'a str) -> &'a str {
@@ -75,17 +33,17 @@ pub fn absolute(r: &ObjectReference, referrer_namespace: &str) -> ObjectReferenc
 /// gone, or it is no longer granted. Deletion uses it to release a resource without its policy.
 pub fn connection_state(
     grants: &[NatsReferenceGrant],
-    referrer: Referrer<'_>,
+    referrer: grants::From<'_>,
     connection: &ObjectReference,
     connection_exists: bool,
 ) -> ConnectionState {
-    let to = Target {
+    let to = grants::To {
         group: CONNECTION_GROUP,
         kind: "NatsConnection",
         namespace: namespace_of(connection, referrer.namespace),
         name: &connection.name,
     };
-    if !admitted(grants, referrer, to) {
+    if !admits(grants, referrer, to) {
         ConnectionState::NotGranted
     } else if !connection_exists {
         ConnectionState::Gone
@@ -136,18 +94,18 @@ pub fn consumer_target(
         },
         (_, Some(r), _) => {
             let target_ns = namespace_of(r, ns);
-            let from = Referrer {
+            let from = grants::From {
                 group: JETSTREAM_GROUP,
                 kind: "NatsConsumer",
                 namespace: ns,
             };
-            let to = Target {
+            let to = grants::To {
                 group: JETSTREAM_GROUP,
                 kind: "NatsStream",
                 namespace: target_ns,
                 name: &r.name,
             };
-            if !admitted(grants, from, to) {
+            if !admits(grants, from, to) {
                 return ConsumerTarget::Waiting {
                     reason: js_reason::REFERENCE_NOT_PERMITTED,
                     message: format!(
@@ -207,39 +165,12 @@ mod tests {
         .expect("a grant")
     }
 
-    fn stream_from(ns: &str) -> Referrer<'_> {
-        Referrer {
+    fn stream_from(ns: &str) -> grants::From<'_> {
+        grants::From {
             group: JETSTREAM_GROUP,
             kind: "NatsStream",
             namespace: ns,
         }
-    }
-
-    fn conn<'a>(ns: &'a str, name: &'a str) -> Target<'a> {
-        Target {
-            group: CONNECTION_GROUP,
-            kind: "NatsConnection",
-            namespace: ns,
-            name,
-        }
-    }
-
-    #[rstest]
-    #[case::same_namespace_needs_no_grant(vec![], "apps", "apps", true)]
-    #[case::cross_namespace_without_grant(vec![], "apps", "nats", false)]
-    #[case::grant_for_the_kind(vec![grant("nats", "apps", "NatsStream", "NatsConnection", None)], "apps", "nats", true)]
-    #[case::grant_naming_this_object(vec![grant("nats", "apps", "NatsStream", "NatsConnection", Some("main"))], "apps", "nats", true)]
-    #[case::grant_naming_another_object(vec![grant("nats", "apps", "NatsStream", "NatsConnection", Some("other"))], "apps", "nats", false)]
-    #[case::grant_for_another_namespace(vec![grant("nats", "web", "NatsStream", "NatsConnection", None)], "apps", "nats", false)]
-    #[case::grant_for_another_referrer_kind(vec![grant("nats", "apps", "NatsConsumer", "NatsConnection", None)], "apps", "nats", false)]
-    #[case::grant_living_in_the_referrers_namespace(vec![grant("apps", "apps", "NatsStream", "NatsConnection", None)], "apps", "nats", false)]
-    fn a_cross_namespace_reference_needs_a_matching_grant(
-        #[case] grants: Vec<NatsReferenceGrant>,
-        #[case] from: &str,
-        #[case] to: &str,
-        #[case] want: bool,
-    ) {
-        assert_eq!(admitted(&grants, stream_from(from), conn(to, "main")), want);
     }
 
     #[rstest]

@@ -16,11 +16,11 @@ use super::error::{Error, kube_err};
 use super::outcome::Stop;
 use crate::lifecycle::ConnectionState;
 use crate::pool::Resolved;
-use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP, Referrer};
+use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP};
 
 /// The referrer of a JetStream resource of `kind` in `ns`.
-fn referrer<'a>(kind: &'a str, ns: &'a str) -> Referrer<'a> {
-    Referrer {
+fn referrer<'a>(kind: &'a str, ns: &'a str) -> grants::From<'a> {
+    grants::From {
         group: JETSTREAM_GROUP,
         kind,
         namespace: ns,
@@ -126,11 +126,7 @@ async fn admitted<K: Resource<DynamicType = ()>>(
     grants::admitted(
         &ctx.shared.client,
         &ctx.shared.scope.namespaces,
-        grants::From {
-            group: JETSTREAM_GROUP,
-            kind: &kind,
-            namespace: &ns,
-        },
+        referrer(&kind, &ns),
         grants::To {
             group: CONNECTION_GROUP,
             kind: "NatsConnection",
