@@ -37,6 +37,10 @@ const BINARY: start::Binary = start::Binary {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // The chart's pre-delete hook (controller_kit::uninstall), in every controller image.
+    if std::env::args().nth(1).as_deref() == Some(controller_kit::uninstall::SUBCOMMAND) {
+        return controller_kit::uninstall::main().await;
+    }
     let flags = Flags::parse();
     start::init_tracing(flags.process.log_format);
     let resync = match start::resync(&flags.resync) {

@@ -33,4 +33,5 @@ pub mod start;
 pub mod status;
 pub mod tls;
 pub mod trace;
+pub mod uninstall;
 pub mod watch;
