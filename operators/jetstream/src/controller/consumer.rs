@@ -301,7 +301,15 @@ async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Cleanup, E
     if let ConsumerTarget::Bound { connection, stream } = target(&ctx, obj).await? {
         let state = connection_state(&ctx, obj, &connection).await?;
         if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
-            delete_on_server(&ctx, obj, &connection, &stream, state).await?;
+            if let Err(e) = delete_on_server(&ctx, obj, &connection, &stream, state).await {
+                // Its servers torn down with their namespace: the consumer goes with them.
+                let conn = references::absolute(&connection, &ns);
+                let Some(clusters) = super::torn_down::with_servers(&ctx, &conn).await else {
+                    return Err(e);
+                };
+                let what = format!("consumer {} on stream {stream}", obj.consumer_name());
+                super::torn_down::released(&ctx, obj, &what, &clusters).await;
+            }
         } else if let Some(why) = in_use::not_run(obj.spec.deletion_policy, state, &connection) {
             let what = format!("consumer {} on stream {stream}", obj.consumer_name());
             in_use::released_without_policy(&ctx, obj, &what, &why).await;

@@ -35,6 +35,7 @@ mod share;
 mod status;
 mod stream_backed;
 mod system_balancer;
+mod torn_down;
 
 use std::sync::Arc;
 

@@ -406,7 +406,17 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
     let state = connection_state(&ctx, obj, &conn).await?;
     let policy = obj.policies().1;
     let cleanup = if lifecycle::dials_on_deletion(policy, state) {
-        delete_on_server(&ctx, obj, &conn, policy, state).await?
+        match delete_on_server(&ctx, obj, &conn, policy, state).await {
+            Ok(c) => c,
+            // Its servers torn down with their namespace: the data goes with them.
+            Err(e) => match super::torn_down::with_servers(&ctx, &conn).await {
+                Some(clusters) => {
+                    super::torn_down::released(&ctx, obj, &obj.what(), &clusters).await;
+                    lifecycle::Cleanup::Release
+                }
+                None => return Err(e),
+            },
+        }
     } else {
         // Nothing on the server is touched: Retain, or a connection gone or no longer granted
         // (then said in a Warning Event when the policy was Delete).
