@@ -406,7 +406,11 @@ impl RbacRule {
 /// The controllers in the order the chart and the docs list them.
 pub const CONTROLLERS: [&str; 3] = ["cluster", "auth", "jetstream"];
 
-/// `files/rbac.yaml`: each controller's rules.
+/// The keys of `files/rbac.yaml`: the three controllers, then the uninstall hook
+/// (templates/uninstall-hook.yaml), in the order the docs table lists them.
+pub const RBAC_SUBJECTS: [&str; 4] = ["cluster", "auth", "jetstream", "uninstall"];
+
+/// `files/rbac.yaml`: each controller's rules, and the uninstall hook's.
 pub fn rbac_table() -> Result<BTreeMap<String, Vec<RbacRule>>, String> {
     let path = chart_dir().join("files/rbac.yaml");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -423,7 +427,7 @@ pub fn rbac_markdown(table: &BTreeMap<String, Vec<RbacRule>>) -> String {
     let mut md = String::from(
         "| controller | API group | resources | verbs | where | why |\n|---|---|---|---|---|---|\n",
     );
-    for name in CONTROLLERS {
+    for name in RBAC_SUBJECTS {
         for rule in table.get(name).into_iter().flatten() {
             let groups = rule
                 .api_groups
@@ -439,6 +443,7 @@ pub fn rbac_markdown(table: &BTreeMap<String, Vec<RbacRule>>) -> String {
                     .join(", ")
             };
             let place = match (rule.scope(), rule.when.as_deref()) {
+                _ if name == "uninstall" => "served namespaces, during `helm uninstall`".into(),
                 ("release", Some(w)) => format!("release namespace, with {w}"),
                 ("release", None) => "release namespace".into(),
                 (_, Some(w)) => format!("served namespaces, with {w}"),
@@ -455,7 +460,12 @@ pub fn rbac_markdown(table: &BTreeMap<String, Vec<RbacRule>>) -> String {
             };
             let _ = writeln!(
                 md,
-                "| {name} | {groups} | {resources} | {} | {place} | {} |",
+                "| {} | {groups} | {resources} | {} | {place} | {} |",
+                if name == "uninstall" {
+                    "uninstall hook"
+                } else {
+                    name
+                },
                 rule.verbs.join(", "),
                 rule.why.replace('|', "\\|")
             );

@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use e2e::chart::{
-    self, CONTROLLERS, Helm, NAMESPACE, RELEASE, Rendered, args_of, render, render_yaml,
+    self, CONTROLLERS, Helm, NAMESPACE, RBAC_SUBJECTS, RELEASE, Rendered, args_of, render,
+    render_yaml,
 };
 use serde_json::Value;
 
@@ -30,11 +31,11 @@ fn expected(controller: &str, scope: &str, leader_election: bool) -> Vec<Value> 
 }
 
 #[test]
-fn the_table_names_only_the_three_controllers_and_known_verbs() {
+fn the_table_names_only_the_three_controllers_the_hook_and_known_verbs() {
     let table = table();
     assert_eq!(
         table.keys().map(String::as_str).collect::<BTreeSet<_>>(),
-        CONTROLLERS.into_iter().collect()
+        RBAC_SUBJECTS.into_iter().collect()
     );
     let verbs: BTreeSet<&str> = [
         "get", "list", "watch", "create", "update", "patch", "delete",
@@ -152,4 +153,94 @@ fn the_docs_permission_table_is_generated_from_the_rbac_table() {
             "{doc}'s permission table differs from files/rbac.yaml; run `just chart`"
         );
     }
+}
+
+/// The documents of the uninstall hook (templates/uninstall-hook.yaml) in `docs`.
+fn hook_docs(docs: &[Rendered]) -> Vec<&Rendered> {
+    docs.iter()
+        .filter(|d| d.source.ends_with("templates/uninstall-hook.yaml"))
+        .collect()
+}
+
+#[test]
+fn the_uninstall_hook_refuses_by_default_with_rbac_of_its_rows_made_only_for_the_hook() {
+    let Some(helm) = Helm::find() else { return };
+    let docs = render(&helm, &[]);
+    let hook = hook_docs(&docs);
+    let name = format!("{RELEASE}-uninstall");
+    let kinds: Vec<&str> = hook.iter().map(|d| d.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"]
+    );
+    for d in &hook {
+        assert_eq!(d.name(), name);
+        assert_eq!(
+            d.value["metadata"]["annotations"]["helm.sh/hook"],
+            "pre-delete",
+            "{}",
+            d.describe()
+        );
+    }
+    let role = hook[1];
+    let want: Vec<Value> = table()["uninstall"]
+        .iter()
+        .map(chart::RbacRule::policy_rule)
+        .collect();
+    assert_eq!(rules_of(role), want);
+    let job = hook[3];
+    let pod = &job.value["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], name.as_str());
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"],
+        "localhost/nats-operators/cluster-controller:0.1.0"
+    );
+    let args: Vec<String> = serde_json::from_value(container["args"].clone()).expect("args");
+    assert_eq!(
+        args,
+        ["uninstall-hook", "--timeout-seconds=240", "--max-named=20"]
+    );
+    assert_eq!(job.value["spec"]["backoffLimit"], 0);
+}
+
+#[test]
+fn the_uninstall_hook_deletes_when_asked_in_the_watched_namespaces_with_the_first_enabled_image() {
+    let Some(helm) = Helm::find() else { return };
+    let docs = render_yaml(
+        &helm,
+        "uninstall: {deleteResources: true, timeoutSeconds: 90}\nwatchNamespaces: [apps, tenants]\n\
+         controllers: {cluster: {enabled: false}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let hook = hook_docs(&docs);
+    for ns in ["apps", "tenants"] {
+        assert!(
+            hook.iter()
+                .any(|d| d.kind() == "Role" && d.namespace() == ns),
+            "no Role of the hook in {ns}"
+        );
+    }
+    assert!(!hook.iter().any(|d| d.kind().starts_with("Cluster")));
+    let job = hook.iter().find(|d| d.kind() == "Job").expect("the Job");
+    let container = &job.value["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        "localhost/nats-operators/auth-controller:0.1.0"
+    );
+    let args: Vec<String> = serde_json::from_value(container["args"].clone()).expect("args");
+    assert_eq!(
+        args,
+        [
+            "uninstall-hook",
+            "--delete-resources",
+            "--timeout-seconds=90",
+            "--max-named=20",
+            "--watch-namespaces=apps,tenants"
+        ]
+    );
+    assert_eq!(job.value["spec"]["activeDeadlineSeconds"], 150);
+
+    let off = render_yaml(&helm, "uninstall: {check: false}\n").unwrap_or_else(|e| panic!("{e}"));
+    assert!(hook_docs(&off).is_empty());
 }

@@ -15,6 +15,7 @@ use e2e::chart::{
 use e2e::decode::{round_trip, strict};
 use e2e::monitoring;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -53,6 +54,7 @@ fn decode(doc: &Rendered) -> Vec<String> {
         ("v1", "Service") => round_trip::<Service>(&doc.value),
         ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(&doc.value),
         ("v1", "Pod") => round_trip::<Pod>(&doc.value),
+        ("batch/v1", "Job") => round_trip::<Job>(&doc.value),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => round_trip::<ClusterRole>(&doc.value),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
             round_trip::<ClusterRoleBinding>(&doc.value)
@@ -102,6 +104,7 @@ fn every_rendered_document_decodes_strictly_into_its_type_and_back() {
         "ClusterRoleBinding",
         "CustomResourceDefinition",
         "Deployment",
+        "Job",
         "NetworkPolicy",
         "Pod",
         "PodDisruptionBudget",
