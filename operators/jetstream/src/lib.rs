@@ -8,6 +8,7 @@ pub mod balance;
 pub mod connection;
 pub mod consumer_config;
 pub mod controller;
+pub mod divergence;
 pub mod drift;
 pub mod evacuation;
 pub mod jsapi;
