@@ -31,8 +31,8 @@ pub struct ReplicaRead {
     pub last_seq: u64,
     /// Acknowledged messages (their ids) the copy does not hold.
     pub missing: Vec<u64>,
-    /// Acknowledged messages the copy holds other than acknowledged: at another sequence, or
-    /// with another subject or payload.
+    /// Acknowledged messages the copy holds other than acknowledged: at another sequence, with
+    /// another subject or payload, or without its id at its sequence.
     pub differing: Vec<u64>,
     /// What the standalone reader warned of while it recovered the copy.
     #[serde(default)]
@@ -75,9 +75,10 @@ fn few(ids: &[u64]) -> String {
     format!(" (ids {}{more})", shown.join(", "))
 }
 
-/// The rule: each acknowledged message (`acked`: id → the stream sequence its ack named) is
-/// missing from `copy` when no message of the copy carries its id, and differs when the copy
-/// holds it at another sequence or with another subject or payload than `published` sent.
+/// The rule: each acknowledged message (`acked`: id → the stream sequence its ack named)
+/// differs when the copy holds it at another sequence or with another subject or payload than
+/// `published` sent, or holds at its sequence a message without its id (a damaged header); it
+/// is missing when the copy holds neither its id nor anything at its sequence.
 pub fn judge_replica(
     stream: &str,
     acked: &BTreeMap<u64, u64>,
@@ -102,6 +103,7 @@ pub fn judge_replica(
     };
     for (id, seq) in acked {
         match by_id.get(id) {
+            None if copy.held.contains_key(seq) => read.differing.push(*id),
             None => read.missing.push(*id),
             Some((at, m)) => {
                 if at != seq || m.subject != published.subject || m.payload != payload {
@@ -284,9 +286,9 @@ mod tests {
         vec![held(1, Some(0), "s.old", b"xxxx"), held(2, Some(1), "s.new", b"xxxx")],
         vec![], vec![0]
     )]
-    #[case::an_id_header_lost_counts_missing(
+    #[case::a_damaged_id_header_at_its_sequence_differs(
         vec![held(1, None, "s.new", b"xxxx"), held(2, Some(1), "s.new", b"xxxx")],
-        vec![0], vec![]
+        vec![], vec![0]
     )]
     #[case::an_unacknowledged_extra_is_neither(
         vec![held(1, Some(0), "s.new", b"xxxx"), held(2, Some(1), "s.new", b"xxxx"), held(3, Some(7), "s.new", b"x")],
