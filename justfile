@@ -59,7 +59,7 @@ image *BINARIES:
 
 # Cut a release (CHANGELOG.md): bump the workspace, chart and image version to VERSION, move CHANGELOG.md's
 # Unreleased section under it, run the release checks (`--gate`: all of .ci/run), commit, tag vVERSION and
-# package the chart into target/release/. `just release 0.2.0 --dry-run` prints the plan and changes nothing.
+# package the tagged chart into target/chart/. `just release 0.2.0 --dry-run` prints the plan and changes nothing.
 release VERSION *FLAGS:
     python3 scripts/release.py {{VERSION}} {{FLAGS}}
 

@@ -20,7 +20,7 @@ One version for the workspace, the chart and the images. In order:
    (`--allow-dirty`), the checks run in a git worktree of HEAD holding the release's edits alone — what the
    release commit will hold — and the files are written only once they pass.
 4. Commits the files it wrote (`release X.Y.Z`), tags the commit `vX.Y.Z` (annotated, the CHANGELOG section as
-   its message), and packages the chart into `<target>/release/`.
+   its message), and packages the tagged chart into `<target>/chart/`.
 
 `--dry-run` prints the plan — each file's diff and every command, in order — and changes nothing.
 The plan is computed by pure functions (`plan`), which scripts/test_release.py tests.
@@ -226,8 +226,9 @@ def plan(version: str, files: dict[str, str], tags: list[str], date: str, target
     message = f"{version}\n\n{changelog_section(new[CHANGELOG], version)}\n"
     # The commit is named when it exists (main reads it back right after committing): in a tree others
     # commit to as well, HEAD a moment later may be theirs.
-    p.tag = ["git", "tag", "-a", tag, "-m", message, "COMMIT"]
-    p.package = ["python3", "scripts/helm.py", "package", CHART, "-d", f"{target_dir}/release"]
+    # verbatim: git's default cleanup would drop the section's `### Added` lines as comments.
+    p.tag = ["git", "tag", "-a", "--cleanup=verbatim", tag, "-m", message, "COMMIT"]
+    p.package = ["python3", "scripts/helm.py", "package", CHART, "-d", f"{target_dir}/chart"]
     return p
 
 
@@ -289,6 +290,18 @@ def check_in_worktree(p: Plan, target_dir: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def package_tagged(p: Plan) -> None:
+    """The chart packaged from the tagged commit (a worktree of it), not from a tree others may be editing."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"release-{p.version}-chart-"))
+    tree = tmp / "tree"
+    git("worktree", "add", "--detach", "--quiet", str(tree), f"v{p.version}")
+    try:
+        run(p.package, cwd=tree)
+    finally:
+        git("worktree", "remove", "--force", str(tree))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("version", help="X.Y.Z")
@@ -343,7 +356,7 @@ def main() -> int:
         if not commit:
             raise ReleaseError(f"no commit `release {p.version}` found after committing")
         run([commit if a == "COMMIT" else a for a in p.tag])
-        run(p.package)
+        package_tagged(p)
         print(f"released {p.version}: commit {git('rev-parse', '--short', 'HEAD').strip()}, tag v{p.version}; "
               "`just image` builds its images")
     except ReleaseError as e:

@@ -102,10 +102,10 @@ class Bump(unittest.TestCase):
         self.assertEqual(self.p.checks, release.CHECKS)
         self.assertEqual(self.p.commit[:5], ["git", "commit", "-q", "-m", "release 9.8.7"])
         self.assertEqual(self.p.commit[self.p.commit.index("--") + 1 :], release.FILES)
-        self.assertEqual(self.p.tag[:4], ["git", "tag", "-a", "v9.8.7"])
+        self.assertEqual(self.p.tag[:5], ["git", "tag", "-a", "--cleanup=verbatim", "v9.8.7"])
         self.assertEqual(self.p.tag[-1], "COMMIT")
-        self.assertTrue(self.p.tag[5].startswith("9.8.7\n\n### Added\n\n- A thing."), self.p.tag[5])
-        self.assertEqual(self.p.package[-2:], ["-d", "target/release"])
+        self.assertTrue(self.p.tag[6].startswith("9.8.7\n\n### Added\n\n- A thing."), self.p.tag[6])
+        self.assertEqual(self.p.package[-2:], ["-d", "target/chart"])
 
     def test_gate_runs_ci_run_as_the_checks(self):
         p = plan("9.8.7", self.files, [], "2027-01-02", "target", gate=True)
