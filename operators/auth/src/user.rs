@@ -2,7 +2,7 @@
 //! signing key with issuer_account (the NATS operator requires strict signing). A user with
 //! publicKey gets its JWT in status and no Secret; otherwise the creds go to its Secret.
 
-use nats_api::auth::{NatsUserSpec, UserPreset};
+use nats_api::auth::NatsUserSpec;
 use nats_claims::{Creds, NKey, UserClaims, UserPermissionLimits};
 
 use crate::account::{AccountSigningKey, permissions};
@@ -96,16 +96,12 @@ pub fn issue(
     }
 }
 
-/// True for the presets only users of a NatsSystemAccount take.
-pub fn is_system_preset(preset: Option<UserPreset>) -> bool {
-    preset.is_some_and(UserPreset::is_system)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use nats_api::auth::{
         AccountKind, AccountReference, ConnectionType, Permissions, Scope, SubjectPermissions,
+        UserPreset,
     };
     use nats_claims::KeyKind;
     use rstest::rstest;

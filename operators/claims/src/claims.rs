@@ -81,20 +81,6 @@ impl<N: ClaimBody> Claims<N> {
         self.audience = audience.into();
         self
     }
-
-    /// The account a user or activation belongs to: `issuer_account` when a signing key
-    /// issued it, else the issuer.
-    pub fn issuing_account(&self) -> &str {
-        match self.nats.issuer_account() {
-            Some(acc) if !acc.is_empty() => acc,
-            _ => &self.issuer,
-        }
-    }
-
-    /// True when `now` (unix seconds) is past `exp`.
-    pub fn is_expired_at(&self, now: i64) -> bool {
-        self.expires > 0 && now > self.expires
-    }
 }
 
 fn push_unique(list: &mut Vec<String>, value: String) {

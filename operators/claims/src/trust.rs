@@ -18,19 +18,6 @@ fn refuse(claim_type: &'static str, issuer: &str, subject: &str, reason: String)
     }
 }
 
-/// The operator JWT must be self-signed by its identity.
-pub fn check_operator(operator: &OperatorClaims) -> Result<()> {
-    if operator.issuer != operator.subject {
-        return Err(refuse(
-            "operator",
-            &operator.issuer,
-            &operator.subject,
-            "an operator JWT must be signed by the operator identity".into(),
-        ));
-    }
-    Ok(())
-}
-
 pub fn check_account(operator: &OperatorClaims, account: &AccountClaims) -> Result<()> {
     if operator.did_sign(&account.issuer, &account.subject) {
         return Ok(());

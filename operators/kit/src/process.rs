@@ -199,11 +199,6 @@ impl Process {
             .send_if_modified(|s| !std::mem::replace(&mut s.stopping, true));
     }
 
-    /// Whether [`Process::stop`] was called.
-    pub fn is_stopping(&self) -> bool {
-        self.state.borrow().stopping
-    }
-
     /// Resolves once [`Process::stop`] is called (for `Controller::graceful_shutdown_on`).
     pub fn stopping(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
         let mut rx = self.state.subscribe();

@@ -99,14 +99,6 @@ impl StreamMove {
             ..Default::default()
         }
     }
-
-    /// Move the copy on `server` elsewhere.
-    pub fn off_server(server: &str) -> Self {
-        StreamMove {
-            server: server.to_string(),
-            ..Default::default()
-        }
-    }
 }
 
 /// What the meta leader answers to a move or its cancellation: the stream as it now stands.

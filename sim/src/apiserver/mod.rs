@@ -268,11 +268,6 @@ impl ApiServer {
         (self.etcd.pid(), self.server.pid())
     }
 
-    /// The last `lines` lines of the server's log.
-    pub fn server_log_tail(&self, lines: usize) -> String {
-        self.server.log_tail(lines)
-    }
-
     /// Creates a namespace (kube-apiserver only); an existing one is fine.
     pub async fn create_namespace(&self, name: &str) -> Result<(), ApiServerError> {
         let api: Api<Namespace> = Api::all(self.client.clone());

@@ -248,11 +248,6 @@ impl NatsConsumer {
             .or(self.metadata.name.as_deref())
             .unwrap_or_default()
     }
-
-    /// Whether the consumer is a push consumer (deliverSubject set).
-    pub fn is_push(&self) -> bool {
-        self.spec.deliver_subject.is_some()
-    }
 }
 
 /// The tail of the message refusing an edit of a consumer field nats-server cannot change.
