@@ -131,6 +131,8 @@ pub mod event {
     pub const MOVE_CANCELLED: &str = "MoveCancelled";
     /// nats-server refused a move request.
     pub const MOVE_REFUSED: &str = "MoveRefused";
+    /// A pending move found undone (its subject back on `from`) pass after pass was given up.
+    pub const MOVE_ABANDONED: &str = "MoveAbandoned";
     /// An evacuation refused to start.
     pub const EVACUATION_REFUSED: &str = "EvacuationRefused";
     /// A balancer's interval, stored below the floor before the CEL rule, paced at the floor.
@@ -143,6 +145,8 @@ pub mod metric {
     pub const BALANCER_LEADER_SKEW: &str = "nats_operator_balancer_leader_skew";
     /// Gauge: moves a balancer has pending {namespace, name, move_kind}.
     pub const BALANCER_PENDING_MOVES: &str = "nats_operator_balancer_pending_moves";
+    /// Counter: pending moves given up, found undone pass after pass {namespace, name}.
+    pub const BALANCER_MOVES_ABANDONED: &str = "nats_operator_balancer_moves_abandoned_total";
     /// Counter: balancing passes held {namespace, name, reason}.
     pub const BALANCER_HELD_PASSES: &str = "nats_operator_balancer_held_passes_total";
     /// Gauge: streams an evacuation has still to move {namespace, name}.

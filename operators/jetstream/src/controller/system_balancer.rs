@@ -11,7 +11,10 @@
 //!    DuplicateBalancer; a NATS cluster of one server: NotClustered.
 //! 3. observe — moves pending judged done ([`balance::move_done`]: the leader of the stream's or
 //!    consumer's group left `from`; the copy left `from` and the group is as its config asks),
-//!    MoveDone, the lease released.
+//!    MoveDone, the lease released; a leader move found undone (led by `from` again) in
+//!    [`crate::lease::abandon_after`] passes in a row given up ([`crate::lease::judge_pending`]):
+//!    MoveAbandoned, the lease released, and no move this pass, so another balancer of the NATS
+//!    cluster may take the lease first.
 //! 4. hold — Unsettled, MovePending, MoveLeaseHeld (Holding True, no move).
 //! 5. plan and apply — [`balance::next_move`]; the lease taken; a leader move as a stepdown
 //!    through the account's export toward the chosen member (`$JS.<account>.API.STREAM.LEADER.
@@ -44,6 +47,7 @@ use super::error::{Error, kube_err};
 use super::reach::{Why, nats_cluster, reach_or_why};
 use crate::balance::gate::Sighting;
 use crate::balance::{self, PlannedMove, Scope};
+use crate::lease;
 use crate::system_view::{SystemView, system_view};
 
 const KIND: &str = "NatsSystemBalancer";
@@ -51,6 +55,29 @@ const KIND: &str = "NatsSystemBalancer";
 const PROBE_STREAM: &str = "nats-operator-stepdown-probe";
 /// How soon a pass with a move pending looks again.
 const PENDING_POLL: Duration = Duration::from_secs(2);
+
+/// Whether a pending move is undone: a leader move whose group is led by `from` again. A
+/// placement move is never judged undone (the copy's way back is a move of its own).
+fn undone(view: &SystemView, m: &Move) -> bool {
+    m.kind == MoveKind::Leader
+        && view.groups.iter().any(|g| {
+            m.account.as_deref().is_none_or(|a| a == g.account)
+                && g.stream == m.stream
+                && g.consumer == m.consumer
+                && Some(g.leader.as_str()) == m.from.as_deref()
+        })
+}
+
+/// The key a pending move's undone passes are counted under.
+fn undone_key(me: &str, m: &Move) -> String {
+    format!(
+        "{me}|{}|{}|{}|{}",
+        m.account.as_deref().unwrap_or_default(),
+        m.stream,
+        m.consumer.as_deref().unwrap_or_default(),
+        m.from.as_deref().unwrap_or_default()
+    )
+}
 
 /// What a pass works from.
 struct Gathered {
@@ -305,23 +332,59 @@ async fn step(
     };
     // Observe: the moves pending.
     let mut pending = Vec::new();
+    let mut abandoned = false;
+    let bound = lease::abandon_after(PENDING_POLL);
     for m in &previous.pending {
-        if balance::move_done(&g.view, m) {
-            let message = format!(
-                "{:?} move of {} of account {} off {} done",
+        let key = undone_key(&me, m);
+        let what = |verb: &str| {
+            format!(
+                "{:?} move of {} of account {} off {} {verb}",
                 m.kind,
                 balance::moved(&m.stream, m.consumer.as_deref()),
                 m.account.as_deref().unwrap_or_default(),
                 m.from.as_deref().unwrap_or_default()
-            );
-            ctx.shared
-                .events
-                .publish(obj, false, event::MOVE_DONE, message)
-                .await;
-        } else {
-            pending.push(m.clone());
+            )
+        };
+        match lease::judge_pending(
+            balance::move_done(&g.view, m),
+            undone(&g.view, m),
+            ctx.leases.undone(&key),
+            bound,
+        ) {
+            lease::Pending::Done => {
+                ctx.shared
+                    .events
+                    .publish(obj, false, event::MOVE_DONE, what("done"))
+                    .await;
+            }
+            lease::Pending::Abandoned => {
+                abandoned = true;
+                let message = what(&format!(
+                    "given up: led by {} again in {bound} passes in a row; the move lease is                      released",
+                    m.from.as_deref().unwrap_or_default()
+                ));
+                ctx.shared
+                    .events
+                    .publish(obj, true, event::MOVE_ABANDONED, message)
+                    .await;
+                ctx.shared.metrics.add_counter(
+                    metric::BALANCER_MOVES_ABANDONED,
+                    "Pending moves a balancer gave up, found undone pass after pass.",
+                    &[
+                        ("namespace", &obj.namespace().unwrap_or_default()),
+                        ("name", &obj.name_any()),
+                    ],
+                    1.0,
+                );
+            }
+            lease::Pending::Waiting { undone } => {
+                ctx.leases.set_undone(&key, undone);
+                pending.push(m.clone());
+            }
         }
     }
+    let counted: Vec<String> = pending.iter().map(|m| undone_key(&me, m)).collect();
+    ctx.leases.keep_undone(&me, &counted);
     record_pending(ctx, &me, &pending);
     let servers = g.view.servers_of(&g.cluster).count();
     let what = if obj.spec.moves.placement {
@@ -361,6 +424,12 @@ async fn step(
         last_move,
         after: interval(obj),
     };
+    if abandoned {
+        // No move this pass, and none before the interval (not even on this pass's own status
+        // write): the lease just released is another balancer's to take first.
+        ctx.shared.due.schedule(obj, interval(obj));
+        return quiet(None, previous.last_move.clone());
+    }
     if let Err(why) = balance::settled(&g.view, &g.cluster) {
         return quiet(holding(reason::UNSETTLED, why), previous.last_move.clone());
     }
@@ -600,6 +669,7 @@ async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Clea
     if let Some(c) = claim {
         ctx.leases.release(&c.cluster, &me);
     }
+    ctx.leases.keep_undone(&me, &[]);
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let m = &ctx.shared.metrics;

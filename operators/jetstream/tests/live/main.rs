@@ -11,6 +11,7 @@ mod api_live;
 mod api_replicas;
 mod api_scope;
 mod live_balancer;
+mod live_balancer_abandon;
 mod live_balancer_account;
 mod live_balancer_consumer;
 mod live_configs;
