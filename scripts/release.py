@@ -13,10 +13,12 @@ One version for the workspace, the chart and the images. In order:
    Cargo.lock; the chart's `version` and `appVersion`; the Dockerfile's `ARG VERSION` default; the version the
    chart goldens and docs/install.md's examples name; CHANGELOG.md's Unreleased section becomes
    `## [X.Y.Z] - DATE` under a new, empty Unreleased. Equal versions (the first release, whose version the tree
-   already carries) change only CHANGELOG.md.
+   already carries) change only CHANGELOG.md. Then the cluster controller's upgrade goldens record the NATS
+   servers' revisions this release renders (`RENDER_RELEASE=1`, operators/cluster/testdata/renders/
+   released-revisions.txt): the next release's notes must say it restarts NATS servers while they differ.
 3. Checks (`--gate`: the whole of .ci/run instead): Cargo.lock current, CRD drift, helm lint, the chart tests
-   (the chart's version is the workspace's; the goldens), the Dockerfile's ARGs, cargo deny, the scripts'
-   unit tests. A failure puts every file back as it was and exits 1. With other changes uncommitted
+   (the chart's version is the workspace's; the goldens), the NatsCluster render goldens and the upgrade
+   notes' rule, the Dockerfile's ARGs, cargo deny, the scripts' unit tests. A failure puts every file back as it was and exits 1. With other changes uncommitted
    (`--allow-dirty`), the checks run in a git worktree of HEAD holding the release's edits alone — what the
    release commit will hold — and the files are written only once they pass.
 4. Commits the files it wrote (`release X.Y.Z`), tags the commit `vX.Y.Z` (annotated, the CHANGELOG section as
@@ -49,6 +51,9 @@ DOCKERFILE = "deploy/image/Dockerfile"
 CHANGELOG = "CHANGELOG.md"
 GOLDENS = ["deploy/helm/testdata/default.golden.yaml", "deploy/helm/testdata/full.golden.yaml"]
 INSTALL_MD = "docs/install.md"
+# The NATS servers' revisions this release renders, which the cluster controller's upgrade goldens compare the
+# next release's with (operators/cluster/src/objects/upgrade_goldens.rs): written by a test, not edited here.
+RELEASED_REVISIONS = "operators/cluster/testdata/renders/released-revisions.txt"
 # Every file a release may write, in the order the plan shows them.
 FILES = [CARGO_TOML, CARGO_LOCK, CHART_YAML, DOCKERFILE, *GOLDENS, INSTALL_MD, CHANGELOG]
 
@@ -175,6 +180,7 @@ class Plan:
     version: str
     current: str
     edits: dict[str, str] = field(default_factory=dict)  # path -> new text (only files that change)
+    record: list[str] = field(default_factory=list)  # writes RELEASED_REVISIONS, after the edits
     checks: list[list[str]] = field(default_factory=list)
     commit: list[str] = field(default_factory=list)
     tag: list[str] = field(default_factory=list)
@@ -186,12 +192,16 @@ CHECKS = [
     ["cargo", "run", "-q", "-p", "nats-api", "--bin", "crdgen", "--", "--check"],
     ["python3", "scripts/helm.py", "lint", "--strict", CHART],
     ["cargo", "nextest", "run", "-p", "e2e", "--test", "api", "-E", "test(/^chart_(render|values)::/)"],
+    # The renders of every story's NatsCluster as their goldens, and the upgrade notes' rule.
+    ["cargo", "nextest", "run", "-p", "cluster-controller", "--lib", "-E", "test(/upgrade_goldens::/)"],
     ["cargo", "nextest", "run", "-p", "e2e", "--test", "image", "-E",
      "test(=every_binary_has_a_final_stage_with_cargo_toml_s_values)"],
     ["cargo", "deny", "--all-features", "check", "--hide-inclusion-graph", "licenses", "bans", "sources"],
     ["python3", "-m", "unittest", "discover", "-s", "scripts", "-p", "test_*.py"],
 ]
 GATE = [["bash", ".ci/run"]]
+RECORD = ["env", "RENDER_RELEASE=1", "cargo", "nextest", "run", "-p", "cluster-controller", "--lib", "-E",
+          "test(/upgrade_goldens::a_changed_revision_is_named_in_the_upgrade_notes$/)"]
 
 
 def plan(version: str, files: dict[str, str], tags: list[str], date: str, target_dir: str,
@@ -218,8 +228,9 @@ def plan(version: str, files: dict[str, str], tags: list[str], date: str, target
         new[INSTALL_MD] = bump_install_md(files[INSTALL_MD], current, version)
     new[CHANGELOG] = cut_changelog(files[CHANGELOG], version, date)
     p.edits = {path: new[path] for path in FILES if new[path] != files[path]}
+    p.record = list(RECORD)
     p.checks = [list(c) for c in (GATE if gate else CHECKS)]
-    paths = list(p.edits)
+    paths = [*p.edits, RELEASED_REVISIONS]
     why = (f"The workspace, the chart and the images at {version}; CHANGELOG.md's section for it."
            if version != current else f"CHANGELOG.md's section for {version}, the version the tree carries.")
     p.commit = ["git", "commit", "-q", "-m", f"release {version}", "-m", why, "--", *paths]
@@ -268,13 +279,14 @@ def run(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> 
     subprocess.run(cmd, cwd=cwd, env=env, check=True)
 
 
-def check_in_worktree(p: Plan, target_dir: str) -> None:
+def check_in_worktree(p: Plan, target_dir: str) -> str:
     """The checks on HEAD with the release's edits, in a git worktree of their own: what the release commit
     will hold, without the uncommitted changes `--allow-dirty` leaves out of it. Cargo builds into the main
     target directory: the dependencies are reused and only the workspace's crates are built again (as the
     worktree's, beside the tree's; a target directory of its own cost a cold build of everything, measured as
     a load of 19 on this 2-core machine). A binary cargo copies to the top of the target directory
-    (`target/debug/crdgen`) is the worktree's until the next cargo build in the tree copies the tree's back."""
+    (`target/debug/crdgen`) is the worktree's until the next cargo build in the tree copies the tree's back.
+    Returns the released revisions the release recorded there."""
     tmp = Path(tempfile.mkdtemp(prefix=f"release-{p.version}-"))
     tree = tmp / "tree"
     git("worktree", "add", "--detach", "--quiet", str(tree), "HEAD")
@@ -283,8 +295,10 @@ def check_in_worktree(p: Plan, target_dir: str) -> None:
         for path, text in p.edits.items():
             (tree / path).write_text(text)
         env = dict(os.environ, CARGO_TARGET_DIR=target_dir)
+        run(p.record, cwd=tree, env=env)
         for cmd in p.checks:
             run(cmd, cwd=tree, env=env)
+        return (tree / RELEASED_REVISIONS).read_text()
     finally:
         git("worktree", "remove", "--force", str(tree))
         shutil.rmtree(tmp, ignore_errors=True)
@@ -323,11 +337,11 @@ def main() -> int:
         target = found.group(1) if found else str(ROOT / "target")
         p = plan(opts.version, files, tags, opts.date, target, opts.gate)
         if not opts.dry_run:
-            refuse_dirty(list(p.edits), opts.allow_dirty)
+            refuse_dirty([*p.edits, RELEASED_REVISIONS], opts.allow_dirty)
         print(f"release {p.version} (the workspace is at {p.current})")
         for path, text in p.edits.items():
             print(diff(path, files[path], text), end="")
-        steps = [*p.checks, p.commit, p.tag, p.package]
+        steps = [p.record, *p.checks, p.commit, p.tag, p.package]
         if opts.dry_run:
             print("\nthen:")
             for cmd in steps:
@@ -336,20 +350,24 @@ def main() -> int:
             return 0
         if git("status", "--porcelain", "--untracked-files=no").strip():
             try:
-                check_in_worktree(p, target)
+                revisions = check_in_worktree(p, target)
             except subprocess.CalledProcessError as e:
                 raise ReleaseError(f"{show(e.cmd)} failed (exit {e.returncode}); nothing written") from e
             for path, text in p.edits.items():
                 (ROOT / path).write_text(text)
+            (ROOT / RELEASED_REVISIONS).write_text(revisions)
         else:
+            before = (ROOT / RELEASED_REVISIONS).read_text()
             for path, text in p.edits.items():
                 (ROOT / path).write_text(text)
             try:
+                run(p.record)
                 for cmd in p.checks:
                     run(cmd)
             except subprocess.CalledProcessError as e:
                 for path in p.edits:
                     (ROOT / path).write_text(files[path])
+                (ROOT / RELEASED_REVISIONS).write_text(before)
                 raise ReleaseError(f"{show(e.cmd)} failed (exit {e.returncode}); every file put back as it was") from e
         run(p.commit)
         commit = git("log", "-1", "--format=%H", f"--grep=^release {re.escape(p.version)}$", "HEAD").strip()

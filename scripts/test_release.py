@@ -101,7 +101,8 @@ class Bump(unittest.TestCase):
     def test_checks_then_commit_of_the_written_files_then_tag_then_package(self):
         self.assertEqual(self.p.checks, release.CHECKS)
         self.assertEqual(self.p.commit[:5], ["git", "commit", "-q", "-m", "release 9.8.7"])
-        self.assertEqual(self.p.commit[self.p.commit.index("--") + 1 :], release.FILES)
+        self.assertEqual(self.p.commit[self.p.commit.index("--") + 1 :], [*release.FILES, release.RELEASED_REVISIONS])
+        self.assertEqual(self.p.record[:2], ["env", "RENDER_RELEASE=1"])
         self.assertEqual(self.p.tag[:5], ["git", "tag", "-a", "--cleanup=verbatim", "v9.8.7"])
         self.assertEqual(self.p.tag[-1], "COMMIT")
         self.assertTrue(self.p.tag[6].startswith("9.8.7\n\n### Added\n\n- A thing."), self.p.tag[6])
@@ -118,7 +119,7 @@ class FirstRelease(unittest.TestCase):
         current = release.workspace_version(files[release.CARGO_TOML])
         p = plan(current, files, ["v0.0.1"], "2027-01-02", "target")
         self.assertEqual(list(p.edits), [release.CHANGELOG])
-        self.assertEqual(p.commit[p.commit.index("--") + 1 :], [release.CHANGELOG])
+        self.assertEqual(p.commit[p.commit.index("--") + 1 :], [release.CHANGELOG, release.RELEASED_REVISIONS])
 
 
 class Refusals(unittest.TestCase):
