@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::chart::{LANE, Svg};
 use super::esc;
+use super::svg::{LANE, Svg};
 use crate::scenario::Report;
 use crate::scenario::status_watch::StatusChange;
 use crate::scenario::timeline::ServerChange;

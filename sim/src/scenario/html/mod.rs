@@ -7,6 +7,7 @@
 
 mod chart;
 mod controller;
+mod svg;
 #[cfg(test)]
 mod tests;
 
@@ -15,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Report, ScenarioError};
 
-pub use chart::{end_ms, nice_max, runs, server_names, short_revision, spans, tick_seconds};
+pub use chart::{end_ms, nice_max, server_names, short_revision, spans, tick_seconds};
+pub use svg::runs;
 
 /// Text made safe for HTML and SVG text and attribute values.
 pub fn esc(text: &str) -> String {
