@@ -4,4 +4,5 @@
 mod cel_table;
 mod crds;
 mod defaults;
+mod metrics_doc;
 mod reasons;

@@ -27,7 +27,7 @@ fn api_root() -> PathBuf {
 }
 
 /// The text from `open` (an opening brace's index) through its matching close.
-fn block(text: &str, open: usize) -> &str {
+pub(crate) fn block(text: &str, open: usize) -> &str {
     let mut depth = 0usize;
     for (i, c) in text[open..].char_indices() {
         match c {
@@ -76,7 +76,7 @@ fn code_only(text: &str) -> String {
 }
 
 /// The code with every `#[cfg(test)]` item (a test module, inline or declared) removed.
-fn without_tests(code: &str) -> String {
+pub(crate) fn without_tests(code: &str) -> String {
     let mut out = String::new();
     let mut rest = code;
     while let Some(at) = rest.find("#[cfg(test)]") {
