@@ -17,6 +17,7 @@ pub mod html;
 mod leaders;
 mod place;
 mod placement;
+mod progress;
 mod replica_reads;
 mod report;
 mod route_steps;
@@ -57,7 +58,8 @@ pub use report::{
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
     set_judge_timings, step_figures, undrained_unless,
 };
-pub use run::{Progress, run, run_at, run_on_node};
+pub use progress::Progress;
+pub use run::{run, run_at, run_on_node};
 pub use store_faults::CorruptKind;
 
 /// The `server` of a `wait_server_restarted` step that any server satisfies.

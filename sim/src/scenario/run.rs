@@ -9,6 +9,7 @@ use super::auth_plane::{self, Plane};
 use super::hand_moves::{SystemAccess, system_urls};
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
 use super::place::Place;
+use super::progress::{Progress, line};
 use super::report::ratios;
 use super::report::{finish, judge_rollout_expectations, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
@@ -27,14 +28,6 @@ use crate::backend::Backend;
 use crate::controlled::Controlled;
 use crate::host::{ControlPlane, Host, NodeHost};
 use crate::ledger::Ledger;
-
-/// Where progress lines go (stdout for the CLI, captured in tests).
-pub type Progress<'a> = &'a mut (dyn FnMut(&str) + Send);
-
-/// A progress line: the time since the run began, then the text.
-pub(super) fn line(t: u64, text: &str) -> String {
-    format!("[{:>6.1}s] {text}", t as f64 / 1000.0)
-}
 
 /// What every phase of one run shares: the scenario, its ledger (whose clock the progress lines
 /// read) and where those lines go.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use tokio::task::JoinHandle;
 
-use super::run::line;
+use super::progress::line;
 use super::steps::Deployed;
 use super::{BucketDecl, DRAIN_DEADLINE, Scenario, StreamDecl, undrained_unless};
 use crate::backend::Deployment;
