@@ -143,6 +143,8 @@ pub mod event {
 pub mod metric {
     /// Gauge: leader skew of a balancer pool {namespace, name, pool}.
     pub const BALANCER_LEADER_SKEW: &str = "nats_operator_balancer_leader_skew";
+    /// Gauge: replica skew of a system balancer's NATS cluster {namespace, name, pool="system"}.
+    pub const BALANCER_REPLICA_SKEW: &str = "nats_operator_balancer_replica_skew";
     /// Gauge: moves a balancer has pending {namespace, name, move_kind}.
     pub const BALANCER_PENDING_MOVES: &str = "nats_operator_balancer_pending_moves";
     /// Counter: pending moves given up, found undone pass after pass {namespace, name}.

@@ -622,6 +622,12 @@ fn merged(
     )
 }
 
+/// The help of the leader and the replica skew gauges.
+const SKEW_HELP: [&str; 2] = [
+    "The difference between the most and fewest group leaders a server holds, per pool.",
+    "The difference between the most and fewest group copies a server holds, per pool.",
+];
+
 /// The write-status phase: status applied, the skew and pending gauges set.
 async fn write(
     ctx: &Context,
@@ -632,13 +638,18 @@ async fn write(
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let m = &ctx.shared.metrics;
-    if let Some(skew) = &status.skew {
-        m.set_gauge(
-            metric::BALANCER_LEADER_SKEW,
-            "The difference between the most and fewest group leaders a server holds, per pool.",
-            &[("namespace", &ns), ("name", &name), ("pool", "system")],
-            f64::from(skew.leaders),
-        );
+    for (gauge, help, n) in status.skew.iter().flat_map(|k| {
+        [
+            (metric::BALANCER_LEADER_SKEW, SKEW_HELP[0], k.leaders),
+            (metric::BALANCER_REPLICA_SKEW, SKEW_HELP[1], k.replicas),
+        ]
+    }) {
+        let pool = [
+            ("namespace", ns.as_str()),
+            ("name", &name),
+            ("pool", "system"),
+        ];
+        m.set_gauge(gauge, help, &pool, f64::from(n));
     }
     for (kind, label) in [
         (MoveKind::Leader, "leader"),
@@ -673,10 +684,12 @@ async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Clea
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let m = &ctx.shared.metrics;
-    m.remove_gauge(
-        metric::BALANCER_LEADER_SKEW,
-        &[("namespace", &ns), ("name", &name), ("pool", "system")],
-    );
+    for gauge in [metric::BALANCER_LEADER_SKEW, metric::BALANCER_REPLICA_SKEW] {
+        m.remove_gauge(
+            gauge,
+            &[("namespace", &ns), ("name", &name), ("pool", "system")],
+        );
+    }
     for label in ["leader", "placement"] {
         m.remove_gauge(
             metric::BALANCER_PENDING_MOVES,

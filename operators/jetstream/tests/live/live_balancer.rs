@@ -67,13 +67,14 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
     let api = apiserver_with_crds(&[NS]).await;
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
+    let metrics = Metrics::default();
     let ctx = controller::context(
         api.client(),
         Settings {
             resync: Duration::from_secs(10),
             ..Default::default()
         },
-        Metrics::default(),
+        metrics.clone(),
     );
     let _controllers = AbortOnDrop::spawn(controller::run(ctx));
 
@@ -181,6 +182,39 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
     let started = events(api.client(), "system", "MoveStarted").await;
     let done = events(api.client(), "system", "MoveDone").await;
     assert_eq!((started, done), (4, 4), "MoveStarted, MoveDone");
+    // §9: /metrics carries the skews, the pending moves and the held passes as status says.
+    let rendered = metrics.render();
+    let series = |name: &str, labels: &str| {
+        sim::testkit::replicas::sample(&rendered, name, labels)
+            .unwrap_or_else(|| panic!("{name}{{{labels}}} in /metrics:\n{rendered}"))
+    };
+    let me = format!("namespace=\"{NS}\",name=\"system\"");
+    use nats_api::jetstream::metric;
+    let skew = series(
+        metric::BALANCER_LEADER_SKEW,
+        &format!("{me},pool=\"system\""),
+    );
+    assert!(skew <= 1.0, "leader skew {skew}");
+    let replicas = series(
+        metric::BALANCER_REPLICA_SKEW,
+        &format!("{me},pool=\"system\""),
+    );
+    assert_eq!(replicas, 0.0, "R3 on 3 servers");
+    for kind in ["leader", "placement"] {
+        let n = series(
+            metric::BALANCER_PENDING_MOVES,
+            &format!("{me},move_kind=\"{kind}\""),
+        );
+        assert_eq!(n, 0.0, "{kind} moves pending");
+    }
+    let held = series(
+        metric::BALANCER_HELD_PASSES,
+        &format!("{me},reason=\"MovePending\""),
+    );
+    assert!(
+        held >= 4.0,
+        "each of four moves held at least one pass: {held}"
+    );
 
     // A second system balancer for the same NATS cluster is refused.
     balancers
