@@ -446,12 +446,31 @@ async fn scenario_power_loss() {
     power_loss("power-loss").await;
 }
 
-/// One crash plus a partition (nightly): per cluster one server paused (the partition), another
-/// loses its unsynced writes, the first two form the majority without the third; the same
-/// verdict as the power loss (always 0 lost, 2m's loss required above 0).
+/// One crash plus a partition (nightly): per cluster one server cut from its peers, another
+/// loses its unsynced writes, the first two form the majority without the third. `always` 0
+/// lost is the verdict; 2m's loss is reported, not required: on this machine it was the 10 s in
+/// some runs and 0 in others, as the stream's leadership fell, under a pause as under a cut
+/// (docs/durability.md). Skipped, saying why, without FUSE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_single_crash_plus_partition() {
-    power_loss("single-crash-plus-partition").await;
+    let name = "single-crash-plus-partition";
+    if let Err(e) = faultfs::available() {
+        println!("SKIP scenario {name}: {e}");
+        return;
+    }
+    let r = run(name).await;
+    assert!(r.passed, "{}", r.summary());
+    let count = |f: &str| r.status_figures.get(f).copied();
+    assert_eq!(
+        count("acknowledged_lost_sync_always"),
+        Some(0),
+        "{}",
+        r.summary()
+    );
+    println!(
+        "sync_interval 2m: {:?} acknowledged messages lost (reported); always: 0",
+        count("acknowledged_lost_sync_2m")
+    );
 }
 
 /// One replica's block file bit-flipped (c1) or truncated (c2) while its server is down
