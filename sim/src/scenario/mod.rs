@@ -14,6 +14,7 @@ mod compare;
 mod fleet;
 mod hand_moves;
 pub mod html;
+mod leader_count;
 mod leaders;
 mod place;
 mod placement;
@@ -50,7 +51,8 @@ pub use compare::side_by_side;
 pub use fleet::{
     BucketDecl, INDEX, PublisherDecl, PublisherLane, PublisherReport, StreamDecl, Workload,
 };
-pub use leaders::{LEADER_FIGURES, LeaderCount, leader_figure, leader_spread, leaders_per_server};
+pub use leader_count::{LeaderCount, leader_spread, leaders_per_server};
+pub use leaders::{LEADER_FIGURES, leader_figure};
 pub use place::Place;
 pub use replica_reads::{ReplicaRead, judge_replica};
 pub use report::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::clients::ClientReport;
-use super::leaders::LeaderCount;
+use super::leader_count::LeaderCount;
 use super::status_watch::StatusChange;
 use super::timeline::{ControllerEvent, ServerEvent, ack_latency_per_second, max_ack_gap};
 use super::{Scenario, ScenarioError, Step};
