@@ -15,7 +15,7 @@ use controller_kit::process::Process;
 use kube::Client;
 use tokio::task::JoinHandle;
 
-use crate::host::ControllerFactory;
+use crate::host::factories::ControllerFactory;
 use crate::local::LocalLifecycle;
 
 /// Where the in-process replicas keep their Leases.

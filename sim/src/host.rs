@@ -86,7 +86,7 @@ pub enum HostError {
 }
 
 mod control;
-mod factories;
+pub(crate) mod factories;
 mod objects;
 pub use control::{ControlPlane, NodeHost};
 pub use factories::{ControllerFactory, auth_controller_with_system_connection, controllers};
