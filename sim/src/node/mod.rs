@@ -47,6 +47,14 @@ pub enum NodeError {
     ApiServer(#[from] ApiServerError),
 }
 
+/// A [`NodeError::Part`]: `part` of the node did not come up, and why.
+pub(crate) fn part(part: &'static str, message: impl Into<String>) -> NodeError {
+    NodeError::Part {
+        part,
+        message: message.into(),
+    }
+}
+
 /// The binaries the install step builds, by cache subdirectory.
 pub const CACHED: [(&str, &str); 8] = [
     ("kube-apiserver-1.20/bin", "kube-apiserver"),
@@ -159,9 +167,9 @@ pub(crate) fn sh(
     let out = std::process::Command::new(program)
         .args(args)
         .output()
-        .map_err(|e| up::part(part_name, format!("{program} {}: {e}", args.join(" "))))?;
+        .map_err(|e| part(part_name, format!("{program} {}: {e}", args.join(" "))))?;
     if !out.status.success() {
-        return Err(up::part(
+        return Err(part(
             part_name,
             format!(
                 "{program} {}: {}",

@@ -48,9 +48,9 @@ impl Outside {
         let out = std::process::Command::new("ip")
             .args(["addr", "replace", &format!("{ip}/32"), "dev", NODE_IFACE])
             .output()
-            .map_err(|e| super::up::part("outside address", format!("ip addr: {e}")))?;
+            .map_err(|e| super::part("outside address", format!("ip addr: {e}")))?;
         if !out.status.success() {
-            return Err(super::up::part(
+            return Err(super::part(
                 "outside address",
                 format!(
                     "ip addr replace {ip}/32 dev {NODE_IFACE}: {}",
@@ -74,7 +74,7 @@ impl Outside {
             })?;
         let pid = nix::unistd::Pid::from_raw(self.dnsmasq as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP)
-            .map_err(|e| super::up::part("outside names", format!("SIGHUP dnsmasq: {e}")))
+            .map_err(|e| super::part("outside names", format!("SIGHUP dnsmasq: {e}")))
     }
 }
 

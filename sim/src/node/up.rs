@@ -14,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams};
 
 use super::config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
 use super::host::{self, Baseline};
-use super::{Machine, NodeError, missing, sh};
+use super::{Machine, NodeError, missing, part, sh};
 use crate::apiserver::process::{Proc, free_ports};
 
 /// How long each part may take to answer before `up` gives up on it.
@@ -41,13 +41,6 @@ pub struct Node {
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> NodeError {
     let path = path.to_path_buf();
     move |source| NodeError::Io { what, path, source }
-}
-
-pub(super) fn part(part: &'static str, message: impl Into<String>) -> NodeError {
-    NodeError::Part {
-        part,
-        message: message.into(),
-    }
 }
 
 /// Polls `ok` until it holds or [`PART_DEADLINE`] passes.
