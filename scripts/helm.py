@@ -10,6 +10,7 @@ usage:
   helm.py install|upgrade CHART NAME --kubeconfig FILE --namespace NS [-f VALUES]...
           [--disable-openapi-validation] [--server-side true|false|auto]
   helm.py uninstall NAME --kubeconfig FILE --namespace NS
+  helm.py rollback NAME [--version N] --kubeconfig FILE --namespace NS
   helm.py test NAME --kubeconfig FILE --namespace NS
   helm.py package CHART [-d DIR]      (the chart as CHART's name-version.tgz in DIR; prints its path)
 
@@ -203,6 +204,17 @@ def cmd_package(helm, args):
     print(path)
 
 
+def cmd_rollback(helm, args):
+    """A release back to revision --version (the previous one when 0), e.g. one a refused pre-delete
+    hook left `uninstalling`."""
+    try:
+        with config(helm, args) as cfg:
+            release = cfg.rollback(args.name, version=args.version or None, timeout=args.timeout)
+    except helm.HelmError as e:
+        fail(helm, e)
+    print(summary(release))
+
+
 def cmd_test(helm, args):
     try:
         with config(helm, args) as cfg:
@@ -240,8 +252,10 @@ def main():
     pkg = sub.add_parser("package")
     pkg.add_argument("chart")
     pkg.add_argument("-d", "--destination", default=".")
-    for name in ("uninstall", "test"):
+    for name in ("uninstall", "test", "rollback"):
         c = sub.add_parser(name)
+        if name == "rollback":
+            c.add_argument("--version", type=int, default=0)
         c.add_argument("name")
         c.add_argument("--kubeconfig", required=True)
         c.add_argument("--namespace", required=True)
@@ -256,6 +270,7 @@ def main():
         "install": cmd_install,
         "upgrade": cmd_install,
         "uninstall": cmd_uninstall,
+        "rollback": cmd_rollback,
         "test": cmd_test,
         "package": cmd_package,
     }[args.command](helm, args)

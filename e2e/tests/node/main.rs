@@ -17,6 +17,9 @@
 mod foreign_claim;
 mod kit;
 mod scenarios;
+mod teardown;
+mod uninstall;
+mod upgrade;
 
 use std::time::{Duration, Instant};
 
