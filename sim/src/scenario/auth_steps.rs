@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::Action;
 use super::clients::ClientRun;
-use super::steps::{Deployed, Done, StepContext, resolve};
+use super::deployed::{Deployed, Done};
+use super::step_context::{StepContext, resolve};
 use crate::host::ObjectRef;
 use crate::server::ProcessState;
 

@@ -12,7 +12,7 @@ use nats_wire::jsapi::StreamMove;
 use nats_wire::monitor::JszOptions;
 use nats_wire::{Collect, Wire};
 
-use super::steps::Done;
+use super::deployed::Done;
 
 /// How often a move's wait reads the servers: a quarter of a second, so the floor is within
 /// that of each move's own time, and the servers are not kept busy answering.
@@ -211,7 +211,7 @@ pub(super) async fn wait_groups_settled(
 /// what a NatsConnection of an evacuation or balancer names); None for other topologies.
 pub(super) fn system_urls(
     scenario: &super::Scenario,
-    deployed: &super::steps::Deployed,
+    deployed: &super::deployed::Deployed,
 ) -> Option<Vec<String>> {
     let t = &scenario.topology;
     let accounts = t.trust.is_none()

@@ -11,6 +11,7 @@ mod auth_plane;
 mod auth_steps;
 mod clients;
 mod compare;
+mod deployed;
 mod fleet;
 mod hand_moves;
 pub mod html;
@@ -25,6 +26,7 @@ mod route_steps;
 mod run;
 mod status_steps;
 pub mod status_watch;
+mod step_context;
 mod steps;
 mod store_faults;
 #[cfg(test)]
@@ -54,13 +56,13 @@ pub use fleet::{
 pub use leader_count::{LeaderCount, leader_spread, leaders_per_server};
 pub use leaders::{LEADER_FIGURES, leader_figure};
 pub use place::Place;
+pub use progress::Progress;
 pub use replica_reads::{ReplicaRead, judge_replica};
 pub use report::{
     DRAIN_DEADLINE, ExpectationOutcome, ROLLOUT_FIGURES, Report, RolloutStep, Rule, Second,
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
     set_judge_timings, step_figures, undrained_unless,
 };
-pub use progress::Progress;
 pub use run::{run, run_at, run_on_node};
 pub use store_faults::CorruptKind;
 

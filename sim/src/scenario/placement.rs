@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use futures::TryStreamExt;
 
-use super::steps::Done;
+use super::deployed::Done;
 use crate::backend::Deployment;
 
 /// The first server of `cluster` (named `<cluster>-<n>`, as a sim topology names them) other

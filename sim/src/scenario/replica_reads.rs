@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{Deployed, Done, StepContext};
+use super::deployed::{Deployed, Done};
+use super::step_context::StepContext;
 use crate::backend::{Deployment, Fault};
 use crate::topology::ReplicaCopy;
 use crate::traffic::PublisherSpec;

@@ -2,7 +2,8 @@
 //! `restore_routes`): a network partition of one server from its peers, through the route
 //! proxies of a sim topology with `route_proxies: true` (see `crate::topology` route_cuts).
 
-use super::steps::{Deployed, Done, resolve};
+use super::deployed::{Deployed, Done};
+use super::step_context::resolve;
 use super::{Action, Scenario, ScenarioError};
 
 /// The step's line: `cut`/`restore` the routes of `server`, to every peer or to those named.

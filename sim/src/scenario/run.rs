@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth_plane::{self, Plane};
+use super::deployed::Deployed;
 use super::hand_moves::{SystemAccess, system_urls};
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
 use super::place::Place;
@@ -14,7 +15,8 @@ use super::report::ratios;
 use super::report::{finish, judge_rollout_expectations, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
 use super::status_watch::StatusWatch;
-use super::steps::{Deployed, StepContext, run_step};
+use super::step_context::StepContext;
+use super::steps::run_step;
 use super::timeline::{
     ControllerEvent, ServerChange, ServerEvent, controller_events, server_events_of_steps,
     server_timeline,

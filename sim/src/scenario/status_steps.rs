@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::deployed::Done;
 use super::report::{ROLLOUT_FIGURES, figure};
-use super::steps::{Done, StepContext};
+use super::step_context::StepContext;
 use super::timeline::ControllerEvent;
 use super::{Action, Report, Rule, Scenario, ScenarioError, Step, StepOutcome};
 use crate::host::ObjectRef;

@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Action;
-use super::steps::{Deployed, Done, resolve};
+use super::deployed::{Deployed, Done};
+use super::step_context::resolve;
 
 /// How a `corrupt` step damages a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,7 +92,7 @@ pub(super) async fn run(
 /// (by `Nats-Msg-Id`) the stream no longer holds.
 pub(super) async fn audit_stream(
     deployed: &Deployed,
-    ctx: &super::steps::StepContext,
+    ctx: &super::step_context::StepContext,
     stream: &str,
     timeout: std::time::Duration,
 ) -> Result<Done, String> {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_nats::jetstream;
 use tokio::task::JoinHandle;
 
+use super::deployed::Deployed;
 use super::progress::line;
-use super::steps::Deployed;
 use super::{BucketDecl, DRAIN_DEADLINE, Scenario, StreamDecl, undrained_unless};
 use crate::backend::Deployment;
 use crate::ledger::{Event, Figures, Ledger};
