@@ -92,6 +92,14 @@ async fn gather_secrets(
     Ok((secrets, versions))
 }
 
+/// Whether a connection that cannot be dialed again because of `ready` keeps the client it
+/// already holds: only while it is being deleted and only for a Secret gone. A namespace
+/// deletion removes its Secrets at once, while the connection itself stays (its in-use
+/// finalizer) until the Delete-policy resources naming it ran their deletion over it.
+pub fn keeps_held_client(deleting: bool, ready: &Ready) -> bool {
+    deleting && matches!(ready, Ready::SecretNotFound { .. })
+}
+
 impl Pool {
     /// The shared client of `namespace/name`, dialing it when it is new or changed (and not
     /// failing within its backoff).
@@ -119,7 +127,21 @@ impl Pool {
                 .with_ping_interval(PING_INTERVAL)
                 .with_name(format!("jetstream-controller {namespace}/{name}")),
             Err(ready) => {
-                self.dials.forget(&key);
+                // A connection being deleted whose Secrets are gone (a namespace deletion removes
+                // them at once) keeps the client it holds, so the Delete-policy resources that
+                // keep it (the in-use finalizer) can still run their deletion (issue 43).
+                let deleting = connection.metadata.deletion_timestamp.is_some();
+                // The client stays held (unused while live) when only a Secret is gone: the
+                // namespace controller may delete the Secret before the connection itself.
+                if keeps_held_client(deleting, &ready)
+                    && let Some(held) = self.dials.held(&key)
+                    && held.client.connection_state() == async_nats::connection::State::Connected
+                {
+                    return Ok(Resolved::Connected(held.client));
+                }
+                if !matches!(ready, Ready::SecretNotFound { .. }) {
+                    self.dials.forget(&key);
+                }
                 return Ok(Resolved::NotReady(ready));
             }
         };
@@ -193,5 +215,23 @@ impl Pool {
     /// Whether no connection is open.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod keeps_held_tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::deleting_and_its_secret_gone(true, Ready::SecretNotFound { secret: "creds".into() }, true)]
+    #[case::live_and_its_secret_gone(false, Ready::SecretNotFound { secret: "creds".into() }, false)]
+    #[case::deleting_but_connected(true, Ready::Connected, false)]
+    fn a_connection_being_deleted_keeps_its_client_when_its_secrets_go(
+        #[case] deleting: bool,
+        #[case] ready: Ready,
+        #[case] want: bool,
+    ) {
+        assert_eq!(keeps_held_client(deleting, &ready), want);
     }
 }
