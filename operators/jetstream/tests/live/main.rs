@@ -16,6 +16,7 @@ mod live_balancer_account;
 mod live_balancer_consumer;
 mod live_configs;
 mod live_connection;
+mod live_divergence;
 mod live_evacuation;
 mod live_partial;
 mod live_placement;
