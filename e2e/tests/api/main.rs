@@ -11,5 +11,6 @@ mod chart_refusals;
 mod chart_render;
 mod chart_values;
 mod events;
+mod import_cycles;
 mod spec_limits;
 mod stories_decode;
