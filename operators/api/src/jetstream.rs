@@ -61,6 +61,8 @@ pub mod condition {
     pub const HOLDING: &str = "Holding";
     /// A stream matches more than one pool of a NatsBalancer; it belongs to the first.
     pub const OVERLAPPING: &str = "Overlapping";
+    /// NatsSystemBalancer: the replicas of every stream of its NATS cluster agree.
+    pub const REPLICAS_CONSISTENT: &str = "ReplicasConsistent";
 }
 
 /// Condition reasons of the JetStream kinds.
@@ -119,6 +121,10 @@ pub mod reason {
     pub const PINNED_RESOURCES_REMAIN: &str = "PinnedResourcesRemain";
     /// Evacuation: every movable stream left the source.
     pub const EVACUATED: &str = "Evacuated";
+    /// ReplicasConsistent: every stream's replicas at the same last sequence hold the same.
+    pub const REPLICAS_AGREE: &str = "ReplicasAgree";
+    /// ReplicasConsistent: a replica holds other messages than its peers, pass after pass.
+    pub const REPLICAS_DIVERGED: &str = "ReplicasDiverged";
 }
 
 /// Event reasons the JetStream controller records.
@@ -135,6 +141,8 @@ pub mod event {
     pub const MOVE_ABANDONED: &str = "MoveAbandoned";
     /// An evacuation refused to start.
     pub const EVACUATION_REFUSED: &str = "EvacuationRefused";
+    /// A stream's replicas were found diverged pass after pass (Warning).
+    pub const REPLICAS_DIVERGED: &str = "ReplicasDiverged";
     /// A balancer's interval, stored below the floor before the CEL rule, paced at the floor.
     pub const INTERVAL_RAISED: &str = "IntervalRaised";
 }
@@ -151,6 +159,8 @@ pub mod metric {
     pub const BALANCER_MOVES_ABANDONED: &str = "nats_operator_balancer_moves_abandoned_total";
     /// Counter: balancing passes held {namespace, name, reason}.
     pub const BALANCER_HELD_PASSES: &str = "nats_operator_balancer_held_passes_total";
+    /// Gauge: streams of a system balancer's NATS cluster whose replicas diverged {namespace, name}.
+    pub const STREAMS_DIVERGED: &str = "nats_operator_streams_diverged";
     /// Gauge: streams an evacuation has still to move {namespace, name}.
     pub const EVACUATION_REMAINING: &str = "nats_operator_evacuation_remaining";
     /// Gauge: moved streams with no resource whose config still names the source {namespace, name}.

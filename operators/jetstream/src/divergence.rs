@@ -6,14 +6,86 @@
 //! messages, and nats-server's leader still lists it current (docs/durability.md, the run that
 //! showed it).
 //!
-//! The rule here judges a stream's replica states over the last passes. It is not wired to a
-//! NatsStream condition or a metric yet: a NatsStream reconciles over its account's connection,
-//! which cannot send the system account's ping (docs/durability.md says what remains).
+//! The rule here judges a stream's replica states over the last passes. A NatsStream reconciles
+//! over its account's connection, which cannot send the system account's ping; the
+//! NatsSystemBalancer of the NATS cluster can, and its pass judges every stream there
+//! ([`carried`], [`consistency`]): `status.diverged`, the ReplicasConsistent condition, a
+//! ReplicasDiverged Warning Event and the `nats_operator_streams_diverged` gauge.
 
 use std::collections::BTreeMap;
 
+use controller_kit::conditions::Decided;
+use nats_api::jetstream::{DivergedReplicas, condition, reason};
 use nats_wire::PingReplies;
 use nats_wire::monitor::Jsz;
+
+/// Passes in a row a divergence must persist before ReplicasConsistent reads False: a pass may
+/// catch a replica mid-apply (one message behind on the count at the same last sequence), three
+/// in a row at a system balancer's 5 s floor cannot.
+pub const DIVERGED_AFTER: i32 = 3;
+
+/// This pass's divergences carried over the previous status: the passes counted on where the
+/// same servers of the same stream diverged last time, started at 1 otherwise; a stream whose
+/// replicas agree now is left out.
+pub fn carried(
+    previous: &[DivergedReplicas],
+    now: &[(String, String, Divergence)],
+) -> Vec<DivergedReplicas> {
+    now.iter()
+        .map(|(account, stream, d)| {
+            let before = previous
+                .iter()
+                .find(|p| &p.account == account && &p.stream == stream && p.servers == d.servers)
+                .map_or(0, |p| p.passes);
+            DivergedReplicas {
+                account: account.clone(),
+                stream: stream.clone(),
+                last_seq: i64::try_from(d.last_seq).unwrap_or(i64::MAX),
+                servers: d.servers.clone(),
+                passes: before.saturating_add(1),
+            }
+        })
+        .collect()
+}
+
+/// ReplicasConsistent from the carried divergences: False ReplicasDiverged naming each one that
+/// persisted [`DIVERGED_AFTER`] passes, True ReplicasAgree otherwise.
+pub fn consistency(diverged: &[DivergedReplicas]) -> Decided {
+    let lasting: Vec<String> = diverged
+        .iter()
+        .filter(|d| d.passes >= DIVERGED_AFTER)
+        .map(|d| {
+            format!(
+                "stream {} of account {}: the replicas on {} hold other messages than their peers at \
+                 sequence {} ({} passes)",
+                d.stream,
+                d.account,
+                d.servers.join(", "),
+                d.last_seq,
+                d.passes
+            )
+        })
+        .collect();
+    if lasting.is_empty() {
+        Decided::new(
+            condition::REPLICAS_CONSISTENT,
+            true,
+            reason::REPLICAS_AGREE,
+            "every stream's replicas at the same last sequence hold the same messages",
+        )
+    } else {
+        Decided::new(
+            condition::REPLICAS_CONSISTENT,
+            false,
+            reason::REPLICAS_DIVERGED,
+            format!(
+                "{}; nats-server does not repair a damaged replica: move it off the server \
+                 (docs/durability.md)",
+                lasting.join("; ")
+            ),
+        )
+    }
+}
 
 /// One server's own replica of a stream, as its JSZ answer reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,6 +241,63 @@ mod tests {
             })
             .collect();
         assert_eq!(replicas_diverged(&history, passes).is_some(), want);
+    }
+
+    fn entry(stream: &str, servers: &[&str], passes: i32) -> DivergedReplicas {
+        DivergedReplicas {
+            account: "APP".into(),
+            stream: stream.into(),
+            last_seq: 200,
+            servers: servers.iter().map(|s| s.to_string()).collect(),
+            passes,
+        }
+    }
+
+    fn found(stream: &str, servers: &[&str]) -> (String, String, Divergence) {
+        let d = Divergence {
+            last_seq: 200,
+            servers: servers.iter().map(|s| s.to_string()).collect(),
+        };
+        ("APP".into(), stream.into(), d)
+    }
+
+    #[rstest]
+    #[case::first_seen(vec![], vec![found("S", &["a"])], vec![entry("S", &["a"], 1)])]
+    #[case::counted_on(vec![entry("S", &["a"], 2)], vec![found("S", &["a"])], vec![entry("S", &["a"], 3)])]
+    #[case::other_servers_start_again(vec![entry("S", &["a"], 2)], vec![found("S", &["b"])], vec![entry("S", &["b"], 1)])]
+    #[case::agreeing_again_is_left_out(vec![entry("S", &["a"], 5)], vec![], vec![])]
+    #[case::each_stream_its_own(
+        vec![entry("S", &["a"], 1), entry("T", &["c"], 4)],
+        vec![found("T", &["c"]), found("S", &["a"])],
+        vec![entry("T", &["c"], 5), entry("S", &["a"], 2)]
+    )]
+    fn divergences_are_carried_over_passes(
+        #[case] previous: Vec<DivergedReplicas>,
+        #[case] now: Vec<(String, String, Divergence)>,
+        #[case] want: Vec<DivergedReplicas>,
+    ) {
+        assert_eq!(carried(&previous, &now), want);
+    }
+
+    #[rstest]
+    #[case::none(vec![], true)]
+    #[case::not_yet_lasting(vec![entry("S", &["a"], DIVERGED_AFTER - 1)], true)]
+    #[case::lasting(vec![entry("S", &["a"], DIVERGED_AFTER)], false)]
+    fn consistency_reads_false_once_a_divergence_lasts(
+        #[case] diverged: Vec<DivergedReplicas>,
+        #[case] consistent: bool,
+    ) {
+        let d = consistency(&diverged);
+        assert_eq!(d.status, consistent, "{d:?}");
+        assert_eq!(d.reason == reason::REPLICAS_AGREE, consistent);
+        if !consistent {
+            assert!(
+                d.message
+                    .contains("stream S of account APP: the replicas on a hold"),
+                "{}",
+                d.message
+            );
+        }
     }
 
     #[test]

@@ -138,4 +138,25 @@ pub struct NatsSystemBalancerStatus {
     /// Moves requested and not yet done.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<Move>,
+    /// Streams whose replicas, at the same last sequence, hold other messages than their peers,
+    /// as every server's own JSZ answer reports its replica: with how many passes in a row found
+    /// it. ReplicasConsistent reads False once an entry persists (docs/durability.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diverged: Vec<DivergedReplicas>,
+}
+
+/// A stream whose replicas diverged: the servers holding other than most of their peers.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DivergedReplicas {
+    /// The stream's account (public key or name, as JSZ names it).
+    pub account: String,
+    /// The stream's server-side name.
+    pub stream: String,
+    /// The last sequence the diverged replicas share with their peers.
+    pub last_seq: i64,
+    /// The servers whose replica differs.
+    pub servers: Vec<String>,
+    /// Passes in a row that found these servers diverged.
+    pub passes: i32,
 }

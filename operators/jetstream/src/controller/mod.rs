@@ -30,6 +30,7 @@ mod lock;
 mod objects;
 mod outcome;
 mod reach;
+mod replica_divergence;
 mod requests;
 mod share;
 mod status;

@@ -45,8 +45,10 @@ use nats_wire::{ServerFilter, Wire, WireError};
 use super::context::{Context, SystemClaim, claim_winner, lock, watch_config};
 use super::error::{Error, kube_err};
 use super::reach::{Why, nats_cluster, reach_or_why};
+use super::replica_divergence;
 use crate::balance::gate::Sighting;
 use crate::balance::{self, PlannedMove, Scope};
+use crate::divergence::{self, Divergence};
 use crate::lease;
 use crate::system_view::{SystemView, system_view};
 
@@ -89,6 +91,8 @@ struct Gathered {
     accounts: BTreeSet<String>,
     reached: BTreeSet<String>,
     reached_consumers: BTreeSet<String>,
+    /// The stream groups whose replicas diverge in this pass's answers.
+    diverged: Vec<(String, String, Divergence)>,
 }
 
 /// The parts of status every pass writes, from what it found.
@@ -156,19 +160,31 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
         },
         None => step(&ctx, &obj, &g, &previous).await,
     };
+    let diverged = divergence::carried(&previous.diverged, &g.diverged);
+    let consistent = divergence::consistency(&diverged);
+    replica_divergence::tell(&ctx, &obj, &diverged).await;
+    let mut conditions = merged(
+        &previous,
+        obj.metadata.generation,
+        &w.ready,
+        w.holding.as_ref(),
+    );
+    conditions = conditions::merge(
+        &conditions,
+        obj.metadata.generation,
+        &[consistent],
+        &[],
+        &conditions::now(),
+    );
     let status = NatsSystemBalancerStatus {
         observed_generation: obj.metadata.generation,
-        conditions: merged(
-            &previous,
-            obj.metadata.generation,
-            &w.ready,
-            w.holding.as_ref(),
-        ),
+        conditions,
         capabilities: Some(capabilities),
         servers: loads,
         skew: Some(skew),
         last_move: w.last_move,
         pending: w.pending,
+        diverged,
     };
     write(&ctx, &obj, &status, &g.cluster).await?;
     Ok(Action::requeue(w.after))
@@ -207,6 +223,7 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
     };
     ctx.shared.settled(obj);
     let view = system_view(&replies);
+    let diverged = replica_divergence::found(&replies, &view, &cluster);
     // Left for the account balancers' Settled gate (crate::balance::gate).
     let seen = Sighting::of(
         describe(obj),
@@ -251,6 +268,7 @@ async fn gather(ctx: &Context, obj: &NatsSystemBalancer) -> Result<Gathered, Why
         accounts,
         reached,
         reached_consumers,
+        diverged,
     })
 }
 
@@ -360,7 +378,7 @@ async fn step(
             lease::Pending::Abandoned => {
                 abandoned = true;
                 let message = what(&format!(
-                    "given up: led by {} again in {bound} passes in a row; the move lease is                      released",
+                    "given up: led by {} again in {bound} passes in a row; the move lease is released",
                     m.from.as_deref().unwrap_or_default()
                 ));
                 ctx.shared
@@ -696,6 +714,7 @@ async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Clea
             &[("namespace", &ns), ("name", &name), ("move_kind", label)],
         );
     }
+    replica_divergence::forget(&ctx, &obj);
     m.forget(KIND, &ns, &name);
     Ok(Cleanup::Done)
 }
