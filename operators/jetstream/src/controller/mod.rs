@@ -36,6 +36,7 @@ mod share;
 mod status;
 mod stream_backed;
 mod system_balancer;
+mod system_balancer_status;
 mod torn_down;
 
 use std::sync::Arc;

@@ -1,0 +1,97 @@
+//! The NatsSystemBalancer's write-status phase: its conditions merged, its status applied, the
+//! skew and pending-move gauges set (and removed with the balancer).
+
+use controller_kit::conditions::{self, Decided};
+use kube::ResourceExt;
+use nats_api::jetstream::{
+    MoveKind, NatsSystemBalancer, NatsSystemBalancerStatus, condition, metric,
+};
+
+use super::context::Context;
+use super::error::{Error, kube_err};
+
+pub(super) fn merged(
+    previous: &NatsSystemBalancerStatus,
+    generation: Option<i64>,
+    ready: &Decided,
+    holding: Option<&Decided>,
+) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    let set: Vec<Decided> = std::iter::once(ready.clone())
+        .chain(holding.cloned())
+        .collect();
+    conditions::merge(
+        &previous.conditions,
+        generation,
+        &set,
+        &[condition::HOLDING],
+        &conditions::now(),
+    )
+}
+
+/// The help of the leader and the replica skew gauges.
+const SKEW_HELP: [&str; 2] = [
+    "The difference between the most and fewest group leaders a server holds, per pool.",
+    "The difference between the most and fewest group copies a server holds, per pool.",
+];
+
+/// The write-status phase: status applied, the skew and pending gauges set.
+pub(super) async fn write(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+    status: &NatsSystemBalancerStatus,
+    _cluster: &str,
+) -> Result<(), Error> {
+    let ns = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let m = &ctx.shared.metrics;
+    for (gauge, help, n) in status.skew.iter().flat_map(|k| {
+        [
+            (metric::BALANCER_LEADER_SKEW, SKEW_HELP[0], k.leaders),
+            (metric::BALANCER_REPLICA_SKEW, SKEW_HELP[1], k.replicas),
+        ]
+    }) {
+        let pool = [
+            ("namespace", ns.as_str()),
+            ("name", &name),
+            ("pool", "system"),
+        ];
+        m.set_gauge(gauge, help, &pool, f64::from(n));
+    }
+    for (kind, label) in [
+        (MoveKind::Leader, "leader"),
+        (MoveKind::Placement, "placement"),
+    ] {
+        m.set_gauge(
+            metric::BALANCER_PENDING_MOVES,
+            "Moves a balancer requested and has not seen done, per kind of move.",
+            &[("namespace", &ns), ("name", &name), ("move_kind", label)],
+            status.pending.iter().filter(|p| p.kind == kind).count() as f64,
+        );
+    }
+    super::status::count_held(ctx, obj, &status.conditions);
+    ctx.shared
+        .write_status(obj, status)
+        .await
+        .map_err(kube_err(obj))?;
+    Ok(())
+}
+
+/// The gauges of a deleted system balancer removed.
+pub(super) fn forget_gauges(ctx: &Context, obj: &NatsSystemBalancer, kind: &str) {
+    let ns = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    let m = &ctx.shared.metrics;
+    for gauge in [metric::BALANCER_LEADER_SKEW, metric::BALANCER_REPLICA_SKEW] {
+        m.remove_gauge(
+            gauge,
+            &[("namespace", &ns), ("name", &name), ("pool", "system")],
+        );
+    }
+    for label in ["leader", "placement"] {
+        m.remove_gauge(
+            metric::BALANCER_PENDING_MOVES,
+            &[("namespace", &ns), ("name", &name), ("move_kind", label)],
+        );
+    }
+    m.forget(kind, &ns, &name);
+}
