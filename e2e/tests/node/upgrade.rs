@@ -26,6 +26,9 @@ use sim::wait::poll;
 use super::kit::{condition, is_true, object_until, resource};
 use super::{NS, STREAM, STREAM_YAML, install, natscluster};
 
+/// How long a controller's leader may take to show.
+const WAIT: Duration = Duration::from_secs(120);
+
 /// The values the upgrade changes: each one reaches the controllers' pod templates.
 const CHANGED: &str = "concurrency: 16\nlogFormat: text\nkubeApi:\n  burst: 50\n";
 
@@ -111,13 +114,15 @@ async fn stateful_sets(client: &kube::Client) -> BTreeMap<String, (i64, String)>
         .collect()
 }
 
-/// The uid of the controller pod of `component` and its `/metrics` count of passes over `kind`,
-/// once exactly one pod of it runs and is ready.
+/// The controller of `component` as its pods serve it: the uid of the replica that leads (its
+/// `nats_operator_leader` at 1) and its `/metrics` count of passes over `kind`, and every running
+/// replica's uid. The chart runs each controller as replicas under leader election, and only the
+/// leader passes.
 async fn passes(
     client: &kube::Client,
     component: &str,
     kind: &str,
-) -> Result<(String, f64), String> {
+) -> Result<(String, f64, Vec<String>), String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), e2e::chart::NAMESPACE);
     let selector = format!("app.kubernetes.io/component={component}-controller");
     let listed = pods
@@ -129,35 +134,50 @@ async fn passes(
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
-    let [pod] = running.as_slice() else {
-        return Err(format!("{} pods of {component}", running.len()));
-    };
-    if !sim::node::servers::pod_ready(pod) {
-        return Err(format!("{component}'s pod is not ready"));
+    let uids: Vec<String> = running
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    for pod in running.iter().filter(|p| sim::node::servers::pod_ready(p)) {
+        let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+            continue;
+        };
+        let Ok(text) = scrape(&ip).await else {
+            continue;
+        };
+        let leads = text
+            .lines()
+            .any(|l| l.starts_with("nats_operator_leader{") && l.ends_with(" 1"));
+        if !leads {
+            continue;
+        }
+        let count = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("nats_operator_reconcile_total{")
+                    && l.contains(&format!("controller=\"{kind}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        return Ok((pod.metadata.uid.clone().unwrap_or_default(), count, uids));
     }
-    let ip = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.pod_ip.clone())
-        .ok_or_else(|| format!("{component}'s pod has no IP"))?;
-    let text = reqwest::Client::new()
+    Err(format!(
+        "no ready replica of {component} leads ({} running)",
+        running.len()
+    ))
+}
+
+/// One `/metrics` of a controller pod at `ip`.
+async fn scrape(ip: &str) -> Result<String, String> {
+    reqwest::Client::new()
         .get(format!("http://{ip}:8080/metrics"))
         .timeout(Duration::from_secs(5))
         .send()
         .await
-        .map_err(|e| format!("{component}'s /metrics: {e}"))?
+        .map_err(|e| e.to_string())?
         .text()
         .await
-        .map_err(|e| format!("{component}'s /metrics: {e}"))?;
-    let count = text
-        .lines()
-        .filter(|l| {
-            l.starts_with("nats_operator_reconcile_total{")
-                && l.contains(&format!("kind=\"{kind}\""))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    Ok((pod.metadata.uid.clone().unwrap_or_default(), count))
+        .map_err(|e| e.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -199,12 +219,16 @@ async fn a_helm_upgrade_of_the_controllers_restarts_no_nats_server() {
     let servers_before = servers(&client).await;
     let sets_before = stateful_sets(&client).await;
     assert_eq!(servers_before.len(), 3, "{servers_before:?}");
-    let (cluster_uid, _) = passes(&client, "cluster", "NatsCluster")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (jetstream_uid, _) = passes(&client, "jetstream", "NatsStream")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, _, cluster_uids) = poll("the cluster controller's leader", WAIT, || async {
+        passes(&client, "cluster", "NatsCluster").await.map(Some)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, _, jetstream_uids) = poll("the JetStream controller's leader", WAIT, || async {
+        passes(&client, "jetstream", "NatsStream").await.map(Some)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let flaps = Flaps::default();
     let watches = [
         flaps.watch(&client, &cluster_ar, "demo", &["Ready", "Settled"]),
@@ -224,17 +248,17 @@ async fn a_helm_upgrade_of_the_controllers_restarts_no_nats_server() {
 
     // Each new controller has passed over what it found: a new pod, its passes counted.
     for (component, kind, old) in [
-        ("cluster", "NatsCluster", &cluster_uid),
-        ("jetstream", "NatsStream", &jetstream_uid),
+        ("cluster", "NatsCluster", &cluster_uids),
+        ("jetstream", "NatsStream", &jetstream_uids),
     ] {
         poll(
             &format!("the new {component} controller's first pass over a {kind}"),
             Duration::from_secs(180),
             || async {
-                let (uid, count) = passes(&client, component, kind).await?;
-                if &uid == old {
+                let (uid, count, _) = passes(&client, component, kind).await?;
+                if old.contains(&uid) {
                     return Err(format!(
-                        "{component}'s pod is still the one before the upgrade"
+                        "{component}'s leader is still a pod of before the upgrade"
                     ));
                 }
                 Ok((count >= 1.0).then_some(()))
