@@ -153,13 +153,14 @@ async fn events(client: kube::Client, name: &str, reason: &str) -> i32 {
 async fn story_11_evacuation_moves_all_but_pinned_and_loses_no_acknowledged_message() {
     let api = apiserver_with_crds(&[SYS_NS, NS]).await;
     let mut topo = supercluster().await;
+    let metrics = Metrics::default();
     let ctx = controller::context(
         api.client(),
         Settings {
             resync: Duration::from_secs(10),
             ..Default::default()
         },
-        Metrics::default(),
+        metrics.clone(),
     );
     let _controllers = AbortOnDrop::spawn(controller::run(ctx));
 
@@ -310,6 +311,22 @@ async fn story_11_evacuation_moves_all_but_pinned_and_loses_no_acknowledged_mess
     // 2. The evacuation of c1 into the servers tagged region:c2.
     ledger.step("NatsClusterEvacuation leave-c1 created");
     create(&evacuations, evacuation("leave-c1", "region:c2")).await;
+    // §9: the evacuation's progress on /metrics while it runs (stream groups still to move).
+    let progress = |m: &Metrics| {
+        let labels = format!("namespace=\"{SYS_NS}\",name=\"leave-c1\"");
+        let body = m.render();
+        let read = |name| sim::testkit::replicas::sample(&body, name, &labels);
+        (
+            read(nats_api::jetstream::metric::EVACUATION_REMAINING),
+            read(nats_api::jetstream::metric::EVACUATION_STALE_PLACEMENTS),
+        )
+    };
+    let started = sim::wait::poll("the evacuation's remaining gauge above 0", WAIT, || async {
+        Ok(progress(&metrics).0.filter(|r| *r >= 1.0))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("figure: nats_operator_evacuation_remaining first read {started}");
     let done = wait_status(
         &evacuations,
         "leave-c1",
@@ -331,6 +348,11 @@ async fn story_11_evacuation_moves_all_but_pinned_and_loses_no_acknowledged_mess
         done["stalePlacement"],
         json!([{"account": "APP", "name": "SCRATCH"}]),
         "{done}"
+    );
+    assert_eq!(
+        progress(&metrics),
+        (Some(0.0), Some(1.0)),
+        "the gauges say what status says: nothing left to move, one stale placement"
     );
     for s in ["ORDERS", "KV_CONFIG", "SCRATCH"] {
         let (cluster, members) = placement(&app, s).await;
