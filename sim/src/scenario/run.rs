@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::action::default_cluster_wait;
 use super::auth_plane::{self, Plane};
 use super::deployed::Deployed;
 use super::hand_moves::{SystemAccess, system_urls};
@@ -24,7 +25,7 @@ use super::timeline::{
 use super::workload::{Traffic, TrafficCreds};
 use super::{
     Action, LeaderCount, Report, Scenario, ScenarioError, Step, StepOutcome, TrustDecl, clients,
-    default_cluster_wait, judges_timings, manifest_path, rollout_steps, step_figures,
+    judges_timings, manifest_path, rollout_steps, step_figures,
 };
 use crate::backend::Backend;
 use crate::controlled::Controlled;

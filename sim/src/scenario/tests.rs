@@ -1,5 +1,6 @@
 //! The format's checks, the figures and the report, without running anything.
 
+use super::action::default_cluster_wait;
 use super::report::finish;
 use super::*;
 use crate::ledger::Figures;
