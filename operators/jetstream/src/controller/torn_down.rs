@@ -8,7 +8,8 @@
 //!
 //! So, when a `deletionPolicy: Delete` resource's deletion fails to reach NATS, it is released
 //! when **every** server its NatsConnection names is the client Service (or a pod name) of a
-//! NatsCluster that is being deleted **in a namespace being deleted** ([`goes_with_servers`]):
+//! NatsCluster that is being deleted (or already gone) **in a namespace being deleted** ([`fate_of`],
+//! [`goes_with_servers`]):
 //! the stream's data goes with the servers and their claims. Anything else — a server that is
 //! merely unreachable, a NatsCluster deleted on its own (its guard keeps its servers running
 //! while data remains, so the Delete will reach them), a server outside Kubernetes — still
@@ -65,6 +66,24 @@ pub struct Fate {
     pub namespace_deleting: bool,
 }
 
+/// The fate of one server's NatsCluster from what the apiserver answered: `cluster` and
+/// `namespace` say whether each is being deleted, `None` when it is gone. A namespace gone took
+/// everything in it; a NatsCluster gone from a namespace being deleted went with it (its guard
+/// released once its servers stopped answering) and so did its servers. A NatsCluster gone from a
+/// live namespace keeps the Delete: what serves that name is not known to be going.
+pub fn fate_of(cluster: Option<bool>, namespace: Option<bool>) -> Fate {
+    match namespace {
+        None => Fate {
+            cluster_deleting: true,
+            namespace_deleting: true,
+        },
+        Some(namespace_deleting) => Fate {
+            cluster_deleting: cluster.unwrap_or(namespace_deleting),
+            namespace_deleting,
+        },
+    }
+}
+
 /// Whether a Delete that cannot reach its servers goes with them: every server URL names a
 /// NatsCluster being deleted in a namespace being deleted (and there is at least one).
 pub fn goes_with_servers(fates: &[Option<Fate>]) -> bool {
@@ -91,20 +110,18 @@ pub(super) async fn with_servers(ctx: &Context, conn: &ObjectReference) -> Optio
             fates.push(None);
             continue;
         };
+        // An answer that is not a read (no permission, a timeout) keeps the Delete.
         let cluster = Api::<NatsCluster>::namespaced(client.clone(), &cns)
             .get_opt(&name)
-            .await
-            .ok()
-            .flatten();
-        let namespace = Api::<Namespace>::all(client.clone())
-            .get_opt(&cns)
-            .await
-            .ok()
-            .flatten();
-        fates.push(cluster.zip(namespace).map(|(c, n)| Fate {
-            cluster_deleting: c.meta().deletion_timestamp.is_some(),
-            namespace_deleting: n.metadata.deletion_timestamp.is_some(),
-        }));
+            .await;
+        let namespace = Api::<Namespace>::all(client.clone()).get_opt(&cns).await;
+        fates.push(match (cluster, namespace) {
+            (Ok(c), Ok(n)) => Some(fate_of(
+                c.map(|c| c.meta().deletion_timestamp.is_some()),
+                n.map(|n| n.metadata.deletion_timestamp.is_some()),
+            )),
+            _ => None,
+        });
         let named = format!("NatsCluster {cns}/{name}");
         if !names.contains(&named) {
             names.push(named);
@@ -162,6 +179,21 @@ mod tests {
         cluster_deleting: true,
         namespace_deleting: true,
     });
+
+    #[rstest]
+    #[case::both_being_deleted(Some(true), Some(true), TORN)]
+    #[case::the_cluster_gone_from_a_namespace_being_deleted(None, Some(true), TORN)]
+    #[case::the_namespace_gone(None, None, TORN)]
+    #[case::the_cluster_gone_from_a_live_namespace(None, Some(false), Some(Fate { cluster_deleting: false, namespace_deleting: false }))]
+    #[case::a_cluster_deleted_alone(Some(true), Some(false), Some(Fate { cluster_deleting: true, namespace_deleting: false }))]
+    #[case::a_live_cluster_in_a_namespace_being_deleted(Some(false), Some(true), Some(Fate { cluster_deleting: false, namespace_deleting: true }))]
+    fn a_servers_fate_from_what_the_apiserver_answered(
+        #[case] cluster: Option<bool>,
+        #[case] namespace: Option<bool>,
+        #[case] want: Option<Fate>,
+    ) {
+        assert_eq!(Some(fate_of(cluster, namespace)), want);
+    }
 
     #[rstest]
     #[case::its_servers_torn_down_with_their_namespace(vec![TORN], true)]
