@@ -38,6 +38,38 @@ async fn pass(wire: &Wire) -> Result<Vec<ReplicaState>, String> {
     Ok(states)
 }
 
+/// A follower of stream S (not `leader`): stopped, its first message block cut in half, started
+/// again. Its name.
+async fn cut_a_follower(topo: &mut Topology, leader: &str) -> &'static str {
+    let cut = ["c1-0", "c1-1", "c1-2"]
+        .into_iter()
+        .find(|s| *s != leader)
+        .expect("a follower");
+    topo.server_mut(cut)
+        .expect("server")
+        .sigterm(WAIT)
+        .await
+        .expect("stop");
+    let block = topo
+        .server(cut)
+        .expect("server")
+        .store_dir()
+        .expect("a store")
+        .join("jetstream/APP/streams/S/msgs/1.blk");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&block)
+        .expect("the block");
+    let len = file.metadata().expect("its length").len();
+    file.set_len(len / 2).expect("cut the block in half");
+    topo.server_mut(cut)
+        .expect("server")
+        .start()
+        .await
+        .expect("restart");
+    cut
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_cut_while_down_is_seen_diverged_from_the_system_account() {
     let mut topo = Topology::start(TopologySpec::cluster(3).with_sync_interval("c1", "always"))
@@ -69,32 +101,7 @@ async fn a_replica_cut_while_down_is_seen_diverged_from_the_system_account() {
     }
     assert_eq!(replicas_diverged(&healthy, PASSES), None, "{healthy:?}");
 
-    let cut = ["c1-0", "c1-1", "c1-2"]
-        .into_iter()
-        .find(|s| *s != leader)
-        .expect("a follower");
-    topo.server_mut(cut)
-        .expect("server")
-        .sigterm(WAIT)
-        .await
-        .expect("stop");
-    let block = topo
-        .server(cut)
-        .expect("server")
-        .store_dir()
-        .expect("a store")
-        .join("jetstream/APP/streams/S/msgs/1.blk");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&block)
-        .expect("the block");
-    let len = file.metadata().expect("its length").len();
-    file.set_len(len / 2).expect("cut the block in half");
-    topo.server_mut(cut)
-        .expect("server")
-        .start()
-        .await
-        .expect("restart");
+    let cut = cut_a_follower(&mut topo, &leader).await;
 
     let history = Mutex::new(Vec::new());
     let seen = sim::wait::poll_every(
@@ -192,32 +199,7 @@ async fn the_system_balancer_reads_a_cut_replica_as_diverged_and_counts_it() {
     .await
     .expect("agree before the cut");
 
-    let cut = ["c1-0", "c1-1", "c1-2"]
-        .into_iter()
-        .find(|s| *s != leader)
-        .expect("a follower");
-    topo.server_mut(cut)
-        .expect("server")
-        .sigterm(WAIT)
-        .await
-        .expect("stop");
-    let block = topo
-        .server(cut)
-        .expect("server")
-        .store_dir()
-        .expect("a store")
-        .join("jetstream/APP/streams/S/msgs/1.blk");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&block)
-        .expect("the block");
-    let len = file.metadata().expect("its length").len();
-    file.set_len(len / 2).expect("cut the block in half");
-    topo.server_mut(cut)
-        .expect("server")
-        .start()
-        .await
-        .expect("restart");
+    let cut = cut_a_follower(&mut topo, &leader).await;
 
     let (condition, diverged) = sim::wait::poll(
         "ReplicasConsistent ReplicasDiverged",
