@@ -452,6 +452,27 @@ pub async fn delete_namespace(client: &kube::Client, ns: &str, also: &[&str]) ->
             e2e::on_node::describe(client, e2e::chart::NAMESPACE).await
         );
     }
+    // When the pods (the servers', their lame duck in the preStop) are gone, beside the namespace:
+    // the namespace controller does not watch pods, it looks again after its estimate of their
+    // graceful termination.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
+    let pods_gone = poll(
+        &format!("the pods of {ns} gone"),
+        NAMESPACE_WITHIN,
+        || async {
+            match pods.list(&Default::default()).await {
+                Ok(l) if l.items.is_empty() => Ok(Some(())),
+                Ok(l) => Err(format!("{} pods left", l.items.len())),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
+    .await;
+    eprintln!(
+        "figure: {ns}: its pods gone in {:.1} s ({})",
+        t0.elapsed().as_secs_f64(),
+        if pods_gone.is_ok() { "all" } else { "not all" }
+    );
     let gone = poll(
         &format!("namespace {ns} gone"),
         NAMESPACE_WITHIN,
