@@ -140,6 +140,7 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
                     obj.metadata.generation,
                     &Decided::new(condition::READY, false, why, message),
                     None,
+                    None,
                 ),
                 ..previous.clone()
             };
@@ -164,22 +165,15 @@ async fn live(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action,
     let diverged = divergence::carried(&previous.diverged, &g.diverged);
     let consistent = divergence::consistency(&diverged);
     replica_divergence::tell(&ctx, &obj, &diverged).await;
-    let mut conditions = merged(
-        &previous,
-        obj.metadata.generation,
-        &w.ready,
-        w.holding.as_ref(),
-    );
-    conditions = conditions::merge(
-        &conditions,
-        obj.metadata.generation,
-        &[consistent],
-        &[],
-        &conditions::now(),
-    );
     let status = NatsSystemBalancerStatus {
         observed_generation: obj.metadata.generation,
-        conditions,
+        conditions: merged(
+            &previous,
+            obj.metadata.generation,
+            &w.ready,
+            w.holding.as_ref(),
+            Some(&consistent),
+        ),
         capabilities: Some(capabilities),
         servers: loads,
         skew: Some(skew),

@@ -15,9 +15,11 @@ pub(super) fn merged(
     generation: Option<i64>,
     ready: &Decided,
     holding: Option<&Decided>,
+    consistent: Option<&Decided>,
 ) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     let set: Vec<Decided> = std::iter::once(ready.clone())
         .chain(holding.cloned())
+        .chain(consistent.cloned())
         .collect();
     conditions::merge(
         &previous.conditions,
