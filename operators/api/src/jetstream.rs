@@ -63,6 +63,8 @@ pub mod condition {
     pub const OVERLAPPING: &str = "Overlapping";
     /// NatsSystemBalancer: the replicas of every stream of its NATS cluster agree.
     pub const REPLICAS_CONSISTENT: &str = "ReplicasConsistent";
+    /// A NatsStream being deleted: its deletion ran on the server (reason `DeletedOnServer`).
+    pub const DELETING: &str = "Deleting";
 }
 
 /// Condition reasons of the JetStream kinds.
@@ -125,6 +127,9 @@ pub mod reason {
     pub const REPLICAS_AGREE: &str = "ReplicasAgree";
     /// ReplicasConsistent: a replica holds other messages than its peers, pass after pass.
     pub const REPLICAS_DIVERGED: &str = "ReplicasDiverged";
+    /// Deleting: the stream is no longer on the server (deleted by this resource's
+    /// `deletionPolicy: Delete`, or found gone); its consumers went with it.
+    pub const DELETED_ON_SERVER: &str = "DeletedOnServer";
 }
 
 /// Event reasons the JetStream controller records.

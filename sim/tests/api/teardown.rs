@@ -457,3 +457,63 @@ async fn a_connection_and_its_user_wait_for_the_delete_resources_that_need_them(
         .expect("json");
     assert_eq!(jsz["streams"], 0, "the Delete resources ran first: {jsz}");
 }
+
+/// The order seed 1796502784380164853 found (a gate run of the random order): the NatsStream
+/// deleted first runs its Delete (the stream, and the `worker` consumer with it, leave the
+/// servers) and stays for the consumer bound to it; with the bucket gone too, no data keeps the
+/// NatsCluster's guard, so the NatsCluster goes and its servers stop. The consumer deleted after
+/// that must still go: its stream says `Deleting=True DeletedOnServer`, so its Delete needs no
+/// server. Without that it held for ever, dialing servers that no longer run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_deleted_after_its_stream_and_servers_went_goes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let host = host(tmp.path()).await;
+    let mut pki = sim::up::pki::Pki::new().expect("pki");
+    apply_tenant(&host, &mut pki).await;
+    let stream = ObjectRef::parse("NatsStream/nats-system/orders").expect("ref");
+    let consumer = ObjectRef::parse("NatsConsumer/nats-system/worker").expect("ref");
+    let demo = ObjectRef::parse("NatsCluster/nats-system/demo").expect("ref");
+    let pids: Vec<u32> = (0..3)
+        .filter_map(|i| host.lifecycle().pid(NS, "demo", i))
+        .collect();
+    assert_eq!(pids.len(), 3, "three servers run");
+    for o in [
+        "NatsStream/nats-system/orders",
+        "NatsKeyValue/nats-system/carts",
+    ] {
+        host.delete(&ObjectRef::parse(o).expect("ref"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let said = host
+        .wait_condition_saying(
+            &stream,
+            "Deleting=True/DeletedOnServer",
+            None,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("the stream: {}", sim::testkit::message(&said, "Deleting"));
+    host.delete(&demo).await.unwrap_or_else(|e| panic!("{e}"));
+    sim::wait::poll("the NatsCluster's servers stopped", WITHIN, || async {
+        let gone = !host.exists(&demo).await.unwrap_or(true);
+        Ok((gone && servers_stopped(&host, NS, &pids)).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        host.exists(&stream).await.expect("read"),
+        "the stream stays for its consumer"
+    );
+    host.delete(&consumer)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    sim::wait::poll("the consumer and its stream gone", WITHIN, || async {
+        let left = host.exists(&consumer).await.unwrap_or(true)
+            || host.exists(&stream).await.unwrap_or(true);
+        Ok((!left).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}

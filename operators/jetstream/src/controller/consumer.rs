@@ -73,9 +73,17 @@ pub(super) struct Planned {
 
 /// Where the consumer lives, or the outcome of waiting for it.
 async fn target(ctx: &Context, obj: &NatsConsumer) -> Result<ConsumerTarget, Error> {
+    Ok(target_and_stream(ctx, obj).await?.0)
+}
+
+/// [`target`], with the NatsStream a `streamRef` names as read (None by `stream`).
+async fn target_and_stream(
+    ctx: &Context,
+    obj: &NatsConsumer,
+) -> Result<(ConsumerTarget, Option<NatsStream>), Error> {
     let ns = obj.namespace().unwrap_or_default();
     let Some(r) = &obj.spec.stream_ref else {
-        return Ok(references::consumer_target(obj, None, &[]));
+        return Ok((references::consumer_target(obj, None, &[]), None));
     };
     let target_ns = references::namespace_of(r, &ns).to_string();
     let namespaces = &ctx.shared.scope.namespaces;
@@ -93,7 +101,8 @@ async fn target(ctx: &Context, obj: &NatsConsumer) -> Result<ConsumerTarget, Err
     } else {
         None
     };
-    Ok(references::consumer_target(obj, stream.as_ref(), &grants))
+    let target = references::consumer_target(obj, stream.as_ref(), &grants);
+    Ok((target, stream))
 }
 
 /// The live path: the pass, then its outcome written as status.
@@ -294,13 +303,23 @@ fn observe(
 }
 
 /// The cleanup path: a consumer whose stream resource is gone, or never bound, has nothing to
-/// run its policy on; otherwise deletionPolicy × the connection's state × ownership decides.
+/// run its policy on, nor one whose NatsStream's deletion left no stream on the server (it says
+/// so, Deleting=True DeletedOnServer: the consumer went with the stream); otherwise
+/// deletionPolicy × the connection's state × ownership decides.
 async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Cleanup, Error> {
     let obj = &*obj;
     let ns = obj.namespace().unwrap_or_default();
-    if let ConsumerTarget::Bound { connection, stream } = target(&ctx, obj).await? {
+    let (bound, resource) = target_and_stream(&ctx, obj).await?;
+    if let ConsumerTarget::Bound { connection, stream } = bound {
         let state = connection_state(&ctx, obj, &connection).await?;
-        if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
+        if resource.as_ref().is_some_and(in_use::went_with_stream) {
+            // Its NatsStream's Delete removed the stream, and the consumer with it, from the
+            // server: nothing is left to reach (the servers may be gone since, issue 43).
+            tracing::info!(
+                "consumer {} on stream {stream}: went with its stream",
+                obj.consumer_name()
+            );
+        } else if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
             if let Err(e) = delete_on_server(&ctx, obj, &connection, &stream, state).await {
                 // Its servers torn down with their namespace: the consumer goes with them.
                 let conn = references::absolute(&connection, &ns);

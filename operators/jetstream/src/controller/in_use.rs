@@ -293,6 +293,24 @@ pub(super) async fn release_stream<K: super::stream_backed::StreamBacked>(
     Ok(None)
 }
 
+/// Whether a consumer bound to `stream` went with it: the NatsStream is being deleted and its
+/// deletion left no stream on the server (Deleting=True, DeletedOnServer, written before its
+/// JetStream finalizer went). Deleting a stream deletes its consumers, so such a consumer's
+/// Delete needs no server — which matters once the stream's data no longer keeps the
+/// NatsCluster's deletion guard holding the servers (issue 43). A stream released any other way
+/// (not owned by its resource, Retain, its servers torn down) does not say it, and its
+/// consumers run their own policy.
+pub fn went_with_stream(stream: &NatsStream) -> bool {
+    stream.metadata.deletion_timestamp.is_some()
+        && stream.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == nats_api::jetstream::condition::DELETING
+                    && c.status == "True"
+                    && c.reason == nats_api::jetstream::reason::DELETED_ON_SERVER
+            })
+        })
+}
+
 /// How soon a resource held in use looks again.
 pub(super) fn recheck() -> Duration {
     RECHECK
@@ -514,5 +532,57 @@ mod tests {
     )]
     fn what_holds_a_connection(#[case] all: Vec<Needer>, #[case] want: Vec<&str>) {
         assert_eq!(needers_of("t", "orders", &all), want);
+    }
+
+    fn stream(
+        deleting: bool,
+        condition: Option<(&'static str, &'static str, &'static str)>,
+    ) -> NatsStream {
+        let mut s: NatsStream = serde_json::from_value(serde_json::json!({
+            "apiVersion": "jetstream.nats.mikluko.io/v1beta1",
+            "kind": "NatsStream",
+            "metadata": {"name": "orders", "namespace": "t"},
+            "spec": {"connectionRef": {"name": "orders"}, "subjects": ["orders.>"]},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        if deleting {
+            s.metadata.deletion_timestamp = Some(conditions::now());
+        }
+        let mut conds = vec![Decided::new("Ready", true, "MatchesSpec", "ok")];
+        if let Some((t, status, r)) = condition {
+            conds.push(Decided::new(t, status == "True", r, "m"));
+        }
+        let mut list = Vec::new();
+        for d in conds {
+            d.upsert(&mut list, Some(2), &conditions::now());
+        }
+        s.status = Some(nats_api::jetstream::NatsStreamStatus {
+            conditions: list,
+            ..Default::default()
+        });
+        s
+    }
+
+    #[rstest]
+    #[case::its_delete_removed_the_stream_from_the_server(
+        true,
+        Some(("Deleting", "True", "DeletedOnServer")),
+        true
+    )]
+    #[case::a_stream_being_deleted_that_did_not_say_so(true, None, false)]
+    #[case::a_live_stream(false, None, false)]
+    #[case::a_live_stream_with_a_stale_marker(
+        false,
+        Some(("Deleting", "True", "DeletedOnServer")),
+        false
+    )]
+    #[case::another_reason(true, Some(("Deleting", "True", "InUse")), false)]
+    #[case::not_true(true, Some(("Deleting", "False", "DeletedOnServer")), false)]
+    fn when_a_consumer_went_with_its_stream(
+        #[case] deleting: bool,
+        #[case] condition: Option<(&'static str, &'static str, &'static str)>,
+        #[case] want: bool,
+    ) {
+        assert_eq!(went_with_stream(&stream(deleting, condition)), want);
     }
 }

@@ -407,7 +407,13 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
     let policy = obj.policies().1;
     let cleanup = if lifecycle::dials_on_deletion(policy, state) {
         match delete_on_server(&ctx, obj, &conn, policy, state).await {
-            Ok(c) => c,
+            Ok((c, off_server)) => {
+                // A Delete-policy consumer still bound to it learns that its consumer went too.
+                if off_server && controller_kit::finalizer::has(obj, in_use::IN_USE_FINALIZER) {
+                    super::status::write_deleted_on_server(&ctx, obj, &obj.what()).await?;
+                }
+                c
+            }
             // Its servers torn down with their namespace: the data goes with them.
             Err(e) => match super::torn_down::with_servers(&ctx, &conn).await {
                 Some(clusters) => {
@@ -432,14 +438,15 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
     Ok(Cleanup::Done)
 }
 
-/// The stream deleted on the server when this resource owns it.
+/// The stream deleted on the server when this resource owns it; with whether no stream of its
+/// name is left there (deleted now, or found gone).
 async fn delete_on_server<K: StreamBacked>(
     ctx: &Context,
     obj: &K,
     conn: &nats_api::common::ObjectReference,
     policy: DeletionPolicy,
     state: ConnectionState,
-) -> Result<lifecycle::Cleanup, Error> {
+) -> Result<(lifecycle::Cleanup, bool), Error> {
     let what = obj.what();
     let fail = |message: String| Error::Cleanup {
         object: describe(obj),
@@ -460,7 +467,8 @@ async fn delete_on_server<K: StreamBacked>(
             .await
             .map_err(|e| fail(format!("deleting {what}: {e}")))?;
     }
-    Ok(c)
+    let off_server = c == lifecycle::Cleanup::DeleteOnServer || found == Found::Absent;
+    Ok((c, off_server))
 }
 
 /// One reconcile under the JetStream finalizer (every stream-backed resource wants it), within

@@ -94,6 +94,45 @@ fn sync_status(
     }
 }
 
+/// Deleting=True, DeletedOnServer, over the status as read (nothing else of it changes): a
+/// NatsStream whose deletion left no stream on the server says so before its finalizer goes, so
+/// a Delete-policy NatsConsumer bound to it, still to be deleted, knows that its consumer went
+/// with the stream and needs no server (see [`super::in_use::went_with_stream`]).
+pub(crate) async fn write_deleted_on_server<K>(
+    ctx: &Context,
+    obj: &K,
+    what: &str,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let mut status = previous_status(obj);
+    let decided = conditions::Decided::new(
+        condition::DELETING,
+        true,
+        nats_api::jetstream::reason::DELETED_ON_SERVER,
+        format!("{what} is no longer on the server; its consumers went with it"),
+    );
+    let generation = obj.meta().generation;
+    status.observed_generation = generation;
+    status.conditions = conditions::merge(
+        &status.conditions,
+        generation,
+        &[decided],
+        &[],
+        &conditions::now(),
+    );
+    ctx.shared
+        .write_status(obj, &with_transfer(&status, previous_transfer(obj)))
+        .await
+        .map_err(kube_err(obj))?;
+    Ok(())
+}
+
 /// The status body: `status`, with `transfer` beside it when there is one.
 fn with_transfer(status: &SyncStatus, transfer: Option<StreamTransfer>) -> Value {
     let mut body = serde_json::to_value(status).unwrap_or_default();
