@@ -1,6 +1,6 @@
 //! The `cluster-controller` binary's resident size at rest with 30 NatsClusters, as its API-tier
 //! test runs it (operators/cluster/tests/api/api_binary.rs): kube-apiserver 1.20 alone, the
-//! Kubernetes lifecycle, no kubelet, so no pod ever runs and no nats-server is reached. Each
+//! Kubernetes server lifecycle, no kubelet, so no pod ever runs and no nats-server is reached. Each
 //! NatsCluster is story 01's quickstart (3 servers); at rest once every one has its three
 //! StatefulSets and a status. The floor: the same binary at rest with none, its watches listed.
 //! 2,000 unrelated 10 KiB Secrets in other namespaces exist before the binary starts.

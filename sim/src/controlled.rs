@@ -1,12 +1,12 @@
 //! A deployment whose servers the cluster controller started: the NatsClusters applied through a
-//! [`Host`] run as local processes of its [`LocalLifecycle`](crate::local::LocalLifecycle), and the scenario runner's
+//! [`Host`] run as local processes of its [`LocalServerLifecycle`](crate::local::LocalServerLifecycle), and the scenario runner's
 //! workload, ledger and faults reach them as they reach a sim topology.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::ServerLifecycle;
+use cluster_controller::server_lifecycle::ServerLifecycle;
 use futures::future::BoxFuture;
 use kube::Api;
 use nats_api::cluster::NatsCluster;
@@ -22,7 +22,7 @@ use crate::wait;
 
 const BACKEND: &str = "local";
 
-/// One server of a NatsCluster, as the lifecycle placed it.
+/// One server of a NatsCluster, as the server lifecycle placed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ControlledServer {
     pub name: String,
@@ -70,7 +70,7 @@ pub async fn read_cluster(
 }
 
 /// Waits until every server of NatsCluster `namespace/name` runs and answers `/healthz` through
-/// the lifecycle the cluster controller drives.
+/// the server lifecycle the cluster controller drives.
 pub async fn wait_servers(
     host: &Host,
     namespace: &str,
@@ -84,7 +84,7 @@ pub async fn wait_servers(
             let cluster = read_cluster(host, namespace, name).await?;
             let want = cluster.spec.replicas.max(0) as u32;
             let observed = host
-                .lifecycle()
+                .server_lifecycle()
                 .observe(&cluster)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -125,7 +125,7 @@ impl Controlled {
         for (ns, name) in clusters {
             let cluster = read_cluster(&host, ns, name).await?;
             for ordinal in 0..cluster.spec.replicas.max(0) as u32 {
-                let a = host.lifecycle().address(&cluster, ordinal);
+                let a = host.server_lifecycle().address(&cluster, ordinal);
                 servers.push(ControlledServer {
                     name: nats_api::cluster::names::server(name, ordinal),
                     namespace: ns.clone(),
@@ -248,7 +248,7 @@ impl Deployment for Controlled {
             };
             let pid = self
                 .host
-                .lifecycle()
+                .server_lifecycle()
                 .pid(&s.namespace, &s.cluster, s.ordinal)
                 .ok_or_else(|| other(format!("server {server} runs no process")))?;
             kill(Pid::from_raw(pid as i32), signal)
@@ -271,7 +271,7 @@ pub fn reserve(host: &Host, path: &Path) -> Result<Vec<Reserved>, HostError> {
     Ok(nats_clusters_in(&text)
         .into_iter()
         .map(|(ns, name, replicas)| {
-            let ports = host.lifecycle().reserve_ports(&ns, &name, replicas);
+            let ports = host.server_lifecycle().reserve_ports(&ns, &name, replicas);
             let url = |p: u16| format!("nats://127.0.0.1:{p}");
             let mut vars = Vec::new();
             if let Some(p) = ports.first() {

@@ -16,7 +16,7 @@ use kube::Client;
 use tokio::task::JoinHandle;
 
 use crate::host::factories::ControllerFactory;
-use crate::local::LocalLifecycle;
+use crate::local::LocalServerLifecycle;
 
 /// Where the in-process replicas keep their Leases.
 pub const LEASE_NAMESPACE: &str = "default";
@@ -56,7 +56,7 @@ pub struct Replicas {
     controller: String,
     factory: ControllerFactory,
     client: Client,
-    lifecycle: LocalLifecycle,
+    server_lifecycle: LocalServerLifecycle,
     replicas: Vec<Replica>,
     started: u32,
     /// The identities of the leaders killed, in order.
@@ -69,14 +69,14 @@ impl Replicas {
         controller: &str,
         factory: ControllerFactory,
         client: Client,
-        lifecycle: LocalLifecycle,
+        server_lifecycle: LocalServerLifecycle,
         count: u32,
     ) -> Self {
         let mut r = Replicas {
             controller: controller.to_string(),
             factory,
             client,
-            lifecycle,
+            server_lifecycle,
             replicas: Vec::new(),
             started: 0,
             killed: Vec::new(),
@@ -99,8 +99,10 @@ impl Replicas {
             TIMINGS,
             process.clone(),
         );
-        let controllers =
-            process.scope((self.factory)(self.client.clone(), self.lifecycle.clone()));
+        let controllers = process.scope((self.factory)(
+            self.client.clone(),
+            self.server_lifecycle.clone(),
+        ));
         let who = identity.clone();
         let task = tokio::spawn(async move {
             tokio::select! {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::local::LocalLifecycle;
+use crate::local::LocalServerLifecycle;
 use kube::Client;
 use tokio::task::JoinHandle;
 
@@ -110,7 +110,7 @@ pub struct Host {
     /// Stops the servers of a NatsCluster that is gone, as the garbage collector and the kubelet
     /// would ([`crate::local::collect`]).
     collector: JoinHandle<()>,
-    lifecycle: LocalLifecycle,
+    server_lifecycle: LocalServerLifecycle,
     /// The apiserver's objects, through the admin client.
     objects: Objects,
     api: ApiServer,
@@ -142,9 +142,9 @@ impl Drop for Host {
         }
         self.supervisor.abort();
         self.collector.abort();
-        // An aborted task drops its share of the lifecycle only when the runtime next polls it;
+        // An aborted task drops its share of the server lifecycle only when the runtime next polls it;
         // the processes must not wait for that.
-        self.lifecycle.kill_all();
+        self.server_lifecycle.kill_all();
     }
 }
 
@@ -171,16 +171,16 @@ impl Host {
             .prefix("sim-host-")
             .tempdir_in(parent)
             .map_err(HostError::Dir)?;
-        let lifecycle = LocalLifecycle::new(
+        let server_lifecycle = LocalServerLifecycle::new(
             dir.path().join("servers"),
             Arc::new(|v: &str| crate::install::nats_server(v).map_err(|e| e.to_string())),
         );
         let host = Host {
             running: Mutex::new(BTreeMap::new()),
             elected: Mutex::new(BTreeMap::new()),
-            supervisor: lifecycle.supervise(),
-            collector: collector(api.client(), lifecycle.clone()),
-            lifecycle,
+            supervisor: server_lifecycle.supervise(),
+            collector: collector(api.client(), server_lifecycle.clone()),
+            server_lifecycle,
             objects: Objects::new(api.client()),
             api,
             dir,
@@ -201,7 +201,7 @@ impl Host {
     }
 
     fn spawn(&self, name: &str, factory: ControllerFactory) {
-        let task = tokio::spawn(factory(self.api.client(), self.lifecycle.clone()));
+        let task = tokio::spawn(factory(self.api.client(), self.server_lifecycle.clone()));
         self.lock().insert(
             name.into(),
             Running {
@@ -223,8 +223,8 @@ impl Host {
     pub fn api(&self) -> &ApiServer {
         &self.api
     }
-    pub fn lifecycle(&self) -> &LocalLifecycle {
-        &self.lifecycle
+    pub fn server_lifecycle(&self) -> &LocalServerLifecycle {
+        &self.server_lifecycle
     }
     /// The names of the controllers running.
     pub fn controller_names(&self) -> Vec<String> {
@@ -256,7 +256,7 @@ impl Host {
             name,
             old.factory,
             self.api.client(),
-            self.lifecycle.clone(),
+            self.server_lifecycle.clone(),
             count,
         );
         self.elected().insert(name.into(), replicas);
@@ -293,7 +293,10 @@ impl Host {
         {
             tracing::warn!(controller = name, error = %e, "controller task had failed");
         }
-        let task = tokio::spawn((old.factory)(self.api.client(), self.lifecycle.clone()));
+        let task = tokio::spawn((old.factory)(
+            self.api.client(),
+            self.server_lifecycle.clone(),
+        ));
         self.lock().insert(
             name.into(),
             Running {
@@ -310,14 +313,14 @@ impl Host {
 const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The garbage collector of the local backend: every [`COLLECT_EVERY`], the clusters the
-/// lifecycle ran before a LIST of NatsClusters that the LIST lacks have their servers stopped
-/// ([`LocalLifecycle::collect`]).
-fn collector(client: kube::Client, lifecycle: LocalLifecycle) -> JoinHandle<()> {
+/// server lifecycle ran before a LIST of NatsClusters that the LIST lacks have their servers stopped
+/// ([`LocalServerLifecycle::collect`]).
+fn collector(client: kube::Client, server_lifecycle: LocalServerLifecycle) -> JoinHandle<()> {
     tokio::spawn(async move {
         let api: kube::Api<nats_api::cluster::NatsCluster> = kube::Api::all(client.clone());
         loop {
             tokio::time::sleep(COLLECT_EVERY).await;
-            let known = lifecycle.clusters();
+            let known = server_lifecycle.clusters();
             if known.is_empty() {
                 continue;
             }
@@ -337,7 +340,7 @@ fn collector(client: kube::Client, lifecycle: LocalLifecycle) -> JoinHandle<()> 
                 .collect();
             let orphans = crate::local::collect::orphans(&known, &listed);
             if !orphans.is_empty() {
-                let took = lifecycle.collect(&orphans).await;
+                let took = server_lifecycle.collect(&orphans).await;
                 tracing::info!(?orphans, ?took, "servers of deleted NatsClusters stopped");
                 let live: std::collections::BTreeSet<String> = list
                     .items

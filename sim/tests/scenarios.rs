@@ -119,7 +119,7 @@ async fn scenario_controller_restart() {
     );
 }
 
-/// Issue #6's rolling restart through the cluster controller on the local lifecycle: every
+/// Issue #6's rolling restart through the cluster controller on the local server lifecycle: every
 /// server restarted exactly once, highest ordinal first, the meta leader last.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_rolling_restart() {

@@ -6,7 +6,7 @@
 //! route CA ([`route_ca`]), what is refused ([`refusals`]), what the servers answered
 //! ([`observation`]) and the conditions judged from it ([`conditions`]), the rollout
 //! ([`rollout`]) and the deletion guard ([`deletion_guard`]). The shells call it: the reconciler
-//! ([`controller`]), the server-lifecycle port ([`lifecycle`]: its Kubernetes
+//! ([`controller`]), the server-lifecycle port ([`server_lifecycle`]: its Kubernetes
 //! adapter lives here, the local one, nats-server processes, in the sim), and the NATS I/O
 //! ([`nats`]).
 //! [`objects::apply`] alone writes objects by server-side apply.
@@ -16,7 +16,6 @@ pub mod certificate_reload;
 pub mod conditions;
 pub mod controller;
 pub mod deletion_guard;
-pub mod lifecycle;
 pub mod nats;
 pub mod objects;
 pub mod observation;
@@ -28,3 +27,4 @@ pub mod render;
 pub mod revision;
 pub mod rollout;
 pub mod route_ca;
+pub mod server_lifecycle;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
+use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};
 use controller_kit::start;
 
 /// The cluster controller.
@@ -61,7 +61,7 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    let lifecycle = KubernetesLifecycle::new(
+    let server_lifecycle = KubernetesServerLifecycle::new(
         client.clone(),
         SiteSettings {
             controller_namespace: flags.controller_namespace.clone(),
@@ -75,7 +75,7 @@ async fn main() -> ExitCode {
         scope,
         ..Settings::default()
     };
-    let ctx = controller::context(client.clone(), lifecycle, settings, metrics.clone());
+    let ctx = controller::context(client.clone(), server_lifecycle, settings, metrics.clone());
     start::run(
         BINARY,
         &flags.process,

@@ -217,7 +217,7 @@ pub struct ReloadTiming {
     /// Each request's (VARZ, RELOAD) answer deadline.
     pub request: Duration,
     /// How long the reload has to show in `/varz`: longer than the new file takes to reach the
-    /// server ([`crate::lifecycle::ServerLifecycle::config_projection`]).
+    /// server ([`crate::server_lifecycle::ServerLifecycle::config_projection`]).
     pub confirm_within: Duration,
     pub poll: Duration,
     /// How long after a reload that read the old file the reload is asked for again.

@@ -1,7 +1,7 @@
 //! The control plane a scenario drives ([`ControlPlane`]): the local [`Host`] (kube-apiserver
 //! and the controllers in-process, servers as local processes) or a [`NodeHost`] (the sim's
 //! real node, the controllers the chart's pods, servers the kubelet's pods). Both are their
-//! objects ([`Objects`]) and both tell the servers' lives as [`LifecycleEvent`]s; steps only a
+//! objects ([`Objects`]) and both tell the servers' lives as [`ServerLifecycleEvent`]s; steps only a
 //! local host can take (restart an in-process controller, kill an elected replica, boot an auth
 //! plane) ask for [`ControlPlane::local`].
 
@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 
 use super::{Host, HostError, Objects};
-use crate::local::LifecycleEvent;
+use crate::local::ServerLifecycleEvent;
 use crate::node::containers::Containers;
 use crate::node::fit::Fit;
 use crate::node::pods::{Lives, PodLog};
@@ -209,7 +209,7 @@ impl NodeHost {
     }
 
     /// The servers' lives so far, read off their pods.
-    pub fn server_events(&self) -> Vec<LifecycleEvent> {
+    pub fn server_events(&self) -> Vec<ServerLifecycleEvent> {
         self.pods.events()
     }
 }
@@ -256,10 +256,10 @@ impl ControlPlane {
         }
     }
 
-    /// The servers' lives so far: the local lifecycle's log, or what the node's pods showed.
-    pub fn server_events(&self) -> Vec<LifecycleEvent> {
+    /// The servers' lives so far: the local server lifecycle's log, or what the node's pods showed.
+    pub fn server_events(&self) -> Vec<ServerLifecycleEvent> {
         match self {
-            ControlPlane::Local(h) => h.lifecycle().events(),
+            ControlPlane::Local(h) => h.server_lifecycle().events(),
             ControlPlane::Node(h) => h.server_events(),
         }
     }
@@ -282,7 +282,7 @@ impl ControlPlane {
     }
 
     /// Waits until every server of NatsCluster `namespace/name` runs and answers: the local
-    /// lifecycle's processes, or the node's pods Ready.
+    /// server lifecycle's processes, or the node's pods Ready.
     pub async fn wait_servers(
         &self,
         namespace: &str,

@@ -8,11 +8,11 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kube::Client;
 
-use crate::local::LocalLifecycle;
+use crate::local::LocalServerLifecycle;
 
 /// Starts one controller's task from nothing: what a restart runs again.
 pub type ControllerFactory =
-    Arc<dyn Fn(Client, LocalLifecycle) -> BoxFuture<'static, ()> + Send + Sync>;
+    Arc<dyn Fn(Client, LocalServerLifecycle) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The auth controller pushing every JWT over the NatsConnection `namespace/name` (its
 /// `--system-connection`), resyncing every 2 s so a server that returns is brought up to date
@@ -79,11 +79,11 @@ pub fn controllers() -> BTreeMap<&'static str, ControllerFactory> {
     );
     m.insert(
         "cluster",
-        Arc::new(|client, lifecycle| {
+        Arc::new(|client, server_lifecycle| {
             Box::pin(async move {
                 let ctx = cluster_controller::controller::context(
                     client,
-                    lifecycle,
+                    server_lifecycle,
                     cluster_controller::controller::Settings {
                         // Local servers come up in a second or two: look again soon.
                         recheck: Duration::from_secs(2),

@@ -1,4 +1,4 @@
-//! The local lifecycle as the cluster controller's [`ServerLifecycle`]: a server's config and
+//! The local server lifecycle as the cluster controller's [`ServerLifecycle`]: a server's config and
 //! files written into its directory, its process started, restarted (lame duck, exit, start)
 //! or deleted, and observed through its process and `/healthz`.
 
@@ -7,25 +7,25 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::{
-    Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
-};
 use cluster_controller::plan::Layout;
 use cluster_controller::render::ServerPlan;
+use cluster_controller::server_lifecycle::{
+    Applied, DesiredServer, ObservedServer, ServerAddress, ServerLifecycle, ServerLifecycleError,
+};
 use nats_api::cluster::{Endpoints, NatsCluster};
 
 use super::events::{LocalEvent, log};
 use super::files::{missing_tls_files, read_plan, write_server_files};
 use super::layout::LOCAL_HOST;
 use super::process::{Entry, start, stop};
-use super::{LocalLifecycle, failed, key};
+use super::{LocalServerLifecycle, failed, key};
 use crate::server::process::CONFIG_FILE;
 
 /// How long observing a server waits for a lock another holder has: longer than a config write
 /// or a look at the process takes on a loaded machine, far shorter than a restart.
 const BRIEF_HOLD: Duration = Duration::from_secs(1);
 
-impl ServerLifecycle for LocalLifecycle {
+impl ServerLifecycle for LocalServerLifecycle {
     fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync> {
         Box::new(self.local_layout(cluster))
     }
@@ -34,7 +34,7 @@ impl ServerLifecycle for LocalLifecycle {
         &self,
         cluster: &NatsCluster,
         _plans: &[ServerPlan],
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         // Nothing is shared between local processes but the root directory.
         let dir = self.local_layout(cluster).root;
         std::fs::create_dir_all(&dir).map_err(|e| {
@@ -51,7 +51,7 @@ impl ServerLifecycle for LocalLifecycle {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let dir = self.local_layout(cluster).server_dir(server.ordinal);
         write_server_files(&dir, server)?;
         log(
@@ -67,7 +67,7 @@ impl ServerLifecycle for LocalLifecycle {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let layout = self.local_layout(cluster);
         let dir = layout.server_dir(server.ordinal);
         let monitor = layout.ports(server.ordinal).monitor;
@@ -157,7 +157,7 @@ impl ServerLifecycle for LocalLifecycle {
         cluster: &NatsCluster,
         ordinal: u32,
         remove_storage: bool,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let dir = self.local_layout(cluster).server_dir(ordinal);
         let entry = self.state(|m| {
             m.get_mut(&key(cluster))
@@ -187,7 +187,10 @@ impl ServerLifecycle for LocalLifecycle {
         }
     }
 
-    async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
+    async fn observe(
+        &self,
+        cluster: &NatsCluster,
+    ) -> Result<Vec<ObservedServer>, ServerLifecycleError> {
         let layout = self.local_layout(cluster);
         let servers: Vec<(u32, Arc<Entry>)> = self.state(|m| {
             m.get(&key(cluster))

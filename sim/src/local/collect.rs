@@ -2,22 +2,22 @@
 //! NatsCluster's StatefulSets carry its owner reference, so once the NatsCluster is gone the
 //! garbage collector deletes them and the kubelet stops their pods within the termination grace
 //! (the preStop's lame duck, then SIGTERM, SIGKILL at the end of the grace). Here the servers are
-//! processes the lifecycle keeps per NatsCluster, so the host does the same: a cluster the
-//! lifecycle runs whose NatsCluster is no longer in the apiserver has its servers stopped that
-//! way ([`LocalLifecycle::collect`]), and its files removed with them (its volumes: nothing here
+//! processes the server lifecycle keeps per NatsCluster, so the host does the same: a cluster the
+//! server lifecycle runs whose NatsCluster is no longer in the apiserver has its servers stopped that
+//! way ([`LocalServerLifecycle::collect`]), and its files removed with them (its volumes: nothing here
 //! outlives the NatsCluster, as a namespace's deletion leaves nothing either).
 //!
 //! The objects a gone NatsCluster controlled (its route CA and certificate Secrets) are deleted
 //! too ([`owned_by_gone_cluster`]), as the garbage collector deletes dependents.
 //!
-//! Which clusters are orphans is [`orphans`]: those the lifecycle ran *before* the NatsClusters
+//! Which clusters are orphans is [`orphans`]: those the server lifecycle ran *before* the NatsClusters
 //! were listed and that the list lacks. A cluster the controller applies after the snapshot is
 //! never taken for an orphan, since its NatsCluster existed before the controller read it.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::LocalLifecycle;
+use super::LocalServerLifecycle;
 use super::events::{LocalEvent, log};
 use crate::server::process::signal_command;
 
@@ -29,7 +29,7 @@ const EXIT_AFTER_TERM: Duration = Duration::from_secs(20);
 /// is gone within it.
 pub const TERMINATION_GRACE: Duration = Duration::from_secs(300);
 
-/// The clusters (`namespace/name`) among `known_before` (what the lifecycle ran before the list)
+/// The clusters (`namespace/name`) among `known_before` (what the server lifecycle ran before the list)
 /// that `listed` (the NatsClusters in the apiserver, deleting or not) no longer holds.
 pub fn orphans(known_before: &[String], listed: &BTreeSet<String>) -> Vec<String> {
     known_before
@@ -50,8 +50,8 @@ pub fn owned_by_gone_cluster(
         .any(|o| o.kind == "NatsCluster" && o.controller == Some(true) && !live.contains(&o.uid))
 }
 
-impl LocalLifecycle {
-    /// The clusters (`namespace/name`) the lifecycle runs servers of.
+impl LocalServerLifecycle {
+    /// The clusters (`namespace/name`) the server lifecycle runs servers of.
     pub fn clusters(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.state(|m| m.keys().cloned().collect());
         keys.sort();

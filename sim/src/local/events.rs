@@ -1,4 +1,4 @@
-//! The local lifecycle's log: every start, lame duck, restart, revival and delete of a server,
+//! The local server lifecycle's log: every start, lame duck, restart, revival and delete of a server,
 //! in order, for the sim's timeline and its restart order.
 
 use std::sync::{Arc, Mutex};
@@ -23,7 +23,7 @@ pub enum LocalEvent {
 
 /// One [`LocalEvent`] of server `server` (its server name) at `at`.
 #[derive(Clone, Debug)]
-pub struct LifecycleEvent {
+pub struct ServerLifecycleEvent {
     pub at: std::time::Instant,
     pub server: String,
     pub event: LocalEvent,
@@ -31,14 +31,14 @@ pub struct LifecycleEvent {
     pub revision: Option<String>,
 }
 
-/// The log every clone of a lifecycle and every server entry appends to.
-pub(super) type EventLog = Arc<Mutex<Vec<LifecycleEvent>>>;
+/// The log every clone of a server lifecycle and every server entry appends to.
+pub(super) type EventLog = Arc<Mutex<Vec<ServerLifecycleEvent>>>;
 
 pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent, revision: Option<&str>) {
     events
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push(LifecycleEvent {
+        .push(ServerLifecycleEvent {
             at: std::time::Instant::now(),
             server: server.to_string(),
             event,
@@ -47,6 +47,6 @@ pub(super) fn log(events: &EventLog, server: &str, event: LocalEvent, revision: 
 }
 
 /// Every event so far, in order.
-pub(super) fn all(events: &EventLog) -> Vec<LifecycleEvent> {
+pub(super) fn all(events: &EventLog) -> Vec<ServerLifecycleEvent> {
     events.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

@@ -3,17 +3,17 @@
 
 use std::path::Path;
 
-use cluster_controller::lifecycle::{DesiredServer, LifecycleError};
 use cluster_controller::render::ServerPlan;
+use cluster_controller::server_lifecycle::{DesiredServer, ServerLifecycleError};
 
 use super::failed;
 use crate::server::process::CONFIG_FILE;
 
 /// Beside the config: the revision and plan it was rendered from (see
-/// [`ServerLifecycle::stored_plan`](cluster_controller::lifecycle::ServerLifecycle::stored_plan)).
+/// [`ServerLifecycle::stored_plan`](cluster_controller::server_lifecycle::ServerLifecycle::stored_plan)).
 pub const PLAN_FILE: &str = "plan.json";
 
-fn write_file(path: &Path, contents: &[u8], object: &str) -> Result<(), LifecycleError> {
+fn write_file(path: &Path, contents: &[u8], object: &str) -> Result<(), ServerLifecycleError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
             failed(
@@ -58,7 +58,10 @@ pub(super) fn missing_tls_files(server: &DesiredServer) -> Vec<String> {
 }
 
 /// Writes the server's files, then its plan, then its config into `dir`.
-pub(super) fn write_server_files(dir: &Path, server: &DesiredServer) -> Result<(), LifecycleError> {
+pub(super) fn write_server_files(
+    dir: &Path,
+    server: &DesiredServer,
+) -> Result<(), ServerLifecycleError> {
     let object = format!("server {}", server.plan.server_name);
     for f in &server.files {
         write_file(Path::new(&f.path), &f.contents, &object)?;

@@ -5,12 +5,12 @@
 //! the process to exit (a deadline past the lame-duck duration, then SIGKILL), start again with
 //! the new config. A process that exits on its own is started again at the next look, counted
 //! as a restart — what the kubelet does for a container. Every process is killed when the
-//! [`LocalLifecycle`] drops.
+//! [`LocalServerLifecycle`] drops.
 //!
-//! Here: the lifecycle and what it keeps per cluster; [`layout`] where a local server listens
+//! Here: the server lifecycle and what it keeps per cluster; [`layout`] where a local server listens
 //! and keeps its files; [`process`] one server's process (on [`crate::server::process`]);
 //! [`files`] what it reads from its directory; [`events`] the log of what happened to each;
-//! [`adapter`] the [`ServerLifecycle`](cluster_controller::lifecycle::ServerLifecycle) methods;
+//! [`adapter`] the [`ServerLifecycle`](cluster_controller::server_lifecycle::ServerLifecycle) methods;
 //! [`collect`] the servers of a NatsCluster that is gone, stopped as the kubelet stops pods.
 
 mod adapter;
@@ -27,12 +27,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cluster_controller::lifecycle::LifecycleError;
 use cluster_controller::plan::Ports;
 use cluster_controller::render::ServerPlan;
+use cluster_controller::server_lifecycle::ServerLifecycleError;
 use nats_api::cluster::NatsCluster;
 
-pub use self::events::{LifecycleEvent, LocalEvent};
+pub use self::events::{LocalEvent, ServerLifecycleEvent};
 pub use self::files::PLAN_FILE;
 pub use self::layout::{LOCAL_HOST, LocalLayout};
 pub use self::process::{EXIT_DEADLINE, START_DEADLINE};
@@ -68,7 +68,7 @@ impl ClusterState {
 /// controller holds one, the sim another to observe and fault them); the processes are killed
 /// when the last clone drops.
 #[derive(Clone)]
-pub struct LocalLifecycle {
+pub struct LocalServerLifecycle {
     root: PathBuf,
     binary: BinaryResolver,
     allocate: PortAllocator,
@@ -77,9 +77,9 @@ pub struct LocalLifecycle {
     http: Monitor,
 }
 
-impl std::fmt::Debug for LocalLifecycle {
+impl std::fmt::Debug for LocalServerLifecycle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalLifecycle")
+        f.debug_struct("LocalServerLifecycle")
             .field("root", &self.root)
             .finish_non_exhaustive()
     }
@@ -97,15 +97,15 @@ fn failed(
     action: &'static str,
     object: impl Into<String>,
     reason: impl ToString,
-) -> LifecycleError {
-    LifecycleError::Failed {
+) -> ServerLifecycleError {
+    ServerLifecycleError::Failed {
         action,
         object: object.into(),
         reason: reason.to_string(),
     }
 }
 
-impl LocalLifecycle {
+impl LocalServerLifecycle {
     /// Servers under `root`, binaries from `binary`, ports from [`crate::ports::free_port`].
     pub fn new(root: impl Into<PathBuf>, binary: BinaryResolver) -> Self {
         Self::with_ports(root, binary, Arc::new(crate::ports::free_port))
@@ -175,7 +175,7 @@ impl LocalLifecycle {
 
     /// The Service names of every local NatsCluster, resolved to the loopback listeners they
     /// lead to ([`names`]), for [`nats_wire::names::resolve_names_with`] and the servers' own
-    /// gateway and leaf remotes. The map holds the lifecycle weakly: it keeps no server alive.
+    /// gateway and leaf remotes. The map holds the server lifecycle weakly: it keeps no server alive.
     pub fn service_names(&self) -> nats_wire::names::ServiceNames {
         let clusters = Arc::downgrade(&self.clusters);
         Arc::new(move |host: &str, port: u16| {
@@ -222,7 +222,7 @@ impl LocalLifecycle {
 
     /// Starts again every server whose process exited on its own, as a kubelet restarts a
     /// container whatever the controller is doing; servers in the middle of an operation are
-    /// left to it. The sim runs this every [`SUPERVISE_EVERY`] (see [`LocalLifecycle::supervise`]).
+    /// left to it. The sim runs this every [`SUPERVISE_EVERY`] (see [`LocalServerLifecycle::supervise`]).
     pub async fn revive_exited(&self) {
         for e in self.entries() {
             if let Ok(mut guard) = e.local.try_lock() {
@@ -247,7 +247,7 @@ impl LocalLifecycle {
     }
 
     /// Kills every process at once (SIGKILL), without lame duck: for a host going away while
-    /// a controller task may still hold this lifecycle. A server in the middle of a restart is
+    /// a controller task may still hold this server lifecycle. A server in the middle of a restart is
     /// left to its own drop.
     pub fn kill_all(&self) {
         for e in self.entries() {
@@ -260,7 +260,7 @@ impl LocalLifecycle {
     }
 
     /// Every start, lame duck, restart, revival and delete so far, in order.
-    pub fn events(&self) -> Vec<LifecycleEvent> {
+    pub fn events(&self) -> Vec<ServerLifecycleEvent> {
         events::all(&self.events)
     }
 
@@ -298,7 +298,7 @@ impl LocalLifecycle {
         })
     }
 
-    fn resolve(&self, cluster: &NatsCluster) -> Result<PathBuf, LifecycleError> {
+    fn resolve(&self, cluster: &NatsCluster) -> Result<PathBuf, ServerLifecycleError> {
         (self.binary)(&cluster.spec.version).map_err(|e| {
             failed(
                 "resolve nats-server",

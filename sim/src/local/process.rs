@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use cluster_controller::lifecycle::LifecycleError;
 use cluster_controller::rollout::volume::ClaimShape;
+use cluster_controller::server_lifecycle::ServerLifecycleError;
 
 use super::events::{EventLog, LocalEvent, log};
 use super::failed;
@@ -102,7 +102,7 @@ pub(super) async fn start(
     monitor: u16,
     http: &Monitor,
     object: &str,
-) -> Result<Running, LifecycleError> {
+) -> Result<Running, ServerLifecycleError> {
     std::fs::create_dir_all(dir).map_err(|e| {
         failed(
             "create directory",
@@ -184,7 +184,7 @@ impl Entry {
         dir: &Path,
         monitor: u16,
         http: &Monitor,
-    ) -> Result<(), LifecycleError> {
+    ) -> Result<(), ServerLifecycleError> {
         let exited = match local.running.as_mut() {
             Some(r) => r.process.exited().is_some(),
             None => !local.dir.as_os_str().is_empty() && !dir.as_os_str().is_empty(),

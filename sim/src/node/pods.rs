@@ -1,5 +1,5 @@
-//! The lives of the servers the kubelet runs, told as the local lifecycle tells its own
-//! ([`LifecycleEvent`]s), so a scenario's timeline, rollout steps and restart order read the same
+//! The lives of the servers the kubelet runs, told as the local server lifecycle tells its own
+//! ([`ServerLifecycleEvent`]s), so a scenario's timeline, rollout steps and restart order read the same
 //! on either backend. A server is a pod (the cluster controller's StatefulSet of one), named by
 //! its `cluster.nats.mikluko.io/server` label; its pod is replaced under the same name.
 //!
@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::watcher;
 
-use crate::local::{LifecycleEvent, LocalEvent};
+use crate::local::{LocalEvent, ServerLifecycleEvent};
 
 /// The label naming the server a pod runs.
 pub const SERVER_LABEL: &str = "cluster.nats.mikluko.io/server";
@@ -116,7 +116,7 @@ impl Lives {
     }
 
     /// Per server, how often it was started again (replaced, or revived in place).
-    pub fn restarts(events: &[LifecycleEvent]) -> BTreeMap<String, u32> {
+    pub fn restarts(events: &[ServerLifecycleEvent]) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
         for e in events {
             let n = out.entry(e.server.clone()).or_insert(0);
@@ -130,7 +130,7 @@ impl Lives {
 
 /// The servers' pods watched in every namespace, their lives logged as they are seen.
 pub struct PodLog {
-    events: Arc<Mutex<Vec<LifecycleEvent>>>,
+    events: Arc<Mutex<Vec<ServerLifecycleEvent>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -169,10 +169,10 @@ impl PodLog {
                     continue;
                 };
                 let at = Instant::now();
-                let added: Vec<LifecycleEvent> = lives
+                let added: Vec<ServerLifecycleEvent> = lives
                     .see(&facts)
                     .into_iter()
-                    .map(|event| LifecycleEvent {
+                    .map(|event| ServerLifecycleEvent {
                         at,
                         server: facts.server.clone(),
                         event,
@@ -186,7 +186,7 @@ impl PodLog {
     }
 
     /// Every event logged so far, in the order seen.
-    pub fn events(&self) -> Vec<LifecycleEvent> {
+    pub fn events(&self) -> Vec<ServerLifecycleEvent> {
         self.events
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -250,7 +250,7 @@ mod tests {
     #[test]
     fn restarts_count_replacements_and_revivals() {
         let at = Instant::now();
-        let e = |server: &str, event| LifecycleEvent {
+        let e = |server: &str, event| ServerLifecycleEvent {
             at,
             server: server.into(),
             event,

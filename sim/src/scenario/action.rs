@@ -154,7 +154,7 @@ pub enum Action {
         controller: String,
     },
     /// Applies a manifest holding NatsClusters and waits until the cluster controller has
-    /// every server of each running and healthy on the local lifecycle.
+    /// every server of each running and healthy on the local server lifecycle.
     ApplyNatsCluster {
         path: String,
         #[serde(with = "crate::duration", default = "default_cluster_wait")]

@@ -343,7 +343,7 @@ pub struct RolloutStep {
     pub gate_ms: Option<u64>,
 }
 
-/// The rollout steps from the lifecycle's log, as (at_ms, server, event) in time order.
+/// The rollout steps from the server lifecycle's log, as (at_ms, server, event) in time order.
 pub fn rollout_steps(log: &[(u64, String, crate::local::LocalEvent)]) -> Vec<RolloutStep> {
     use crate::local::LocalEvent;
     let mut out: Vec<RolloutStep> = Vec::new();

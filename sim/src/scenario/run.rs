@@ -149,7 +149,7 @@ pub async fn run_at(
     report.status_figures = status_figures(&scenario.steps, &report.steps);
     report.clients = client_reports;
     servers.extend(server_events_of_steps(&scenario.steps, &report.steps));
-    // Servers the sim started itself (no lifecycle saw them start) are up once deployed.
+    // Servers the sim started itself (no server lifecycle saw them start) are up once deployed.
     for name in &server_names {
         if !log.iter().any(|(_, s, _)| s == name) {
             servers.push(ServerEvent::new(deployed_ms, name, ServerChange::Started));

@@ -76,7 +76,7 @@ impl StepContext {
 
     /// Per server of every NatsCluster applied, its restarts; per controller, its restarts.
     pub(super) async fn restarts(&self) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
-        use cluster_controller::lifecycle::ServerLifecycle;
+        use cluster_controller::server_lifecycle::ServerLifecycle;
         let mut servers = BTreeMap::new();
         let mut controllers = BTreeMap::new();
         let Some(plane) = &self.host else {
@@ -92,7 +92,7 @@ impl StepContext {
             let Ok(cluster) = controlled::read_cluster(host, ns, name).await else {
                 continue;
             };
-            if let Ok(observed) = host.lifecycle().observe(&cluster).await {
+            if let Ok(observed) = host.server_lifecycle().observe(&cluster).await {
                 for o in observed {
                     servers.insert(o.server_name, o.restarts);
                 }

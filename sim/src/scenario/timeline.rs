@@ -90,8 +90,8 @@ impl ServerEvent {
     }
 }
 
-/// The server change of a lifecycle event of the local server lifecycle (controller-run).
-pub fn lifecycle_change(e: LocalEvent) -> ServerChange {
+/// The server change of a server lifecycle event of the local server lifecycle (controller-run).
+pub fn server_change(e: LocalEvent) -> ServerChange {
     match e {
         LocalEvent::Started => ServerChange::Started,
         LocalEvent::LameDuck => ServerChange::LameDuck,
@@ -257,7 +257,7 @@ pub(super) type ServerTimeline = (
     Vec<ServerEvent>,
 );
 
-/// The servers' lives on the local lifecycle, put into the timeline beside the steps and the
+/// The servers' lives on the local server lifecycle, put into the timeline beside the steps and the
 /// traffic.
 pub(super) fn server_timeline(
     host: Option<&crate::host::ControlPlane>,
@@ -281,7 +281,7 @@ pub(super) fn server_timeline(
             changes.push(ServerEvent {
                 at_ms,
                 server: e.server.clone(),
-                change: lifecycle_change(e.event),
+                change: server_change(e.event),
                 revision: e.revision,
             });
             log.push((at_ms, e.server, e.event));

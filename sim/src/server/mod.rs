@@ -1,6 +1,6 @@
 //! One nats-server of a sim topology: start, stop, signals, restart on the same store, wipe the
 //! store, config edit + reload. Its process ([`process`], shared with the local server
-//! lifecycle) is killed by PID when this value drops (also on panic).
+//! server lifecycle) is killed by PID when this value drops (also on panic).
 
 pub mod process;
 

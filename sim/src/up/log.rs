@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::local::{LifecycleEvent, LocalEvent};
+use crate::local::{LocalEvent, ServerLifecycleEvent};
 
 /// One condition as an object's status shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub fn event_line(object: &str, type_: &str, reason: &str, note: &str) -> String
 }
 
 /// What happened to a local server (its process is the pod of this backend).
-pub fn server_line(e: &LifecycleEvent) -> String {
+pub fn server_line(e: &ServerLifecycleEvent) -> String {
     let what = match e.event {
         LocalEvent::Started => "started",
         LocalEvent::LameDuck => "lame duck (restarting)",
@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn server_lines_name_the_server() {
-        let e = LifecycleEvent {
+        let e = ServerLifecycleEvent {
             at: std::time::Instant::now(),
             server: "demo-2".into(),
             event: LocalEvent::LameDuck,

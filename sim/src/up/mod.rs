@@ -24,7 +24,7 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject, ListParams};
 
 use crate::host::{Host, HostError, auth_controller_with_system_connection};
-use crate::local::LifecycleEvent;
+use crate::local::ServerLifecycleEvent;
 
 pub use down::{Down, down, left_behind, running, sweep};
 
@@ -133,7 +133,7 @@ pub async fn start(dir: &Path, opts: &UpOptions) -> Result<Host, UpError> {
         .ok_or_else(|| UpError::BadSystemConnection(opts.system_connection.clone()))?;
     let host = Host::start_in(dir, &[], &["cluster", "jetstream"]).await?;
     host.add_controller("auth", auth_controller_with_system_connection(ns, name));
-    nats_wire::names::resolve_names_with(host.lifecycle().service_names())?;
+    nats_wire::names::resolve_names_with(host.server_lifecycle().service_names())?;
     Ok(host)
 }
 
@@ -265,7 +265,7 @@ impl Seen {
     async fn look(&mut self, host: &Host) -> Vec<Line> {
         let now = chrono::Local::now();
         let mut lines: Vec<Line> = Vec::new();
-        let events: Vec<LifecycleEvent> = host.lifecycle().events();
+        let events: Vec<ServerLifecycleEvent> = host.server_lifecycle().events();
         let instant = std::time::Instant::now();
         lines.extend(events.iter().skip(self.servers).map(|e| {
             let ago = chrono::Duration::from_std(instant.saturating_duration_since(e.at))

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
 use cluster_controller::route_ca;
+use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use sim::controlled::read_cluster;
@@ -34,7 +34,10 @@ async fn settled(manifest: &str, vars: &BTreeMap<String, String>) -> (Host, Obje
 
 async fn observe(host: &Host) -> Vec<ObservedServer> {
     let cluster = read_cluster(host, "nats", "demo").await.expect("cluster");
-    host.lifecycle().observe(&cluster).await.expect("observe")
+    host.server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe")
 }
 
 /// NotAfter of the route certificate each server loaded, by server name.
@@ -45,10 +48,17 @@ async fn loaded_route_certificates(host: &Host) -> BTreeMap<String, String> {
         .build()
         .expect("http client");
     let mut out = BTreeMap::new();
-    for o in host.lifecycle().observe(&cluster).await.expect("observe") {
+    for o in host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe")
+    {
         let url = format!(
             "{}/varz",
-            host.lifecycle().address(&cluster, o.ordinal).monitor_url
+            host.server_lifecycle()
+                .address(&cluster, o.ordinal)
+                .monitor_url
         );
         let varz: Option<serde_json::Value> = match http.get(&url).send().await {
             Ok(r) => r.json().await.ok(),
@@ -251,7 +261,7 @@ async fn without_a_system_user_a_reissued_route_certificate_restarts_each_server
     }
     // One at a time: the restarts never overlap (each lame duck follows the previous start).
     let events: Vec<(String, sim::local::LocalEvent)> = host
-        .lifecycle()
+        .server_lifecycle()
         .events()
         .into_iter()
         .filter(|e| {

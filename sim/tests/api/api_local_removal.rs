@@ -1,4 +1,4 @@
-//! Live tier of scale-down and replacement (design §4.5): the reconciler on the local lifecycle
+//! Live tier of scale-down and replacement (design §4.5): the reconciler on the local server lifecycle
 //! against a real apiserver and real nats-server processes. Without JetStream a server beyond
 //! replicas is deleted and a replaced one deleted and started again under the same name; with
 //! JetStream and no system credentials nothing can be evacuated, so both are blocked with a
@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::ServerLifecycle;
+use cluster_controller::server_lifecycle::ServerLifecycle;
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
 use sim::local::LocalEvent;
@@ -37,7 +37,7 @@ async fn apply(host: &Host, text: &str) {
 
 async fn present(host: &Host, name: &str) -> Vec<String> {
     let cluster = read_cluster(host, "nats", name).await.expect("cluster");
-    host.lifecycle()
+    host.server_lifecycle()
         .observe(&cluster)
         .await
         .expect("observe")
@@ -76,15 +76,15 @@ async fn without_jetstream_scale_down_deletes_and_replace_server_recreates_under
         done["status"]
     );
 
-    let before = host.lifecycle().events().len();
+    let before = host.server_lifecycle().events().len();
     host.annotate(&demo, &format!("{REPLACE}=demo-1"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Deleted, then started again under the same name: read from the lifecycle's own log, since
+    // Deleted, then started again under the same name: read from the server lifecycle's own log, since
     // polling for absence can miss a gap of a few milliseconds.
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let since: Vec<LocalEvent> = host.lifecycle().events()[before..]
+        let since: Vec<LocalEvent> = host.server_lifecycle().events()[before..]
             .iter()
             .filter(|e| e.server == "demo-1")
             .map(|e| e.event)

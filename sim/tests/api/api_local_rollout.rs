@@ -1,4 +1,4 @@
-//! The reconciler on the sim's local lifecycle, against a real kube-apiserver and real
+//! The reconciler on the sim's local server lifecycle, against a real kube-apiserver and real
 //! nats-server processes (story 01, "a change that restarts"): the quickstart settles, a memory
 //! raise restarts the servers one at a time, highest ordinal first, each only once every server
 //! is up again, and the NATS cluster settles on the new revision.
@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
+use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef};
 use sim::testkit::{message, wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(180);
 
-/// The quickstart NatsCluster on the local lifecycle, settled: the host, its reference and
+/// The quickstart NatsCluster on the local server lifecycle, settled: the host, its reference and
 /// the settled object.
 async fn quickstart_settled() -> (Host, ObjectRef, serde_json::Value) {
     let host = Host::start(&["nats"], &["cluster"])
@@ -40,7 +40,11 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
         at_rest["status"]
     );
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
-    let before: Vec<ObservedServer> = host.lifecycle().observe(&cluster).await.expect("observe");
+    let before: Vec<ObservedServer> = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
     let old: Vec<Option<String>> = before.iter().map(|o| o.revision.clone()).collect();
     assert!(
         at_rest["status"]["jetstream"]["metaLeader"].is_string(),
@@ -64,7 +68,11 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
     let mut worst_down = 0usize;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let seen = host.lifecycle().observe(&cluster).await.expect("observe");
+        let seen = host
+            .server_lifecycle()
+            .observe(&cluster)
+            .await
+            .expect("observe");
         let down = seen.iter().filter(|o| !o.ready).count();
         worst_down = worst_down.max(down);
         for o in &seen {
@@ -137,7 +145,11 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
         stepped, order,
         "one RolloutStep Event per server, in the gate's order: {steps:?}"
     );
-    let after = host.lifecycle().observe(&cluster).await.expect("observe");
+    let after = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
     for (b, a) in before.iter().zip(&after) {
         assert!(
             a.restarts > b.restarts,
@@ -156,7 +168,11 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
 async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
     let (host, demo, _) = quickstart_settled().await;
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
-    let before = host.lifecycle().observe(&cluster).await.expect("observe");
+    let before = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
 
     let trust = sim::trust::generate().unwrap_or_else(|e| panic!("{e}"));
     let quickstart = std::fs::read_to_string(workspace_path(
@@ -178,7 +194,11 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
         .unwrap_or_else(|e| panic!("{e}"));
     let message = message(&held, "Progressing");
     assert!(message.contains("adding spec.auth"), "{message}");
-    let after = host.lifecycle().observe(&cluster).await.expect("observe");
+    let after = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
     for (b, a) in before.iter().zip(&after) {
         assert_eq!(
             (a.restarts, &a.revision),
@@ -219,7 +239,11 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
         "status.config: {}",
         done["status"]["config"]
     );
-    let restarted = host.lifecycle().observe(&cluster).await.expect("observe");
+    let restarted = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
     for (b, a) in before.iter().zip(&restarted) {
         assert_eq!(
             a.restarts,
@@ -236,7 +260,9 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
     for o in &restarted {
         let url = format!(
             "{}/varz",
-            host.lifecycle().address(&cluster, o.ordinal).monitor_url
+            host.server_lifecycle()
+                .address(&cluster, o.ordinal)
+                .monitor_url
         );
         let varz: serde_json::Value = http
             .get(&url)
@@ -268,7 +294,10 @@ async fn live_meta_leader(host: &Host, cluster: &nats_api::cluster::NatsCluster)
     loop {
         let mut named = std::collections::BTreeSet::new();
         for i in 0..3 {
-            let url = format!("{}/jsz", host.lifecycle().address(cluster, i).monitor_url);
+            let url = format!(
+                "{}/jsz",
+                host.server_lifecycle().address(cluster, i).monitor_url
+            );
             let leader = match http.get(&url).send().await {
                 Ok(r) => r
                     .json::<serde_json::Value>()

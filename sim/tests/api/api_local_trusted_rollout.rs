@@ -1,5 +1,5 @@
 //! Live tier of reload and replacement under a system user: a NatsCluster under an operator
-//! trust with `auth.systemCredentials` on the local lifecycle against a real apiserver and real
+//! trust with `auth.systemCredentials` on the local server lifecycle against a real apiserver and real
 //! nats-server processes. A reloadable change (a raised JetStream memory store, nothing else
 //! changed) is reloaded over `$SYS` and confirmed by the `/varz` digest with no restart;
 //! `replace-server` evacuates, removes, deletes and recreates the server, and the gate holds
@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cluster_controller::lifecycle::{ObservedServer, ServerLifecycle};
+use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
 use sim::controlled::read_cluster;
 use sim::host::{Host, ObjectRef, condition_of};
 use sim::testkit::wait_object;
@@ -101,7 +101,10 @@ async fn observe(host: &Host) -> Vec<ObservedServer> {
     let cluster = read_cluster(host, "nats", "trusted")
         .await
         .expect("cluster");
-    host.lifecycle().observe(&cluster).await.expect("observe")
+    host.server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

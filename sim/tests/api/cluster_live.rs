@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::ServerLifecycle;
+use cluster_controller::server_lifecycle::ServerLifecycle;
 use sim::controlled::{read_cluster, wait_servers};
 use sim::host::{Host, ObjectRef};
 use sim::testkit::{wait_condition, workspace_path};
@@ -54,11 +54,15 @@ async fn the_quickstart_becomes_three_jetstream_servers_and_settles() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let cluster = read_cluster(&host, "nats", "demo").await.expect("cluster");
-    let observed = host.lifecycle().observe(&cluster).await.expect("observe");
+    let observed = host
+        .server_lifecycle()
+        .observe(&cluster)
+        .await
+        .expect("observe");
     assert_eq!(observed.len(), 3);
     for o in &observed {
         assert!(o.present && o.ready, "{o:?}");
-        let a = host.lifecycle().address(&cluster, o.ordinal);
+        let a = host.server_lifecycle().address(&cluster, o.ordinal);
         let jsz = http_json(format!("{}/jsz", a.monitor_url))
             .await
             .expect("jsz");
@@ -177,7 +181,7 @@ async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
             let cluster = read_cluster(&host, "nats", name).await.expect("cluster");
             let mut inbound = 0;
             for i in 0..2 {
-                let a = host.lifecycle().address(&cluster, i);
+                let a = host.server_lifecycle().address(&cluster, i);
                 let g = http_json(format!("{}/gatewayz", a.monitor_url))
                     .await
                     .unwrap_or_default();
@@ -355,7 +359,7 @@ spec:
     let hub = read_cluster(&host, "nats", "hub").await.expect("hub");
     let mut leafs = 0;
     for i in 0..2 {
-        let a = host.lifecycle().address(&hub, i);
+        let a = host.server_lifecycle().address(&hub, i);
         let l = http_json(format!("{}/leafz", a.monitor_url))
             .await
             .expect("leafz");
@@ -417,7 +421,7 @@ spec:
         .expect("cluster");
     let urls: Vec<async_nats::ServerAddr> = (0..3)
         .map(|i| {
-            host.lifecycle()
+            host.server_lifecycle()
                 .address(&cluster, i)
                 .client_url
                 .parse()
@@ -425,7 +429,7 @@ spec:
         })
         .collect();
     for i in 0..3 {
-        let a = host.lifecycle().address(&cluster, i);
+        let a = host.server_lifecycle().address(&cluster, i);
         let varz = http_json(format!("{}/varz", a.monitor_url))
             .await
             .expect("varz");
@@ -513,7 +517,7 @@ async fn the_auth_plane_story_boots_under_the_auth_controllers_trust() {
         .await
         .expect("cluster");
     for i in 0..3 {
-        let a = host.lifecycle().address(&cluster, i);
+        let a = host.server_lifecycle().address(&cluster, i);
         let varz = http_json(format!("{}/varz", a.monitor_url))
             .await
             .expect("varz");
@@ -540,7 +544,7 @@ async fn the_auth_plane_story_boots_under_the_auth_controllers_trust() {
     let ca_path = dir_for_ca(&ca);
     let urls: Vec<async_nats::ServerAddr> = (0..3)
         .map(|i| {
-            host.lifecycle()
+            host.server_lifecycle()
                 .address(&cluster, i)
                 .client_url
                 .replace("nats://", "tls://")

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cluster_controller::lifecycle::ServerLifecycle;
+use cluster_controller::server_lifecycle::ServerLifecycle;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use sim::host::{Host, ObjectRef, auth_controller_with_system_connection};
@@ -85,7 +85,7 @@ async fn host(dir: &std::path::Path) -> Host {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     host.add_controller("auth", auth_controller_with_system_connection(NS, "auth"));
-    nats_wire::names::resolve_names_with(host.lifecycle().service_names())
+    nats_wire::names::resolve_names_with(host.server_lifecycle().service_names())
         .unwrap_or_else(|e| panic!("{e}"));
     host
 }
@@ -161,10 +161,13 @@ fn watch_streams(
 }
 
 /// Whether the servers of NatsCluster `ns/demo` are stopped as the kubelet stops a deleted pod:
-/// the lifecycle runs none, each of `pids` has exited, and their files are gone.
+/// the server lifecycle runs none, each of `pids` has exited, and their files are gone.
 fn servers_stopped(host: &Host, ns: &str, pids: &[u32]) -> bool {
-    !host.lifecycle().clusters().contains(&format!("{ns}/demo"))
-        && !host.lifecycle().cluster_root(ns, "demo").exists()
+    !host
+        .server_lifecycle()
+        .clusters()
+        .contains(&format!("{ns}/demo"))
+        && !host.server_lifecycle().cluster_root(ns, "demo").exists()
         && pids
             .iter()
             .all(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), None).is_err())
@@ -190,10 +193,10 @@ async fn run(host: &Host, pki: &mut sim::up::pki::Pki, shuffle: Option<&mut Rng>
         .await
         .expect("cluster");
     let monitors: Vec<String> = (0..3)
-        .map(|i| host.lifecycle().address(&cluster, i).monitor_url)
+        .map(|i| host.server_lifecycle().address(&cluster, i).monitor_url)
         .collect();
     let pids: Vec<u32> = (0..3)
-        .filter_map(|i| host.lifecycle().pid(NS, "demo", i))
+        .filter_map(|i| host.server_lifecycle().pid(NS, "demo", i))
         .collect();
     let (last_jsz, watcher) = watch_streams(monitors);
     let mut objects = tenant_objects(host).await;
@@ -344,7 +347,7 @@ async fn story_02s_tenant_deleted_in_a_random_order_20_times() {
     runs(20, true).await;
 }
 
-/// Item 5: a NatsCluster deleted under the local lifecycle (what `sim up` runs) has its
+/// Item 5: a NatsCluster deleted under the local server lifecycle (what `sim up` runs) has its
 /// nats-server processes stopped within the pods' termination grace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_natsclusters_servers_stop_within_the_termination_grace() {
@@ -360,7 +363,7 @@ async fn a_deleted_natsclusters_servers_stop_within_the_termination_grace() {
     let demo = ObjectRef::parse("NatsCluster/nats/demo").expect("ref");
     wait_condition(&host, &demo, "Ready", READY).await;
     let pids: Vec<u32> = (0..3)
-        .filter_map(|i| host.lifecycle().pid("nats", "demo", i))
+        .filter_map(|i| host.server_lifecycle().pid("nats", "demo", i))
         .collect();
     assert_eq!(pids.len(), 3, "three servers run");
     host.delete(&demo).await.unwrap_or_else(|e| panic!("{e}"));
@@ -432,7 +435,7 @@ async fn a_connection_and_its_user_wait_for_the_delete_resources_that_need_them(
     let cluster = sim::controlled::read_cluster(&host, NS, "demo")
         .await
         .expect("cluster");
-    let monitor = host.lifecycle().address(&cluster, 0).monitor_url;
+    let monitor = host.server_lifecycle().address(&cluster, 0).monitor_url;
     for o in [
         "NatsConsumer/nats-system/worker",
         "NatsKeyValue/nats-system/carts",
@@ -474,7 +477,7 @@ async fn a_consumer_deleted_after_its_stream_and_servers_went_goes() {
     let consumer = ObjectRef::parse("NatsConsumer/nats-system/worker").expect("ref");
     let demo = ObjectRef::parse("NatsCluster/nats-system/demo").expect("ref");
     let pids: Vec<u32> = (0..3)
-        .filter_map(|i| host.lifecycle().pid(NS, "demo", i))
+        .filter_map(|i| host.server_lifecycle().pid(NS, "demo", i))
         .collect();
     assert_eq!(pids.len(), 3, "three servers run");
     for o in [

@@ -4,7 +4,7 @@
 mod cli;
 mod cluster;
 mod faults;
-mod local_lifecycle;
+mod local_server_lifecycle;
 mod operator;
 mod replica_copy;
 mod route_cuts;

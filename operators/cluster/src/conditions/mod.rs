@@ -1,5 +1,5 @@
 //! The conditions a NatsCluster's status reads (design §4.7, API.md) as pure functions of what
-//! the reconciler observed: the servers (pods or processes) through the lifecycle port, and the
+//! the reconciler observed: the servers (pods or processes) through the server lifecycle port, and the
 //! servers' own answers ([`crate::observation`]). Each condition is decided as the kit's
 //! [`Decided`](controller_kit::conditions::Decided): its type, status, reason and message.
 //!

@@ -4,7 +4,7 @@
 use controller_kit::conditions::Decided;
 use nats_api::cluster::{condition, reason};
 
-use crate::lifecycle::ObservedServer;
+use crate::server_lifecycle::ObservedServer;
 
 /// Ready: every server's pod Ready, or a quorum of them, unless an object in the way or a
 /// refusal says otherwise.

@@ -14,8 +14,8 @@ use super::gateways::gateways;
 use super::leafnodes::{LeafRemoteView, leafnodes};
 use super::ready::{ready, ready_count};
 use super::settled::{settled, settled_after_restarts};
-use crate::lifecycle::ObservedServer;
 use crate::observation::{Observation, ServerAnswer, meta_leader, oldest_version};
+use crate::server_lifecycle::ObservedServer;
 
 #[rstest]
 #[case::nothing_restarted(true, &[], (true, reason::ALL_GROUPS_CURRENT, "judged"))]

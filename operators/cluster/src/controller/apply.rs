@@ -16,7 +16,6 @@ use super::context::Context;
 use super::error::Error;
 use super::gather::Gathered;
 use super::plan::{Planned, cluster_revision};
-use crate::lifecycle::{DesiredServer, ObservedServer, ServerFile, ServerLifecycle};
 use crate::objects::Owner;
 use crate::objects::apply::{apply_owned, failed};
 use crate::objects::leaf_remotes::{self, LeafRemoteFiles};
@@ -24,6 +23,7 @@ use crate::plan::{Layout, leaf_ca_file, leaf_creds_file};
 use crate::refusals::controlled_by;
 use crate::render;
 use crate::rollout::step::{ServerState, server_state};
+use crate::server_lifecycle::{DesiredServer, ObservedServer, ServerFile, ServerLifecycle};
 
 /// What the writes left the servers as.
 pub struct Applied {
@@ -52,9 +52,12 @@ pub async fn apply<L: ServerLifecycle>(
     let (listeners, mut foreign) = certificates::listeners(ctx, owner, &cluster.spec).await?;
     foreign.extend(leaf_remotes_secret(ctx, owner, &gathered.leaf_remotes.files).await?);
     let desired = desired_servers(cluster, planned, &listeners, &gathered.leaf_remotes.files);
-    let shared = ctx.lifecycle.apply_shared(cluster, &planned.plans).await?;
+    let shared = ctx
+        .server_lifecycle
+        .apply_shared(cluster, &planned.plans)
+        .await?;
     foreign.extend(shared.foreign);
-    let before = ctx.lifecycle.observe(cluster).await?;
+    let before = ctx.server_lifecycle.observe(cluster).await?;
     let (creating, kept) = create_absent(ctx, cluster, &desired, &before).await?;
     foreign.extend(kept);
     let revisions: Vec<String> = desired.iter().map(|d| d.revision.clone()).collect();
@@ -151,7 +154,7 @@ async fn create_absent<L: ServerLifecycle>(
             ServerState::Absent => creating.push(d.plan.server_name.clone()),
             ServerState::Current => {}
         }
-        foreign.extend(ctx.lifecycle.apply_server(cluster, d).await?.foreign);
+        foreign.extend(ctx.server_lifecycle.apply_server(cluster, d).await?.foreign);
     }
     Ok((creating, foreign))
 }

@@ -12,11 +12,11 @@ use nats_api::cluster::{NatsClusterSpec, names};
 use super::context::Context;
 use super::error::Error;
 use super::read::{secret, secret_key, tls_files};
-use crate::lifecycle::ServerLifecycle;
 use crate::objects::apply::FIELD_MANAGER;
 use crate::objects::{Owner, tls_secret_name};
 use crate::refusals;
 use crate::route_ca::{self, RouteCa};
+use crate::server_lifecycle::ServerLifecycle;
 
 /// The certificate files each listener mounts: listener → file name → contents.
 pub type Listeners = BTreeMap<&'static str, BTreeMap<String, Vec<u8>>>;

@@ -8,9 +8,9 @@ use std::time::Duration;
 use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
 
-use crate::lifecycle::ServerLifecycle;
 use crate::objects::apply::FIELD_MANAGER;
 use crate::render::ServerPlan;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(5);
@@ -53,7 +53,7 @@ pub struct Context<L: ServerLifecycle> {
     /// [`FIELD_MANAGER`].
     pub shared: Shared,
     /// How the servers are reached.
-    pub lifecycle: L,
+    pub server_lifecycle: L,
     /// The process settings.
     pub settings: Settings,
     /// The plans this process rendered, by revision: what a running server's config was, so a
@@ -89,16 +89,16 @@ impl<L: ServerLifecycle> Context<L> {
     }
 }
 
-/// A context over `lifecycle`.
+/// A context over `server_lifecycle`.
 pub fn context<L: ServerLifecycle>(
     client: kube::Client,
-    lifecycle: L,
+    server_lifecycle: L,
     settings: Settings,
     metrics: Metrics,
 ) -> Arc<Context<L>> {
     Arc::new(Context {
         shared: Shared::new(client, metrics, FIELD_MANAGER).scoped(settings.scope.clone()),
-        lifecycle,
+        server_lifecycle,
         settings,
         plans: Default::default(),
     })

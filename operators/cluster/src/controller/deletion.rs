@@ -23,9 +23,9 @@ use super::context::Context;
 use super::error::Error;
 use super::observe::system_access;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
-use crate::lifecycle::ServerLifecycle;
 use crate::nats::observe;
 use crate::nats::system_connection::dial_system;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// The cluster controller's finalizer on a NatsCluster with JetStream.
 pub const FINALIZER: &str = "cluster.nats.mikluko.io/deletion-guard";
@@ -119,22 +119,22 @@ async fn observe_data<L: ServerLifecycle>(
         return Ok(DataObservation::NoJetStream);
     }
     let name = cluster.name_any();
-    match ctx.lifecycle.servers_gone(cluster).await {
+    match ctx.server_lifecycle.servers_gone(cluster).await {
         Ok(true) => return Ok(DataObservation::ServersGone),
         Ok(false) => {}
         Err(e) => return Ok(DataObservation::Failed(e.to_string())),
     }
-    let observed = match ctx.lifecycle.observe(cluster).await {
+    let observed = match ctx.server_lifecycle.observe(cluster).await {
         Ok(o) => o,
         Err(e) => return Ok(DataObservation::Failed(e.to_string())),
     };
-    let present: Vec<(String, crate::lifecycle::ServerAddress)> = observed
+    let present: Vec<(String, crate::server_lifecycle::ServerAddress)> = observed
         .iter()
         .filter(|o| o.present && o.ready)
         .map(|o| {
             (
                 o.server_name.clone(),
-                ctx.lifecycle.address(cluster, o.ordinal),
+                ctx.server_lifecycle.address(cluster, o.ordinal),
             )
         })
         .collect();

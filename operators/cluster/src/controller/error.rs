@@ -2,13 +2,13 @@
 //! under (`nats_operator_reconcile_errors_total{error}`): a failure to reach the Kubernetes API
 //! (`kube`) or to write the deletion guard's finalizer (`finalizer`) fails the reconcile,
 //! retried with a backoff by the kit's error policy; a failing server-lifecycle port
-//! (`lifecycle`) is caught by the pass and written as Ready=False ReconcileFailed, looked at again
+//! (`server_lifecycle`) is caught by the pass and written as Ready=False ReconcileFailed, looked at again
 //! after a backoff too ([`super::pass`]).
 
 use controller_kit::error::{KubeError, ReconcileError, label};
 use controller_kit::finalizer::WriteError;
 
-use crate::lifecycle::LifecycleError;
+use crate::server_lifecycle::ServerLifecycleError;
 
 /// What failed, on which object.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +25,7 @@ pub enum Error {
     Finalizer(#[from] WriteError),
     /// The server-lifecycle port failed; it names the object and what it was asked.
     #[error(transparent)]
-    Lifecycle(#[from] LifecycleError),
+    ServerLifecycle(#[from] ServerLifecycleError),
 }
 
 impl Error {
@@ -50,7 +50,7 @@ impl ReconcileError for Error {
         match self {
             Error::Kube { .. } => label::KUBE,
             Error::Finalizer(_) => label::FINALIZER,
-            Error::Lifecycle(_) => "lifecycle",
+            Error::ServerLifecycle(_) => "server_lifecycle",
         }
     }
 }
@@ -72,11 +72,11 @@ mod tests {
         op: controller_kit::finalizer::Op::Remove,
         source: api_error(),
     }), "finalizer")]
-    #[case::lifecycle(Error::Lifecycle(LifecycleError::Failed {
+    #[case::server_lifecycle(Error::ServerLifecycle(ServerLifecycleError::Failed {
         action: "apply",
         object: "NatsCluster nats/demo".into(),
         reason: "r".into(),
-    }), "lifecycle")]
+    }), "server_lifecycle")]
     fn every_error_names_its_object_and_knows_its_label(#[case] e: Error, #[case] label: &str) {
         assert_eq!(e.metric_label(), label);
         assert!(e.to_string().contains("NatsCluster nats/demo"), "{e}");

@@ -14,7 +14,7 @@
 //! only a failure to reach the Kubernetes API or to write the finalizer is an [`Error`]. Nothing
 //! crashes the loop. [`context`] is what every pass shares, the kit's `Shared` among it.
 //!
-//! [`ServerLifecycle`]: crate::lifecycle::ServerLifecycle
+//! [`ServerLifecycle`]: crate::server_lifecycle::ServerLifecycle
 
 pub mod apply;
 pub mod certificates;

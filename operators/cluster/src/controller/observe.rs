@@ -11,11 +11,11 @@ use super::context::Context;
 use super::error::Error;
 use super::read::{secret, secret_key};
 use crate::conditions::settled::settled;
-use crate::lifecycle::{ServerAddress, ServerLifecycle};
 use crate::nats::observe::{Asks, over_monitor, over_system};
 use crate::nats::system_connection::SystemAccess;
 use crate::objects::tls_secret_name;
 use crate::observation::Observation;
+use crate::server_lifecycle::{ServerAddress, ServerLifecycle};
 
 /// What this pass saw of the servers before writing anything.
 pub struct Seen {
@@ -40,14 +40,18 @@ pub async fn observe<L: ServerLifecycle>(
 ) -> Result<Seen, Error> {
     let spec = &cluster.spec;
     let name = cluster.name_any();
-    let observed = ctx.lifecycle.observe(cluster).await.unwrap_or_default();
+    let observed = ctx
+        .server_lifecycle
+        .observe(cluster)
+        .await
+        .unwrap_or_default();
     let ready: Vec<(String, ServerAddress)> = observed
         .iter()
         .filter(|o| o.ready)
         .map(|o| {
             (
                 o.server_name.clone(),
-                ctx.lifecycle.address(cluster, o.ordinal),
+                ctx.server_lifecycle.address(cluster, o.ordinal),
             )
         })
         .collect();

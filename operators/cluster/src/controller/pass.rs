@@ -42,7 +42,7 @@ use super::refuse::{Go, go, refuse};
 use super::step::{choose, take};
 use super::write_status::write_status;
 use super::written::{Rolled, Written, caught, held, tell_foreign};
-use crate::lifecycle::ServerLifecycle;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// One pass over `cluster`; returns when to look again.
 pub async fn pass<L: ServerLifecycle>(
@@ -52,7 +52,7 @@ pub async fn pass<L: ServerLifecycle>(
     let gathered = gather(&ctx.shared.client, &ctx.shared.scope.namespaces, cluster).await?;
     let seen = observe(ctx, cluster).await?;
     let holds = refuse(cluster, &ctx.settings, &gathered, &seen);
-    let planned = plan(cluster, &gathered, ctx.lifecycle.layout(cluster));
+    let planned = plan(cluster, &gathered, ctx.server_lifecycle.layout(cluster));
     let written = match go(cluster, &holds, &planned) {
         Go::Unowned(e) => Written::Unowned(e),
         Go::Held(hold) => held(ctx, cluster, &planned.plans, hold).await,
@@ -61,7 +61,7 @@ pub async fn pass<L: ServerLifecycle>(
                 let applied = apply(ctx, cluster, &owner, &gathered, &planned).await?;
                 let chosen = choose(ctx, cluster, &seen, &holds, &applied).await?;
                 let taken = take(ctx, cluster, &seen, &holds, &applied, &chosen).await?;
-                let observed = ctx.lifecycle.observe(cluster).await?;
+                let observed = ctx.server_lifecycle.observe(cluster).await?;
                 let rolled = Rolled::new(cluster, applied, chosen, taken, observed);
                 tell_foreign(ctx, cluster, &rolled.foreign).await;
                 Ok(rolled)

@@ -19,7 +19,7 @@ use super::deletion::{self, FINALIZER, wants_finalizer};
 use super::error::Error;
 use super::gauges;
 use super::pass::pass;
-use crate::lifecycle::ServerLifecycle;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// Reconciles `cluster`: one pass, or the deletion guard.
 pub async fn reconcile<L: ServerLifecycle>(

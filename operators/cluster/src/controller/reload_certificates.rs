@@ -14,12 +14,12 @@ use super::apply::Applied;
 use super::context::Context;
 use super::observe::Seen;
 use crate::certificate_reload as certs;
-use crate::lifecycle::ServerLifecycle;
 use crate::nats::reload::reload_for_certificates;
 use crate::nats::system_connection::dial_system;
 use crate::reload::ReloadTiming;
 use crate::rollout::order::{Action, Decision};
 use crate::rollout::status::certificates_pending;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// Reloads the servers serving rotated-out certificates. Returns Progressing=True ReloadPending
 /// naming the servers not yet serving the new certificates, if any.

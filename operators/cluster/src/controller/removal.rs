@@ -3,7 +3,7 @@
 //! wait, step the meta leader down, `$JS.API.SERVER.REMOVE`, delete its workload, config and
 //! labelled storage, recreate it (replacement) and wait until the meta leader lists it again.
 //!
-//! The lifecycle reports whether the server's workload exists; the PVC and ConfigMap rules are
+//! The server lifecycle reports whether the server's workload exists; the PVC and ConfigMap rules are
 //! its `delete_server`'s (a PVC only when proven the claim of the server's own StatefulSet,
 //! [`crate::objects::claims`]), whose leftovers are named. A PVC that only looks like the
 //! server's claim (its labels under another name) is left and told in a
@@ -16,7 +16,6 @@ use nats_wire::monitor::Jsz;
 use super::apply::Applied;
 use super::context::Context;
 use super::observe::Seen;
-use crate::lifecycle::ServerLifecycle;
 use crate::nats::system_connection::dial_system;
 use crate::rollout::gate::MetaObservation;
 use crate::rollout::observe::{groups_on, not_current, stream_replicas};
@@ -24,6 +23,7 @@ use crate::rollout::order::Step;
 use crate::rollout::removal::{
     RemovalInput, RemovalKind, RemovalStep, ServerObjects, StreamReplicas, next,
 };
+use crate::server_lifecycle::ServerLifecycle;
 use nats_api::cluster::ServerRemoval;
 
 /// The Warning Event naming a PVC left at a server's removal because it only looks like the
@@ -68,7 +68,7 @@ pub struct Removing<'a> {
 }
 
 /// Decides and takes the next step of a server's removal. Returns the step and the objects the
-/// lifecycle left because the NatsCluster does not control them. A step that fails is
+/// server lifecycle left because the NatsCluster does not control them. A step that fails is
 /// [`RemovalStep::Failed`]: asked again next pass, its phase unchanged.
 pub async fn removal_step<L: ServerLifecycle>(
     ctx: &Context<L>,
@@ -107,7 +107,11 @@ pub async fn removal_step<L: ServerLifecycle>(
         server_ready: observed.is_some_and(|o| o.ready),
     });
     if let RemovalStep::Delete { .. } = &step {
-        return match ctx.lifecycle.delete_server(cluster, s.ordinal, true).await {
+        return match ctx
+            .server_lifecycle
+            .delete_server(cluster, s.ordinal, true)
+            .await
+        {
             Ok(a) => {
                 for kept in &a.kept {
                     ctx.shared
@@ -198,7 +202,7 @@ async fn ask<L: ServerLifecycle>(
         }
         RemovalStep::Recreate => match applied.desired.iter().find(|d| d.ordinal == s.ordinal) {
             Some(d) => ctx
-                .lifecycle
+                .server_lifecycle
                 .apply_server(cluster, d)
                 .await
                 .map(|_| ())

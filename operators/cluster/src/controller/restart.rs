@@ -9,17 +9,17 @@ use super::context::Context;
 use super::error::Error;
 use super::observe::Seen;
 use crate::apply_mode::{ApplyMode, apply_mode};
-use crate::lifecycle::{DesiredServer, ServerLifecycle};
 use crate::nats::reload::reload_server;
 use crate::nats::system_connection::{SystemAccess, dial_system};
 use crate::reload::{ReloadDecision, ReloadTiming, Route, config_digest, route};
 use crate::render::render_block;
 use crate::rollout::status::config_status;
+use crate::server_lifecycle::{DesiredServer, ServerLifecycle};
 
 /// Takes one restart step on `d`, running `old`.
 ///
 /// The plan the server runs comes from the plans this controller process rendered (by
-/// revision), else from what the lifecycle stored beside the running config (a controller that
+/// revision), else from what the server lifecycle stored beside the running config (a controller that
 /// restarted mid-rollout still reloads what reloads); one found in neither (a revision from
 /// before it started) counts as a restart with that reason, since nothing says which fields
 /// changed.
@@ -33,7 +33,11 @@ pub async fn restart_step<L: ServerLifecycle>(
     let old_plan = match old {
         Some(r) => match ctx.recall(r) {
             Some(p) => Some(p),
-            None => ctx.lifecycle.stored_plan(cluster, d.ordinal, r).await,
+            None => {
+                ctx.server_lifecycle
+                    .stored_plan(cluster, d.ordinal, r)
+                    .await
+            }
         },
         None => None,
     };
@@ -64,7 +68,7 @@ pub async fn restart_step<L: ServerLifecycle>(
             }
         }
     }
-    let written = ctx.lifecycle.apply_server(cluster, d).await;
+    let written = ctx.server_lifecycle.apply_server(cluster, d).await;
     let message = match &reload_failed {
         None => format!(
             "restarting {} for revision {}",
@@ -136,7 +140,7 @@ async fn reload<L: ServerLifecycle>(
     access: &SystemAccess,
     seen: &Seen,
 ) -> Result<(), String> {
-    ctx.lifecycle
+    ctx.server_lifecycle
         .write_config(cluster, d)
         .await
         .map_err(|e| format!("writing the config of {}: {e}", d.plan.server_name))?;
@@ -144,7 +148,7 @@ async fn reload<L: ServerLifecycle>(
         .await
         .map_err(|e| format!("system connection: {e}"))?;
     let digest = config_digest(&render_block(&d.plan));
-    let timing = ReloadTiming::for_projection(ctx.lifecycle.config_projection());
+    let timing = ReloadTiming::for_projection(ctx.server_lifecycle.config_projection());
     match reload_server(&wire, &d.plan.server_name, &digest, timing).await {
         ReloadDecision::Reloaded | ReloadDecision::AlreadyCurrent => Ok(()),
         ReloadDecision::Restart { reason } => Err(reason),
@@ -172,7 +176,7 @@ pub async fn restart_all<L: ServerLifecycle>(
         .await;
     let mut how = None;
     for d in all {
-        ctx.lifecycle.apply_server(cluster, d).await?;
+        ctx.server_lifecycle.apply_server(cluster, d).await?;
         how = Some(ConfigStatus {
             revision: Some(d.revision.clone()),
             applied_by: Some(ConfigAppliedBy::Restart),

@@ -23,7 +23,6 @@ use super::error::Error;
 use super::observe::Seen;
 use super::refuse::Holds;
 use super::{reload_certificates, removal, restart};
-use crate::lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
 use crate::rollout::gate::{Gate, MetaObservation, gate_status};
 use crate::rollout::observe::{
     Targets, gate_servers, members, meta_observation, volume_mismatches,
@@ -33,6 +32,7 @@ use crate::rollout::removal::RemovalStep;
 use crate::rollout::status::{progressing, removal_entry, rollout_status};
 use crate::rollout::step::{StepInput, next_step, reported_revisions, running, settled_view};
 use crate::rollout::volume;
+use crate::server_lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
 
 /// The next step as the rollout core chose it, and what it was chosen from.
 pub struct Chosen {

@@ -17,9 +17,9 @@ use nats_api::cluster::NatsCluster;
 
 use super::context::Context;
 use super::reconcile::reconcile;
-use crate::lifecycle::ServerLifecycle;
 use crate::objects::{labels, tls_secret_name};
 use crate::route_ca;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// Watches that carry no more than a pass needs: metadata alone (a Secret's data, a pod's spec
 /// never pass through this controller's watches; a change still shows as a new resourceVersion).

@@ -24,9 +24,9 @@ use super::observe::Seen;
 use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
-use crate::lifecycle::ServerLifecycle;
 use crate::observation::{meta_leader, oldest_version};
 use crate::quantity;
+use crate::server_lifecycle::ServerLifecycle;
 
 /// Writes the pass as status and returns when to look again.
 pub async fn write_status<L: ServerLifecycle>(
@@ -51,7 +51,7 @@ pub async fn write_status<L: ServerLifecycle>(
         endpoints: planned
             .plans
             .first()
-            .map(|p| ctx.lifecycle.endpoints(cluster, p)),
+            .map(|p| ctx.server_lifecycle.endpoints(cluster, p)),
         config: config(
             &prev,
             revision(planned, written),

@@ -8,8 +8,8 @@ use super::apply::Applied;
 use super::context::Context;
 use super::error::Error;
 use super::step::{self, Chosen, RolloutReport, Taken};
-use crate::lifecycle::{ObservedServer, ServerLifecycle};
 use crate::refusals::Refusal;
+use crate::server_lifecycle::{ObservedServer, ServerLifecycle};
 use nats_api::cluster::reason;
 
 /// What a pass's writes came to.
@@ -108,12 +108,12 @@ pub async fn held<L: ServerLifecycle>(
     // for a Certificate that exists, so holding it back would wait forever.
     if hold.reason == reason::GATEWAY_CERTIFICATE_NOT_READY
         && issued_gateway(cluster)
-        && let Err(e) = ctx.lifecycle.apply_shared(cluster, plans).await
+        && let Err(e) = ctx.server_lifecycle.apply_shared(cluster, plans).await
     {
         tracing::warn!(error = %e, "writing the gateway's Certificate while its Secret is awaited");
     }
     let observed = ctx
-        .lifecycle
+        .server_lifecycle
         .observe(cluster)
         .await
         .map_err(|e| e.to_string());
@@ -139,9 +139,13 @@ pub async fn caught<L: ServerLifecycle>(
 ) -> Result<Written, Error> {
     match rolled {
         Ok(r) => Ok(Written::Rolled(Box::new(r))),
-        Err(Error::Lifecycle(e)) => Ok(Written::Failed {
+        Err(Error::ServerLifecycle(e)) => Ok(Written::Failed {
             error: e.to_string(),
-            observed: ctx.lifecycle.observe(cluster).await.unwrap_or_default(),
+            observed: ctx
+                .server_lifecycle
+                .observe(cluster)
+                .await
+                .unwrap_or_default(),
         }),
         Err(e) => Err(e),
     }

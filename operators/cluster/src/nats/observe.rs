@@ -10,8 +10,8 @@ use nats_wire::{Collect, PingReplies, ServerFilter, WireError};
 use serde::de::DeserializeOwned;
 
 use super::system_connection::{OBSERVE_TIMEOUT, SystemAccess, dial_system};
-use crate::lifecycle::ServerAddress;
 use crate::observation::{Observation, ServerAnswer, auth_from_system_account};
+use crate::server_lifecycle::ServerAddress;
 
 /// What to ask for.
 #[derive(Clone, Copy, Debug, Default)]

@@ -62,7 +62,7 @@ async fn ask_reload(
 }
 
 /// Asks server `server_name` to reload the config it was given (already written through the
-/// lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
+/// server lifecycle's `write_config`), and confirms it by `/varz` (over `$SYS`, where the system user
 /// reaches every server) against `expected_digest`, the [`config_digest`](crate::reload::config_digest) of what was rendered.
 /// A reload that read the file the server already ran (the new one not projected into the pod
 /// yet) is asked for again every `timing.reask` until `timing.confirm_within`. Any error — the

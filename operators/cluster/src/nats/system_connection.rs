@@ -10,8 +10,8 @@ use std::time::Duration;
 use nats_api::cluster::{NatsClusterSpec, names};
 use nats_wire::ConnectionConfig;
 
-use crate::lifecycle::ServerAddress;
 use crate::objects::tls_secret_name;
+use crate::server_lifecycle::ServerAddress;
 
 /// How long one request to the servers may wait for them (connect, each request).
 pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(2);

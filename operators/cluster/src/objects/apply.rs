@@ -13,15 +13,20 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::lifecycle::LifecycleError;
 use crate::refusals::controlled_by;
+use crate::server_lifecycle::ServerLifecycleError;
 
 /// The field manager of every object the cluster controller writes.
 pub const FIELD_MANAGER: &str = "cluster-controller";
 
 /// The port's error for a failed request `action` on `kind` `name`.
-pub fn failed(action: &'static str, kind: &str, name: &str, e: kube::Error) -> LifecycleError {
-    LifecycleError::Failed {
+pub fn failed(
+    action: &'static str,
+    kind: &str,
+    name: &str,
+    e: kube::Error,
+) -> ServerLifecycleError {
+    ServerLifecycleError::Failed {
         action,
         object: format!("{kind}/{name}"),
         reason: e.to_string(),
@@ -35,7 +40,7 @@ pub async fn apply_owned<K>(
     kind: &str,
     owner_uid: &str,
     obj: &K,
-) -> Result<Option<String>, LifecycleError>
+) -> Result<Option<String>, ServerLifecycleError>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
@@ -71,7 +76,7 @@ pub async fn delete_owned<K>(
     kind: &str,
     owner_uid: &str,
     name: &str,
-) -> Result<(), LifecycleError>
+) -> Result<(), ServerLifecycleError>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
@@ -92,7 +97,7 @@ where
             return Ok(());
         }
     }
-    Err(LifecycleError::Failed {
+    Err(ServerLifecycleError::Failed {
         action: "delete",
         object: format!("{kind}/{name}"),
         reason: format!("it changed between each of {DELETE_ATTEMPTS} reads and its delete"),
@@ -106,7 +111,7 @@ pub async fn delete_as_read<K>(
     api: &Api<K>,
     kind: &str,
     meta: &ObjectMeta,
-) -> Result<bool, LifecycleError>
+) -> Result<bool, ServerLifecycleError>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {

@@ -24,7 +24,7 @@
 //! Labels alone prove nothing (anyone who may write a PVC may copy them), so a PVC that carries
 //! a server's labels under another name is never deleted, only reported. A PVC of the claim's
 //! name that fails a test is left too, and named as a leftover of the removal; once the
-//! StatefulSet is gone nothing proves a claim, so the lifecycle deletes claims while their
+//! StatefulSet is gone nothing proves a claim, so the server lifecycle deletes claims while their
 //! StatefulSet still stands, and each delete carries the uid and resourceVersion it was judged at
 //! as preconditions: a PVC replaced or changed in between is not deleted.
 

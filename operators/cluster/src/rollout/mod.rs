@@ -13,7 +13,7 @@
 //!
 //! One reconcile pass, in the order the reconciler (`controller::step`) calls them:
 //!
-//! 1. Observe: the lifecycle's servers, and what the servers answered before anything was
+//! 1. Observe: the server lifecycle's servers, and what the servers answered before anything was
 //!    written (`crate::observation::Observation`: STATSZ, VARZ and JSZ over the system user, or
 //!    each server's monitoring endpoint). The meta group is the meta leader's own JSZ report
 //!    when it answered ([`observe::meta_observation`], `FromLeader`), else `FromFollowers`;
@@ -28,7 +28,7 @@
 //!    [`observe::volume_mismatches`].
 //! 4. [`step::next_step`]: [`gate::gate`] over [`observe::gate_servers`], then
 //!    [`order::decide`]; clear `force-step` and `restart-all` when the decision says so.
-//! 5. For `Take`/`Forced` restarts: a reload or the lifecycle's `apply_server`; for
+//! 5. For `Take`/`Forced` restarts: a reload or the server lifecycle's `apply_server`; for
 //!    `RestartAll`, every server at once. For a removal (`ContinueRemoval`, or `Take` of a
 //!    scale-down or replacement): [`removal::next`] and do its one step; record
 //!    [`status::removal_entry`].

@@ -1,4 +1,4 @@
-//! From what the reconciler observes (the lifecycle's [`ObservedServer`]s, the servers' JSZ
+//! From what the reconciler observes (the server lifecycle's [`ObservedServer`]s, the servers' JSZ
 //! answers, the meta group) to the plain inputs of the gate, the step order and a removal.
 //! Pure: the reconciler does the asking. The Raft groups and the report each is judged by are
 //! read as [`crate::observation`] reads them for the Settled condition.
@@ -12,10 +12,10 @@ use super::gate::{GateServer, MetaObservation};
 use super::order::Member;
 use super::removal::StreamReplicas;
 use super::volume::ClaimShape;
-use crate::lifecycle::ObservedServer;
 use crate::observation::{
     Observation, leader_report, meta_members, meta_reports, own_report, raft_groups,
 };
+use crate::server_lifecycle::ObservedServer;
 
 /// Where the meta group's leader and peers are read from: one observation's JSZ answers (what
 /// the reconciler asks), or a meta view (`nats_wire::jsapi::meta_view_of`, which also reaches a

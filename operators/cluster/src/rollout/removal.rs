@@ -42,7 +42,7 @@ pub enum Claim {
     NotOwn(String),
 }
 
-/// The server's objects as observed (Kubernetes; the local lifecycle reports its process and
+/// The server's objects as observed (Kubernetes; the local server lifecycle reports its process and
 /// files the same way: its "PVC" is the store directory, always its own).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerObjects {
@@ -98,7 +98,7 @@ pub enum RemovalStep {
     StepDownMetaLeader,
     /// Send `$JS.API.SERVER.REMOVE` for the server.
     RemovePeer,
-    /// Delete these of the server's objects (the lifecycle's `delete_server`; repeated until gone).
+    /// Delete these of the server's objects (the server lifecycle's `delete_server`; repeated until gone).
     Delete {
         statefulset: bool,
         pvc: bool,
@@ -112,7 +112,7 @@ pub enum RemovalStep {
     WaitRejoin { waiting_for: String },
     /// The removal is complete: drop its `status.removals` entry.
     Done,
-    /// Asking for `step` failed (a request to the servers, the lifecycle): it is asked again
+    /// Asking for `step` failed (a request to the servers, the server lifecycle): it is asked again
     /// next pass, the recorded phase unchanged.
     Failed {
         step: Box<RemovalStep>,

@@ -11,9 +11,9 @@ use nats_api::cluster::{RemovalPhase, ServerRemoval, reason};
 use super::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
 use super::observe::{Targets, gate_servers, members, reported_revision};
 use super::order::{Decision, OrderInput, ReplaceCause, decide};
-use crate::lifecycle::{DesiredServer, ObservedServer};
 use crate::observation::Observation;
 use crate::refusals::Refusal;
+use crate::server_lifecycle::{DesiredServer, ObservedServer};
 
 /// Where a desired server stands against what the port observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,8 +7,8 @@
 //! replaced or changed after it was read is not deleted.
 //!
 //! The scale-down runs the reconciler on a real kube-apiserver 1.20 with the Kubernetes
-//! lifecycle's objects (StatefulSets, ConfigMaps, Services, the PVC deletes) and the sim's local
-//! lifecycle's servers (real nats-server processes under an operator trust, which the controller
+//! server lifecycle's objects (StatefulSets, ConfigMaps, Services, the PVC deletes) and the sim's local
+//! server lifecycle's servers (real nats-server processes under an operator trust, which the controller
 //! evacuates and removes over its system user): a JetStream scale-down needs servers that answer,
 //! and this apiserver has no kubelet. There is no StatefulSet controller either: the test makes
 //! each server's claim from its StatefulSet as that controller does, and, as the PVC protection
@@ -21,13 +21,13 @@ use std::time::Duration;
 
 use cluster_controller::controller::removal::FOREIGN_CLAIM_KEPT;
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
-use cluster_controller::lifecycle::{
-    Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
-};
 use cluster_controller::objects::apply::delete_as_read;
 use cluster_controller::plan::Layout;
 use cluster_controller::render::ServerPlan;
+use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};
+use cluster_controller::server_lifecycle::{
+    Applied, DesiredServer, ObservedServer, ServerAddress, ServerLifecycle, ServerLifecycleError,
+};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
 use k8s_openapi::api::events::v1::Event;
@@ -36,18 +36,18 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use nats_api::cluster::{Endpoints, NatsCluster};
 use serde_json::json;
 use sim::host::{Host, ObjectRef, condition_of};
-use sim::local::LocalLifecycle;
+use sim::local::LocalServerLifecycle;
 use sim::testkit::{wait_object, wait_until};
 
 const NS: &str = "nats";
 const WAIT: Duration = Duration::from_secs(180);
 
-/// The Kubernetes lifecycle's objects, the local lifecycle's servers: every object the
+/// The Kubernetes server lifecycle's objects, the local server lifecycle's servers: every object the
 /// controller writes or deletes is the Kubernetes one's, every server it dials the local one's.
 #[derive(Clone)]
 struct KubeObjectsLocalServers {
-    kube: KubernetesLifecycle,
-    local: LocalLifecycle,
+    kube: KubernetesServerLifecycle,
+    local: LocalServerLifecycle,
 }
 
 impl ServerLifecycle for KubeObjectsLocalServers {
@@ -59,7 +59,7 @@ impl ServerLifecycle for KubeObjectsLocalServers {
         &self,
         cluster: &NatsCluster,
         plans: &[ServerPlan],
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let mut a = self.kube.apply_shared(cluster, plans).await?;
         a.foreign
             .extend(self.local.apply_shared(cluster, plans).await?.foreign);
@@ -70,7 +70,7 @@ impl ServerLifecycle for KubeObjectsLocalServers {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let a = self.kube.write_config(cluster, server).await?;
         if !a.foreign.is_empty() {
             return Ok(a);
@@ -82,7 +82,7 @@ impl ServerLifecycle for KubeObjectsLocalServers {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let a = self.kube.apply_server(cluster, server).await?;
         if !a.foreign.is_empty() {
             return Ok(a);
@@ -95,7 +95,7 @@ impl ServerLifecycle for KubeObjectsLocalServers {
         cluster: &NatsCluster,
         ordinal: u32,
         remove_storage: bool,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let a = self
             .kube
             .delete_server(cluster, ordinal, remove_storage)
@@ -108,7 +108,10 @@ impl ServerLifecycle for KubeObjectsLocalServers {
 
     /// The servers as the processes say, each with its claim as the apiserver holds it; a
     /// server whose process is gone is still listed while a PVC of its claim's name is.
-    async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
+    async fn observe(
+        &self,
+        cluster: &NatsCluster,
+    ) -> Result<Vec<ObservedServer>, ServerLifecycleError> {
         let kube = self.kube.observe(cluster).await?;
         let mut out = self.local.observe(cluster).await?;
         for o in &mut out {
@@ -240,9 +243,9 @@ async fn scale_down_deletes_the_servers_claim_and_leaves_pvcs_that_only_look_lik
         .unwrap_or_else(|e| panic!("{e}"));
     host.add_controller(
         "cluster",
-        Arc::new(|client: kube::Client, local: LocalLifecycle| {
+        Arc::new(|client: kube::Client, local: LocalServerLifecycle| {
             Box::pin(async move {
-                let kube = KubernetesLifecycle::new(client.clone(), SiteSettings::default());
+                let kube = KubernetesServerLifecycle::new(client.clone(), SiteSettings::default());
                 let ctx = controller::context(
                     client,
                     KubeObjectsLocalServers { kube, local },

@@ -6,12 +6,12 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
 use cluster_controller::objects::Owner;
 use cluster_controller::objects::apply::FIELD_MANAGER;
 use cluster_controller::objects::cluster::{ClusterObjects, Site, render_objects};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
+use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};
 use controller_kit::metrics::Metrics;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
@@ -75,7 +75,7 @@ pub(crate) async fn rig(namespaces: &[&str]) -> Rig {
     let namespaces: Vec<&str> = namespaces.iter().copied().chain([CONTROLLER_NS]).collect();
     let api = apiserver_with(&crds, &namespaces).await;
     let client = api.client();
-    let lifecycle = KubernetesLifecycle::new(
+    let server_lifecycle = KubernetesServerLifecycle::new(
         client.clone(),
         SiteSettings {
             controller_namespace: CONTROLLER_NS.into(),
@@ -85,7 +85,7 @@ pub(crate) async fn rig(namespaces: &[&str]) -> Rig {
     let metrics = Metrics::default();
     let ctx = controller::context(
         client,
-        lifecycle,
+        server_lifecycle,
         Settings {
             recheck: Duration::from_millis(500),
             ..Settings::default()

@@ -201,7 +201,7 @@ impl Rig {
         }
     }
 
-    /// Rewrites server `i`'s config file with `block`, as the lifecycle's write_config does.
+    /// Rewrites server `i`'s config file with `block`, as the server lifecycle's write_config does.
     fn write(&mut self, i: usize, block: Block) {
         self.servers[i].config.extra = block.to_conf();
         self.servers[i].write_config().expect("config written");

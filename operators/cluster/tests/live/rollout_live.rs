@@ -9,12 +9,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cluster_controller::lifecycle::ObservedServer;
 use cluster_controller::rollout::gate::{Gate, GateInput, SettledView, gate};
 use cluster_controller::rollout::observe::{
     Targets, gate_servers, members, meta_observation, not_current, reported_revision,
 };
 use cluster_controller::rollout::order::{Action, Hold, OrderInput, Step, StepKind, decide};
+use cluster_controller::server_lifecycle::ObservedServer;
 use nats_wire::jsapi::meta_view_of;
 use nats_wire::monitor::JszOptions;
 use nats_wire::{Collect, ConnectionConfig, ServerFilter, Wire};
@@ -25,7 +25,7 @@ struct Observed {
     observed: Vec<ObservedServer>,
 }
 
-/// One observation pass, as the reconciler makes it: processes (the lifecycle), JSZ and the
+/// One observation pass, as the reconciler makes it: processes (the server lifecycle), JSZ and the
 /// meta view over the system connection, each server's /varz digest mapped to its revision.
 async fn observe(topo: &mut Topology, wire: &Wire, digests: &BTreeMap<String, String>) -> Observed {
     let names = topo.server_names();

@@ -79,7 +79,7 @@ pub struct Applied {
 
 /// Why the port could not do what it was asked, naming the object.
 #[derive(Debug, thiserror::Error)]
-pub enum LifecycleError {
+pub enum ServerLifecycleError {
     #[error("{action} {object}: {reason}")]
     Failed {
         action: &'static str,
@@ -100,7 +100,7 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         &self,
         cluster: &NatsCluster,
         plans: &[ServerPlan],
-    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+    ) -> impl Future<Output = Result<Applied, ServerLifecycleError>> + Send;
 
     /// Writes the server's config and files only, leaving the running workload as it is: what
     /// a reload reads.
@@ -108,7 +108,7 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+    ) -> impl Future<Output = Result<Applied, ServerLifecycleError>> + Send;
 
     /// How long a config written by [`write_config`](Self::write_config) may take to reach the
     /// file its server reads: what a reload waits beyond its own time (Kubernetes: the kubelet
@@ -124,7 +124,7 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+    ) -> impl Future<Output = Result<Applied, ServerLifecycleError>> + Send;
 
     /// Deletes server `ordinal`'s workload and config; its storage too when `remove_storage`
     /// (Kubernetes: only a PVC proven the claim of the server's own StatefulSet,
@@ -134,14 +134,14 @@ pub trait ServerLifecycle: Send + Sync + 'static {
         cluster: &NatsCluster,
         ordinal: u32,
         remove_storage: bool,
-    ) -> impl Future<Output = Result<Applied, LifecycleError>> + Send;
+    ) -> impl Future<Output = Result<Applied, ServerLifecycleError>> + Send;
 
     /// Every server of the NatsCluster the implementation knows of, ordinal order, including
     /// ones beyond `spec.replicas` still present.
     fn observe(
         &self,
         cluster: &NatsCluster,
-    ) -> impl Future<Output = Result<Vec<ObservedServer>, LifecycleError>> + Send;
+    ) -> impl Future<Output = Result<Vec<ObservedServer>, ServerLifecycleError>> + Send;
 
     /// The plan server `ordinal`'s config was rendered from, as stored beside that config, when
     /// that config is of `revision`: how a controller that restarted tells which fields the
@@ -159,7 +159,7 @@ pub trait ServerLifecycle: Send + Sync + 'static {
     fn servers_gone(
         &self,
         _cluster: &NatsCluster,
-    ) -> impl Future<Output = Result<bool, LifecycleError>> + Send {
+    ) -> impl Future<Output = Result<bool, ServerLifecycleError>> + Send {
         async { Ok(false) }
     }
 

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use cluster_controller::lifecycle::kubernetes::{KubernetesLifecycle, SiteSettings};
-use cluster_controller::lifecycle::projection::CONFIG_WRITTEN_ANNOTATION;
-use cluster_controller::lifecycle::{DesiredServer, ServerLifecycle};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
 use cluster_controller::objects::labels;
 use cluster_controller::plan::{ClusterInputs, plan_servers};
 use cluster_controller::render;
+use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};
+use cluster_controller::server_lifecycle::projection::CONFIG_WRITTEN_ANNOTATION;
+use cluster_controller::server_lifecycle::{DesiredServer, ServerLifecycle};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
@@ -22,8 +22,8 @@ use serde_json::json;
 
 const NS: &str = "nats";
 
-fn desired(lifecycle: &KubernetesLifecycle, c: &NatsCluster) -> Vec<DesiredServer> {
-    let layout = lifecycle.layout(c);
+fn desired(server_lifecycle: &KubernetesServerLifecycle, c: &NatsCluster) -> Vec<DesiredServer> {
+    let layout = server_lifecycle.layout(c);
     plan_servers(
         &ClusterInputs {
             name: "demo",
@@ -62,7 +62,7 @@ fn pvc(name: &str, labels: BTreeMap<String, String>) -> PersistentVolumeClaim {
 async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_controls() {
     let api = sim::testkit::apiserver_with_crds(&[NS]).await;
     let client = api.client();
-    let lifecycle = KubernetesLifecycle::new(client.clone(), SiteSettings::default());
+    let server_lifecycle = KubernetesServerLifecycle::new(client.clone(), SiteSettings::default());
     let c: NatsCluster = serde_json::from_value(json!({
         "apiVersion": "cluster.nats.mikluko.io/v1beta1",
         "kind": "NatsCluster",
@@ -76,12 +76,12 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         .create(&PostParams::default(), &c)
         .await
         .expect("created");
-    let servers = desired(&lifecycle, &c);
+    let servers = desired(&server_lifecycle, &c);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), NS);
 
     // Nothing yet: both servers absent.
-    let seen = lifecycle.observe(&c).await.expect("observe");
+    let seen = server_lifecycle.observe(&c).await.expect("observe");
     assert_eq!(
         seen.iter()
             .map(|o| (o.server_name.as_str(), o.present))
@@ -90,7 +90,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     );
 
     // write_config: the ConfigMap only.
-    let applied = lifecycle
+    let applied = server_lifecycle
         .write_config(&c, &servers[0])
         .await
         .expect("write_config");
@@ -108,7 +108,10 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
 
     // apply_server: ConfigMap and the StatefulSet naming the revision.
     for s in &servers {
-        let a = lifecycle.apply_server(&c, s).await.expect("apply_server");
+        let a = server_lifecycle
+            .apply_server(&c, s)
+            .await
+            .expect("apply_server");
         assert!(a.foreign.is_empty());
     }
     let sts = sets.get("demo-1").await.expect("StatefulSet");
@@ -154,7 +157,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     )
     .await
     .expect("pod status");
-    let seen = lifecycle.observe(&c).await.expect("observe");
+    let seen = server_lifecycle.observe(&c).await.expect("observe");
     assert!(seen.iter().all(|o| o.present));
     assert!(!seen[0].ready && seen[0].revision.is_none());
     assert!(seen[1].ready);
@@ -163,7 +166,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         Some(servers[1].revision.as_str())
     );
     assert_eq!(seen[1].restarts, 3);
-    let addr = lifecycle.address(&c, 1);
+    let addr = server_lifecycle.address(&c, 1);
     assert_eq!(
         addr.monitor_url,
         "http://demo-1-0.demo-headless.nats.svc.cluster.local:8222"
@@ -172,7 +175,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     // write_config nudges the kubelet to project the config now: the server's pod (its
     // StatefulSet's) is annotated with the revision written, and nothing else of it changes.
     let before = pods.get("demo-1-0").await.expect("pod");
-    lifecycle
+    server_lifecycle
         .write_config(&c, &servers[1])
         .await
         .expect("write_config");
@@ -184,7 +187,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     assert_eq!(after.spec, before.spec);
     assert_eq!(after.labels(), before.labels());
     // Written again under the same revision: the pod is left alone.
-    lifecycle
+    server_lifecycle
         .write_config(&c, &servers[1])
         .await
         .expect("write_config");
@@ -194,7 +197,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
     // A server beyond replicas that is still present is observed too.
     let mut fewer = c.clone();
     fewer.spec.replicas = 1;
-    let seen = lifecycle.observe(&fewer).await.expect("observe");
+    let seen = server_lifecycle.observe(&fewer).await.expect("observe");
     assert_eq!(seen.len(), 2, "demo-1 is still there");
 
     // delete_server: the StatefulSet and ConfigMap it controls, the claim of that StatefulSet
@@ -231,7 +234,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
             )
         })
     };
-    lifecycle
+    server_lifecycle
         .delete_server(&c, 1, true)
         .await
         .expect("delete_server");
@@ -268,7 +271,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         .create(&PostParams::default(), &foreign)
         .await
         .expect("foreign");
-    let a = lifecycle
+    let a = server_lifecycle
         .apply_server(&c, &servers[1])
         .await
         .expect("apply_server");
@@ -277,7 +280,7 @@ async fn the_kubernetes_lifecycle_writes_observes_and_deletes_only_what_it_contr
         sets.get_opt("demo-1").await.expect("read").is_none(),
         "no workload over a config it does not write"
     );
-    lifecycle
+    server_lifecycle
         .delete_server(&c, 1, false)
         .await
         .expect("delete_server");

@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_controller::lifecycle::{DesiredServer, ServerFile, ServerLifecycle};
 use cluster_controller::objects::configmap::revision;
 use cluster_controller::plan::{ClusterInputs, plan_servers};
 use cluster_controller::render::render;
 use cluster_controller::route_ca::RouteCa;
+use cluster_controller::server_lifecycle::{DesiredServer, ServerFile, ServerLifecycle};
 use nats_api::cluster::NatsCluster;
-use sim::local::LocalLifecycle;
+use sim::local::LocalServerLifecycle;
 
 fn quickstart() -> NatsCluster {
     sim::testkit::story_object(
@@ -21,8 +21,8 @@ fn quickstart() -> NatsCluster {
     )
 }
 
-fn lifecycle(root: &Path) -> LocalLifecycle {
-    LocalLifecycle::with_ports(
+fn server_lifecycle(root: &Path) -> LocalServerLifecycle {
+    LocalServerLifecycle::with_ports(
         root,
         Arc::new(|v: &str| sim::install::nats_server(v).map_err(|e| e.to_string())),
         Arc::new(sim::ports::free_port),
@@ -30,7 +30,7 @@ fn lifecycle(root: &Path) -> LocalLifecycle {
 }
 
 /// Every server's desired state, route certificates included as files.
-fn desired(lc: &LocalLifecycle, cluster: &NatsCluster, ca: &RouteCa) -> Vec<DesiredServer> {
+fn desired(lc: &LocalServerLifecycle, cluster: &NatsCluster, ca: &RouteCa) -> Vec<DesiredServer> {
     let name = cluster.metadata.name.clone().expect("name");
     let layout = lc.layout(cluster);
     let plans = plan_servers(
@@ -125,7 +125,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
     let ns = cluster.metadata.namespace.clone().expect("namespace");
     let name = cluster.metadata.name.clone().expect("name");
     let dir = tempfile::tempdir().expect("temp dir");
-    let lc = lifecycle(dir.path());
+    let lc = server_lifecycle(dir.path());
     let ca = RouteCa::generate(&name, time::OffsetDateTime::now_utc()).expect("route CA");
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
@@ -288,7 +288,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
         ]
     );
 
-    // Every process goes with the lifecycle.
+    // Every process goes with the server lifecycle.
     let left: Vec<u32> = [0, 2]
         .iter()
         .filter_map(|i| lc.pid(&ns, &name, *i))
@@ -298,7 +298,7 @@ async fn three_quickstart_servers_restart_under_a_new_revision_and_delete() {
     while left.iter().any(|p| alive(*p)) {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{left:?} outlived the lifecycle"
+            "{left:?} outlived the server lifecycle"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -22,7 +22,7 @@ use nats_api::cluster::{NatsCluster, names};
 use super::claims;
 use super::projection;
 use super::{
-    Applied, DesiredServer, LifecycleError, ObservedServer, ServerAddress, ServerLifecycle,
+    Applied, DesiredServer, ObservedServer, ServerAddress, ServerLifecycle, ServerLifecycleError,
 };
 use crate::objects::apply::{apply_owned, delete_as_read, delete_owned, failed};
 use crate::objects::cluster::{ClusterObjects, Site, render_objects};
@@ -53,12 +53,12 @@ impl Default for SiteSettings {
 
 /// The Kubernetes implementation of [`ServerLifecycle`].
 #[derive(Clone)]
-pub struct KubernetesLifecycle {
+pub struct KubernetesServerLifecycle {
     client: kube::Client,
     site: SiteSettings,
 }
 
-impl KubernetesLifecycle {
+impl KubernetesServerLifecycle {
     pub fn new(client: kube::Client, site: SiteSettings) -> Self {
         Self { client, site }
     }
@@ -81,10 +81,10 @@ impl KubernetesLifecycle {
         &self,
         cluster: &NatsCluster,
         plans: &[ServerPlan],
-    ) -> Result<(Owner, ClusterObjects), LifecycleError> {
+    ) -> Result<(Owner, ClusterObjects), ServerLifecycleError> {
         let owner = owner(cluster)?;
         let objects = render_objects(&owner, &cluster.spec, plans, self.site()).map_err(|e| {
-            LifecycleError::Failed {
+            ServerLifecycleError::Failed {
                 action: "render",
                 object: describe(cluster),
                 reason: e.to_string(),
@@ -121,7 +121,7 @@ impl KubernetesLifecycle {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<(Owner, ConfigMap, StatefulSet), LifecycleError> {
+    ) -> Result<(Owner, ConfigMap, StatefulSet), ServerLifecycleError> {
         let owner = owner(cluster)?;
         let (mut cm, _) = configmap::config_map(&owner, &cluster.spec, &server.plan);
         // The revision as the reconciler decided it (with any restart material), the one the
@@ -139,7 +139,7 @@ impl KubernetesLifecycle {
             plan: &server.plan,
             revision: &server.revision,
         })
-        .map_err(|e| LifecycleError::Failed {
+        .map_err(|e| ServerLifecycleError::Failed {
             action: "render",
             object: format!("StatefulSet {}", server.plan.server_name),
             reason: e.to_string(),
@@ -148,7 +148,7 @@ impl KubernetesLifecycle {
     }
 }
 
-impl KubernetesLifecycle {
+impl KubernetesServerLifecycle {
     /// Deletes the PVCs proven claims of server `server`'s own StatefulSet
     /// ([`crate::objects::claims`]), each one by name at the uid and resourceVersion it was
     /// judged at; returns what looks like its claim and is left, `PersistentVolumeClaim/name: why`.
@@ -157,7 +157,7 @@ impl KubernetesLifecycle {
         owner: &Owner,
         server: &str,
         sets: &Api<StatefulSet>,
-    ) -> Result<Vec<String>, LifecycleError> {
+    ) -> Result<Vec<String>, ServerLifecycleError> {
         let sts = sets
             .get_opt(server)
             .await
@@ -189,7 +189,7 @@ impl KubernetesLifecycle {
         let judged = claims::judge(&owner.name, uid(owner), server, sts.as_ref(), &found);
         for pvc in &judged.own {
             if !delete_as_read(&pvcs, "PersistentVolumeClaim", pvc).await? {
-                return Err(LifecycleError::Failed {
+                return Err(ServerLifecycleError::Failed {
                     action: "delete",
                     object: format!(
                         "PersistentVolumeClaim/{}",
@@ -214,7 +214,7 @@ impl KubernetesLifecycle {
         &self,
         owner: &Owner,
         pdb: &PodDisruptionBudget,
-    ) -> Result<Option<String>, LifecycleError> {
+    ) -> Result<Option<String>, ServerLifecycleError> {
         let serves_v1 = self
             .client
             .list_api_group_resources("policy/v1")
@@ -232,14 +232,14 @@ impl KubernetesLifecycle {
             plural: "poddisruptionbudgets".into(),
         };
         let name = pdb.metadata.name.clone().unwrap_or_default();
-        let mut body = serde_json::to_value(pdb).map_err(|e| LifecycleError::Failed {
+        let mut body = serde_json::to_value(pdb).map_err(|e| ServerLifecycleError::Failed {
             action: "render",
             object: format!("PodDisruptionBudget/{name}"),
             reason: e.to_string(),
         })?;
         body["apiVersion"] = serde_json::json!("policy/v1beta1");
         let obj: kube::api::DynamicObject =
-            serde_json::from_value(body).map_err(|e| LifecycleError::Failed {
+            serde_json::from_value(body).map_err(|e| ServerLifecycleError::Failed {
                 action: "render",
                 object: format!("PodDisruptionBudget/{name}"),
                 reason: e.to_string(),
@@ -250,8 +250,8 @@ impl KubernetesLifecycle {
     }
 }
 
-fn owner(cluster: &NatsCluster) -> Result<Owner, LifecycleError> {
-    Owner::of(cluster).map_err(|e| LifecycleError::Failed {
+fn owner(cluster: &NatsCluster) -> Result<Owner, ServerLifecycleError> {
+    Owner::of(cluster).map_err(|e| ServerLifecycleError::Failed {
         action: "own",
         object: describe(cluster),
         reason: e.to_string(),
@@ -315,7 +315,7 @@ pub fn pod_state(pod: &Pod) -> (bool, Option<String>, u32) {
     (ready, revision, restarts)
 }
 
-impl ServerLifecycle for KubernetesLifecycle {
+impl ServerLifecycle for KubernetesServerLifecycle {
     fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync> {
         Box::new(KubernetesLayout {
             name: cluster.name_any(),
@@ -328,7 +328,7 @@ impl ServerLifecycle for KubernetesLifecycle {
         &self,
         cluster: &NatsCluster,
         plans: &[ServerPlan],
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let (owner, objects) = self.render(cluster, plans)?;
         let ns = owner.namespace.clone();
         let mut foreign = vec![];
@@ -384,7 +384,7 @@ impl ServerLifecycle for KubernetesLifecycle {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let (owner, cm, _) = self.server_objects(cluster, server).await?;
         let api: Api<ConfigMap> = self.api(&owner.namespace);
         let foreign: Vec<String> = apply_owned(&api, "ConfigMap", uid(&owner), &cm)
@@ -408,7 +408,7 @@ impl ServerLifecycle for KubernetesLifecycle {
         &self,
         cluster: &NatsCluster,
         server: &DesiredServer,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let (owner, cm, sts) = self.server_objects(cluster, server).await?;
         let cms: Api<ConfigMap> = self.api(&owner.namespace);
         if let Some(f) = apply_owned(&cms, "ConfigMap", uid(&owner), &cm).await? {
@@ -440,7 +440,7 @@ impl ServerLifecycle for KubernetesLifecycle {
         cluster: &NatsCluster,
         ordinal: u32,
         remove_storage: bool,
-    ) -> Result<Applied, LifecycleError> {
+    ) -> Result<Applied, ServerLifecycleError> {
         let owner = owner(cluster)?;
         let server = names::server(&owner.name, ordinal);
         let sets: Api<StatefulSet> = self.api(&owner.namespace);
@@ -459,7 +459,7 @@ impl ServerLifecycle for KubernetesLifecycle {
         })
     }
 
-    async fn servers_gone(&self, cluster: &NatsCluster) -> Result<bool, LifecycleError> {
+    async fn servers_gone(&self, cluster: &NatsCluster) -> Result<bool, ServerLifecycleError> {
         let owner = owner(cluster)?;
         let selector = selector_text(&labels::selector(&owner.name));
         let list = ListParams::default().labels(&selector).limit(1);
@@ -476,7 +476,10 @@ impl ServerLifecycle for KubernetesLifecycle {
         Ok(sets.items.is_empty() && pvcs.items.is_empty())
     }
 
-    async fn observe(&self, cluster: &NatsCluster) -> Result<Vec<ObservedServer>, LifecycleError> {
+    async fn observe(
+        &self,
+        cluster: &NatsCluster,
+    ) -> Result<Vec<ObservedServer>, ServerLifecycleError> {
         let owner = owner(cluster)?;
         let selector = selector_text(&labels::selector(&owner.name));
         let sets: Api<StatefulSet> = self.api(&owner.namespace);
