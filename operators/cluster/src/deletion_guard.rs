@@ -1,6 +1,6 @@
 //! The deletion guard (design §4.6): deleting a NatsCluster with JetStream that still holds
 //! stream groups waits with Deleting=True, reason JetStreamDataRemains naming them, found through
-//! the controller's own system JSZ ([`crate::nats::deletion_guard`]); a NATS cluster that cannot
+//! the controller's own system JSZ ([`crate::nats::ask_remaining_data`]); a NATS cluster that cannot
 //! be observed waits too, with ObservationFailed — unless its servers' workloads and volume
 //! claims are gone (a namespace being deleted takes the pods first, then everything else): the
 //! data went with them, so the deletion proceeds ([`DataObservation::ServersGone`]). The

@@ -9,7 +9,7 @@
 //! ([`controller`]), the server-lifecycle port ([`server_lifecycle`]: its Kubernetes
 //! adapter lives here, the local one, nats-server processes, in the sim), and the NATS I/O
 //! ([`nats`]).
-//! [`objects::apply`] alone writes objects by server-side apply.
+//! [`objects::server_side_apply`] alone writes objects by server-side apply.
 
 pub mod apply_mode;
 pub mod certificate_reload;

@@ -2,7 +2,7 @@
 //! GATEWAYZ, LEAFZ, or the same from each server's monitoring endpoint), and what is read off
 //! it the same way wherever it is judged: whether the servers run under an auth plane, the
 //! version they agree on, and the Raft groups with the report each is judged by. Pure: the
-//! asking is [`crate::nats::observe`]'s; the conditions ([`crate::conditions`]) and the rollout
+//! asking is [`crate::nats::ask_observation`]'s; the conditions ([`crate::conditions`]) and the rollout
 //! ([`crate::rollout`]) judge what is read here.
 
 use std::collections::BTreeMap;

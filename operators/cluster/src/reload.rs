@@ -2,7 +2,7 @@
 //! reloaded server must report ([`config_digest`]) and whether a `/varz` reading confirms it
 //! ([`judge`]). The asking — `$SYS.REQ.SERVER.<id>.RELOAD` over the system user, confirmed by
 //! `/varz` `config_digest` and `config_load_time`, a restart on any error — is
-//! [`crate::nats::reload`]'s.
+//! [`crate::nats::ask_reload`]'s.
 //!
 //! How nats-server computes `config_digest` (conf/parse.go `configDigest`, called from
 //! `Options.ProcessConfigFile` at start and on every reload): the file is parsed in pedantic mode

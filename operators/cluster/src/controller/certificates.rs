@@ -12,7 +12,7 @@ use nats_api::cluster::{NatsClusterSpec, names};
 use super::context::Context;
 use super::error::Error;
 use super::read::{secret, secret_key, tls_files};
-use crate::objects::apply::FIELD_MANAGER;
+use crate::objects::server_side_apply::FIELD_MANAGER;
 use crate::objects::{Owner, tls_secret_name};
 use crate::refusals;
 use crate::route_ca::{self, RouteCa};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
 
-use crate::objects::apply::FIELD_MANAGER;
+use crate::objects::server_side_apply::FIELD_MANAGER;
 use crate::render::ServerPlan;
 use crate::server_lifecycle::ServerLifecycle;
 

@@ -21,9 +21,9 @@ use nats_wire::{Reply, ServerInfo};
 
 use super::context::Context;
 use super::error::Error;
-use super::observe::system_access;
+use super::observe_servers::system_access;
 use crate::deletion_guard::{self, DataObservation, DeletionDecision};
-use crate::nats::observe;
+use crate::nats::ask_observation;
 use crate::nats::system_connection::dial_system;
 use crate::server_lifecycle::ServerLifecycle;
 
@@ -148,7 +148,7 @@ async fn observe_data<L: ServerLifecycle>(
     if let Some(access) = system_access(&ctx.shared.client, cluster).await? {
         match dial_system(&present, &access).await {
             Ok(wire) => {
-                return Ok(crate::nats::deletion_guard::observe(
+                return Ok(crate::nats::ask_remaining_data::observe(
                     &wire,
                     &name,
                     present.len(),
@@ -159,11 +159,11 @@ async fn observe_data<L: ServerLifecycle>(
             Err(e) => refused = Some(format!("system connection: {e}")),
         }
     }
-    let asks = observe::Asks {
+    let asks = ask_observation::Asks {
         jetstream: true,
         ..Default::default()
     };
-    let obs = observe::over_monitor(&present, asks).await;
+    let obs = ask_observation::over_monitor(&present, asks).await;
     if obs.answers.is_empty() {
         let failure = obs.failure.unwrap_or_else(|| "no server answered".into());
         return Ok(DataObservation::Failed(match refused {

@@ -7,7 +7,7 @@ use kube::ResourceExt;
 use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, condition, reason};
 
 use super::gather::Gathered;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use super::plan::Planned;
 use super::refuse::Holds;
 use super::written::Written;

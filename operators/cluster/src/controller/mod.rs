@@ -5,8 +5,9 @@
 //! to `controller_kit::reconcile::run` (a fresh read, the span, the count, the error policy);
 //! [`reconcile`] runs under the kit's finalizer path (`controller_kit::finalizer`) and either
 //! guards a deletion ([`deletion`]) or runs one pass ([`pass`]), whose phases have a file each:
-//! [`gather`], [`observe`], [`refuse`], [`plan`], [`apply`] (with [`certificates`]), [`step`] (with
-//! [`restart`], [`removal`] and [`reload_certificates`]), [`judge`] and [`write_status`];
+//! [`gather`], [`observe_servers`], [`refuse`], [`plan`], [`apply`] (with [`certificates`]),
+//! [`step`] (with [`restart`], [`removal`] and [`push_rotated_certificates`]), [`judge`] and
+//! [`write_status`];
 //! [`written`] is what the writes came to. The rules the phases apply are pure and live outside the
 //! shell: [`crate::refusals`], [`crate::plan`], [`crate::conditions`], [`crate::rollout`].
 //!
@@ -24,13 +25,13 @@ pub mod error;
 pub mod gather;
 pub mod gauges;
 pub mod judge;
-pub mod observe;
+pub mod observe_servers;
 pub mod pass;
 pub mod plan;
+pub mod push_rotated_certificates;
 pub mod read;
 pub mod reconcile;
 pub mod refuse;
-pub mod reload_certificates;
 pub mod removal;
 pub mod restart;
 pub mod step;

@@ -19,7 +19,7 @@
 //! Kubernetes API fails the reconcile.
 //!
 //! [`Gathered`]: super::gather::Gathered
-//! [`Seen`]: super::observe::Seen
+//! [`Seen`]: super::observe_servers::Seen
 //! [`Holds`]: super::refuse::Holds
 //! [`Planned`]: super::plan::Planned
 //! [`Applied`]: super::apply::Applied
@@ -36,7 +36,7 @@ use super::context::Context;
 use super::error::Error;
 use super::gather::gather;
 use super::judge::judge;
-use super::observe::observe;
+use super::observe_servers::observe;
 use super::plan::plan;
 use super::refuse::{Go, go, refuse};
 use super::step::{choose, take};

@@ -10,7 +10,7 @@ use nats_api::cluster::{NatsCluster, annotation};
 
 use super::context::Settings;
 use super::gather::Gathered;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use super::plan::Planned;
 use crate::objects::Owner;
 use crate::observation::running_with_auth;

@@ -15,14 +15,14 @@ use nats_wire::monitor::Jsz;
 
 use super::apply::Applied;
 use super::context::Context;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use crate::nats::system_connection::dial_system;
 use crate::rollout::gate::MetaObservation;
-use crate::rollout::observe::{groups_on, not_current, stream_replicas};
 use crate::rollout::order::Step;
 use crate::rollout::removal::{
     RemovalInput, RemovalKind, RemovalStep, ServerObjects, StreamReplicas, next,
 };
+use crate::rollout::rollout_inputs::{groups_on, not_current, stream_replicas};
 use crate::server_lifecycle::ServerLifecycle;
 use nats_api::cluster::ServerRemoval;
 

@@ -7,9 +7,9 @@ use nats_api::cluster::{ConfigAppliedBy, ConfigStatus, NatsCluster};
 
 use super::context::Context;
 use super::error::Error;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use crate::apply_mode::{ApplyMode, apply_mode};
-use crate::nats::reload::reload_server;
+use crate::nats::ask_reload::reload_server;
 use crate::nats::system_connection::{SystemAccess, dial_system};
 use crate::reload::{ReloadDecision, ReloadTiming, Route, config_digest, route};
 use crate::render::render_block;

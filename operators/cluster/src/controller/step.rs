@@ -20,15 +20,15 @@ use nats_api::cluster::{
 use super::apply::Applied;
 use super::context::Context;
 use super::error::Error;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use super::refuse::Holds;
-use super::{reload_certificates, removal, restart};
+use super::{push_rotated_certificates, removal, restart};
 use crate::rollout::gate::{Gate, MetaObservation, gate_status};
-use crate::rollout::observe::{
-    Targets, gate_servers, members, meta_observation, volume_mismatches,
-};
 use crate::rollout::order::{self, Action, Decision, Member, StepKind};
 use crate::rollout::removal::RemovalStep;
+use crate::rollout::rollout_inputs::{
+    Targets, gate_servers, members, meta_observation, volume_mismatches,
+};
 use crate::rollout::status::{progressing, removal_entry, rollout_status};
 use crate::rollout::step::{StepInput, next_step, reported_revisions, running, settled_view};
 use crate::rollout::volume;
@@ -257,7 +257,7 @@ pub async fn take<L: ServerLifecycle>(
         }
         taken.removal = Some(step);
     }
-    taken.certificates = reload_certificates::reload_rotated(
+    taken.certificates = push_rotated_certificates::reload_rotated(
         ctx,
         cluster,
         seen,

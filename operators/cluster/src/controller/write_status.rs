@@ -20,7 +20,7 @@ use super::context::Context;
 use super::error::Error;
 use super::gauges;
 use super::judge::{Verdicts, revision};
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;

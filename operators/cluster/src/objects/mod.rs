@@ -1,8 +1,7 @@
 //! The Kubernetes objects a NatsCluster renders (design §4.1), as pure functions of the spec and
-//! the server plans; [`apply`] alone writes them (server-side apply of what the NatsCluster
+//! the server plans; [`server_side_apply`] alone writes them (server-side apply of what the NatsCluster
 //! controls), for the reconciler and the Kubernetes server lifecycle.
 
-pub mod apply;
 pub mod certificates;
 pub mod claims;
 pub mod cluster;
@@ -14,6 +13,7 @@ pub mod leaf_remotes;
 pub mod network_policy;
 pub mod pdb;
 pub mod pod_merge;
+pub mod server_side_apply;
 pub mod services;
 pub mod statefulset;
 #[cfg(test)]

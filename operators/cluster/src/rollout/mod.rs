@@ -5,7 +5,7 @@
 //! - [`order`]: which step comes next (scale-down, restart, replacement; the meta leader's
 //!   server last), paused, `force-step`, `replace-server`, AuthChangeBlocked.
 //! - [`removal`]: one server's scale-down or replacement, step by step.
-//! - [`observe`]: from observed servers, JSZ answers and the meta group to those inputs.
+//! - [`rollout_inputs`]: from observed servers, JSZ answers and the meta group to those inputs.
 //! - [`step`]: where each desired server stands, the revision it reports and runs, and the next
 //!   step ([`step::next_step`]: the gate, then the step order).
 //! - [`status`]: `status.rollout`, `status.removals`, `status.config` and Progressing.
@@ -16,17 +16,17 @@
 //! 1. Observe: the server lifecycle's servers, and what the servers answered before anything was
 //!    written (`crate::observation::Observation`: STATSZ, VARZ and JSZ over the system user, or
 //!    each server's monitoring endpoint). The meta group is the meta leader's own JSZ report
-//!    when it answered ([`observe::meta_observation`], `FromLeader`), else `FromFollowers`;
+//!    when it answered ([`rollout_inputs::meta_observation`], `FromLeader`), else `FromFollowers`;
 //!    Settled as the gate reads it is [`step::settled_view`].
 //! 2. A server's revision is the one it *runs*: the one whose rendered config has the digest its
-//!    `/varz` reports ([`step::reported_revisions`], [`observe::reported_revision`]). A reload
+//!    `/varz` reports ([`step::reported_revisions`], [`rollout_inputs::reported_revision`]). A reload
 //!    therefore updates it without touching the workload (on Kubernetes the pod template's
 //!    revision would restart the pod); [`step::running`] keeps the workload's revision where
 //!    the workload itself changed.
 //! 3. [`order::read_replace_server`] records a named replacement in `status.removals` and asks
 //!    for the annotation to be cleared; [`order::replacements`] lists what to replace, with
-//!    [`observe::volume_mismatches`].
-//! 4. [`step::next_step`]: [`gate::gate`] over [`observe::gate_servers`], then
+//!    [`rollout_inputs::volume_mismatches`].
+//! 4. [`step::next_step`]: [`gate::gate`] over [`rollout_inputs::gate_servers`], then
 //!    [`order::decide`]; clear `force-step` and `restart-all` when the decision says so.
 //! 5. For `Take`/`Forced` restarts: a reload or the server lifecycle's `apply_server`; for
 //!    `RestartAll`, every server at once. For a removal (`ContinueRemoval`, or `Take` of a
@@ -37,9 +37,9 @@
 //!    state, a restarted controller resumes where it was and restarts no server twice.
 
 pub mod gate;
-pub mod observe;
 pub mod order;
 pub mod removal;
+pub mod rollout_inputs;
 pub mod status;
 pub mod step;
 pub mod volume;

@@ -9,8 +9,8 @@ use controller_kit::conditions::Decided;
 use nats_api::cluster::{RemovalPhase, ServerRemoval, reason};
 
 use super::gate::{Gate, GateInput, MetaObservation, SettledView, gate};
-use super::observe::{Targets, gate_servers, members, reported_revision};
 use super::order::{Decision, OrderInput, ReplaceCause, decide};
+use super::rollout_inputs::{Targets, gate_servers, members, reported_revision};
 use crate::observation::Observation;
 use crate::refusals::Refusal;
 use crate::server_lifecycle::{DesiredServer, ObservedServer};
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn the_meta_group_comes_from_the_leaders_own_report_else_from_followers() {
-        use crate::rollout::observe::meta_observation;
+        use crate::rollout::rollout_inputs::meta_observation;
         let mut obs = Observation::default();
         obs.answers
             .insert("demo-0".into(), answer("demo-0", "demo-1", &[]));

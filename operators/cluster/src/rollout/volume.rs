@@ -3,7 +3,7 @@
 //! zone is chosen) is evacuated, removed and recreated under the same name on a new volume.
 //! A StatefulSet's claim template cannot change in place, and a volume cannot be moved to
 //! another class or zone, so nothing short of a replacement applies such a change. Which
-//! observed servers that comes to is [`super::observe::volume_mismatches`].
+//! observed servers that comes to is [`super::rollout_inputs::volume_mismatches`].
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
 use nats_api::cluster::NatsClusterSpec;

@@ -1,6 +1,6 @@
 //! The server-lifecycle port on Kubernetes: a StatefulSet and a ConfigMap per server, the shared
 //! Services, PodDisruptionBudget, NetworkPolicy and cert-manager Certificates, all written by
-//! server-side apply under the field manager `cluster-controller` ([`crate::objects::apply`]);
+//! server-side apply under the field manager `cluster-controller` ([`crate::objects::server_side_apply`]);
 //! servers observed through their StatefulSets and Pods.
 //!
 //! An existing object of a rendered name that this NatsCluster does not control is never
@@ -19,14 +19,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use nats_api::cluster::{NatsCluster, names};
 
-use super::claims;
-use super::projection;
+use super::claim_deletion;
+use super::config_projection;
 use super::{
     Applied, DesiredServer, ObservedServer, ServerAddress, ServerLifecycle, ServerLifecycleError,
 };
-use crate::objects::apply::{apply_owned, delete_as_read, delete_owned, failed};
 use crate::objects::cluster::{ClusterObjects, Site, render_objects};
 use crate::objects::configmap::{self, REVISION_ANNOTATION};
+use crate::objects::server_side_apply::{apply_owned, delete_as_read, delete_owned, failed};
 use crate::objects::statefulset::{NATS_CONTAINER, ServerWorkload, stateful_set};
 use crate::objects::{Owner, labels, services};
 use crate::plan::{KubernetesLayout, Layout, STANDARD_PORTS};
@@ -101,7 +101,7 @@ impl KubernetesServerLifecycle {
         let name = names::server_pod(&owner.name, server.ordinal);
         let result = match pods.get_opt(&name).await {
             Ok(Some(pod)) => {
-                match projection::nudge(&pod, &server.plan.server_name, &server.revision) {
+                match config_projection::nudge(&pod, &server.plan.server_name, &server.revision) {
                     Some(patch) => pods
                         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                         .await
@@ -174,7 +174,7 @@ impl KubernetesServerLifecycle {
             .into_iter()
             .map(|p| p.metadata)
             .collect();
-        for name in claims::names_of(server, sts.as_ref()) {
+        for name in claim_deletion::names_of(server, sts.as_ref()) {
             let by_name = format!("metadata.name={name}");
             let listed = pvcs
                 .list_metadata(&ListParams::default().fields(&by_name))
@@ -186,7 +186,7 @@ impl KubernetesServerLifecycle {
                 }
             }
         }
-        let judged = claims::judge(&owner.name, uid(owner), server, sts.as_ref(), &found);
+        let judged = claim_deletion::judge(&owner.name, uid(owner), server, sts.as_ref(), &found);
         for pvc in &judged.own {
             if !delete_as_read(&pvcs, "PersistentVolumeClaim", pvc).await? {
                 return Err(ServerLifecycleError::Failed {
@@ -401,7 +401,7 @@ impl ServerLifecycle for KubernetesServerLifecycle {
     }
 
     fn config_projection(&self) -> std::time::Duration {
-        projection::PROJECTION_BOUND
+        config_projection::PROJECTION_BOUND
     }
 
     async fn apply_server(
@@ -525,9 +525,14 @@ impl ServerLifecycle for KubernetesServerLifecycle {
                     .and_then(claim_spec)
                     .map(crate::rollout::volume::shape_of);
                 let sts = sets.items.iter().find(|s| s.name_any() == server_name);
-                let claim =
-                    claims::judge(&owner.name, uid(&owner), &server_name, sts, &claim_metas)
-                        .claim();
+                let claim = claim_deletion::judge(
+                    &owner.name,
+                    uid(&owner),
+                    &server_name,
+                    sts,
+                    &claim_metas,
+                )
+                .claim();
                 ObservedServer {
                     ordinal: i,
                     server_name,

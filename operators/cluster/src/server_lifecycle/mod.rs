@@ -5,9 +5,9 @@
 //! Everything else — rollout order, the gate, reload through `$SYS`, removal, status — is the
 //! same code over both.
 
-pub mod claims;
+pub mod claim_deletion;
+pub mod config_projection;
 pub mod kubernetes;
-pub mod projection;
 
 use std::future::Future;
 
@@ -112,7 +112,7 @@ pub trait ServerLifecycle: Send + Sync + 'static {
 
     /// How long a config written by [`write_config`](Self::write_config) may take to reach the
     /// file its server reads: what a reload waits beyond its own time (Kubernetes: the kubelet
-    /// projecting the ConfigMap, [`projection`]). None locally: the file is written in place.
+    /// projecting the ConfigMap, [`config_projection`]). None locally: the file is written in place.
     fn config_projection(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }

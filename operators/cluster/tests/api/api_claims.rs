@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use cluster_controller::controller::removal::FOREIGN_CLAIM_KEPT;
 use cluster_controller::controller::{self, Settings};
-use cluster_controller::objects::apply::delete_as_read;
+use cluster_controller::objects::server_side_apply::delete_as_read;
 use cluster_controller::plan::Layout;
 use cluster_controller::render::ServerPlan;
 use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};

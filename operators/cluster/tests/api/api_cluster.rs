@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use cluster_controller::controller::{self, Settings};
 use cluster_controller::objects::Owner;
-use cluster_controller::objects::apply::FIELD_MANAGER;
 use cluster_controller::objects::cluster::{ClusterObjects, Site, render_objects};
 use cluster_controller::objects::configmap::REVISION_ANNOTATION;
+use cluster_controller::objects::server_side_apply::FIELD_MANAGER;
 use cluster_controller::plan::{ClusterInputs, KubernetesLayout, plan_servers};
 use cluster_controller::server_lifecycle::kubernetes::{KubernetesServerLifecycle, SiteSettings};
 use controller_kit::metrics::Metrics;

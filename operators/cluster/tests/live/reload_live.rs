@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use cluster_controller::apply_mode::{ApplyMode, apply_mode};
-use cluster_controller::nats::reload::reload_server;
+use cluster_controller::nats::ask_reload::reload_server;
 use cluster_controller::reload::{ReloadDecision, ReloadTiming, config_digest};
 use cluster_controller::render::conf::{Block, Value};
 use cluster_controller::render::{

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cluster_controller::rollout::gate::{Gate, GateInput, SettledView, gate};
-use cluster_controller::rollout::observe::{
+use cluster_controller::rollout::order::{Action, Hold, OrderInput, Step, StepKind, decide};
+use cluster_controller::rollout::rollout_inputs::{
     Targets, gate_servers, members, meta_observation, not_current, reported_revision,
 };
-use cluster_controller::rollout::order::{Action, Hold, OrderInput, Step, StepKind, decide};
 use cluster_controller::server_lifecycle::ObservedServer;
 use nats_wire::jsapi::meta_view_of;
 use nats_wire::monitor::JszOptions;
@@ -258,10 +258,10 @@ async fn js(app: &Wire, subject: &str, body: &str) -> serde_json::Value {
 /// its process and files deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
-    use cluster_controller::rollout::observe::{groups_on, stream_replicas};
     use cluster_controller::rollout::removal::{
         Claim, RemovalInput, RemovalKind, RemovalStep, ServerObjects, next as removal_next,
     };
+    use cluster_controller::rollout::rollout_inputs::{groups_on, stream_replicas};
     use nats_api::cluster::{RemovalPhase, reason};
     use nats_wire::jsapi::{MetaView, PeerRef};
 
@@ -508,7 +508,7 @@ async fn a_scale_down_is_evacuated_removed_and_deleted_step_by_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deletion_guard_names_real_stream_groups_and_unobservable_clusters() {
     use cluster_controller::deletion_guard::{DataObservation, DeletionDecision, deletion_guard};
-    use cluster_controller::nats::deletion_guard::observe as observe_data;
+    use cluster_controller::nats::ask_remaining_data::observe as observe_data;
     use nats_api::cluster::reason;
 
     let mut topo = Topology::start(TopologySpec::cluster(3))

@@ -11,7 +11,7 @@ use super::context::Context;
 use super::error::Error;
 use super::read::{secret, secret_key};
 use crate::conditions::settled::settled;
-use crate::nats::observe::{Asks, over_monitor, over_system};
+use crate::nats::ask_observation::{Asks, over_monitor, over_system};
 use crate::nats::system_connection::SystemAccess;
 use crate::objects::tls_secret_name;
 use crate::observation::Observation;

@@ -12,9 +12,9 @@ use nats_api::cluster::NatsCluster;
 
 use super::apply::Applied;
 use super::context::Context;
-use super::observe::Seen;
+use super::observe_servers::Seen;
 use crate::certificate_reload as certs;
-use crate::nats::reload::reload_for_certificates;
+use crate::nats::ask_reload::reload_for_certificates;
 use crate::nats::system_connection::dial_system;
 use crate::reload::ReloadTiming;
 use crate::rollout::order::{Action, Decision};
