@@ -10,5 +10,6 @@ mod api_local_trusted_rollout;
 mod cluster_live;
 mod host;
 mod identity;
+mod reload_fallback;
 mod teardown;
 mod up;
