@@ -1,6 +1,7 @@
 //! `just bench`: the project's performance figures, each as a ratio against its floor measured
 //! in the same run (see [`summary`]). Writes `target/bench/summary.json` and the table of
-//! docs/performance.md; prints every figure with its floor, ratio and goal. Goals are never
+//! docs/performance.md, and appends each figure to docs/bench-history.csv ([`history`]); prints
+//! every figure with its floor, ratio and goal. Goals are never
 //! asserted: on a shared 2-core machine a figure measures the machine too.
 //!
 //! The binaries it runs are the checkout's own, of the profile the bench itself was built in
@@ -10,6 +11,7 @@
 
 mod auth;
 mod clusters;
+mod history;
 mod render;
 mod rollout;
 mod scrape;
@@ -82,7 +84,7 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
         );
         Ok(b)
     };
-    if wanted("users") || wanted("kick") || wanted("rss.auth") {
+    if wanted("users") || wanted("kick") || wanted("rss.auth") || wanted("usable") {
         println!(
             "users: 1,000 NatsUsers under the auth-controller binary, a user's connection kicked ..."
         );
@@ -127,6 +129,19 @@ fn write(figures: &[summary::Figure], docs: bool) -> anyhow::Result<()> {
         })?;
         std::fs::write(&doc_path, updated)?;
         println!("table: {}", doc_path.display());
+        let history_path = workspace().join("docs").join("bench-history.csv");
+        let existing = std::fs::read_to_string(&history_path).unwrap_or_default();
+        let date = k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let run = history::lines(
+            figures,
+            &history::commit(&workspace()),
+            &date,
+            &history::Machine::here().describe(),
+        );
+        std::fs::write(&history_path, history::appended(&existing, &run))?;
+        println!("history: {} (+{} lines)", history_path.display(), run.len());
     }
     Ok(())
 }
