@@ -46,16 +46,18 @@
 //! saying why.
 
 pub mod corrupt;
-mod fs;
+mod inodes;
+mod passthrough;
 pub mod volatile;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use corrupt::{Corruption, Damage, corrupt_dir, glob_matches};
-pub use fs::Counters;
+pub use inodes::Counters;
 
-use fs::{FaultFilesystem, State};
+use inodes::State;
+use passthrough::FaultFilesystem;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FaultFsError {

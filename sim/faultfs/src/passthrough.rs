@@ -1,259 +1,28 @@
-//! The FUSE side: a passthrough over the backing directory whose file contents and sizes go
-//! through [`Unsynced`] until an fsync (or a write through a handle opened `O_SYNC`/`O_DSYNC`,
-//! which is durable on return), and whose namespace operations (create, mkdir, unlink,
-//! rmdir, rename, chmod) reach the backing directory at once.
+//! The FUSE side's operations: a passthrough over the backing directory whose file contents and
+//! sizes go through [`Unsynced`] until an fsync (or a write through a handle opened
+//! `O_SYNC`/`O_DSYNC`, which is durable on return), and whose namespace operations (create,
+//! mkdir, unlink, rmdir, rename, chmod) reach the backing directory at once. Which inode lives
+//! where, and its unsynced bytes, is the inode table's ([`crate::inodes`]).
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::fs::OpenOptions;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
-    AccessFlags, BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
-    WriteFlags,
+    AccessFlags, BsdFileFlags, Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use nix::libc;
 
-use crate::volatile::{self, Durable, Unsynced};
+use crate::inodes::State;
+use crate::volatile::{self, Unsynced};
 
 /// Attributes and entries are never cached by the kernel: a loss changes sizes under it.
 const TTL: Duration = Duration::ZERO;
-
-/// One inode: where it lives in the backing directory (none once unlinked) and, while open,
-/// the backing file every handle of it reads and writes through.
-#[derive(Debug)]
-struct Node {
-    rel: Option<PathBuf>,
-    file: Option<Arc<File>>,
-    open: u32,
-}
-
-/// Counters the layer reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    pub writes: u64,
-    pub fsyncs: u64,
-}
-
-/// Everything the mounted filesystem and its controller share.
-#[derive(Debug)]
-pub(crate) struct State {
-    backing: PathBuf,
-    nodes: HashMap<u64, Node>,
-    paths: HashMap<PathBuf, u64>,
-    next_ino: u64,
-    pub(crate) unsynced: HashMap<u64, Unsynced>,
-    handles: HashMap<u64, u64>,
-    next_fh: u64,
-    pub(crate) counters: Counters,
-}
-
-impl State {
-    pub(crate) fn new(backing: PathBuf) -> Self {
-        let mut nodes = HashMap::new();
-        nodes.insert(
-            INodeNo::ROOT.0,
-            Node {
-                rel: Some(PathBuf::new()),
-                file: None,
-                open: 0,
-            },
-        );
-        let mut paths = HashMap::new();
-        paths.insert(PathBuf::new(), INodeNo::ROOT.0);
-        State {
-            backing,
-            nodes,
-            paths,
-            next_ino: INodeNo::ROOT.0 + 1,
-            unsynced: HashMap::new(),
-            handles: HashMap::new(),
-            next_fh: 1,
-            counters: Counters::default(),
-        }
-    }
-
-    pub(crate) fn backing(&self) -> &Path {
-        &self.backing
-    }
-
-    /// Where inode `ino` lives now, relative to the root; `None` once unlinked.
-    pub(crate) fn path_of(&self, ino: u64) -> Option<PathBuf> {
-        self.nodes.get(&ino).and_then(|n| n.rel.clone())
-    }
-
-    fn ino_for(&mut self, rel: &Path) -> u64 {
-        if let Some(ino) = self.paths.get(rel) {
-            return *ino;
-        }
-        let ino = self.next_ino;
-        self.next_ino += 1;
-        self.paths.insert(rel.to_path_buf(), ino);
-        self.nodes.insert(
-            ino,
-            Node {
-                rel: Some(rel.to_path_buf()),
-                file: None,
-                open: 0,
-            },
-        );
-        ino
-    }
-
-    fn rel(&self, ino: INodeNo) -> Result<PathBuf, Errno> {
-        self.nodes
-            .get(&ino.0)
-            .and_then(|n| n.rel.clone())
-            .ok_or(Errno::ENOENT)
-    }
-
-    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<PathBuf, Errno> {
-        Ok(self.rel(parent)?.join(name))
-    }
-
-    fn abs(&self, rel: &Path) -> PathBuf {
-        self.backing.join(rel)
-    }
-
-    /// The backing file of an open inode.
-    fn file(&self, ino: INodeNo) -> Result<Arc<File>, Errno> {
-        self.nodes
-            .get(&ino.0)
-            .and_then(|n| n.file.clone())
-            .ok_or(Errno::EBADF)
-    }
-
-    fn attr(&self, ino: u64) -> Result<FileAttr, Errno> {
-        let node = self.nodes.get(&ino).ok_or(Errno::ENOENT)?;
-        let meta = match (&node.file, &node.rel) {
-            (Some(f), _) => f.metadata(),
-            (None, Some(rel)) => std::fs::symlink_metadata(self.abs(rel)),
-            (None, None) => return Err(Errno::ENOENT),
-        }
-        .map_err(Errno::from)?;
-        let size = self.unsynced.get(&ino).map_or(meta.len(), Unsynced::size);
-        let time = |s: i64, ns: i64| {
-            UNIX_EPOCH + Duration::from_secs(s.max(0) as u64) + Duration::from_nanos(ns as u64)
-        };
-        Ok(FileAttr {
-            ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: time(meta.atime(), meta.atime_nsec()),
-            mtime: time(meta.mtime(), meta.mtime_nsec()),
-            ctime: time(meta.ctime(), meta.ctime_nsec()),
-            crtime: SystemTime::UNIX_EPOCH,
-            kind: FileType::from_std(meta.file_type()).unwrap_or(FileType::RegularFile),
-            perm: (meta.mode() & 0o7777) as u16,
-            nlink: meta.nlink() as u32,
-            uid: meta.uid(),
-            gid: meta.gid(),
-            rdev: meta.rdev() as u32,
-            blksize: 4096,
-            flags: 0,
-        })
-    }
-
-    /// Opens `ino`'s backing file if no handle has, and hands out a new handle.
-    fn open_handle(&mut self, ino: u64) -> Result<u64, Errno> {
-        let needs_file = self.nodes.get(&ino).ok_or(Errno::ENOENT)?.file.is_none();
-        if needs_file {
-            let rel = self.rel(INodeNo(ino))?;
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(self.abs(&rel))
-                .map_err(Errno::from)?;
-            if let Some(n) = self.nodes.get_mut(&ino) {
-                n.file = Some(Arc::new(file));
-            }
-        }
-        if let Some(n) = self.nodes.get_mut(&ino) {
-            n.open += 1;
-        }
-        let fh = self.next_fh;
-        self.next_fh += 1;
-        self.handles.insert(fh, ino);
-        Ok(fh)
-    }
-
-    fn truncate(&mut self, ino: u64, size: u64) -> Result<(), Errno> {
-        let durable_len = self.durable_len(ino)?;
-        self.unsynced
-            .entry(ino)
-            .or_insert_with(|| Unsynced::over(durable_len))
-            .truncate(size);
-        Ok(())
-    }
-
-    fn durable_len(&self, ino: u64) -> Result<u64, Errno> {
-        let node = self.nodes.get(&ino).ok_or(Errno::ENOENT)?;
-        match (&node.file, &node.rel) {
-            (Some(f), _) => f.durable_len().map_err(Errno::from),
-            (None, Some(rel)) => std::fs::metadata(self.abs(rel))
-                .map(|m| m.len())
-                .map_err(Errno::from),
-            (None, None) => Err(Errno::ENOENT),
-        }
-    }
-
-    /// The path `rel` no longer names `ino`: unlinked, or replaced by a rename. An inode no
-    /// handle holds has nothing left to read its unsynced bytes, so they go.
-    fn detach(&mut self, rel: &Path) {
-        if let Some(ino) = self.paths.remove(rel)
-            && let Some(n) = self.nodes.get_mut(&ino)
-        {
-            n.rel = None;
-            if n.open == 0 {
-                self.nodes.remove(&ino);
-                self.unsynced.remove(&ino);
-            }
-        }
-    }
-
-    /// Moves `from` and everything under it to `to` in the path index.
-    fn moved(&mut self, from: &Path, to: &Path) {
-        let moving: Vec<(PathBuf, u64)> = self
-            .paths
-            .iter()
-            .filter(|(p, _)| p.starts_with(from))
-            .map(|(p, i)| (p.clone(), *i))
-            .collect();
-        for (old, ino) in moving {
-            self.paths.remove(&old);
-            let new = match old.strip_prefix(from) {
-                Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
-                Ok(rest) => to.join(rest),
-                Err(_) => continue,
-            };
-            self.paths.insert(new.clone(), ino);
-            if let Some(n) = self.nodes.get_mut(&ino) {
-                n.rel = Some(new);
-            }
-        }
-    }
-
-    /// Makes the unsynced bytes of the file at `rel` durable, as an fsync would.
-    pub(crate) fn persist_path(&mut self, rel: &Path) -> io::Result<()> {
-        let Some(ino) = self.paths.get(rel).copied() else {
-            return Ok(());
-        };
-        if let Some(u) = self.unsynced.remove(&ino) {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(self.abs(rel))?;
-            u.persist(&file)?;
-        }
-        Ok(())
-    }
-}
 
 /// The filesystem the FUSE session serves.
 pub(crate) struct FaultFilesystem {
@@ -556,20 +325,7 @@ impl Filesystem for FaultFilesystem {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let mut s = self.lock();
-        s.handles.remove(&fh.0);
-        let mut gone = false;
-        if let Some(n) = s.nodes.get_mut(&ino.0) {
-            n.open = n.open.saturating_sub(1);
-            if n.open == 0 {
-                n.file = None;
-                gone = n.rel.is_none();
-            }
-        }
-        if gone {
-            s.nodes.remove(&ino.0);
-            s.unsynced.remove(&ino.0);
-        }
+        self.lock().release_handle(ino.0, fh.0);
         reply.ok();
     }
 
@@ -653,7 +409,7 @@ impl Filesystem for FaultFilesystem {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let backing = self.lock().backing.clone();
+        let backing = self.lock().backing().to_path_buf();
         match nix::sys::statvfs::statvfs(&backing) {
             Ok(v) => reply.statfs(
                 v.blocks(),
