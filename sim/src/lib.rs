@@ -12,6 +12,9 @@ pub mod host;
 pub mod install;
 #[cfg(feature = "k3s")]
 pub mod k3s;
+#[cfg(feature = "k3s")]
+pub mod k3s_cluster;
+pub mod kube_backend;
 #[cfg(test)]
 mod layers;
 pub mod ledger;

@@ -105,6 +105,12 @@ impl Node {
         import(&self.layout, archive, None)
     }
 
+    /// Imports an OCI archive under `base_name` and by digest when given, else under the name it
+    /// gives itself (`crate::kube_backend::KubeCluster::import`).
+    pub fn import_named(&self, archive: &Path, base_name: Option<&str>) -> Result<(), NodeError> {
+        import(&self.layout, archive, base_name)
+    }
+
     pub fn ports(&self) -> Ports {
         self.ports
     }
@@ -413,9 +419,14 @@ impl Node {
 
     /// [`Node::apply`], a namespaced object that names no namespace going to `namespace`.
     pub async fn apply_in(&self, namespace: &str, yaml: &str) -> Result<(), NodeError> {
-        for doc in serde_yaml::Deserializer::from_str(yaml) {
-            let obj: kube::api::DynamicObject = serde::Deserialize::deserialize(doc)
-                .map_err(|e| part("cluster objects", e.to_string()))?;
+        // Parsed before the first await: the YAML parser is not Send.
+        let objects = serde_yaml::Deserializer::from_str(yaml)
+            .map(|doc| {
+                <kube::api::DynamicObject as serde::Deserialize>::deserialize(doc)
+                    .map_err(|e| part("cluster objects", e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for obj in objects {
             let gvk = obj
                 .types
                 .as_ref()
