@@ -7,12 +7,14 @@
 //! [`installed`] installs the chart into a test kube-apiserver and runs as its ServiceAccounts;
 //! [`decode`] decodes a document strictly into its type, [`monitoring`] holds the Prometheus
 //! Operator kinds the chart writes; [`on_node`] installs the chart on the sim's real node and runs
-//! scenarios there.
+//! scenarios there; [`on_cluster`] installs it on any of the sim's Kubernetes backends (the node,
+//! k3s) and runs the conformance stories there.
 
 pub mod chart;
 pub mod conformance;
 pub mod decode;
 pub mod installed;
 pub mod monitoring;
+pub mod on_cluster;
 pub mod on_node;
 pub mod stories;

@@ -9,7 +9,6 @@
 //! missing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -238,36 +237,11 @@ impl Installed {
 /// Builds the three controller images (`scripts/image.py --profile image-test`, the image tests'
 /// profile) into `out` and imports each under the name the chart's defaults give it.
 pub fn import_controllers(node: &Node, out: &Path) -> Result<Vec<String>, String> {
-    let root = crate::chart::workspace_root();
-    let run = Command::new("python3")
-        .current_dir(&root)
-        .args(["scripts/image.py", "--profile", "image-test", "--out"])
-        .arg(out)
-        .output()
-        .map_err(|e| format!("running python3 scripts/image.py: {e}"))?;
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    if !run.status.success() {
-        return Err(format!(
-            "scripts/image.py: {}\n{stdout}\n{}",
-            run.status,
-            String::from_utf8_lossy(&run.stderr)
-        ));
-    }
     let mut names = Vec::new();
-    for line in stdout.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (Some(name), Some(path)) = (words.first(), words.last()) else {
-            continue;
-        };
-        if !path.ends_with(".oci.tar") {
-            continue;
-        }
-        node.import_archive(Path::new(path))
-            .map_err(|e| format!("importing {path}: {e}"))?;
-        names.push(name.to_string());
-    }
-    if names.len() != 3 {
-        return Err(format!("three images from scripts/image.py:\n{stdout}"));
+    for (name, path) in crate::on_cluster::controller_archives(out)? {
+        node.import_archive(&path)
+            .map_err(|e| format!("importing {}: {e}", path.display()))?;
+        names.push(name);
     }
     Ok(names)
 }

@@ -12,7 +12,9 @@ use super::outside::{Surroundings, legacy, nsc};
 /// directory for what it starts there, the nats-server those servers run, the chart's release.
 #[derive(Clone, Debug)]
 pub struct Reach {
-    pub net: Outside,
+    /// The node's outside network; `None` on a backend that has none yet (k3s): a story that
+    /// finds servers outside Kubernetes (03, 13, 14) then fails saying so.
+    pub net: Option<Outside>,
     pub dir: PathBuf,
     pub nats_server: PathBuf,
     pub release: crate::on_node::Release,
@@ -28,7 +30,17 @@ impl Reach {
     ) -> Result<Option<Surroundings>, String> {
         let short = story.split_once('-').map_or(story, |(n, _)| n);
         let dir = self.dir.join(short);
-        let Some(s) = before(client, story, &self.net, &dir, &self.nats_server).await? else {
+        let Some(net) = &self.net else {
+            return match outside_of(story) {
+                true => Err(
+                    "this backend has no network outside Kubernetes for the story's own servers \
+                     yet (only the node's, sim::node::outside)"
+                        .into(),
+                ),
+                false => Ok(None),
+            };
+        };
+        let Some(s) = before(client, story, net, &dir, &self.nats_server).await? else {
             return Ok(None);
         };
         if let Some(values) = &s.values {
@@ -46,6 +58,14 @@ impl Reach {
         }
         Ok(())
     }
+}
+
+/// Whether `story` finds servers outside Kubernetes ([`before`] starts them).
+pub fn outside_of(story: &str) -> bool {
+    matches!(
+        story.split_once('-').map_or(story, |(n, _)| n),
+        "03" | "13" | "14"
+    )
 }
 
 /// The surroundings of `story` (none for most), with its servers under `dir`, run from the

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::Value;
 use sim::host::Objects;
 
@@ -419,14 +419,25 @@ async fn platform(client: &kube::Client) -> Result<(), String> {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     let (key, value) = NODE_POOL;
     let label = serde_json::json!({"metadata": {"labels": {key: value}}});
-    nodes
-        .patch(
-            sim::node::config::NODE_NAME,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&label),
-        )
+    // Every node of the cluster: the sim's node (`sim-node`) or k3s's (its container's hostname).
+    let names: Vec<String> = nodes
+        .list(&ListParams::default())
         .await
-        .map_err(|e| format!("labelling the node {key}={value}: {e}"))?;
+        .map_err(|e| format!("listing the nodes: {e}"))?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    for name in names {
+        nodes
+            .patch(
+                &name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&label),
+            )
+            .await
+            .map_err(|e| format!("labelling the node {name} {key}={value}: {e}"))?;
+    }
     super::issuer::install(client).await
 }
 
@@ -466,6 +477,31 @@ async fn ground(
     }
 }
 
+/// The stories named in `only` (all when empty), in story order.
+pub fn chosen<'a>(stories: &'a [Story], only: &[String]) -> Result<Vec<&'a Story>, String> {
+    let chosen: Vec<&Story> = stories
+        .iter()
+        .filter(|s| only.is_empty() || only.iter().any(|o| s.name.starts_with(o.as_str())))
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!("no story is named {only:?}"));
+    }
+    Ok(chosen)
+}
+
+/// The node brought up with the chart for a conformance run: [`VOLUMES`], the stories'
+/// nats-server versions, [`CHART_VALUES`].
+pub fn shape() -> crate::on_node::NodeShape {
+    crate::on_node::NodeShape {
+        volumes: VOLUMES,
+        versions: crate::on_node::STORY_VERSIONS
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
+        values: Some(CHART_VALUES.into()),
+    }
+}
+
 /// Brings a node up under `dir` with the chart installed, runs the stories named in `only` (all
 /// when empty) in story order, each example within `within`, and brings the node down.
 pub async fn on_node(
@@ -475,25 +511,49 @@ pub async fn on_node(
     say: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Conformance, String> {
     let stories = crate::stories::load().map_err(|e| e.to_string())?;
-    let chosen: Vec<&Story> = stories
-        .iter()
-        .filter(|s| only.is_empty() || only.iter().any(|o| s.name.starts_with(o.as_str())))
-        .collect();
-    if chosen.is_empty() {
-        return Err(format!("no story is named {only:?}"));
-    }
-    let shape = crate::on_node::NodeShape {
-        volumes: VOLUMES,
-        versions: crate::on_node::STORY_VERSIONS
-            .iter()
-            .map(|v| v.to_string())
-            .collect(),
-        values: Some(CHART_VALUES.into()),
+    let chosen = chosen(&stories, only)?;
+    let installed = crate::on_node::install_shaped(dir, &shape(), &mut *say).await?;
+    let reach = Reach {
+        net: Some(installed.node.outside()),
+        dir: dir.join("outside"),
+        nats_server: crate::on_node::cache()
+            .join("nats-server")
+            .join(crate::on_node::NATS_VERSION)
+            .join("nats-server"),
+        release: crate::on_node::Release::new(dir, &installed.node.kubeconfig()),
     };
-    let installed = crate::on_node::install_shaped(dir, &shape, &mut *say).await?;
-    let fit = installed.fit();
-    say(&format!("stories fitted to the node: {}", fit.describe()));
-    let client = installed.node.client();
+    let runs = played(
+        installed.node.client(),
+        installed.fit(),
+        reach,
+        &stories,
+        &chosen,
+        within,
+        say,
+    )
+    .await;
+    let host_left = installed.node.down().await;
+    Ok(Conformance {
+        stories: runs,
+        host_left,
+    })
+}
+
+/// Runs `chosen` (of `stories`) in order on the cluster `client` reaches, whatever backend runs
+/// it: the platform's part, the issuers, each story's ground, then the story.
+pub async fn played(
+    client: kube::Client,
+    fit: sim::node::fit::Fit,
+    reach: Reach,
+    stories: &[Story],
+    chosen: &[&Story],
+    within: Duration,
+    say: &mut (dyn FnMut(&str) + Send),
+) -> Vec<StoryRun> {
+    say(&format!(
+        "stories fitted to the cluster: {}",
+        fit.describe()
+    ));
     let platform = platform(&client).await;
     let issuers = std::sync::Arc::new(Issuers::default());
     let issuing = tokio::spawn(super::issuer::run(
@@ -502,20 +562,11 @@ pub async fn on_node(
         |line| println!("{line}"),
     ));
     let objects = Objects::fitted(client, fit);
-    let reach = Reach {
-        net: installed.node.outside(),
-        dir: dir.join("outside"),
-        nats_server: crate::on_node::cache()
-            .join("nats-server")
-            .join(crate::on_node::NATS_VERSION)
-            .join("nats-server"),
-        release: crate::on_node::Release::new(dir, &installed.node.kubeconfig()),
-    };
     let mut runs = Vec::new();
     for s in chosen {
         say(&format!("--- {}", s.name));
         let ready = match &platform {
-            Ok(()) => ground(&objects, &issuers, &reach, &stories, s, within, &mut *say).await,
+            Ok(()) => ground(&objects, &issuers, &reach, stories, s, within, &mut *say).await,
             Err(why) => Err(why.clone()),
         };
         if let Err(why) = ready {
@@ -533,9 +584,5 @@ pub async fn on_node(
         runs.push(run);
     }
     issuing.abort();
-    let host_left = installed.node.down().await;
-    Ok(Conformance {
-        stories: runs,
-        host_left,
-    })
+    runs
 }
