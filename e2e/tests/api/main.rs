@@ -13,4 +13,5 @@ mod chart_values;
 mod events;
 mod import_cycles;
 mod spec_limits;
+mod src_file_lengths;
 mod stories_decode;
