@@ -20,7 +20,7 @@
 //!   of one, an evacuation or another balancer is moving.
 //!
 //! A NatsBalancer's pools are [`pools`]'s; what it judges from over its account's own
-//! connection, and whom it yields to, [`account`]'s.
+//! connection, and whom it yields to, [`account`]'s; both balancers' judge phase [`judge`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +33,7 @@ pub use crate::system_view::moved;
 
 pub mod account;
 pub mod gate;
+pub mod judge;
 pub mod pools;
 
 /// What each answering server of `cluster` holds, by name.
@@ -261,6 +262,17 @@ pub struct PlannedMove {
     /// The server the leader goes to (a placement move lets nats-server choose within the
     /// NATS cluster).
     pub to: Option<String>,
+}
+
+impl PlannedMove {
+    /// ` to <server>` for a leader move toward a chosen member; empty when nats-server
+    /// chooses.
+    pub fn toward(&self) -> String {
+        self.to
+            .as_deref()
+            .map(|t| format!(" to {t}"))
+            .unwrap_or_default()
+    }
 }
 
 /// The groups of `cluster` a scope admits, in account then name order.

@@ -5,7 +5,7 @@ use nats_wire::jsapi::{MetaGroup, MetaPeer};
 use super::*;
 use crate::system_view::ServerSeen;
 
-fn server(name: &str, cluster: &str) -> ServerSeen {
+pub(super) fn server(name: &str, cluster: &str) -> ServerSeen {
     ServerSeen {
         name: name.into(),
         cluster: cluster.into(),
@@ -14,7 +14,7 @@ fn server(name: &str, cluster: &str) -> ServerSeen {
 }
 
 /// A group in `cluster` led by `members[0]`.
-fn group(account: &str, stream: &str, cluster: &str, members: &[&str]) -> GroupSeen {
+pub(super) fn group(account: &str, stream: &str, cluster: &str, members: &[&str]) -> GroupSeen {
     GroupSeen {
         account: account.into(),
         stream: stream.into(),
@@ -27,7 +27,7 @@ fn group(account: &str, stream: &str, cluster: &str, members: &[&str]) -> GroupS
 }
 
 /// east-0..2 and west-0..2, the meta group of all six, none offline.
-fn view(groups: Vec<GroupSeen>) -> SystemView {
+pub(super) fn view(groups: Vec<GroupSeen>) -> SystemView {
     let names = ["east-0", "east-1", "east-2", "west-0", "west-1", "west-2"];
     SystemView {
         servers: names
@@ -53,7 +53,7 @@ fn view(groups: Vec<GroupSeen>) -> SystemView {
 }
 
 /// Three R3 streams of APP in east, all led by east-0; one in west led by west-0.
-fn piled() -> SystemView {
+pub(super) fn piled() -> SystemView {
     view(vec![
         group("APP", "A", "east", &["east-0", "east-1", "east-2"]),
         group("APP", "B", "east", &["east-0", "east-2", "east-1"]),
@@ -70,7 +70,7 @@ fn leader_scope(accounts: &[&str]) -> Scope {
     }
 }
 
-fn key(account: &str, stream: &str) -> (String, String) {
+pub(super) fn key(account: &str, stream: &str) -> (String, String) {
     (account.into(), stream.into())
 }
 

@@ -14,7 +14,8 @@
 //! Files: `context` (Context, Settings), `error` (Error), `outcome` (what a pass decided, how a
 //! pass stops short), `status` (write_status), `reach` (the NatsConnection reached),
 //! `stream_backed` (the kinds that are one stream), `objects`, `consumer`, `connection`,
-//! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers).
+//! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers, a file
+//! per phase beside each), `moves` (what those three share).
 
 mod balancer;
 mod census;
@@ -27,6 +28,7 @@ mod evacuation;
 mod in_use;
 mod index;
 mod lock;
+mod moves;
 mod objects;
 mod outcome;
 mod reach;
@@ -36,7 +38,6 @@ mod share;
 mod status;
 mod stream_backed;
 mod system_balancer;
-mod system_balancer_status;
 mod torn_down;
 
 use std::sync::Arc;

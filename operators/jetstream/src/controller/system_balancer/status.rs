@@ -1,16 +1,72 @@
-//! The NatsSystemBalancer's write-status phase: its conditions merged, its status applied, the
+//! The NatsSystemBalancer's status phase: its conditions merged, its status applied, the
 //! skew and pending-move gauges set (and removed with the balancer).
 
 use controller_kit::conditions::{self, Decided};
 use kube::ResourceExt;
+use kube::runtime::controller::Action;
 use nats_api::jetstream::{
     MoveKind, NatsSystemBalancer, NatsSystemBalancerStatus, condition, metric,
 };
 
-use super::context::Context;
-use super::error::{Error, kube_err};
+use super::super::context::Context;
+use super::super::error::{Error, kube_err};
+use super::super::replica_divergence;
+use super::act::Written;
+use super::gather::Gathered;
+use crate::balance;
+use crate::divergence;
 
-pub(super) fn merged(
+/// A pass that stopped short: Ready=False as `ready` says, the rest as it was; looked at again
+/// after a backoff.
+pub(super) async fn write_stopped(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+    previous: &NatsSystemBalancerStatus,
+    ready: Decided,
+) -> Result<Action, Error> {
+    let generation = obj.metadata.generation;
+    let status = NatsSystemBalancerStatus {
+        observed_generation: generation,
+        conditions: merged(previous, generation, &ready, None, None),
+        ..previous.clone()
+    };
+    write(ctx, obj, &status).await?;
+    Ok(Action::requeue(ctx.shared.retry_later(obj)))
+}
+
+/// The status phase of a pass that gathered: what it found, the replicas' consistency (a
+/// divergence told once), and what the later phases decided.
+pub(super) async fn write_status(
+    ctx: &Context,
+    obj: &NatsSystemBalancer,
+    g: &Gathered,
+    previous: &NatsSystemBalancerStatus,
+    w: Written,
+) -> Result<Action, Error> {
+    let diverged = divergence::carried(&previous.diverged, &g.diverged);
+    let consistent = divergence::consistency(&diverged);
+    replica_divergence::tell(ctx, obj, &diverged).await;
+    let generation = obj.metadata.generation;
+    let holding = w.holding.as_ref();
+    let status = NatsSystemBalancerStatus {
+        observed_generation: generation,
+        conditions: merged(previous, generation, &w.ready, holding, Some(&consistent)),
+        capabilities: Some(balance::capabilities(
+            &g.accounts,
+            &g.reached,
+            &g.reached_consumers,
+        )),
+        servers: balance::loads(&g.view, &g.cluster),
+        skew: Some(balance::judged_skew(&g.view, &g.cluster)),
+        last_move: w.last_move,
+        pending: w.pending,
+        diverged,
+    };
+    write(ctx, obj, &status).await?;
+    Ok(Action::requeue(w.after))
+}
+
+fn merged(
     previous: &NatsSystemBalancerStatus,
     generation: Option<i64>,
     ready: &Decided,
@@ -37,11 +93,10 @@ const SKEW_HELP: [&str; 2] = [
 ];
 
 /// The write-status phase: status applied, the skew and pending gauges set.
-pub(super) async fn write(
+async fn write(
     ctx: &Context,
     obj: &NatsSystemBalancer,
     status: &NatsSystemBalancerStatus,
-    _cluster: &str,
 ) -> Result<(), Error> {
     let ns = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
@@ -70,7 +125,7 @@ pub(super) async fn write(
             status.pending.iter().filter(|p| p.kind == kind).count() as f64,
         );
     }
-    super::status::count_held(ctx, obj, &status.conditions);
+    super::super::status::count_held(ctx, obj, &status.conditions);
     ctx.shared
         .write_status(obj, status)
         .await
