@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams, LogParams, PostParams};
-use sim::host::NodeHost;
+use sim::control_plane::NodeHost;
 use sim::node::fit::Fit;
 use sim::node::{Machine, Node, missing};
 use sim::scenario::{self, Report};
@@ -389,7 +389,7 @@ pub async fn scenario(
 /// The namespaces a scenario's objects name (the default one when it names none).
 fn scenario_namespaces(s: &scenario::Scenario) -> Vec<String> {
     if s.namespaces.is_empty() {
-        vec![sim::host::DEFAULT_NAMESPACE.to_string()]
+        vec![sim::control_plane::DEFAULT_NAMESPACE.to_string()]
     } else {
         s.namespaces.clone()
     }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::backend::{BackendError, Deployment, Fault};
-use crate::host::{Host, HostError, Objects};
+use crate::control_plane::{Host, HostError, Objects};
 use crate::monitored::{self, Member, Monitored};
 use crate::wait;
 

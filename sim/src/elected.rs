@@ -15,7 +15,7 @@ use controller_kit::process::Process;
 use kube::Client;
 use tokio::task::JoinHandle;
 
-use crate::host::factories::ControllerFactory;
+use crate::control_plane::controller_factories::ControllerFactory;
 use crate::local::LocalServerLifecycle;
 
 /// Where the in-process replicas keep their Leases.

@@ -31,7 +31,7 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "apiserver",
             "ensure",
             "local",
-            "host",
+            "control_plane",
             "controlled",
             "elected",
             "node",
@@ -100,7 +100,7 @@ mod tests {
     #[case("use crate::wait::poll;", &["wait"])]
     #[case("use crate::{ports, wait::poll};", &["ports", "wait"])]
     #[case("//! see [`crate::local`]", &[])]
-    #[case("let x = 1; // crate::host is not used", &[])]
+    #[case("let x = 1; // crate::control_plane is not used", &[])]
     #[case("crate::Topology::new()", &[])]
     #[case("use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n}", &["a"])]
     fn uses_reads_crate_paths(#[case] source: &str, #[case] want: &[&str]) {

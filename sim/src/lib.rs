@@ -4,11 +4,11 @@
 
 pub mod backend;
 pub mod config;
+pub mod control_plane;
 pub mod controlled;
 pub mod duration;
 pub mod elected;
 pub mod ensure;
-pub mod host;
 pub mod install;
 #[cfg(feature = "k3s")]
 pub mod k3s;

@@ -28,7 +28,7 @@ pub mod memory;
 pub mod replicas;
 
 use crate::apiserver::ApiServer;
-use crate::host::{Host, ObjectRef, condition_of};
+use crate::control_plane::{Host, ObjectRef, condition_of};
 use crate::wait::poll;
 
 /// How long a wait on the API tier lasts unless its test passes another deadline.

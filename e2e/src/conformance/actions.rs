@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, DynamicObject};
 use serde_json::{Value, json};
-use sim::host::Objects;
+use sim::control_plane::Objects;
 
 use super::kinds::api_of;
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::Value;
-use sim::host::Objects;
+use sim::control_plane::Objects;
 
 use super::issuer::Issuers;
 use super::reach::Reach;

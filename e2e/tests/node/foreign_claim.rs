@@ -62,7 +62,7 @@ spec:
       secretKeyRef: {{name: controller-creds}}
 "
     );
-    sim::host::substitute(&text, &trust.vars)
+    sim::control_plane::substitute(&text, &trust.vars)
 }
 
 /// A PVC of `name` carrying `labels`, asking the node's one class (it stays Pending: the class

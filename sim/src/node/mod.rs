@@ -15,7 +15,7 @@ pub mod containers;
 pub mod dns;
 mod drain;
 pub mod fit;
-pub mod host;
+pub mod host_baseline;
 pub mod image;
 pub mod outside;
 pub mod pki;

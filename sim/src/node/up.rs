@@ -13,7 +13,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
-use super::host::{self, Baseline};
+use super::host_baseline::{self, Baseline};
 use super::{Machine, NodeError, missing, part, sh};
 use crate::apiserver::process::{Proc, free_ports};
 
@@ -476,12 +476,12 @@ impl Node {
             p.kill();
         }
         kill_shims(&self.layout.containerd_socket());
-        let mut left = host::restore(&self.baseline);
+        let mut left = host_baseline::restore(&self.baseline);
         match Baseline::record() {
             Ok(now) => left.extend(self.baseline.differences(&now)),
             Err(e) => left.push(format!("reading the host: {e}")),
         }
-        let _ = std::fs::remove_dir_all(host::state_dir());
+        let _ = std::fs::remove_dir_all(host_baseline::state_dir());
         left
     }
 }
@@ -496,7 +496,7 @@ impl Drop for Node {
 
 /// One node per machine: it owns fixed addresses and the host's ruleset.
 fn lock_machine() -> Result<File, NodeError> {
-    let dir = host::state_dir();
+    let dir = host_baseline::state_dir();
     std::fs::create_dir_all(&dir).map_err(io("create the node's state dir", &dir))?;
     let path = dir.join("lock");
     let f = File::create(&path).map_err(io("create the node lock", &path))?;
@@ -513,14 +513,14 @@ fn lock_machine() -> Result<File, NodeError> {
 }
 
 fn save_state(b: &Baseline, pids: &[u32]) -> Result<(), NodeError> {
-    let path = host::state_dir().join("state.json");
+    let path = host_baseline::state_dir().join("state.json");
     let text = serde_json::json!({"baseline": b, "pids": pids}).to_string();
     std::fs::write(&path, text).map_err(io("save the node's state", &path))
 }
 
 /// A run killed before `down` left processes and host changes; kill and undo them.
 fn recover_stale_run() {
-    let path = host::state_dir().join("state.json");
+    let path = host_baseline::state_dir().join("state.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
         return;
     };
@@ -536,7 +536,7 @@ fn recover_stale_run() {
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
-        for line in host::restore(&s.baseline) {
+        for line in host_baseline::restore(&s.baseline) {
             tracing::warn!(%line, "restoring the host a killed node run left");
         }
     }

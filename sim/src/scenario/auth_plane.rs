@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{TopologyDecl, manifest_path};
-use crate::host::{self, Host, ObjectRef};
+use crate::control_plane::{self, Host, ObjectRef};
 use crate::topology::{Auth, OperatorMode, Topology};
 
 /// The name of the NatsConnection the auth controller pushes over (`--system-connection`).
@@ -44,7 +44,7 @@ pub(super) fn read_plane(docs: &[Value]) -> Result<Plane, String> {
         kind: d["kind"].as_str().unwrap_or_default().into(),
         namespace: d["metadata"]["namespace"]
             .as_str()
-            .unwrap_or(host::DEFAULT_NAMESPACE)
+            .unwrap_or(control_plane::DEFAULT_NAMESPACE)
             .into(),
         name: d["metadata"]["name"].as_str().unwrap_or_default().into(),
     };
@@ -95,7 +95,7 @@ fn documents(paths: &[PathBuf], vars: &BTreeMap<String, String>) -> Result<Vec<V
     let mut docs = Vec::new();
     for p in paths {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        for doc in serde_yaml::Deserializer::from_str(&host::substitute(&text, vars)) {
+        for doc in serde_yaml::Deserializer::from_str(&control_plane::substitute(&text, vars)) {
             let v = Value::deserialize(doc).map_err(|e| format!("{}: {e}", p.display()))?;
             if !v.is_null() {
                 docs.push(v);
@@ -125,7 +125,10 @@ pub(super) async fn boot(
     let plane = read_plane(&documents(&paths, vars)?)?;
     host.add_controller(
         "auth",
-        host::auth_controller_with_system_connection(&plane.trust.namespace, SYSTEM_CONNECTION),
+        control_plane::auth_controller_with_system_connection(
+            &plane.trust.namespace,
+            SYSTEM_CONNECTION,
+        ),
     );
     for p in &paths {
         progress(&format!("applying auth plane manifest {}", p.display()));
@@ -133,7 +136,7 @@ pub(super) async fn boot(
             .await
             .map_err(|e| e.to_string())?;
     }
-    let err = |e: host::HostError| e.to_string();
+    let err = |e: control_plane::HostError| e.to_string();
     let trust = host
         .wait_condition(&plane.trust, "Ready=True/Mirrored", WAIT)
         .await

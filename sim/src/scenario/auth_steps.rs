@@ -11,7 +11,7 @@ use super::Action;
 use super::clients::ClientRun;
 use super::deployed::{Deployed, Done};
 use super::step_context::{StepContext, resolve};
-use crate::host::ObjectRef;
+use crate::control_plane::ObjectRef;
 use crate::server::ProcessState;
 
 /// How long one connection attempt of `expect_refused` may take.
@@ -158,7 +158,7 @@ async fn account_absent_step(
 }
 
 /// What holds a deleted object: its finalizers and its Ready condition, for a wait's last text.
-async fn holding(host: &crate::host::Objects, r: &ObjectRef) -> String {
+async fn holding(host: &crate::control_plane::Objects, r: &ObjectRef) -> String {
     let Ok(obj) = host.get(r).await else {
         return String::new();
     };
@@ -166,7 +166,7 @@ async fn holding(host: &crate::host::Objects, r: &ObjectRef) -> String {
         .pointer("/metadata/finalizers")
         .map(Value::to_string)
         .unwrap_or_default();
-    match crate::host::condition_of(&obj, "Ready") {
+    match crate::control_plane::condition_of(&obj, "Ready") {
         Some((s, reason, m)) => format!(" (finalizers {finalizers}; Ready={s} {reason}: {m})"),
         None => format!(" (finalizers {finalizers})"),
     }

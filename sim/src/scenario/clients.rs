@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::host::{ObjectRef, Objects};
+use crate::control_plane::{ObjectRef, Objects};
 use crate::ledger::Ledger;
 
 /// Reconnects a closed client tries before it gives up (each refused when its user is revoked).

@@ -132,7 +132,7 @@ pub struct Scenario {
     #[serde(default)]
     pub steps: Vec<Step>,
     /// The controllers the host runs when a step or the topology needs them (default: every
-    /// controller the host knows, see `host::controllers`).
+    /// controller the host knows, see `control_plane::controllers`).
     #[serde(default)]
     pub controllers: Option<Vec<String>>,
     /// Controllers run as replicas under leader election (name → how many, 2 or 3), as the

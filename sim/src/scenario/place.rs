@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::Backend;
-use crate::host::NodeHost;
+use crate::control_plane::NodeHost;
 
 /// Where a run's servers and controllers are.
 pub enum Place<'a> {

@@ -28,8 +28,8 @@ use super::{
     judges_timings, manifest_path, rollout_steps, step_figures,
 };
 use crate::backend::Backend;
+use crate::control_plane::{ControlPlane, Host, NodeHost};
 use crate::controlled::Controlled;
-use crate::host::{ControlPlane, Host, NodeHost};
 use crate::ledger::Ledger;
 
 /// What every phase of one run shares: the scenario, its ledger (whose clock the progress lines
@@ -276,11 +276,11 @@ impl Run<'_, '_> {
             )));
         }
         let namespaces: Vec<&str> = if scenario.namespaces.is_empty() {
-            vec![crate::host::DEFAULT_NAMESPACE]
+            vec![crate::control_plane::DEFAULT_NAMESPACE]
         } else {
             scenario.namespaces.iter().map(String::as_str).collect()
         };
-        let known = crate::host::controllers();
+        let known = crate::control_plane::controllers();
         let mut controllers: Vec<&str> = match &scenario.controllers {
             Some(c) => c.iter().map(String::as_str).collect(),
             None => known.keys().copied().collect(),

@@ -13,7 +13,7 @@ use super::report::{ROLLOUT_FIGURES, figure};
 use super::step_context::StepContext;
 use super::timeline::ControllerEvent;
 use super::{Action, Report, Rule, Scenario, ScenarioError, Step, StepOutcome};
-use crate::host::ObjectRef;
+use crate::control_plane::ObjectRef;
 use crate::ledger::Figures;
 
 /// The prefix of the figures counting the controllers' Events by reason (`events.MoveDone`).

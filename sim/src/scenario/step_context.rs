@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::clients::ClientRun;
 use crate::backend::Deployment;
+use crate::control_plane::ControlPlane;
 use crate::controlled;
-use crate::host::ControlPlane;
 
 /// What the steps share: the host, the manifests' variables, the NatsClusters applied, the
 /// clients and the account keys recorded when the workload started.

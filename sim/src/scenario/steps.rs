@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Action, manifest_path};
 use crate::backend::{Deployment, Fault};
-use crate::host::{ControlPlane, ObjectRef};
+use crate::control_plane::{ControlPlane, ObjectRef};
 
 use super::deployed::{Deployed, Done};
 use super::step_context::{StepContext, resolve};

@@ -260,7 +260,7 @@ pub(super) type ServerTimeline = (
 /// The servers' lives on the local server lifecycle, put into the timeline beside the steps and the
 /// traffic.
 pub(super) fn server_timeline(
-    host: Option<&crate::host::ControlPlane>,
+    host: Option<&crate::control_plane::ControlPlane>,
     ledger: &crate::ledger::Ledger,
 ) -> ServerTimeline {
     let mut restart_order = Vec::new();

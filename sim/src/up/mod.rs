@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams};
 
-use crate::host::{Host, HostError, auth_controller_with_system_connection};
+use crate::control_plane::{Host, HostError, auth_controller_with_system_connection};
 use crate::local::ServerLifecycleEvent;
 
 pub use down::{Down, down, left_behind, running, sweep};

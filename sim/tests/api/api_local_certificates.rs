@@ -13,8 +13,8 @@ use cluster_controller::route_ca;
 use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
+use sim::control_plane::{Host, ObjectRef, condition_of};
 use sim::controlled::read_cluster;
-use sim::host::{Host, ObjectRef, condition_of};
 use sim::testkit::{wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(180);

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::server_lifecycle::ServerLifecycle;
+use sim::control_plane::{Host, ObjectRef, condition_of};
 use sim::controlled::read_cluster;
-use sim::host::{Host, ObjectRef, condition_of};
 use sim::local::LocalEvent;
 use sim::testkit::wait_object;
 

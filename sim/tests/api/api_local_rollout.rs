@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
+use sim::control_plane::{Host, ObjectRef};
 use sim::controlled::read_cluster;
-use sim::host::{Host, ObjectRef};
 use sim::testkit::{message, wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -108,9 +108,10 @@ async fn a_memory_raise_restarts_one_server_at_a_time_highest_ordinal_first_meta
     let done = sim::wait::poll("the rollout reported done", WAIT, || async {
         let now = host.get(&demo).await.map_err(|e| e.to_string())?;
         let current = now["status"]["observedGeneration"] == now["metadata"]["generation"];
-        let up_to_date = sim::host::condition_of(&now, "Progressing")
+        let up_to_date = sim::control_plane::condition_of(&now, "Progressing")
             .is_some_and(|(s, r, _)| s == "False" && r == "UpToDate");
-        let settled = sim::host::condition_of(&now, "Settled").is_some_and(|(s, _, _)| s == "True");
+        let settled =
+            sim::control_plane::condition_of(&now, "Settled").is_some_and(|(s, _, _)| s == "True");
         let ready = now["status"]["readyReplicas"] == 3;
         Ok((current && up_to_date && settled && ready).then_some(now))
     })
@@ -184,7 +185,7 @@ async fn adding_auth_is_held_until_restart_all_restarts_every_server_at_once() {
     );
     host.apply_text(
         Path::new("with-auth.yaml"),
-        &sim::host::substitute(&with_auth, &trust.vars),
+        &sim::control_plane::substitute(&with_auth, &trust.vars),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));

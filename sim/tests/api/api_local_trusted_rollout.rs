@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster_controller::server_lifecycle::{ObservedServer, ServerLifecycle};
+use sim::control_plane::{Host, ObjectRef, condition_of};
 use sim::controlled::read_cluster;
-use sim::host::{Host, ObjectRef, condition_of};
 use sim::testkit::wait_object;
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -62,7 +62,7 @@ spec:
       secretKeyRef: {{ name: controller-creds }}
 "#
         );
-        sim::host::substitute(&text, &self.0.vars)
+        sim::control_plane::substitute(&text, &self.0.vars)
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use cluster_controller::server_lifecycle::ServerLifecycle;
+use sim::control_plane::{Host, ObjectRef};
 use sim::controlled::{read_cluster, wait_servers};
-use sim::host::{Host, ObjectRef};
 use sim::testkit::{wait_condition, workspace_path};
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -240,7 +240,7 @@ async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
                 .any(|g| g["name"] == "north" && g["connected"] == false)
         });
         listed
-            && sim::host::condition_of(v, "GatewaysConnected").is_some_and(|(s, r, m)| {
+            && sim::control_plane::condition_of(v, "GatewaysConnected").is_some_and(|(s, r, m)| {
                 s == "False" && r == "MembersUnreachable" && m.contains("north")
             })
     })
@@ -253,7 +253,8 @@ async fn two_nats_clusters_with_gateway_remotes_form_a_supercluster() {
             .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
             .unwrap_or_default();
         !names.contains(&"north")
-            && sim::host::condition_of(v, "GatewaysConnected").is_some_and(|(s, _, _)| s == "True")
+            && sim::control_plane::condition_of(v, "GatewaysConnected")
+                .is_some_and(|(s, _, _)| s == "True")
     })
     .await;
     assert_eq!(back["status"]["endpoints"], endpoints);
@@ -351,7 +352,7 @@ spec:
         &host,
         dir.path(),
         "leaf.yaml",
-        &sim::host::substitute(text, &vars),
+        &sim::control_plane::substitute(text, &vars),
     )
     .await;
     let v = wait_condition_or_dump(&host, "NatsCluster/edge", "LeafnodesConnected").await;

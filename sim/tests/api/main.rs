@@ -9,7 +9,7 @@ mod api_local_removal;
 mod api_local_rollout;
 mod api_local_trusted_rollout;
 mod cluster_live;
-mod host;
+mod control_plane;
 mod identity;
 mod reload_fallback;
 mod teardown;

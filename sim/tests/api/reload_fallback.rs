@@ -13,8 +13,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 use nats_claims::{Creds, KeyKind, NKey, Permission, UserClaims};
+use sim::control_plane::{Host, ObjectRef, condition_of};
 use sim::controlled::read_cluster;
-use sim::host::{Host, ObjectRef, condition_of};
 use sim::testkit::wait_object;
 
 const WAIT: Duration = Duration::from_secs(180);

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use cluster_controller::server_lifecycle::ServerLifecycle;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
-use sim::host::{Host, ObjectRef, auth_controller_with_system_connection};
+use sim::control_plane::{Host, ObjectRef, auth_controller_with_system_connection};
 use sim::testkit::{wait_condition, workspace_path};
 
 const NS: &str = "nats-system";

@@ -35,7 +35,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use nats_api::cluster::{Endpoints, NatsCluster};
 use serde_json::json;
-use sim::host::{Host, ObjectRef, condition_of};
+use sim::control_plane::{Host, ObjectRef, condition_of};
 use sim::local::LocalServerLifecycle;
 use sim::testkit::{wait_object, wait_until};
 
@@ -184,7 +184,7 @@ spec:
       secretKeyRef: {{ name: controller-creds }}
 "#
     );
-    sim::host::substitute(&text, &trust.vars)
+    sim::control_plane::substitute(&text, &trust.vars)
 }
 
 /// The PVC the StatefulSet controller makes for `sts`'s pod: named `<template>-<sts>-0`, the

@@ -23,7 +23,7 @@ use nats_api::cluster::{NatsCluster, reason};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::apiserver::ApiServer;
-use sim::host::condition_of;
+use sim::control_plane::condition_of;
 use sim::testkit::{AbortOnDrop, WAIT, apiserver_with, story_docs, wait_until, workspace_path};
 
 const CONTROLLER_NS: &str = "nats-system";

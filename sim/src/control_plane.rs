@@ -85,12 +85,14 @@ pub enum HostError {
     },
 }
 
-mod control;
-pub(crate) mod factories;
-mod objects;
-pub use control::{ControlPlane, NodeHost};
-pub use factories::{ControllerFactory, auth_controller_with_system_connection, controllers};
-pub use objects::{ObjectRef, Objects, condition_of, parse_condition, substitute};
+pub(crate) mod controller_factories;
+mod local_or_node;
+mod plane_objects;
+pub use controller_factories::{
+    ControllerFactory, auth_controller_with_system_connection, controllers,
+};
+pub use local_or_node::{ControlPlane, NodeHost};
+pub use plane_objects::{ObjectRef, Objects, condition_of, parse_condition, substitute};
 
 struct Running {
     factory: ControllerFactory,

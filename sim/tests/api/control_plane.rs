@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sim::host::{Host, ObjectRef};
+use sim::control_plane::{Host, ObjectRef};
 use sim::{Topology, TopologySpec};
 
 const NS: &str = "apps";
@@ -129,15 +129,15 @@ fn object_references_parse() {
         assert!(ObjectRef::parse(bad).is_err(), "{bad}");
     }
     assert_eq!(
-        sim::host::parse_condition("Settled"),
+        sim::control_plane::parse_condition("Settled"),
         ("Settled".to_string(), "True".to_string(), None)
     );
     assert_eq!(
-        sim::host::parse_condition("Ready=False"),
+        sim::control_plane::parse_condition("Ready=False"),
         ("Ready".to_string(), "False".to_string(), None)
     );
     assert_eq!(
-        sim::host::parse_condition("Progressing=True/ReplacingServer"),
+        sim::control_plane::parse_condition("Progressing=True/ReplacingServer"),
         (
             "Progressing".to_string(),
             "True".to_string(),
