@@ -1,6 +1,8 @@
 //! Reading an object's seeds as the key plan says (§5.1): adopted from the Secrets `keys` names,
 //! read from the generated Secrets annotated for it, or generated into them now.
 
+pub(crate) mod kept;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;

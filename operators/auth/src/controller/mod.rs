@@ -114,6 +114,8 @@ pub struct Context {
     deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
+    /// The accounts' signing keys as user passes read them ([`keys::kept`]).
+    account_keys: keys::kept::Kept,
     /// The stores every pass reads its references from.
     index: index::Index,
     /// The watches that fill [`Context::index`], until [`run`] takes them.
@@ -200,6 +202,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
+        account_keys: keys::kept::Kept::default(),
         index,
         feeds: std::sync::Mutex::new(Some(feeds)),
     })

@@ -2,6 +2,8 @@
 //! accountRef names, from the index (a system account's JWT from its NatsOperator's status),
 //! and that account's signing keys.
 
+use std::sync::Arc;
+
 use controller_kit::conditions::Decided;
 use nats_api::auth::{AccountKind, Distribution, GeneratedKind, Keys, NatsUser, reason};
 
@@ -27,25 +29,30 @@ pub(super) struct AccountView {
     /// The account's own admission to its NatsOperator.
     pub admitted: bool,
     generated: GeneratedKind,
+    /// The account's UID and resourceVersion as the index holds it: what its keys were read at
+    /// ([`crate::controller::keys::kept`]).
+    version: String,
 }
 
 /// The user's account from the index (`None`: not found).
 pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
     let (kind, namespace, name) = account_of(u);
     let desc = format!("{} {namespace}/{name}", kind_name(kind));
-    let view = |public_key, jwt, distribution, keys, offline, admitted, generated| AccountView {
-        kind,
-        namespace: namespace.clone(),
-        name: name.clone(),
-        desc: desc.clone(),
-        public_key,
-        jwt,
-        distribution,
-        keys,
-        offline,
-        admitted,
-        generated,
-    };
+    let view =
+        |public_key, jwt, distribution, keys, offline, admitted, generated, version| AccountView {
+            kind,
+            namespace: namespace.clone(),
+            name: name.clone(),
+            desc: desc.clone(),
+            public_key,
+            jwt,
+            distribution,
+            keys,
+            offline,
+            admitted,
+            generated,
+            version,
+        };
     match kind {
         AccountKind::NatsAccount => {
             let a = ctx.index.account(&namespace, &name)?;
@@ -58,6 +65,7 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
                 a.spec.public_key.is_some(),
                 ctx.index.account_admitted(&a),
                 GeneratedKind::Account,
+                version_of(&*a),
             ))
         }
         AccountKind::NatsSystemAccount => {
@@ -81,22 +89,35 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
                 a.spec.public_key.is_some(),
                 true,
                 GeneratedKind::SystemAccount,
+                version_of(&*a),
             ))
         }
     }
 }
 
+/// `uid/resourceVersion` of an account (empty where either is missing: its keys are not kept).
+fn version_of<K: kube::Resource>(a: &K) -> String {
+    match (&a.meta().uid, &a.meta().resource_version) {
+        (Some(uid), Some(rv)) => format!("{uid}/{rv}"),
+        _ => String::new(),
+    }
+}
+
 /// The account's public key (KeysPending until it records one) and its signing keys, read,
-/// never generated here (KeysPending while they are not there).
+/// never generated here (KeysPending while they are not there); kept for the next user of the
+/// account while the account is at the same version ([`keys::kept`]).
 pub(super) async fn account_keys(
     ctx: &Context,
     view: &AccountView,
     resolved: &Decided,
-) -> Result<(String, Resolved), Stop> {
+) -> Result<(String, Arc<Resolved>), Stop> {
     let Some(account_pk) = view.public_key.clone() else {
         let m = format!("waiting for {} to record its public key", view.desc);
         return Err(not_ready(reason::KEYS_PENDING, m, resolved));
     };
+    if let Some(keys) = ctx.account_keys.get(&view.desc, &view.version) {
+        return Ok((account_pk, keys));
+    }
     let subject = Subject {
         kind: view.generated,
         namespace: &view.namespace,
@@ -110,5 +131,8 @@ pub(super) async fn account_keys(
         let m = format!("{}: {}", view.desc, e.message());
         not_ready(reason::KEYS_PENDING, m, resolved)
     })?;
+    let keys = Arc::new(keys);
+    ctx.account_keys
+        .keep(&view.desc, &view.version, keys.clone());
     Ok((account_pk, keys))
 }

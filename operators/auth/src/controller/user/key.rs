@@ -1,5 +1,6 @@
 //! A NatsUser's key: its own spec.publicKey, else the seed in its creds Secret (only a Secret the
-//! user controls, §5.3), else a new one (the creds Secret is then written afresh).
+//! user controls, §5.3), else a new one (the creds Secret is then written afresh); the Secret
+//! read first only for a user signed before ([`read_first`]).
 
 use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
@@ -29,13 +30,26 @@ pub(super) struct UserKey {
     pub prev_jwt: Option<String>,
 }
 
+/// Whether the creds Secret is read before the pass signs: only for a user signed before
+/// (status.publicKey recorded), whose Secret holds the seed it keeps. A user never signed has no
+/// Secret of its own (a create is the only write of one it does not control, and it comes after
+/// this phase): its pass signs a new seed and creates the Secret, which never overwrites one;
+/// only where that create finds a Secret there (the pass that created it ended before its
+/// status, or another owner's) is it read, and the pass signs again from what it holds
+/// (SecretConflict where another owner holds it), as a pass that read it first would have.
+pub(super) fn read_first(prev: &NatsUserStatus) -> bool {
+    prev.public_key.is_some()
+}
+
 /// The user's key (SecretConflict where another owner holds the creds Secret; InvalidKeys where
-/// neither publicKey nor credentials is set).
+/// neither publicKey nor credentials is set); the creds Secret read only where `read`, else
+/// taken as absent ([`read_first`]).
 pub(super) async fn user_key(
     ctx: &Context,
     u: &NatsUser,
     prev: &NatsUserStatus,
     resolved: &Decided,
+    read: bool,
 ) -> Result<UserKey, Stop> {
     let creds_ref = u.spec.credentials.as_ref().map(|c| {
         let key = c.secret_key_ref.key.clone();
@@ -56,6 +70,14 @@ pub(super) async fn user_key(
             }),
             prev_jwt,
         }),
+        (None, Some((secret, key))) if !read => Ok(from_creds(
+            CredsRef {
+                secret,
+                key,
+                found: None,
+            },
+            prev_jwt,
+        )),
         (None, Some((secret, key))) => {
             let found = creds_secret_of(ctx, u, &secret)
                 .await?
@@ -94,5 +116,25 @@ fn from_creds(creds: CredsRef, prev_jwt: Option<String>) -> UserKey {
         seed: Some(seed),
         creds: Some(creds),
         prev_jwt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::never_signed_its_secret_is_created_not_read(None, false)]
+    #[case::signed_before_its_secret_holds_the_seed_it_keeps(Some("UA"), true)]
+    fn the_creds_secret_is_read_first_only_for_a_user_signed_before(
+        #[case] public_key: Option<&str>,
+        #[case] want: bool,
+    ) {
+        let prev = NatsUserStatus {
+            public_key: public_key.map(str::to_string),
+            ..NatsUserStatus::default()
+        };
+        assert_eq!(read_first(&prev), want);
     }
 }

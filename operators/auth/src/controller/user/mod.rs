@@ -10,12 +10,26 @@
 //! 2. refuse [`refuse::admission`]: its account admitted, and to this namespace; a user signed
 //!    before whose grant is gone is withdrawn instead ([`withdraw::withdraw`]): revoked, kicked.
 //! 3. gather [`gather::account_keys`]: the account's public key and signing keys (KeysPending).
-//! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one.
+//! 4. gather [`key::user_key`]: publicKey, else the creds Secret's seed, else a new one (the
+//!    Secret read first only for a user signed before, [`key::read_first`]; a user's first pass
+//!    creates it, and reads it and runs 4–7 again only where that create finds one there).
 //! 5. refuse [`refuse::key_in_use`]: PublicKeyInUse among the account's users.
 //! 6. sign [`sign::after_withdrawal`], [`sign::issue`]: the user JWT (fresh, after the
 //!    revocation, once a grant admits a withdrawn user again), and the creds file (InvalidKeys).
 //! 7. apply [`publish::publish`]: status.jwt, or the creds Secret replaced at its version.
 //! 8. write status [`status::signed`], [`status::write`]: status.replacedKeys, Ready.
+//!
+//! What a user's first pass asks of the apiserver (a user with a creds Secret, its account
+//! Ready): the work floor is three writes — the finalizer added (a PATCH), the creds Secret
+//! created (a POST), the status applied (a PATCH). One request more: the user read fresh before
+//! the pass (a GET, [`super::pass::drive`]): the watch may not hold the last status write yet,
+//! and a pass over a stale status would sign again what was just signed. Nothing else: the
+//! account, its grants and the other users come from the index; the account's signing keys are
+//! read once per account version, not per user ([`super::keys::kept`]; they were two Secret GETs
+//! a user); the creds Secret is read first only for a user signed before ([`key::read_first`]; a
+//! GET answering 404 a new user); the NatsConnection list is only a deleted user's
+//! ([`in_use`]). A settled pass again (a resync, a wake) costs the fresh GET and the creds
+//! Secret's, and writes nothing.
 
 mod deleting;
 mod gather;
@@ -112,13 +126,25 @@ async fn phases(ctx: &Context, u: &NatsUser, view: &AccountView) -> Result<Signe
     }
     let resolved = status::resolved(view);
     let (account_pk, account_keys) = gather::account_keys(ctx, view, &resolved).await?;
-    let key = key::user_key(ctx, u, &prev, &resolved).await?;
-    refuse::key_in_use(ctx, u, view, &key.public_key, &resolved)?;
-    let key = sign::after_withdrawal(key, &prev, view, now)?;
-    let issued = sign::issue(u, &key, &account_pk, &account_keys, now, &resolved)?;
-    let published = publish::publish(ctx, u, view, &key, issued, &resolved).await?;
-    let public_key = key.public_key;
+    let (prev, resolved_ref) = (&prev, &resolved);
+    let attempt = |read: bool| {
+        let (account_pk, account_keys) = (&account_pk, &*account_keys);
+        async move {
+            let key = key::user_key(ctx, u, prev, resolved_ref, read).await?;
+            refuse::key_in_use(ctx, u, view, &key.public_key, resolved_ref)?;
+            let key = sign::after_withdrawal(key, prev, view, now)?;
+            let issued = sign::issue(u, &key, account_pk, account_keys, now, resolved_ref)?;
+            let published = publish::publish(ctx, u, view, &key, issued, resolved_ref).await?;
+            Ok::<_, Stop>((key.public_key, published))
+        }
+    };
+    let read = key::read_first(prev);
+    let (public_key, published) = match attempt(read).await {
+        // The create found a Secret there: judged from what it holds, as if read first.
+        Err(Stop::SecretChanged) if !read => attempt(true).await?,
+        other => other?,
+    };
     Ok(status::signed(
-        &prev, view, public_key, published, resolved, now,
+        prev, view, public_key, published, resolved, now,
     ))
 }
