@@ -313,9 +313,6 @@ pub fn k3s_outside_server(services: &[(String, String)]) -> String {
     )
 }
 
-#[cfg(test)]
-#[path = "kube_backend_tests.rs"]
-mod tests;
 
 /// The node backend ([`crate::node::Node`]): this machine's own Kubernetes 1.20, `volumes`
 /// static local volumes, its parts from `cache`.
@@ -387,3 +384,6 @@ impl KubeCluster for crate::node::Node {
         Box::pin(async move { (*self).down().await })
     }
 }
+
+#[cfg(test)]
+mod tests;

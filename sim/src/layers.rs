@@ -36,6 +36,8 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "elected",
             "node",
             "k3s",
+            "kube_backend",
+            "k3s_cluster",
             "testkit",
         ],
     ),
