@@ -2,25 +2,31 @@
 //! booted as the scenarios' auth plane is (scenarios/manifests/auth: trust roots and system
 //! users, the servers under the JWTs the NatsOperatorTrust mirrors, the controller's system
 //! connection pointed at them): 1,000 NatsUsers under one NatsAccount applied at once until
-//! every creds Secret is written, every user Ready and the account Distributed (floor: the same
-//! 1,000 user JWTs signed and their creds Secrets written directly); the binary's resident size
-//! at rest after them (floor: the same binary at rest with none); and a deleted NatsUser's last
-//! connection closed (floor: the revoking account JWT pushed with CLAIMS.UPDATE by hand).
+//! every creds Secret is written, every user Ready and the account Distributed (floors: the same
+//! 1,000 user JWTs signed and their creds Secrets written directly; and the work floor, [`work`]);
+//! the binary's resident size at rest after them (floor: the same binary at rest with none);
+//! deleted NatsUsers' last connections closed, five at rest and five right after the 1,000 were
+//! applied ([`kick`]; floor: the revoking account JWT pushed with CLAIMS.UPDATE by hand); and how
+//! soon an applied user, and an applied account with a user, can connect ([`usable`]).
 //! 2,000 unrelated 10 KiB Secrets in other namespaces exist before the binary starts.
 
+mod kick;
+mod usable;
+mod work;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::{ConnectOptions, Event};
 use futures::StreamExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, PostParams};
+use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use nats_claims::{Account, Creds, KeyKind, NKey, UserClaims, decode_unverified};
+use nats_claims::{Creds, KeyKind, NKey, UserClaims};
 use serde_json::{Value, json};
 use sim::{Auth, OperatorMode, Topology, TopologySpec};
+
+use self::kick::{Watched, median, millis, watched};
 
 use crate::summary::Figure;
 
@@ -109,46 +115,10 @@ pub fn pushes(body: &str, account: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// A connection with `creds` to `url` and when the server closed it.
-struct Watched {
-    _client: async_nats::Client,
-    closed: Arc<Mutex<Option<Instant>>>,
-}
-
-async fn watched(creds: &str, url: &str) -> anyhow::Result<Watched> {
-    let closed = Arc::new(Mutex::new(None));
-    let seen = closed.clone();
-    let client = ConnectOptions::with_credentials(creds)?
-        .ignore_discovered_servers()
-        .max_reconnects(Some(1))
-        .event_callback(move |e| {
-            let seen = seen.clone();
-            async move {
-                if matches!(e, Event::Disconnected) {
-                    seen.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(Instant::now());
-                }
-            }
-        })
-        .connect(url)
-        .await?;
-    client.flush().await?;
-    Ok(Watched {
-        _client: client,
-        closed,
-    })
-}
-
-impl Watched {
-    async fn closed_since(&self, since: Instant) -> anyhow::Result<Duration> {
-        let closed = &self.closed;
-        let at = sim::wait::poll("the connection closed", WAIT, || async move {
-            Ok::<_, String>(*closed.lock().unwrap_or_else(|p| p.into_inner()))
-        })
-        .await?;
-        Ok(at.saturating_duration_since(since))
-    }
+/// Whether `name` is `prefix` followed by a number (`u12`, `u12-creds`; not `usable-u0`).
+fn numbered(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 async fn secrets_written(secrets: &Api<Secret>, prefix: &str) -> Result<usize, String> {
@@ -163,9 +133,21 @@ async fn secrets_written(secrets: &Api<Secret>, prefix: &str) -> Result<usize, S
             s.metadata
                 .name
                 .as_deref()
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with("-creds"))
+                .is_some_and(|n| numbered(n, prefix) && n.ends_with("-creds"))
         })
         .count())
+}
+
+/// The NatsUsers whose deletion the kick figures time: five at rest, five right after the 1,000.
+const KICKED: usize = 5;
+
+/// The figures' goals (issue #40), printed beside them, never asserted.
+const KICK_GOAL: &str = "≤ 30 ms";
+const USER_GOAL: &str = "≤ 250 ms";
+const ACCOUNT_GOAL: &str = "≤ 400 ms";
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
@@ -199,12 +181,11 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
                 .map_err(anyhow::Error::msg)?;
         }
     }
-    let account = json!({
-        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
-        "metadata": {"name": ACCOUNT, "namespace": NS},
-        "spec": {"operatorRef": {"name": "demo"}},
-    });
-    for doc in [account, user_doc("alice"), user_doc("bob")] {
+    // bob's connection is the kick floor's; k<i>'s are the kick figures'.
+    let kicked: Vec<String> = (0..2 * KICKED).map(|i| format!("k{i}")).collect();
+    let mut docs = vec![usable::account_doc(ACCOUNT), user_doc("bob")];
+    docs.extend(kicked.iter().map(|n| user_doc(n)));
+    for doc in docs {
         sim::testkit::apply(&client, &doc)
             .await
             .map_err(anyhow::Error::msg)?;
@@ -245,7 +226,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let accounts = auth_api(&client, "NatsAccount");
     let users = auth_api(&client, "NatsUser");
     wait_has(&accounts, ACCOUNT, "Distributed", "True").await?;
-    for u in ["alice", "bob"] {
+    for u in kicked.iter().map(String::as_str).chain(["bob"]) {
         wait_has(&users, u, "Ready", "True").await?;
     }
     let acc = accounts.get(ACCOUNT).await?;
@@ -256,33 +237,41 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     .await;
     let idle = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
 
-    // A deleted user's last connection closed by the controller, at rest before the 1,000 (a
-    // kick measured behind their passes would time the queue); bob's by hand at the end.
+    // Every kicked user's connection, and bob's for the floor, to one server.
     let url = topo.client_urls().last().cloned().unwrap_or_default();
-    let alice_creds = secret_text(secrets, "alice-creds", "user.creds")
-        .await
-        .ok_or_else(|| anyhow::anyhow!("no alice-creds"))?;
-    let bob_creds = secret_text(secrets, "bob-creds", "user.creds")
-        .await
-        .ok_or_else(|| anyhow::anyhow!("no bob-creds"))?;
-    let alice = watched(&alice_creds, &url).await?;
-    let bob = watched(&bob_creds, &url).await?;
-    let deleted = Instant::now();
-    users.delete("alice", &DeleteParams::default()).await?;
-    let kicked = alice.closed_since(deleted).await?;
-    println!(
-        "  alice's connection closed {} ms after her deletion",
-        kicked.as_millis()
-    );
-    let users_ref = &users;
-    sim::wait::poll("alice gone, her revocation signed", WAIT, || async move {
-        let left = users_ref
-            .get_opt("alice")
+    let creds_of = |name: String| async move {
+        secret_text(secrets, &format!("{name}-creds"), "user.creds")
             .await
-            .map_err(|e| e.to_string())?;
-        Ok(left.is_none().then_some(()))
-    })
-    .await?;
+            .ok_or_else(|| anyhow::anyhow!("no {name}-creds"))
+    };
+    let bob_creds = creds_of("bob".into()).await?;
+    let bob = watched(&bob_creds, &url).await?;
+    let mut conns: Vec<Watched> = Vec::new();
+    for name in &kicked {
+        conns.push(watched(&creds_of(name.clone()).await?, &url).await?);
+    }
+
+    // Five deletions at rest, one at a time, each user gone before the next.
+    let mut at_rest = Vec::new();
+    for (name, conn) in kicked.iter().zip(&conns).take(KICKED) {
+        at_rest.push(kick::deleted(&users, name, conn).await?);
+        kick::gone(&users, name).await?;
+    }
+    println!("  kicks at rest: {} ms", millis(&at_rest));
+
+    // How soon what was applied is usable, and the same by hand, at rest.
+    let op_signer = kick::operator_signer(&client, &kick::account_issuer(&accounts).await?).await?;
+    let sys = async_nats::ConnectOptions::with_credentials(&controller_creds)?
+        .connect(topo.client_urls())
+        .await?;
+    let used = usable::measure(&client, &users, &sys, &op_signer, &url).await?;
+    println!(
+        "  usable: user {} ms (by hand {}), account {} ms (by hand {})",
+        millis(&used.user),
+        millis(&used.user_floor),
+        millis(&used.account),
+        millis(&used.account_floor)
+    );
 
     let scraped = sim::testkit::metrics(port)
         .await
@@ -305,27 +294,24 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     if let Some(Err(e)) = made.into_iter().find(|r| r.is_err()) {
         anyhow::bail!("creating a NatsUser: {e}");
     }
+    // Right after the 1,000 were applied, their passes queued: five deletions, one at a time.
+    let mut after_apply = Vec::new();
+    let mut ready_then = Vec::new();
+    for (name, conn) in kicked.iter().zip(&conns).skip(KICKED) {
+        ready_then.push(ready_users(&users).await.unwrap_or(0));
+        after_apply.push(kick::deleted(&users, name, conn).await?);
+    }
+    println!(
+        "  kicks right after the {COUNT} were applied: {} ms",
+        millis(&after_apply)
+    );
     let (users_ref, accounts_ref) = (&users, &accounts);
     sim::wait::poll(
         "every creds Secret written, every user Ready, the account distributed",
         Duration::from_secs(600),
         || async move {
             let written = secrets_written(secrets, "u").await?;
-            let list = users_ref
-                .list(&Default::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let ready = list
-                .items
-                .iter()
-                .filter(|u| {
-                    serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True"))
-                        && u.metadata
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| n.starts_with('u'))
-                })
-                .count();
+            let ready = ready_users(users_ref).await?;
             let acc = accounts_ref.get(ACCOUNT).await.map_err(|e| e.to_string())?;
             let distributed =
                 serde_json::to_value(&acc).is_ok_and(|v| has(&v, "Distributed", "True"));
@@ -359,8 +345,151 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         crate::scrape::passes(&loaded_body, "NatsAccount")
             - crate::scrape::passes(&scraped, "NatsAccount")
     ));
+    notes.push(format!(
+        "the passes and requests include those of the {KICKED} deletions timed meanwhile"
+    ));
+    for name in kicked.iter().skip(KICKED) {
+        kick::gone(&users, name).await?;
+    }
 
     // The floor: 1,000 user JWTs signed by an account key and their creds Secrets written.
+    let direct = sign_and_write(secrets).await?;
+    // The work floor, with the controller stopped: nothing else writes its NatsUsers.
+    drop(child);
+    let work = work::floor(&users, secrets).await?;
+    notes.push(format!(
+        "work floor {:.2} s: {COUNT} users signed, their creds Secrets written, finalizers added and one status write each, {AT_ONCE} at a time; ratio {:.1} against it, {:.1} against the floor",
+        work.as_secs_f64(),
+        all.as_secs_f64() / work.as_secs_f64(),
+        all.as_secs_f64() / direct.as_secs_f64()
+    ));
+
+    let floor_kick = kick::revoke_by_hand(
+        &client,
+        &accounts,
+        &topo,
+        &controller_creds,
+        &bob_creds,
+        &bob,
+    )
+    .await?;
+    let kick_floor_what = "the account JWT revoking the user pushed with CLAIMS.UPDATE by hand";
+
+    Ok(vec![
+        Figure {
+            name: "users.distributed_1000".into(),
+            what: format!(
+                "{COUNT} NatsUsers under one NatsAccount applied at once until every creds Secret is written, every user Ready and the account distributed"
+            ),
+            value: all.as_secs_f64(),
+            unit: "s".into(),
+            floor: direct.as_secs_f64(),
+            floor_what: format!(
+                "{COUNT} user JWTs signed and their creds Secrets written directly, {AT_ONCE} at a time"
+            ),
+            goal: Some("≤ 1.5× the work floor".into()),
+            notes,
+        },
+        Figure {
+            name: "rss.auth_1000_users".into(),
+            what: format!(
+                "auth-controller resident size at rest with {COUNT} NatsUsers (and 2000 unrelated 10 KiB Secrets)"
+            ),
+            value: loaded,
+            unit: "MiB".into(),
+            floor: idle,
+            floor_what: "the same binary at rest with none".into(),
+            goal: Some("≤ 25 MiB".into()),
+            notes: vec![],
+        },
+        Figure {
+            name: "kick.user_deletion".into(),
+            what: format!(
+                "a NatsUser deleted until its connection is closed, 3 servers, median of {KICKED} at rest"
+            ),
+            value: ms(median(&at_rest)),
+            unit: "ms".into(),
+            floor: ms(floor_kick),
+            floor_what: kick_floor_what.into(),
+            goal: Some(KICK_GOAL.into()),
+            notes: vec![format!("{} ms", millis(&at_rest))],
+        },
+        Figure {
+            name: "kick.user_deletion_after_1000".into(),
+            what: format!(
+                "the same, median of {KICKED} deletions right after the {COUNT} NatsUsers were applied, their passes queued"
+            ),
+            value: ms(median(&after_apply)),
+            unit: "ms".into(),
+            floor: ms(floor_kick),
+            floor_what: kick_floor_what.into(),
+            goal: Some(KICK_GOAL.into()),
+            notes: vec![format!(
+                "{} ms; users Ready at each deletion: {}",
+                millis(&after_apply),
+                ready_then
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            )],
+        },
+        Figure {
+            name: "usable.user_applied".into(),
+            what: format!(
+                "a NatsUser applied until a client connects with the creds of its Secret, median of {}",
+                usable::ROUNDS
+            ),
+            value: ms(median(&used.user)),
+            unit: "ms".into(),
+            floor: ms(median(&used.user_floor)),
+            floor_what: "a user JWT signed by hand, its creds Secret written, until a client connects with it".into(),
+            goal: Some(USER_GOAL.into()),
+            notes: vec![format!(
+                "{} ms; by hand {} ms",
+                millis(&used.user),
+                millis(&used.user_floor)
+            )],
+        },
+        Figure {
+            name: "usable.account_applied".into(),
+            what: format!(
+                "a NatsAccount and a NatsUser of it applied at once until the user connects, median of {}",
+                usable::ROUNDS
+            ),
+            value: ms(median(&used.account)),
+            unit: "ms".into(),
+            floor: ms(median(&used.account_floor)),
+            floor_what: "an account JWT signed and pushed with CLAIMS.UPDATE by hand, a user of it signed and its creds Secret written, until it connects".into(),
+            goal: Some(ACCOUNT_GOAL.into()),
+            notes: vec![format!(
+                "{} ms; by hand {} ms",
+                millis(&used.account),
+                millis(&used.account_floor)
+            )],
+        },
+    ])
+}
+
+/// The NatsUsers `u<i>` reading Ready.
+async fn ready_users(users: &Api<DynamicObject>) -> Result<usize, String> {
+    let list = users
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|u| {
+            serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True"))
+                && u.metadata.name.as_deref().is_some_and(|n| numbered(n, "u"))
+        })
+        .count())
+}
+
+/// The floor of `users.distributed_1000`: 1,000 user JWTs signed by an account key and their
+/// creds Secrets written, 32 at a time.
+async fn sign_and_write(secrets: &Api<Secret>) -> anyhow::Result<Duration> {
     let signer = NKey::generate(KeyKind::Account);
     let started = Instant::now();
     let written: Vec<Result<Secret, anyhow::Error>> = futures::stream::iter(0..COUNT)
@@ -396,119 +525,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     if let Some(Err(e)) = written.into_iter().find(|r| r.is_err()) {
         anyhow::bail!("writing a creds Secret directly: {e}");
     }
-
-    let floor_kick = revoke_by_hand(
-        &client,
-        &accounts,
-        &topo,
-        &controller_creds,
-        &bob_creds,
-        &bob,
-    )
-    .await?;
-    drop(child);
-
-    Ok(vec![
-        Figure {
-            name: "users.distributed_1000".into(),
-            what: format!(
-                "{COUNT} NatsUsers under one NatsAccount applied at once until every creds Secret is written, every user Ready and the account distributed"
-            ),
-            value: all.as_secs_f64(),
-            unit: "s".into(),
-            floor: direct.as_secs_f64(),
-            floor_what: format!(
-                "{COUNT} user JWTs signed and their creds Secrets written directly, {AT_ONCE} at a time"
-            ),
-            goal: None,
-            notes,
-        },
-        Figure {
-            name: "rss.auth_1000_users".into(),
-            what: format!(
-                "auth-controller resident size at rest with {COUNT} NatsUsers (and 2000 unrelated 10 KiB Secrets)"
-            ),
-            value: loaded,
-            unit: "MiB".into(),
-            floor: idle,
-            floor_what: "the same binary at rest with none".into(),
-            goal: Some("≤ 25 MiB".into()),
-            notes: vec![],
-        },
-        Figure {
-            name: "kick.user_deletion".into(),
-            what: "a NatsUser deleted until its connection is closed, 3 servers".into(),
-            value: kicked.as_secs_f64() * 1000.0,
-            unit: "ms".into(),
-            floor: floor_kick.as_secs_f64() * 1000.0,
-            floor_what: "the account JWT revoking the user pushed with CLAIMS.UPDATE by hand"
-                .into(),
-            goal: None,
-            notes: vec![],
-        },
-    ])
-}
-
-/// The floor of the kick: the account's JWT, bob revoked, signed with the operator key that
-/// signed it and pushed with `$SYS.REQ.CLAIMS.UPDATE` as the auth controller's user; the time
-/// until the server closed bob's connection.
-async fn revoke_by_hand(
-    client: &kube::Client,
-    accounts: &Api<DynamicObject>,
-    topo: &Topology,
-    controller_creds: &str,
-    bob_creds: &str,
-    bob: &Watched,
-) -> anyhow::Result<Duration> {
-    let acc = serde_json::to_value(accounts.get(ACCOUNT).await?)?;
-    let jwt = text(&acc, "/status/jwt")?;
-    let mut claims = decode_unverified::<Account>(&jwt)?;
-    let bob_pk = Creds::parse(bob_creds)?.jwt;
-    let bob_pk = decode_unverified::<nats_claims::User>(&bob_pk)?.subject;
-    let op = serde_json::to_value(auth_api(client, "NatsOperator").get("demo").await?)?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    let mut names: Vec<String> = op
-        .pointer("/status/seedSecrets/signing")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_string))
-        .collect();
-    names.extend(text(&op, "/status/seedSecrets/identity").ok());
-    let mut signer = None;
-    for name in names {
-        let Some(s) = secrets.get_opt(&name).await? else {
-            continue;
-        };
-        for v in s.data.unwrap_or_default().into_values() {
-            if let Ok(k) = NKey::from_seed(&v.0)
-                && k.public_key() == claims.issuer
-            {
-                signer = Some(k);
-            }
-        }
-    }
-    let signer = signer.ok_or_else(|| anyhow::anyhow!("no seed of {}", claims.issuer))?;
-    let now = chrono_now();
-    claims = claims.revoke_at(bob_pk, now);
-    let revoking = claims.encode(&signer)?;
-    let sys = async_nats::ConnectOptions::with_credentials(controller_creds)?
-        .connect(topo.client_urls())
-        .await?;
-    let pushed = Instant::now();
-    // Published, not requested: the user's permissions admit its own inbox prefix only, and
-    // the server acts on the update whether or not anyone reads its answer.
-    sys.publish("$SYS.REQ.CLAIMS.UPDATE", revoking.into())
-        .await?;
-    sys.flush().await?;
-    bob.closed_since(pushed).await
-}
-
-fn chrono_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    Ok(direct)
 }
 
 #[cfg(test)]
@@ -521,5 +538,12 @@ mod tests {
                     nats_operator_account_jwt_pushes{account=\"AC\"} 9\n";
         assert_eq!(pushes(body, "AC"), 9.0);
         assert_eq!(pushes(body, "AD"), 0.0);
+    }
+
+    #[test]
+    fn only_the_numbered_users_count() {
+        assert!(numbered("u12-creds", "u"));
+        assert!(!numbered("usable-u0-creds", "u"));
+        assert!(!numbered("usable0-user", "u"));
     }
 }

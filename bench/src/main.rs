@@ -40,6 +40,10 @@ struct Cli {
     /// Do not rewrite docs/performance.md.
     #[arg(long)]
     no_docs: bool,
+    /// Ten times the scale (issue 40): only the `scale.*` figures and their resident sizes,
+    /// printed and kept in target/bench/summary.json, never written into docs/performance.md.
+    #[arg(long)]
+    scale: bool,
 }
 
 fn workspace() -> PathBuf {
@@ -63,6 +67,17 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
         })
         .unwrap_or_else(|| workspace().join("target").join("debug"));
     let mut figures = Vec::new();
+    if cli.scale {
+        println!("scale: 100 NatsClusters under the cluster-controller binary ...");
+        let b = bins.join("cluster-controller");
+        anyhow::ensure!(
+            b.is_file(),
+            "{} is not built (just bench does)",
+            b.display()
+        );
+        figures.extend(clusters::scale_figures(&b).await?);
+        return Ok(figures);
+    }
     if wanted("render") {
         println!("render: planning and rendering a 30-server supercluster ...");
         figures.push(render::figure()?);
@@ -164,7 +179,7 @@ fn main() -> ExitCode {
     };
     print!("\n{}", summary::table(&figures));
     println!("\ngoals are printed, not asserted");
-    match write(&figures, !cli.no_docs && cli.only.is_none()) {
+    match write(&figures, !cli.no_docs && cli.only.is_none() && !cli.scale) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e:#}");
