@@ -109,13 +109,33 @@ impl Pool {
         namespace: &str,
         name: &str,
     ) -> Result<Resolved, kube::Error> {
+        self.resolve_with(client, namespace, name, None).await
+    }
+
+    /// [`Pool::resolve`] from `known`, the NatsConnection as a watch cache holds it, when there
+    /// is one: then the NatsConnection itself is not read from the apiserver (its Secrets are).
+    pub async fn resolve_with(
+        &self,
+        client: &kube::Client,
+        namespace: &str,
+        name: &str,
+        known: Option<&NatsConnection>,
+    ) -> Result<Resolved, kube::Error> {
         let key = format!("{namespace}/{name}");
-        let api: Api<NatsConnection> = Api::namespaced(client.clone(), namespace);
-        let Some(connection) = api.get_opt(name).await? else {
-            self.dials.forget(&key);
-            return Ok(Resolved::Missing);
+        let read;
+        let connection = match known {
+            Some(c) => c,
+            None => {
+                let api: Api<NatsConnection> = Api::namespaced(client.clone(), namespace);
+                let Some(c) = api.get_opt(name).await? else {
+                    self.dials.forget(&key);
+                    return Ok(Resolved::Missing);
+                };
+                read = c;
+                &read
+            }
         };
-        let (secrets, versions) = gather_secrets(client, namespace, &connection).await?;
+        let (secrets, versions) = gather_secrets(client, namespace, connection).await?;
         let fingerprint = format!(
             "{}|{}",
             serde_json::to_string(&connection.spec).unwrap_or_default(),

@@ -110,6 +110,8 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         watch_config(),
     );
     let store = controller.store();
+    // What the resources' passes read their connection from, instead of a GET each.
+    let _ = ctx.connections.set(store.clone());
     // A connection lost or regained passes its NatsConnection at once.
     let changes = {
         let store = store.clone();

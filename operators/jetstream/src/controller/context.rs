@@ -2,13 +2,15 @@
 //! connection pool and the process settings. Nothing global.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use controller_kit::context::{HasShared, Shared};
 use controller_kit::metrics::Metrics;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use nats_api::jetstream::FIELD_MANAGER;
+use nats_api::nats::NatsConnection;
 
 use super::census::Census;
 pub use super::lock::lock;
@@ -64,6 +66,12 @@ pub struct Context {
     /// The NatsConnections (`ns/name@uid`) this process has seen carry the in-use finalizer
     /// ([`super::in_use`]), so a pass does not read them again.
     pub in_use: Arc<Mutex<BTreeSet<String>>>,
+    /// Held while a pass reads a NatsConnection not yet marked in use and adds its finalizer,
+    /// so the passes that start together add it once, not in a race of 422s.
+    pub in_use_adding: Arc<tokio::sync::Mutex<()>>,
+    /// The NatsConnection Controller's store, set once it starts: what a resource's pass reads
+    /// its connection from ([`Context::cached_connection`]).
+    pub connections: Arc<OnceLock<Store<NatsConnection>>>,
 }
 
 impl Context {
@@ -84,6 +92,8 @@ impl Context {
             index: self.index.clone(),
             shares: self.shares.clone(),
             in_use: self.in_use.clone(),
+            in_use_adding: self.in_use_adding.clone(),
+            connections: self.connections.clone(),
         })
     }
 }
@@ -102,6 +112,19 @@ impl Context {
     /// Forgets the connection `key` (its in-use finalizer was removed).
     pub(crate) fn forget_in_use(&self, key: &str) {
         lock(&self.in_use).remove(key);
+    }
+
+    /// The NatsConnection `namespace/name` as the NatsConnection Controller's watch last saw
+    /// it; None when it has not seen it (or has not started), and the caller reads it from the
+    /// apiserver. A pass that finds its connection here sends the apiserver nothing for it.
+    pub(crate) fn cached_connection(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<NatsConnection>> {
+        self.connections
+            .get()?
+            .get(&ObjectRef::new(name).within(namespace))
     }
 }
 
@@ -234,6 +257,8 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         census: Arc::default(),
         index: Arc::default(),
         in_use: Arc::default(),
+        in_use_adding: Arc::default(),
+        connections: Arc::default(),
     })
 }
 

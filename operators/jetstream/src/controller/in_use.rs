@@ -157,11 +157,20 @@ pub(super) async fn protect<K: Resource<DynamicType = ()>>(
     if !ctx.shared.scope.namespaces.watches(&ns) {
         return Ok(());
     }
+    // Marked already (the connection as the watch cache holds it names its UID): nothing is
+    // read or written, so the finalizer costs one write per connection, not one per resource.
+    if let Some(c) = ctx.cached_connection(&ns, &conn.name)
+        && ctx.in_use_marked(&in_use_key(&ns, &conn.name, &c.uid().unwrap_or_default()))
+    {
+        return Ok(());
+    }
+    // One pass at a time reads and marks: those that start together add it once.
+    let _adding = ctx.in_use_adding.lock().await;
     let api: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), &ns);
     let Some(c) = api.get_opt(&conn.name).await.map_err(kube_err(obj))? else {
         return Ok(());
     };
-    let key = format!("{ns}/{}@{}", conn.name, c.uid().unwrap_or_default());
+    let key = in_use_key(&ns, &conn.name, &c.uid().unwrap_or_default());
     if ctx.in_use_marked(&key) {
         return Ok(());
     }
@@ -176,6 +185,11 @@ pub(super) async fn protect<K: Resource<DynamicType = ()>>(
     }
     ctx.mark_in_use(key);
     Ok(())
+}
+
+/// The key a NatsConnection is marked in use under: `ns/name@uid`.
+fn in_use_key(namespace: &str, name: &str, uid: &str) -> String {
+    format!("{namespace}/{name}@{uid}")
 }
 
 /// The pass of a NatsConnection being deleted: its in-use finalizer removed once nothing needs
@@ -195,10 +209,10 @@ pub(super) async fn release(
     match change(!holding.is_empty(), true, true) {
         Change::Remove => {
             finalizer::remove(&api, conn, IN_USE_FINALIZER).await?;
-            ctx.forget_in_use(&format!(
-                "{ns}/{}@{}",
-                conn.name_any(),
-                conn.uid().unwrap_or_default()
+            ctx.forget_in_use(&in_use_key(
+                &ns,
+                &conn.name_any(),
+                &conn.uid().unwrap_or_default(),
             ));
             Ok(None)
         }

@@ -17,6 +17,19 @@
 //! then `write_status`. A phase that cannot go on returns a [`Stop`], which the pass turns into
 //! its outcome (a refusal, a server not reachable) or its error.
 //!
+//! **What a pass costs the apiserver.** The first pass over a resource created makes the two
+//! writes no controller can avoid: the finalizer added (a JSON patch of metadata) and one
+//! status write (server-side apply on the status subresource; Kubernetes takes metadata and
+//! status in separate requests, so the two cannot be one). Nothing is read: the resource comes
+//! from the Controller's watch, its NatsConnection from the NatsConnection Controller's watch
+//! ([`Context::cached_connection`]; a GET only when that cache has not seen it), and the in-use
+//! finalizer of a Delete-policy resource's connection is written once per connection and
+//! process, not per resource ([`in_use::protect`]). Beyond those: the Secrets a connection
+//! with credentials or a CA names are read on each pass (the pool's fingerprint of what it
+//! dialed); a spec patch only when AdoptOrCreate fills omitted fields. A later pass that finds
+//! nothing changed writes no status ([`super::status`]): a resync over settled resources costs
+//! the apiserver nothing for a connection without Secrets.
+//!
 //! Deletion ([`cleanup`]): the connection's state; under deletionPolicy Delete over a usable
 //! connection (one being deleted is kept usable for it by the in-use finalizer, [`in_use`]), the
 //! stream deleted if this resource owns it; then the finalizer is released. A server that cannot
@@ -166,7 +179,7 @@ async fn apply<K: StreamBacked>(
             t.reason(),
             terminal_message(&obj.what(), t, &g.found),
         )),
-        Plan::Create => create(ctx, obj, g, p).await,
+        Plan::Create => create(obj, g, p).await,
         Plan::Update => update(ctx, obj, g, p, spec_edited).await,
         Plan::AdoptIntoSpec => adopt_into_spec(obj, g).await,
         Plan::LateInitialize => adopt_late_initialized(obj, g).await,
@@ -174,20 +187,14 @@ async fn apply<K: StreamBacked>(
 }
 
 /// Create: the stream from spec, with the marker.
-async fn create<K: StreamBacked>(
-    ctx: &Context,
-    obj: &K,
-    g: &Gathered,
-    p: &Planned,
-) -> Result<Written, Stop> {
+async fn create<K: StreamBacked>(obj: &K, g: &Gathered, p: &Planned) -> Result<Written, Stop> {
     let what = obj.what();
     let reply = jsapi::create_stream(&g.client, &p.desired)
         .await
         .map_err(|e| Stop::unwritten(format!("creating {what}: {e}"), &e))?;
-    ctx.shared
-        .events
-        .publish(obj, false, "Created", format!("{what} created"))
-        .await;
+    // No Event: status says it (ownership.origin Created, Ready), in the write the pass makes
+    // anyway; an Event would be a third apiserver request per resource created.
+    tracing::info!("{what} created");
     Ok(Written::in_sync(reply, &what))
 }
 

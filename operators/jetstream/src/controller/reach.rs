@@ -57,9 +57,11 @@ pub(crate) async fn reach<K: Resource<DynamicType = ()>>(
             ),
         )));
     }
+    // From the NatsConnection Controller's watch cache when it holds it: no GET per pass.
+    let known = ctx.cached_connection(&target_ns, &conn.name);
     let resolved = ctx
         .pool
-        .resolve(&ctx.shared.client, &target_ns, &conn.name)
+        .resolve_with(&ctx.shared.client, &target_ns, &conn.name, known.as_deref())
         .await
         .map_err(kube_err(obj))?;
     match resolved {

@@ -1,5 +1,10 @@
 //! write_status: a pass's [`Outcome`] written as the resource's status (server-side apply on the
 //! status subresource), then the spec fields it adopts, then when the resource is next due.
+//!
+//! A status that would differ from the one held only in its times (lastSyncedTime,
+//! nextCheckTime) is not written while the held one is younger than [`STATUS_REFRESH`]
+//! ([`needs_write`]): a resync pass over a settled resource then sends the apiserver nothing.
+//! Its lastSyncedTime is thus at most [`STATUS_REFRESH`] behind the last comparison.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -47,10 +52,29 @@ where
         Some(t) => t,
         None => previous_transfer(obj),
     };
-    ctx.shared
-        .write_status(obj, &with_transfer(&status, transfer))
-        .await
-        .map_err(kube_err(obj))?;
+    let body = with_transfer(&status, transfer);
+    let held = serde_json::to_value(obj)
+        .ok()
+        .and_then(|mut v| v.get_mut("status").map(Value::take));
+    let now = conditions::now();
+    if needs_write(
+        held.as_ref(),
+        &body,
+        previous.last_synced_time.as_ref(),
+        &now,
+    ) {
+        ctx.shared
+            .write_status(obj, &body)
+            .await
+            .map_err(kube_err(obj))?;
+    } else {
+        ctx.shared.metrics.set_conditions(
+            &K::kind(&()),
+            &obj.namespace().unwrap_or_default(),
+            &obj.name_any(),
+            &status.conditions,
+        );
+    }
     if let Some(spec) = &outcome.spec_patch {
         let api: Api<K> = Api::namespaced(
             ctx.shared.client.clone(),
@@ -62,6 +86,42 @@ where
     }
     ctx.shared.due.schedule(obj, requeue);
     Ok(Action::requeue(requeue))
+}
+
+/// How long a settled resource's status may go unwritten: its lastSyncedTime and nextCheckTime
+/// are moved at least this often, though nothing else changed.
+pub(crate) const STATUS_REFRESH: Duration = Duration::from_secs(30 * 60);
+
+/// The times a pass moves on every status it writes.
+const TIMES: [&str; 2] = ["lastSyncedTime", "nextCheckTime"];
+
+/// Whether a pass writes `body` over the status `held`: unless the two differ only in their
+/// times, the held status was compared (`last_synced`) less than [`STATUS_REFRESH`] before
+/// `now`, and no Terminal is True (a Terminal under terminalPolicy Retry says its next check in
+/// nextCheckTime). So a resync over settled resources costs the apiserver no write, and the
+/// first pass of a resource, or a change of its conditions, ownership or server state, one.
+fn needs_write(held: Option<&Value>, body: &Value, last_synced: Option<&Time>, now: &Time) -> bool {
+    let Some(held) = held else { return true };
+    let Some(last_synced) = last_synced else {
+        return true;
+    };
+    let recent = plus(last_synced, STATUS_REFRESH).0 > now.0;
+    let terminal = body["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == condition::TERMINAL && c["status"] == "True")
+    });
+    !recent || terminal || without_times(held) != without_times(body)
+}
+
+/// `status` without the times every pass moves.
+fn without_times(status: &Value) -> Value {
+    let mut s = status.clone();
+    if let Some(map) = s.as_object_mut() {
+        for t in TIMES {
+            map.remove(t);
+        }
+    }
+    s
 }
 
 /// The status a pass writes: its conditions over the previous ones (Terminal removed unless the
@@ -183,6 +243,64 @@ mod tests {
 
     fn at(secs: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("a time"))
+    }
+
+    fn body(ready: &str, synced: i64, next: i64) -> Value {
+        serde_json::json!({
+            "conditions": [{"type": "Ready", "status": ready}],
+            "lastSyncedTime": at(synced),
+            "nextCheckTime": at(next),
+        })
+    }
+
+    /// Each row: the status held (None: never written), the body of this pass, when the held
+    /// status was last compared, now, and whether the pass writes.
+    #[rstest]
+    #[case::a_first_pass_writes(None, body("True", 400, 700), None, 400, true)]
+    #[case::a_settled_resync_writes_nothing(
+        Some(body("True", 100, 400)),
+        body("True", 400, 700),
+        Some(100),
+        400,
+        false
+    )]
+    #[case::a_change_of_a_condition_writes(
+        Some(body("True", 100, 400)),
+        body("False", 400, 700),
+        Some(100),
+        400,
+        true
+    )]
+    #[case::times_older_than_the_refresh_are_moved(
+        Some(body("True", 100, 400)),
+        body("True", 1900, 2200),
+        Some(100),
+        1900,
+        true
+    )]
+    #[case::no_last_synced_time_writes(
+        Some(body("True", 100, 400)),
+        body("True", 400, 700),
+        None,
+        400,
+        true
+    )]
+    #[case::a_terminal_always_writes_its_next_check(
+        Some(serde_json::json!({"conditions": [{"type": "Terminal", "status": "True"}]})),
+        serde_json::json!({"conditions": [{"type": "Terminal", "status": "True"}], "nextCheckTime": at(700)}),
+        Some(100), 400, true
+    )]
+    fn a_pass_writes_status_unless_only_its_times_would_move(
+        #[case] held: Option<Value>,
+        #[case] body: Value,
+        #[case] last_synced: Option<i64>,
+        #[case] now: i64,
+        #[case] want: bool,
+    ) {
+        assert_eq!(
+            needs_write(held.as_ref(), &body, last_synced.map(at).as_ref(), &at(now)),
+            want
+        );
     }
 
     #[test]
