@@ -313,7 +313,6 @@ pub fn k3s_outside_server(services: &[(String, String)]) -> String {
     )
 }
 
-
 /// The node backend ([`crate::node::Node`]): this machine's own Kubernetes 1.20, `volumes`
 /// static local volumes, its parts from `cache`.
 #[derive(Clone, Debug)]
