@@ -13,6 +13,7 @@
 pub mod chart;
 pub mod conformance;
 pub mod decode;
+pub mod images;
 pub mod installed;
 pub mod monitoring;
 pub mod on_cluster;

@@ -8,8 +8,7 @@
 //! `conformance --backend k3s` (e2e's `conformance` binary, built `--features k3s`) runs this on
 //! k3s; without a Docker engine it exits non-zero with the reason (docs/node.md, "k3s").
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -57,42 +56,6 @@ pub fn parse_args(args: &[String]) -> Result<(Backend, Vec<String>), String> {
     Ok((backend, stories))
 }
 
-/// The three controller images `scripts/image.py --profile image-test` builds into `out`
-/// (the images tests' profile): each name with its archive.
-pub fn controller_archives(out: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let root = crate::chart::workspace_root();
-    let run = Command::new("python3")
-        .current_dir(&root)
-        .args(["scripts/image.py", "--profile", "image-test", "--out"])
-        .arg(out)
-        .output()
-        .map_err(|e| format!("running python3 scripts/image.py: {e}"))?;
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    if !run.status.success() {
-        return Err(format!(
-            "scripts/image.py: {}\n{stdout}\n{}",
-            run.status,
-            String::from_utf8_lossy(&run.stderr)
-        ));
-    }
-    let archives: Vec<(String, PathBuf)> = stdout
-        .lines()
-        .filter_map(|line| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match (words.first(), words.last()) {
-                (Some(name), Some(path)) if path.ends_with(".oci.tar") => {
-                    Some((name.to_string(), PathBuf::from(path)))
-                }
-                _ => None,
-            }
-        })
-        .collect();
-    if archives.len() != 3 {
-        return Err(format!("three images from scripts/image.py:\n{stdout}"));
-    }
-    Ok(archives)
-}
-
 /// The chart installed on a cluster by [`install`]: the nats image digests by version.
 pub struct OnCluster {
     pub cluster: Box<dyn KubeCluster>,
@@ -123,7 +86,7 @@ async fn prepare(
     say: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Fit, String> {
     let helm = crate::chart::Helm::find().ok_or("no Helm (scripts/install-helm.sh)")?;
-    let mut images: Vec<ImageArchive> = controller_archives(&dir.join("images"))?
+    let mut images: Vec<ImageArchive> = crate::images::controller_archives(&dir.join("images"))?
         .into_iter()
         .map(|(_, archive)| ImageArchive {
             archive,

@@ -238,7 +238,7 @@ impl Installed {
 /// profile) into `out` and imports each under the name the chart's defaults give it.
 pub fn import_controllers(node: &Node, out: &Path) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
-    for (name, path) in crate::on_cluster::controller_archives(out)? {
+    for (name, path) in crate::images::controller_archives(out)? {
         node.import_archive(&path)
             .map_err(|e| format!("importing {}: {e}", path.display()))?;
         names.push(name);
