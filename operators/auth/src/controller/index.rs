@@ -473,6 +473,11 @@ impl Index {
         out
     }
 
+    /// NatsUser `namespace`/`name`.
+    pub fn user(&self, namespace: &str, name: &str) -> Option<Arc<NatsUser>> {
+        named(&self.users, namespace, name)
+    }
+
     /// Every NatsUser of account `kind` `namespace`/`name`.
     pub fn users_of(&self, kind: AccountKind, namespace: &str, name: &str) -> Vec<Arc<NatsUser>> {
         listed(&self.users, |u| {

@@ -10,7 +10,8 @@
 //! one file per phase; no pass imports another. The pieces several passes share live in modules
 //! named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
 //! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`shutdowns`], [`revocation`],
-//! [`jwt`], [`time`]).
+//! [`jwt`], [`time`]); a deleted user's revocation, push and kick also run in the revocation
+//! [`lane`], beside the Controllers' queues.
 //!
 //! Every pass runs on the kit's skeleton: its Controller driven by the kit's run loop
 //! ([`pass::drive`]), the kit's finalizer path ([`finalizer::reconcile`]), its conditions the
@@ -29,6 +30,7 @@ mod finalizer;
 mod index;
 mod jwt;
 mod keys;
+mod lane;
 mod nats;
 mod operator;
 mod pass;
@@ -116,6 +118,8 @@ pub struct Context {
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
     /// The accounts' signing keys as user passes read them ([`keys::kept`]).
     account_keys: keys::kept::Kept,
+    /// Per object, the lock its pass holds: the revocation lane's and the Controllers'.
+    locks: lane::Locks,
     /// The stores every pass reads its references from.
     index: index::Index,
     /// The watches that fill [`Context::index`], until [`run`] takes them.
@@ -185,6 +189,7 @@ pub async fn run(ctx: Arc<Context>) {
         trust::account_trust_controller(ctx.clone()),
         claims_delete::rejoin_watch(ctx.clone()),
         shutdowns::shutdown_watch(ctx.clone()),
+        lane::run(ctx.clone()),
     );
 }
 
@@ -203,6 +208,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
         account_keys: keys::kept::Kept::default(),
+        locks: lane::Locks::default(),
         index,
         feeds: std::sync::Mutex::new(Some(feeds)),
     })

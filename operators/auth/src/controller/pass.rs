@@ -108,7 +108,8 @@ pub(crate) fn watched<K: Watched>(ctx: &Context, wakes: &[Kind]) -> Controller<K
 /// Runs a Controller through the kit's run loop ([`controller_kit::reconcile::run`]: span, count,
 /// relist redrive, error policy), each pass of its object read fresh: the watch may not hold
 /// this controller's last status write yet, and a pass over a stale status would sign again
-/// what was just signed. After that read, a pass waits for the index before it runs: no pass
+/// what was just signed. After that read, a pass waits for the index and its object's lock
+/// (held by the revocation lane's pass, [`super::lane`]) before it runs: no pass
 /// reads a store before its first list (the index's own signal, see [`super::index`]; the kit's
 /// run loop waits on no store, so the Controller's runner stays the only waiter of its store).
 pub(crate) async fn drive<K, F, Fut>(controller: Controller<K>, ctx: Arc<Context>, pass: F)
@@ -119,6 +120,12 @@ where
 {
     let after_index = move |obj: Arc<K>, ctx: Arc<Context>| async move {
         ctx.index.ready().await?;
+        // The revocation lane ([`super::lane`]) may be passing over the same object: one at a
+        // time, and a copy read before the lane's pass ended is read again.
+        let (_held, waited) = ctx.locks.lock(super::lane::key(&*obj)).await;
+        if waited {
+            return Ok(Action::requeue(Duration::ZERO));
+        }
         pass(obj, ctx).await
     };
     controller_kit::reconcile::run(controller, ctx, Read::Fresh, after_index).await;

@@ -60,7 +60,7 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
 
 /// One pass: the finalizer holds a deleted account until its NatsOperator records the
 /// deletion ([`deleting`]); a live account runs its phases.
-async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub(crate) async fn reconcile(acct: Arc<NatsAccount>, ctx: Arc<Context>) -> Result<Action, Error> {
     let op = gather::operator(&ctx, &acct);
     let (live_op, deleted_op) = (op.clone(), op);
     let ctx: &Context = &ctx;

@@ -75,7 +75,7 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
 /// One pass: the finalizer holds a deleted user until its key is revoked everywhere (§5.3,
 /// [`deleting`]); it is wanted once the user's account is found, and kept from then on. A live
 /// user runs its phases.
-async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub(crate) async fn reconcile(u: Arc<NatsUser>, ctx: Arc<Context>) -> Result<Action, Error> {
     let view = gather::account(&ctx, &u);
     let wants = view.is_some() || finalizer::has(&*u);
     let view = view.as_ref();
