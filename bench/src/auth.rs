@@ -446,9 +446,10 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             floor_what: "a user JWT signed by hand, its creds Secret written, until a client connects with it".into(),
             goal: Some(USER_GOAL.into()),
             notes: vec![format!(
-                "{} ms; by hand {} ms",
+                "{} ms; by hand {} ms{}",
                 millis(&used.user),
-                millis(&used.user_floor)
+                millis(&used.user_floor),
+                refused_note(&used.refused)
             )],
         },
         Figure {
@@ -463,12 +464,21 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             floor_what: "an account JWT signed and pushed with CLAIMS.UPDATE by hand, a user of it signed and its creds Secret written, until it connects".into(),
             goal: Some(ACCOUNT_GOAL.into()),
             notes: vec![format!(
-                "{} ms; by hand {} ms",
+                "{} ms; by hand {} ms{}",
                 millis(&used.account),
-                millis(&used.account_floor)
+                millis(&used.account_floor),
+                refused_note(&used.refused)
             )],
         },
     ])
+}
+
+/// The floor rounds given up, for a figure's notes.
+fn refused_note(refused: &[String]) -> String {
+    match refused.first() {
+        None => String::new(),
+        Some(first) => format!("; {} floor rounds given up ({first})", refused.len()),
+    }
 }
 
 /// The NatsUsers `u<i>` reading Ready.
