@@ -16,14 +16,14 @@
 //! 3. an account whose JWT revokes a deleted user's key and which every server holds: the user's
 //!    pass (the kick of what connections remain, then its creds Secret and its finalizer).
 //!
-//! Every pass, the lane's or a Controller's, holds its object's lock ([`Locks`]): no object is
+//! Every pass, the lane's or a Controller's, holds its object's lock ([`super::locks::Locks`]): no object is
 //! passed over twice at once, and a Controller's pass that waited for the lane's runs again on a
 //! fresh read. A lane pass is an extra pass: the Controllers' passes still run as their events
 //! say, so a lane pass missed (this replica not leading, a lagging receiver) costs time only.
 //! The lane covers the users of NatsAccounts; a NatsSystemAccount's users go the Controllers' way.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use controller_kit::process::{Gate, Process};
@@ -34,67 +34,12 @@ use kube::{Resource, ResourceExt};
 use nats_api::auth::{AccountKind, NatsAccount, NatsUser};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use super::Context;
 use super::change::{Change, Touched};
 use super::finalizer;
 use super::index::Kind;
 use super::time::secs_of;
-
-/// Per object (`Kind namespace/name`), the lock its pass holds; an entry lives while a pass holds
-/// or waits for it.
-#[derive(Default)]
-pub(crate) struct Locks(Arc<Mutex<HashMap<String, Arc<AsyncMutex<()>>>>>);
-
-/// An object's lock held; the entry goes with the last holder.
-pub(crate) struct Held {
-    guard: Option<OwnedMutexGuard<()>>,
-    lock: Arc<AsyncMutex<()>>,
-    key: String,
-    map: Arc<Mutex<HashMap<String, Arc<AsyncMutex<()>>>>>,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.guard.take();
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        // The map's reference and this one: nobody else waits for it.
-        if Arc::strong_count(&self.lock) == 2 {
-            map.remove(&self.key);
-        }
-    }
-}
-
-impl Locks {
-    /// Holds the lock of `key`; true when another pass held it first (what was read before is
-    /// as old as that wait).
-    pub(crate) async fn lock(&self, key: String) -> (Held, bool) {
-        let lock = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .clone();
-        let (guard, waited) = match lock.clone().try_lock_owned() {
-            Ok(g) => (g, false),
-            Err(_) => (lock.clone().lock_owned().await, true),
-        };
-        let held = Held {
-            guard: Some(guard),
-            lock,
-            key,
-            map: self.0.clone(),
-        };
-        (held, waited)
-    }
-}
-
-/// The key of `obj`'s lock.
-pub(crate) fn key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    controller_kit::object::describe(obj)
-}
 
 /// A pass the lane runs: of a NatsUser or a NatsAccount, by (namespace, name).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -31,6 +31,7 @@ mod index;
 mod jwt;
 mod keys;
 mod lane;
+mod locks;
 mod nats;
 mod operator;
 mod pass;
@@ -119,7 +120,7 @@ pub struct Context {
     /// The accounts' signing keys as user passes read them ([`keys::kept`]).
     account_keys: keys::kept::Kept,
     /// Per object, the lock its pass holds: the revocation lane's and the Controllers'.
-    locks: lane::Locks,
+    locks: locks::Locks,
     /// The stores every pass reads its references from.
     index: index::Index,
     /// The watches that fill [`Context::index`], until [`run`] takes them.
@@ -208,7 +209,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
         account_keys: keys::kept::Kept::default(),
-        locks: lane::Locks::default(),
+        locks: locks::Locks::default(),
         index,
         feeds: std::sync::Mutex::new(Some(feeds)),
     })

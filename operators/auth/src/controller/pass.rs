@@ -122,7 +122,7 @@ where
         ctx.index.ready().await?;
         // The revocation lane ([`super::lane`]) may be passing over the same object: one at a
         // time, and a copy read before the lane's pass ended is read again.
-        let (_held, waited) = ctx.locks.lock(super::lane::key(&*obj)).await;
+        let (_held, waited) = ctx.locks.lock(super::locks::key(&*obj)).await;
         if waited {
             return Ok(Action::requeue(Duration::ZERO));
         }

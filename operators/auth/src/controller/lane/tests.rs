@@ -16,7 +16,8 @@ fn user(kind: &str, deleting: bool, generation: i64, status: Value) -> NatsUser 
     serde_json::from_value(json!({
         "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
         "metadata": meta,
-        "spec": {"accountRef": {"kind": kind, "name": "a"}},
+        "spec": {"accountRef": {"kind": kind, "name": "a"},
+                 "credentials": {"secretKeyRef": {"name": "u-creds"}}},
         "status": status,
     }))
     .expect("a NatsUser")
