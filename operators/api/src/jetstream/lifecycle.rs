@@ -236,7 +236,8 @@ pub struct SyncStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Conditions,
-    /// When the server object was last compared with spec.
+    /// When the server object was last compared with spec; a comparison that found nothing to change is written at most every
+    /// 30 minutes (a resync writes no status), so it may be up to that much older than the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_synced_time: Option<Time>,
     /// When a Terminal condition under terminalPolicy Retry is rechecked next.
