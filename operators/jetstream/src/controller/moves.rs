@@ -10,8 +10,10 @@ use nats_wire::{PingReplies, Wire, WireError};
 
 use super::context::Context;
 use super::error::Error;
-use super::reach::reach_or_why;
+use super::outcome::Stop;
+use super::reach::reach;
 use crate::balance::PlannedMove;
+use crate::references;
 
 /// The connection a pass names, reached or not.
 pub(super) enum Reached {
@@ -21,18 +23,23 @@ pub(super) enum Reached {
     Not(&'static str, String),
 }
 
-/// `obj`'s `spec.connectionRef` (`conn`) reached ([`reach_or_why`]); only a failure of the
-/// Kubernetes API is an error.
+/// `obj`'s `spec.connectionRef` (`conn`, relative to `obj`'s namespace; a grant checked when it
+/// crosses) reached, or why not as Ready's reason and message; only a failure of the Kubernetes
+/// API is an error.
 pub(super) async fn reached<K: Resource<DynamicType = ()>>(
     ctx: &Context,
     obj: &K,
     conn: &ObjectReference,
 ) -> Result<Reached, Error> {
-    match reach_or_why(ctx, obj, conn).await {
+    let ns = obj.meta().namespace.clone().unwrap_or_default();
+    let conn = references::absolute(conn, &ns);
+    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
+    match reach(ctx, obj, &conn, check_grant).await {
         Ok(c) => Ok(Reached::Client(c)),
-        Err(why) => {
-            let (reason, message) = why?;
-            Ok(Reached::Not(reason, message))
+        Err(Stop::Failed(e)) => Err(e),
+        Err(Stop::Held(d)) => Ok(Reached::Not(d.reason, d.message)),
+        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
+            Ok(Reached::Not(b.reason, b.message))
         }
     }
 }

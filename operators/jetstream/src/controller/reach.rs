@@ -1,7 +1,7 @@
 //! The NatsConnection a JetStream resource names, reached: admitted by a NatsReferenceGrant when
 //! it crosses namespaces, dialed through the pool ([`reach`]); and, for a deletion, whether it
 //! still exists and is admitted ([`connection_state`]). The balancers and the evacuation read
-//! an unreached connection as a reason and a message ([`reach_or_why`]) and, the balancers, a
+//! an unreached connection as a reason and a message (`moves::reached`) and, the balancers, a
 //! server in no NATS cluster as nothing to judge ([`nats_cluster`]).
 
 use controller_kit::blocked::Blocked;
@@ -74,30 +74,6 @@ pub(crate) async fn reach<K: Resource<DynamicType = ()>>(
             r.reason(),
             format!("NatsConnection {target_ns}/{}: {}", conn.name, r.message()),
         ))),
-    }
-}
-
-/// Why a balancer or an evacuation cannot judge now: a reason and a message for its Ready, or
-/// an error of the API (retried with backoff).
-pub(crate) type Why = Result<(&'static str, String), Error>;
-
-/// The NATS client of `obj`'s `spec.connectionRef` (`conn`, relative to `obj`'s namespace; a
-/// grant checked when it crosses), or why not as a reason and a message.
-pub(crate) async fn reach_or_why<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    obj: &K,
-    conn: &ObjectReference,
-) -> Result<async_nats::Client, Why> {
-    let ns = obj.namespace().unwrap_or_default();
-    let conn = references::absolute(conn, &ns);
-    let check_grant = conn.namespace.as_deref() != Some(ns.as_str());
-    match reach(ctx, obj, &conn, check_grant).await {
-        Ok(c) => Ok(c),
-        Err(Stop::Failed(e)) => Err(Err(e)),
-        Err(Stop::Held(d)) => Err(Ok((d.reason, d.message))),
-        Err(Stop::NotReady(b) | Stop::Waiting(b) | Stop::Refused(b) | Stop::Terminal(b, _)) => {
-            Err(Ok((b.reason, b.message)))
-        }
     }
 }
 
