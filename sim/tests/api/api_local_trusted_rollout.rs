@@ -66,7 +66,8 @@ spec:
     }
 }
 
-async fn apply(host: &Host, dir: &Path, text: &str) {
+/// Writes `text` into `dir` and applies it, its ports reserved (`reload_fallback` too).
+pub(crate) async fn apply(host: &Host, dir: &Path, text: &str) {
     let path = dir.join("trusted.yaml");
     std::fs::write(&path, text).expect("manifest");
     let mut vars = std::collections::BTreeMap::new();
@@ -78,7 +79,8 @@ async fn apply(host: &Host, dir: &Path, text: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn up_to_date(v: &serde_json::Value) -> bool {
+/// Progressing False UpToDate and Settled True (`reload_fallback` too).
+pub(crate) fn up_to_date(v: &serde_json::Value) -> bool {
     let (s, r, _) = condition_of(v, "Progressing").unwrap_or_default();
     s == "False"
         && r == "UpToDate"

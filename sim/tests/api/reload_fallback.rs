@@ -7,15 +7,16 @@
 //! per server says "its reload failed", and every server restarted once. Real nats-server
 //! processes on the local server lifecycle, a real apiserver, the cluster controller in-process.
 
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 use nats_claims::{Creds, KeyKind, NKey, Permission, UserClaims};
-use sim::control_plane::{Host, ObjectRef, condition_of};
+use sim::control_plane::{Host, ObjectRef};
 use sim::controlled::read_cluster;
 use sim::testkit::wait_object;
+
+use crate::api_local_trusted_rollout::{apply, up_to_date};
 
 const WAIT: Duration = Duration::from_secs(180);
 
@@ -73,25 +74,6 @@ spec:
         q(&roots.system_jwt),
         q(creds)
     )
-}
-
-async fn apply(host: &Host, dir: &Path, text: &str) {
-    let path = dir.join("trusted.yaml");
-    std::fs::write(&path, text).expect("manifest");
-    let mut vars = std::collections::BTreeMap::new();
-    for (_, v) in sim::controlled::reserve(host, &path).expect("reserve") {
-        vars.extend(v);
-    }
-    host.apply_manifest(&path, &vars)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn up_to_date(v: &serde_json::Value) -> bool {
-    let (s, r, _) = condition_of(v, "Progressing").unwrap_or_default();
-    s == "False"
-        && r == "UpToDate"
-        && condition_of(v, "Settled").is_some_and(|(s, _, _)| s == "True")
 }
 
 async fn restarts(host: &Host) -> Vec<(String, u32)> {
