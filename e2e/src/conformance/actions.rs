@@ -48,6 +48,15 @@ pub enum Action {
     /// partner account key the run makes, once the account has its public key.
     /// Story 07's crowded leaders ([`super::skew`]).
     Skew(super::skew::Skew),
+    /// A NatsReferenceGrant withdrawn from what it admitted: the NatsUser `user` waited for until
+    /// Ready (signed under the grant), then the grant deleted (story 04's "the payments team
+    /// deletes the grant").
+    Withdraw {
+        grant_namespace: &'static str,
+        grant: &'static str,
+        user_namespace: &'static str,
+        user: &'static str,
+    },
     SupplyActivation {
         namespace: &'static str,
         account: &'static str,
@@ -84,6 +93,16 @@ impl std::fmt::Display for Action {
                 load.consumers.len()
             ),
             Action::Skew(skew) => write!(f, "{skew}"),
+            Action::Withdraw {
+                grant_namespace,
+                grant,
+                user_namespace,
+                user,
+            } => write!(
+                f,
+                "kubectl delete NatsReferenceGrant {grant} -n {grant_namespace} once NatsUser \
+                 {user_namespace}/{user} is Ready"
+            ),
             Action::LeaveBehind { object } => write!(
                 f,
                 "stream {} left with no resource",
@@ -155,6 +174,13 @@ pub fn at(story: &str, step: u32) -> Vec<Action> {
             system: "demo",
             account: "orders",
         })],
+        // "After the payments team deletes the grant analytics-readers".
+        ("04", 3) => vec![Action::Withdraw {
+            grant_namespace: "team-payments",
+            grant: "analytics-readers",
+            user_namespace: "team-analytics",
+            user: "payments-reader",
+        }],
         ("11", 3) => vec![Action::Delete {
             api_version: "cluster.nats.mikluko.io/v1beta1",
             kind: "NatsCluster",
@@ -266,6 +292,37 @@ pub async fn perform(objects: &Objects, action: &Action, within: Duration) -> Re
                 Err(format!("{acked} of {} acknowledged", load.messages))
             }
         }
+        Action::Withdraw {
+            grant_namespace,
+            grant,
+            user_namespace,
+            user,
+        } => {
+            let users = api_of(
+                &client,
+                "auth.nats.mikluko.io/v1beta1",
+                "NatsUser",
+                user_namespace,
+            );
+            let what = format!("NatsUser {user_namespace}/{user}");
+            sim::wait::poll(&format!("{what} Ready"), within, || async {
+                let got = users.get_opt(user).await.map_err(|e| e.to_string())?;
+                Ok(got.as_ref().is_some_and(ready).then_some(()))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            let grants = api_of(
+                &client,
+                "nats.mikluko.io/v1beta1",
+                "NatsReferenceGrant",
+                grant_namespace,
+            );
+            grants
+                .delete(grant, &DeleteParams::default())
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("deleting NatsReferenceGrant {grant_namespace}/{grant}: {e}"))
+        }
         Action::LeaveBehind { object } => {
             let text = serde_yaml::to_string(object).map_err(|e| e.to_string())?;
             objects
@@ -345,6 +402,7 @@ mod tests {
     #[case::the_stream_left_behind("11-evacuation", 1, &["stream SCRATCH left with no resource"])]
     #[case::nothing_at_the_evacuation("11-evacuation", 2, &[])]
     #[case::the_delete_the_readme_tells("11-evacuation", 3, &["kubectl delete NatsCluster prod-east -n nats-system"])]
+    #[case::the_grant_withdrawn_once_its_user_is_signed("04-team-self-service", 3, &["kubectl delete NatsReferenceGrant analytics-readers -n team-payments once NatsUser team-analytics/payments-reader is Ready"])]
     fn the_actions_of_a_step(#[case] story: &str, #[case] step: u32, #[case] want: &[&str]) {
         let got: Vec<String> = at(story, step).iter().map(ToString::to_string).collect();
         assert_eq!(got, want);
