@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use controller_kit::leader::{Elector, Timings};
-use controller_kit::process::Process;
+use controller_kit::process_state::Process;
 use kube::Client;
 use tokio::task::JoinHandle;
 

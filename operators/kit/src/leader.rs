@@ -36,7 +36,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 
-use crate::process::{Process, Role};
+use crate::process_state::{Process, Role};
 
 /// The election's three durations (client-go's LeaseDuration, RenewDeadline, RetryPeriod).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! ([`finalizer`]), decided conditions ([`conditions`]), refusals ([`blocked`]) and the error
 //! convention ([`error`]). Besides: status written by server-side apply, NatsReferenceGrant
 //! admission, events, metrics, the reconcile span and the binaries' start: leader election on a
-//! Lease ([`leader`]), the process the run loops obey ([`process`]), the probes ([`probes`]), the
+//! Lease ([`leader`]), the process the run loops obey ([`process_state`]), the probes ([`probes`]), the
 //! metrics' serving certificate ([`tls`]), the graceful shutdown ([`start`]) and connections
 //! shared by key, each dialed under its own lock with a backoff on failure ([`dials`]).
 
@@ -24,7 +24,7 @@ pub mod leader;
 pub mod metrics;
 pub mod object;
 pub mod probes;
-pub mod process;
+pub mod process_state;
 pub mod ratelimit;
 pub mod reconcile;
 pub mod relist;

@@ -1,10 +1,10 @@
 //! The controllers' Prometheus metrics: reconcile count, duration and errors per controller, and
 //! the condition gauge {kind, namespace, name, type, reason}, rendered in the text exposition
 //! format and served on /metrics. A binary's registry also renders the process's own figures
-//! ([`process`], read from /proc at each scrape), its build and whether it leads
+//! ([`process_figures`], read from /proc at each scrape), its build and whether it leads
 //! ([`Metrics::set_build_info`], [`LEADER`]).
 
-pub mod process;
+pub mod process_figures;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -68,7 +68,7 @@ struct Inner {
     gauges: BTreeMap<String, Gauge>,
     /// Named counters, kept as the gauges are and rendered as `counter`.
     counters: BTreeMap<String, Gauge>,
-    /// Whether [`process`]'s figures are rendered too (a binary's registry, not an in-process one).
+    /// Whether [`process_figures`]'s figures are rendered too (a binary's registry, not an in-process one).
     process: bool,
 }
 
@@ -196,7 +196,7 @@ impl Metrics {
         }
     }
 
-    /// Renders the process's own figures ([`process`]) with the rest from now on: the registry of
+    /// Renders the process's own figures ([`process_figures`]) with the rest from now on: the registry of
     /// a binary, the only user of its process.
     pub fn include_process(&self) {
         self.lock().process = true;
@@ -299,7 +299,7 @@ impl Metrics {
             }
         }
         if m.process {
-            out.push_str(&process::render(&process::Figures::read()));
+            out.push_str(&process_figures::render(&process_figures::Figures::read()));
         }
         out
     }

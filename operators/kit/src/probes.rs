@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
 use crate::http::Response;
-use crate::process::{Process, Role};
+use crate::process_state::{Process, Role};
 
 /// What `path` answers for `process`.
 pub fn answer(process: &Process, path: &str) -> Response {

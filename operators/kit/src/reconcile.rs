@@ -7,7 +7,7 @@
 //! A controller builds its `Controller` (its watches), then hands it to [`run`] with its Context
 //! and its reconcile: `run(controller, ctx, Read::Cached, reconcile).await`.
 //!
-//! The loop obeys the [`Process`] it runs under (a binary's, see [`crate::process`]): a pass runs
+//! The loop obeys the [`Process`] it runs under (a binary's, see [`crate::process_state`]): a pass runs
 //! only while this replica leads, no new pass starts once the process stops (kube's graceful
 //! shutdown lets the running ones finish, then the loop ends), and the process hears when the
 //! loop's watch has its first list in (its readiness). Outside a binary's process it always
@@ -31,7 +31,7 @@ use tracing::Instrument;
 use crate::context::HasShared;
 use crate::error::{KubeError, ReconcileError};
 pub use crate::object::describe;
-use crate::process::{Gate, Process};
+use crate::process_state::{Gate, Process};
 
 /// Which copy of the object a pass works from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::leader::{self, Elector, Timings};
 use crate::metrics::Metrics;
-use crate::process::{Process, Role};
+use crate::process_state::{Process, Role};
 
 /// How long a stopping process waits for its running passes before it exits without them (and
 /// without releasing the Lease, which then expires: a standby must not start while one runs).

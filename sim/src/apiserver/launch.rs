@@ -9,9 +9,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use tokio::time::Instant;
 
+use super::apiserver_pki::Pki;
 use super::audit;
-use super::pki::Pki;
-use super::process::{Proc, free_ports};
+use super::child_process::{Proc, free_ports};
 use super::{ApiServerError, Flavor, POLL, START_DEADLINE, io};
 
 /// What one attempt started.

@@ -18,18 +18,18 @@
 //! [`identity`] a ServiceAccount's token and kubeconfig, to be someone other than the admin;
 //! [`access`] what RBAC allows one, asked of the authorizer; [`audit`] what ServiceAccounts asked
 //! and what they were answered; [`error`] what can go wrong;
-//! [`pki`] its certificates; [`process`] its child processes.
+//! [`apiserver_pki`] its certificates; [`child_process`] its child processes.
 
 mod access;
+pub(crate) mod apiserver_pki;
 mod audit;
 mod binaries;
 mod cel_judge;
+pub(crate) mod child_process;
 mod crds;
 mod error;
 mod identity;
 pub(crate) mod launch;
-pub(crate) mod pki;
-pub(crate) mod process;
 #[cfg(test)]
 mod tests;
 
@@ -43,6 +43,7 @@ use kube::core::GroupVersionKind;
 use kube::{Api, Client};
 
 pub use access::Access;
+pub use apiserver_pki::Pki;
 pub use audit::AuditEvent;
 pub use binaries::{
     ApiextensionsUnavailable, Binaries, ENV_APIEXTENSIONS_APISERVER, ENV_CACHE, ENV_ETCD,
@@ -51,10 +52,9 @@ pub use binaries::{
 pub use cel_judge::CelJudgeError;
 pub use error::ApiServerError;
 pub use identity::ServiceAccountIdentity;
-pub use pki::Pki;
 
+use child_process::Proc;
 use launch::{Launched, port_taken};
-use process::Proc;
 
 /// How long etcd and then the server may take to answer ready. Generous: the machine may be busy compiling.
 const START_DEADLINE: Duration = Duration::from_secs(120);
@@ -192,7 +192,7 @@ impl ApiServer {
         let root = dir.path().to_path_buf();
         let pki_dir = root.join("pki");
         std::fs::create_dir_all(&pki_dir).map_err(io("create the PKI directory", &pki_dir))?;
-        let pki = pki::generate(&pki_dir)?;
+        let pki = apiserver_pki::generate(&pki_dir)?;
         let (etcd_data, etcd_mem) = etcd_data_dir(&root);
 
         let mut attempt = 0;

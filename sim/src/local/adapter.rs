@@ -17,9 +17,9 @@ use nats_api::cluster::{Endpoints, NatsCluster};
 use super::events::{LocalEvent, log};
 use super::files::{missing_tls_files, read_plan, write_server_files};
 use super::layout::LOCAL_HOST;
-use super::process::{Entry, start, stop};
+use super::pod_process::{Entry, start, stop};
 use super::{LocalServerLifecycle, failed, key};
-use crate::server::process::CONFIG_FILE;
+use crate::server::server_process::CONFIG_FILE;
 
 /// How long observing a server waits for a lock another holder has: longer than a config write
 /// or a look at the process takes on a loaded machine, far shorter than a restart.

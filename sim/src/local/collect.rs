@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::LocalServerLifecycle;
 use super::events::{LocalEvent, log};
-use crate::server::process::signal_command;
+use crate::server::server_process::signal_command;
 
 /// How long a collected server may take to exit after SIGTERM before SIGKILL: well inside the
 /// rendered `terminationGracePeriodSeconds` (300 s), which [`TERMINATION_GRACE`] names.
@@ -102,7 +102,7 @@ impl LocalServerLifecycle {
 
 /// The kubelet's stop of one server: the preStop's lame duck (every leader steps down), SIGTERM,
 /// and SIGKILL if it has not exited [`EXIT_AFTER_TERM`] later.
-async fn terminate(r: &mut super::process::Running, pid_file: &str) {
+async fn terminate(r: &mut super::pod_process::Running, pid_file: &str) {
     if r.process.exited().is_some() {
         return;
     }

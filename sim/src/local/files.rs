@@ -7,7 +7,7 @@ use cluster_controller::render::ServerPlan;
 use cluster_controller::server_lifecycle::{DesiredServer, ServerLifecycleError};
 
 use super::failed;
-use crate::server::process::CONFIG_FILE;
+use crate::server::server_process::CONFIG_FILE;
 
 /// Beside the config: the revision and plan it was rendered from (see
 /// [`ServerLifecycle::stored_plan`](cluster_controller::server_lifecycle::ServerLifecycle::stored_plan)).

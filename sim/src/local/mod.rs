@@ -8,7 +8,7 @@
 //! [`LocalServerLifecycle`] drops.
 //!
 //! Here: the server lifecycle and what it keeps per cluster; [`layout`] where a local server listens
-//! and keeps its files; [`process`] one server's process (on [`crate::server::process`]);
+//! and keeps its files; [`pod_process`] one server's process (on [`crate::server::server_process`]);
 //! [`files`] what it reads from its directory; [`events`] the log of what happened to each;
 //! [`adapter`] the [`ServerLifecycle`](cluster_controller::server_lifecycle::ServerLifecycle) methods;
 //! [`collect`] the servers of a NatsCluster that is gone, stopped as the kubelet stops pods.
@@ -19,7 +19,7 @@ mod events;
 mod files;
 pub mod layout;
 pub mod names;
-mod process;
+mod pod_process;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,11 +35,11 @@ use nats_api::cluster::NatsCluster;
 pub use self::events::{LocalEvent, ServerLifecycleEvent};
 pub use self::files::PLAN_FILE;
 pub use self::layout::{LOCAL_HOST, LocalLayout};
-pub use self::process::{EXIT_DEADLINE, START_DEADLINE};
-pub use crate::server::process::{CONFIG_FILE, LOG_FILE};
+pub use self::pod_process::{EXIT_DEADLINE, START_DEADLINE};
+pub use crate::server::server_process::{CONFIG_FILE, LOG_FILE};
 
 use self::events::EventLog;
-use self::process::{Entry, Local, Monitor};
+use self::pod_process::{Entry, Local, Monitor};
 
 /// Resolves the nats-server binary of a version (the sim passes `sim::install::nats_server`).
 pub type BinaryResolver = Arc<dyn Fn(&str) -> Result<PathBuf, String> + Send + Sync>;

@@ -15,7 +15,7 @@ use kube::api::{Api, Patch, PatchParams};
 use super::config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
 use super::host_baseline::{self, Baseline};
 use super::{Machine, NodeError, missing, part, sh};
-use crate::apiserver::process::{Proc, free_ports};
+use crate::apiserver::child_process::{Proc, free_ports};
 
 /// How long each part may take to answer before `up` gives up on it.
 const PART_DEADLINE: Duration = Duration::from_secs(90);
@@ -575,7 +575,7 @@ fn write_files(l: &Layout, ports: &Ports) -> Result<(), NodeError> {
         let p = l.path(d);
         std::fs::create_dir_all(&p).map_err(io("create a node directory", &p))?;
     }
-    super::pki::generate(&l.pki())?;
+    super::node_pki::generate(&l.pki())?;
     let server = format!("https://{NODE_IP}:{}", ports.apiserver);
     let files = [
         (

@@ -1,8 +1,8 @@
 //! One nats-server of a sim topology: start, stop, signals, restart on the same store, wipe the
-//! store, config edit + reload. Its process ([`process`], shared with the local server
+//! store, config edit + reload. Its process ([`server_process`], shared with the local server
 //! server lifecycle) is killed by PID when this value drops (also on panic).
 
-pub mod process;
+pub mod server_process;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use self::process::{CONFIG_FILE, LOG_FILE, NotStarted, Process, SpawnError, log_tail};
+use self::server_process::{CONFIG_FILE, LOG_FILE, NotStarted, Process, SpawnError, log_tail};
 use crate::config::ServerConfig;
 use crate::wait;
 
@@ -302,7 +302,7 @@ impl Server {
                 server: self.config.name.clone(),
             });
         }
-        let out = process::signal_command(&self.binary, what, &self.config.pid_file)
+        let out = server_process::signal_command(&self.binary, what, &self.config.pid_file)
             .output()
             .map_err(self.io(&self.binary))?;
         if !out.status.success() {

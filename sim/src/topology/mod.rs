@@ -9,7 +9,7 @@
 //! fault layer (lost unsynced writes, damaged files); [`replica_copy`] one replica's own copy of
 //! a stream, read on a standalone server.
 
-mod auth;
+mod auth_text;
 mod fault_layer;
 mod links;
 mod replica_copy;
@@ -25,12 +25,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use self::auth::{APP_ACCOUNT, APP_USER, SYS_USER, accounts_without_stepdown_export};
+pub use self::auth_text::{APP_ACCOUNT, APP_USER, SYS_USER, accounts_without_stepdown_export};
 pub use self::replica_copy::{ReplicaCopy, StoredMessage};
 pub use self::route_cuts::{RouteCuts, link_cut};
 pub use self::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, OperatorMode, TopologySpec};
 
-use self::auth::server_extra;
+use self::auth_text::server_extra;
 use self::wiring::Wiring;
 use crate::install::{self, InstallError};
 use crate::proxy::{LinkProxy, ProxyError};

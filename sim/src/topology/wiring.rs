@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::auth::{APP_ACCOUNT, APP_USER, server_extra};
+use super::auth_text::{APP_ACCOUNT, APP_USER, server_extra};
 use super::route_cuts::RouteLinks;
 use super::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
 use crate::config::{

@@ -16,7 +16,7 @@
 
 mod down;
 pub mod log;
-pub mod pki;
+pub mod platform_pki;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,7 +54,7 @@ pub enum UpError {
     #[error("listening for Ctrl-C and SIGTERM: {0}")]
     Signal(#[source] std::io::Error),
     #[error(transparent)]
-    Pki(#[from] pki::PkiError),
+    Pki(#[from] platform_pki::PkiError),
     #[error("--system-connection {0:?} is not namespace/name")]
     BadSystemConnection(String),
 }
@@ -87,7 +87,7 @@ pub async fn run(opts: &UpOptions, out: &mut dyn FnMut(&str)) -> Result<(), UpEr
             _ = signals.recv() => return Ok(()),
         };
         announce(&host, &dir, opts, out)?;
-        let pki = pki::Pki::new()?;
+        let pki = platform_pki::Pki::new()?;
         watch(&host, pki, &mut signals, out).await;
         stop(host, out);
         Ok(())
@@ -218,7 +218,12 @@ impl Signals {
 }
 
 /// Prints what happens, one line each, until Ctrl-C or SIGTERM.
-async fn watch(host: &Host, pki: pki::Pki, signals: &mut Signals, out: &mut dyn FnMut(&str)) {
+async fn watch(
+    host: &Host,
+    pki: platform_pki::Pki,
+    signals: &mut Signals,
+    out: &mut dyn FnMut(&str),
+) {
     let mut seen = Seen::new(pki);
     loop {
         for (at, line) in seen.look(host).await {
@@ -240,7 +245,7 @@ fn stop(host: Host, out: &mut dyn FnMut(&str)) {
 
 /// What the log has said so far, and the PKI stand-in it runs at each look.
 struct Seen {
-    pki: pki::Pki,
+    pki: platform_pki::Pki,
     objects: log::Objects,
     /// Events by uid, at the count last said.
     events: std::collections::BTreeMap<String, i32>,
@@ -251,7 +256,7 @@ struct Seen {
 type Line = (chrono::DateTime<chrono::Local>, String);
 
 impl Seen {
-    fn new(pki: pki::Pki) -> Self {
+    fn new(pki: platform_pki::Pki) -> Self {
         Self {
             pki,
             objects: log::Objects::new(),

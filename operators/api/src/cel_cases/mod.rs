@@ -38,7 +38,7 @@ macro_rules! js {
     };
 }
 
-pub mod auth;
+pub mod auth_kinds;
 pub mod balancers;
 pub mod consumers;
 pub mod jwt_ttl;
@@ -109,7 +109,7 @@ pub fn all() -> Vec<Case> {
     let mut cases = nats_kinds::cases();
     cases.extend(nats_cluster::cases());
     cases.extend(sync_interval::cases());
-    cases.extend(auth::cases());
+    cases.extend(auth_kinds::cases());
     cases.extend(streams::cases());
     cases.extend(consumers::cases());
     cases.extend(balancers::cases());

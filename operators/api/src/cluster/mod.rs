@@ -13,14 +13,14 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-mod auth;
+mod auth_plane;
 mod links;
 pub mod reason;
 pub mod status;
 mod tls;
 mod workload;
 
-pub use auth::*;
+pub use auth_plane::*;
 pub use links::*;
 pub use status::*;
 pub use tls::*;

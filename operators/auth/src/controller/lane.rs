@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use controller_kit::process::{Gate, Process};
+use controller_kit::process_state::{Gate, Process};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use kube::api::Api;

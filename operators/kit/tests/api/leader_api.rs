@@ -16,7 +16,7 @@ use controller_kit::context::{HasShared, Shared};
 use controller_kit::error::KubeError;
 use controller_kit::leader::{Elector, Lost, Step, Timings};
 use controller_kit::metrics::Metrics;
-use controller_kit::process::{Process, Role};
+use controller_kit::process_state::{Process, Role};
 use controller_kit::reconcile::{self, Read};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;

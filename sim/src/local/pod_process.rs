@@ -1,4 +1,4 @@
-//! One local server's process, on [`crate::server::process`]: started until its monitoring port
+//! One local server's process, on [`crate::server::server_process`]: started until its monitoring port
 //! answers, stopped the way a pod's preStop does it (lame duck, wait for exit, SIGKILL at the
 //! deadline), started again when it exited on its own (the kubelet's restart).
 
@@ -12,7 +12,9 @@ use cluster_controller::server_lifecycle::ServerLifecycleError;
 use super::events::{EventLog, LocalEvent, log};
 use super::failed;
 use super::layout::LOCAL_HOST;
-use crate::server::process::{LOG_FILE, NotStarted, Process, SpawnError, log_tail, signal_command};
+use crate::server::server_process::{
+    LOG_FILE, NotStarted, Process, SpawnError, log_tail, signal_command,
+};
 
 /// How long a lame-duck server may take to exit before it is killed: the rendered lame-duck
 /// duration (2m) plus its grace and some slack.

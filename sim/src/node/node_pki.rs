@@ -1,7 +1,7 @@
 //! The node's PKI: one CA, a client certificate per part (the identities the Node and RBAC
 //! authorizers know: `system:kube-controller-manager`, `system:node:<name>`, …), the apiserver's
 //! and the kubelet's serving certificates, and the service-account signing key. rcgen, as the
-//! API tier's PKI ([`crate::apiserver::pki`]) uses it.
+//! API tier's PKI ([`crate::apiserver::apiserver_pki`]) uses it.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -10,7 +10,7 @@ use rcgen::{ExtendedKeyUsagePurpose, KeyPair, SanType};
 
 use super::NodeError;
 use super::config::{KUBERNETES_SERVICE_IP, NODE_IP, NODE_NAME};
-use crate::apiserver::pki::{leaf, pki_error, self_signed_ca};
+use crate::apiserver::apiserver_pki::{leaf, pki_error, self_signed_ca};
 
 /// One certificate to issue: file stem, CN, O, usage and SANs.
 struct Issue {
