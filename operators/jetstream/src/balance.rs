@@ -35,6 +35,7 @@ pub mod account;
 pub mod gate;
 pub mod judge;
 pub mod pools;
+pub mod servers;
 
 /// What each answering server of `cluster` holds, by name.
 pub fn loads(view: &SystemView, cluster: &str) -> Vec<ServerLoad> {
@@ -369,7 +370,9 @@ pub fn leader_move(
 /// stream) with a copy on the server holding the most copies and none on the server holding the
 /// fewest, not `pinned` and with no `placement.cluster` in its config (declared placement is
 /// never overridden, whether or not a resource declares it), moved off the former; nats-server
-/// picks the new server within the NATS cluster.
+/// picks the new server within the NATS cluster. Its consumers' copies on the former go with it
+/// ([`carried`]), so a stream is chosen only when what it carries is less than the difference
+/// between the two servers: the move evens them rather than turning the pile around.
 pub fn placement_move(
     groups: &[GroupSeen],
     loads: &[ServerLoad],
@@ -381,12 +384,14 @@ pub fn placement_move(
     let fewest = loads
         .iter()
         .min_by(|a, b| a.replicas.cmp(&b.replicas).then(a.name.cmp(&b.name)))?;
+    let gap = most.replicas.saturating_sub(fewest.replicas);
     let g = groups.iter().find(|g| {
         g.consumer.is_none()
             && !pinned.contains(&g.stream_key())
             && g.placement_cluster.is_empty()
             && g.members().any(|m| m == most.name)
             && g.members().all(|m| m != fewest.name)
+            && carried(groups, g, &most.name) < gap
     })?;
     Some(PlannedMove {
         kind: MoveKind::Placement,
@@ -400,3 +405,15 @@ pub fn placement_move(
 
 #[cfg(test)]
 mod tests;
+
+/// The copies on `server` a placement move of stream `g` off it takes along: the stream's own
+/// and each of its consumers' there (nats-server remaps a consumer's peers with its stream's:
+/// jetstream_cluster.go `removePeerFromStreamLocked`).
+pub fn carried(groups: &[GroupSeen], g: &GroupSeen, server: &str) -> u32 {
+    let n = groups
+        .iter()
+        .filter(|c| c.account == g.account && c.stream == g.stream && c.cluster == g.cluster)
+        .filter(|c| c.members().any(|m| m == server))
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -11,7 +11,7 @@ use nats_api::jetstream::{Moves, reason};
 use super::account::{self, Listed, ListedConsumers};
 use super::gate::{self, GateFrom};
 use super::pools::{Assignment, StreamKey};
-use super::{PlannedMove, Scope, next_move, settled};
+use super::{PlannedMove, Scope, next_move, servers, settled};
 use crate::system_view::SystemView;
 
 /// What a balancer's pass decided, before the lease.
@@ -68,7 +68,10 @@ pub struct Around<'a> {
 
 /// An account balancer's verdict: Unsettled while the gate or its consumers do not hold;
 /// YieldingToSystemBalancer when the move it wants next is on a stream a system balancer has a
-/// move pending on; else the first pool's move, or Settled (`interval` the next pass's).
+/// move pending on; else the first pool's move, or Settled (`interval` the next pass's; with
+/// placement moves on, naming a pool whose replica skew is of consumers' copies alone:
+/// [`servers::consumer_note`]). `seen.view` holds the servers placement is judged over
+/// ([`servers::widened`]).
 pub fn account_verdict(
     seen: &AccountSeen<'_>,
     around: &Around<'_>,
@@ -103,7 +106,16 @@ pub fn account_verdict(
     if let Some(why) = account::yielded(wanted.as_ref(), &around.system_pending) {
         return hold(reason::YIELDING_TO_SYSTEM_BALANCER, why);
     }
-    Verdict::Settled(gate::settled_message(&around.from, seen.cluster, interval))
+    let settled = gate::settled_message(&around.from, seen.cluster, interval);
+    let unevened = moves.placement.then(|| {
+        seen.pools.pools.iter().find_map(|(pool, streams)| {
+            servers::consumer_note(seen.view, seen.cluster, pool, streams)
+        })
+    });
+    match unevened.flatten() {
+        Some(note) => Verdict::Settled(format!("{settled}; {note}")),
+        None => Verdict::Settled(settled),
+    }
 }
 
 /// What a system balancer's gather phase found.

@@ -263,6 +263,16 @@ pub fn overlap_message(overlapping: &[Overlap]) -> Option<String> {
 /// The leader skew of a pool in `cluster`: loads counted over its streams alone, across every
 /// server of the view.
 pub fn pool_skew(view: &SystemView, cluster: &str, streams: &BTreeSet<StreamKey>) -> u32 {
+    pool_skews(view, cluster, streams).leaders
+}
+
+/// The leader and replica skew of a pool in `cluster` ([`super::judged_skew`] over its streams
+/// and their consumers alone, across every server of the view).
+pub fn pool_skews(
+    view: &SystemView,
+    cluster: &str,
+    streams: &BTreeSet<StreamKey>,
+) -> nats_api::jetstream::Skew {
     let pool = SystemView {
         groups: view
             .groups
@@ -272,7 +282,7 @@ pub fn pool_skew(view: &SystemView, cluster: &str, streams: &BTreeSet<StreamKey>
             .collect(),
         ..view.clone()
     };
-    super::judged_skew(&pool, cluster).leaders
+    super::judged_skew(&pool, cluster)
 }
 
 #[cfg(test)]

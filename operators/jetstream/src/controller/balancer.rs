@@ -132,10 +132,12 @@ async fn cleanup(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Cleanup, E
     let name = obj.name_any();
     let m = &ctx.shared.metrics;
     for p in obj.status.iter().flat_map(|s| &s.pools) {
-        m.remove_gauge(
-            metric::BALANCER_LEADER_SKEW,
-            &[("namespace", &ns), ("name", &name), ("pool", &p.name)],
-        );
+        for gauge in [metric::BALANCER_LEADER_SKEW, metric::BALANCER_REPLICA_SKEW] {
+            m.remove_gauge(
+                gauge,
+                &[("namespace", &ns), ("name", &name), ("pool", &p.name)],
+            );
+        }
     }
     for label in ["leader", "placement"] {
         m.remove_gauge(

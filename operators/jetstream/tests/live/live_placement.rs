@@ -114,7 +114,7 @@ pub(crate) async fn members(client: &async_nats::Client, stream: &str) -> Vec<St
 
 /// Copies per server of `streams`, every server of `servers` counted; `Err` while a stream is
 /// not exactly `replicas(stream)` copies with a leader.
-async fn copies(
+pub(crate) async fn copies(
     client: &async_nats::Client,
     servers: &[String],
     streams: &[(&str, usize)],
@@ -146,7 +146,7 @@ async fn copies(
     Ok(by_server)
 }
 
-fn spread(by_server: &BTreeMap<String, usize>) -> usize {
+pub(crate) fn spread(by_server: &BTreeMap<String, usize>) -> usize {
     let max = by_server.values().max().copied().unwrap_or(0);
     let min = by_server.values().min().copied().unwrap_or(0);
     max - min

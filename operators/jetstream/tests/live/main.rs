@@ -20,6 +20,7 @@ mod live_divergence;
 mod live_evacuation;
 mod live_partial;
 mod live_placement;
+mod live_placement_account;
 mod live_tarpit;
 mod live_tenant_cost;
 mod live_transfer;

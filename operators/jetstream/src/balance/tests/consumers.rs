@@ -257,10 +257,22 @@ fn placement_moves_stay_stream_only_consumers_follow() {
         None,
         "copies 3, 1, 0: only consumers' groups on east-0, none to move alone"
     );
+    // A and its two consumers are the whole pile: moved, it would pile 3 copies elsewhere.
     let v = view(vec![
         group("APP", "A", "east", &["east-0"]),
         consumer("A", "C1", &["east-0"]),
         consumer("A", "C2", &["east-0"]),
+    ]);
+    assert_eq!(
+        next_move(&v, "east", &scope),
+        None,
+        "a stream carrying as many copies as the gap is not moved"
+    );
+    // A and its consumer carry 2 of east-0's 3: moved, they even it.
+    let v = view(vec![
+        group("APP", "A", "east", &["east-0"]),
+        consumer("A", "C1", &["east-0"]),
+        group("APP", "B", "east", &["east-0"]),
     ]);
     let m = next_move(&v, "east", &scope).expect("the stream, its consumers following");
     assert_eq!(

@@ -3,7 +3,8 @@
 //! pools ([`Gathered`]); or why the pass stops short ([`Stopped`]).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
 use kube::api::Api;
@@ -16,8 +17,10 @@ use super::super::moves::{Reached, reached};
 use super::super::reach::nats_cluster;
 use super::pace;
 use crate::balance::account::{self, Listed, ListedConsumers};
+use crate::balance::gate::{self, Sighting};
 use crate::balance::judge::AccountSeen;
 use crate::balance::pools::{self, Assignment, Labeled, Owned, PoolDef};
+use crate::balance::servers;
 use crate::jsapi;
 use crate::system_view::SystemView;
 
@@ -41,6 +44,14 @@ pub(super) struct Gathered {
     pub pools: Vec<PoolStatus>,
     /// The UIDs of the owners, of any namespace, setting `placement.cluster`.
     pub pinned_uids: BTreeSet<String>,
+    /// Each pool's replica skew, in the order of `pools`.
+    pub replica_skews: Vec<u32>,
+    /// The last system sighting of `cluster`, and when this pass read it.
+    pub sighting: Option<Arc<Sighting>>,
+    pub sighted_at: Instant,
+    /// Why placement is judged only among the servers holding the account's streams, if it is
+    /// ([`servers::unseen_note`]).
+    pub unseen: Option<String>,
 }
 
 impl Gathered {
@@ -140,6 +151,13 @@ pub(super) async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gatherin
         .collect();
     let view = account::account_view(account.as_deref().unwrap_or_default(), &listed);
     let view = account::with_consumers(view, &consumers);
+    // The servers holding none of the account's copies, where a system pass saw them.
+    let sighting = ctx.moving.sighting(&cluster);
+    let sighted_at = Instant::now();
+    let placement = obj.spec.moves.placement;
+    let from = gate::gate_from(sighting.as_deref(), &cluster, sighted_at);
+    let view = servers::widened(view, &from, &cluster, placement);
+    let unseen = servers::unseen_note(&from, &view, &cluster, placement);
     let ns = obj.namespace().unwrap_or_default();
     let (labeled, pinned_uids) = match resources(ctx, &ns, &view).await {
         Ok(r) => r,
@@ -148,7 +166,7 @@ pub(super) async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gatherin
             return stopped(reason::PASS_FAILED, message, index::FILL_WAIT);
         }
     };
-    let (assignment, pools) = assigned(&defs, &labeled, &view, &cluster);
+    let (assignment, pools, replica_skews) = assigned(&defs, &labeled, &view, &cluster);
     Ok(Gathering::Gathered(Box::new(Gathered {
         client,
         cluster,
@@ -160,17 +178,21 @@ pub(super) async fn gather(ctx: &Context, obj: &NatsBalancer) -> Result<Gatherin
         assignment,
         pools,
         pinned_uids,
+        replica_skews,
+        sighting,
+        sighted_at,
+        unseen,
     })))
 }
 
-/// The streams of `cluster` assigned to pools by their owners' labels, and each pool as status
-/// shows it.
+/// The streams of `cluster` assigned to pools by their owners' labels, each pool as status
+/// shows it, and each pool's replica skew (its gauge).
 fn assigned(
     defs: &[PoolDef],
     labeled: &[Labeled],
     view: &SystemView,
     cluster: &str,
-) -> (Assignment, Vec<PoolStatus>) {
+) -> (Assignment, Vec<PoolStatus>, Vec<u32>) {
     let in_cluster: Vec<Owned> = view
         .groups
         .iter()
@@ -181,16 +203,20 @@ fn assigned(
         })
         .collect();
     let assignment = pools::assign(defs, labeled, &in_cluster);
-    let pools = assignment
+    let (pools, replica_skews) = assignment
         .pools
         .iter()
-        .map(|(name, streams)| PoolStatus {
-            name: name.clone(),
-            streams: u32::try_from(streams.len()).unwrap_or(u32::MAX),
-            leader_skew: pools::pool_skew(view, cluster, streams),
+        .map(|(name, streams)| {
+            let skew = pools::pool_skews(view, cluster, streams);
+            let status = PoolStatus {
+                name: name.clone(),
+                streams: u32::try_from(streams.len()).unwrap_or(u32::MAX),
+                leader_skew: skew.leaders,
+            };
+            (status, skew.replicas)
         })
-        .collect();
-    (assignment, pools)
+        .unzip();
+    (assignment, pools, replica_skews)
 }
 
 /// The account of the user `obj`'s connection dials as, read from its creds Secret (a user

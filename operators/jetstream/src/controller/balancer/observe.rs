@@ -58,13 +58,13 @@ pub(super) async fn observe(
 }
 
 /// The judge phase: the gate reads the whole NATS cluster where a system-credentials pass saw
-/// it lately; the streams under evacuation and those a live system balancer has a move pending
+/// it lately (the sighting gather read, which also widened the servers placement is judged
+/// over); the streams under evacuation and those a live system balancer has a move pending
 /// on, as the controller holds them now; the verdict pure.
 pub(super) fn judge(ctx: &Context, obj: &NatsBalancer, g: &Gathered) -> Verdict {
     let now = Instant::now();
-    let sighting = ctx.moving.sighting(&g.cluster);
     let around = Around {
-        from: gate::gate_from(sighting.as_deref(), &g.cluster, now),
+        from: gate::gate_from(g.sighting.as_deref(), &g.cluster, g.sighted_at),
         system_pending: account::system_pending(&ctx.moving.system_covers(now)),
         evacuating: ctx.moving.under_evacuation(),
     };

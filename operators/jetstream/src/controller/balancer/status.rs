@@ -81,10 +81,13 @@ pub(super) async fn write_status(
         true,
         reason::BALANCING,
         with_note(
-            format!(
-                "{} pools over NATS cluster {}",
-                g.assignment.pools.len(),
-                g.cluster
+            with_note(
+                format!(
+                    "{} pools over NATS cluster {}",
+                    g.assignment.pools.len(),
+                    g.cluster
+                ),
+                g.unseen.as_deref(),
             ),
             note.as_deref(),
         ),
@@ -102,6 +105,7 @@ pub(super) async fn write_status(
         last_move: s.last_move,
     };
     write(ctx, obj, &status, previous).await?;
+    set_replica_gauges(ctx, obj, g);
     let pending = s.pending.then_some(status.last_move.as_ref()).flatten();
     set_pending_gauge(ctx, obj, pending);
     Ok(Action::requeue(s.after))
@@ -132,10 +136,12 @@ async fn write(
         .iter()
         .filter(|p| status.pools.iter().all(|q| q.name != p.name))
     {
-        m.remove_gauge(
-            metric::BALANCER_LEADER_SKEW,
-            &[("namespace", &ns), ("name", &name), ("pool", &p.name)],
-        );
+        for gauge in [metric::BALANCER_LEADER_SKEW, metric::BALANCER_REPLICA_SKEW] {
+            m.remove_gauge(
+                gauge,
+                &[("namespace", &ns), ("name", &name), ("pool", &p.name)],
+            );
+        }
     }
     for p in &status.pools {
         m.set_gauge(
@@ -151,6 +157,20 @@ async fn write(
         .await
         .map_err(kube_err(obj))?;
     Ok(())
+}
+
+/// Each pool's replica skew gauge (the family the NatsSystemBalancer sets with pool `system`).
+fn set_replica_gauges(ctx: &Context, obj: &NatsBalancer, g: &Gathered) {
+    let ns = obj.namespace().unwrap_or_default();
+    let name = obj.name_any();
+    for (p, skew) in g.pools.iter().zip(&g.replica_skews) {
+        ctx.shared.metrics.set_gauge(
+            metric::BALANCER_REPLICA_SKEW,
+            "The difference between the most and fewest group copies a server holds, per pool.",
+            &[("namespace", &ns), ("name", &name), ("pool", &p.name)],
+            f64::from(*skew),
+        );
+    }
 }
 
 /// The pending gauge: one move of its kind while `pending` is its move pending.
