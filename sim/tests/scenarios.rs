@@ -1,9 +1,9 @@
 //! The scenarios the issues require, run end to end on the local backend (35 s to eleven
-//! minutes). CI runs them, but for `replace-server`, which waits nats-server's five-minute removal
-//! tombstone out, and the full `evacuation`: the gate runs `replace-server-held` and
-//! `evacuation-short` in their place and the nightly tier runs all four
-//! (.config/nextest.toml). They are what the issues' figures come from. The baseline's run also
-//! checks its report.html in headless Chromium (skipped, saying why, without one).
+//! minutes). The nightly tier runs every one; the gate runs `baseline`, `leader-crash` and
+//! `controller-restart` (the ci profile's default-filter, .config/nextest.toml): the scenario group
+//! runs one at a time, and all of them made the gate's longest chain (docs/testing.md, "Where the
+//! gate's time goes"). They are what the issues' figures come from. The baseline's run also checks
+//! its report.html in headless Chromium (skipped, saying why, without one).
 
 use sim::backend::LocalBackend;
 use sim::scenario::{self, Report};
@@ -185,7 +185,7 @@ async fn scenario_rollout_faults() {
     assert_eq!(r.server_restarts.get("demo-2"), Some(&1), "{}", r.summary());
 }
 
-/// The gate tier's server replacement: `replace-server-held` under traffic, evacuated, removed,
+/// The short server replacement: `replace-server-held` under traffic, evacuated, removed,
 /// deleted and recreated until the recreated server is ready and the gate holds on the removal
 /// tombstone (about two minutes): no server restarted, nothing acknowledged lost or doubled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,7 +434,7 @@ async fn power_loss(name: &str) {
     println!("sync_interval 2m: {lost} acknowledged messages lost; always: 0");
 }
 
-/// The short power loss (the gate): losses 10 s and 20 s into 35 s of traffic.
+/// The short power loss: losses 10 s and 20 s into 35 s of traffic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_power_loss_short() {
     power_loss("power-loss-short").await;
