@@ -19,6 +19,7 @@ pub mod deletion_guard;
 pub mod nats;
 pub mod objects;
 pub mod observation;
+pub mod pace;
 pub mod plan;
 pub mod quantity;
 pub mod refusals;

@@ -14,6 +14,9 @@ use crate::server_lifecycle::ServerLifecycle;
 
 /// How often a NatsCluster that is not yet Settled, or is held or progressing, is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(5);
+/// How often a NatsCluster that is not yet Settled but has no server Ready, whose readiness a
+/// watch delivers, is looked at again ([`crate::pace`]).
+pub const IDLE_RECHECK: Duration = Duration::from_secs(60);
 /// How often a Settled NatsCluster is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
 
@@ -28,6 +31,9 @@ pub struct Settings {
     pub cluster_domain: String,
     /// The wait before looking again while not Settled.
     pub recheck: Duration,
+    /// The wait before looking again while not Settled with no server Ready to ask, where the
+    /// port watches readiness ([`crate::pace`]).
+    pub idle_recheck: Duration,
     /// The wait before looking again once Settled.
     pub resync: Duration,
     /// `--watch-namespaces` and `--concurrency`.
@@ -41,6 +47,7 @@ impl Default for Settings {
             controller_namespace: "nats-system".into(),
             cluster_domain: "cluster.local".into(),
             recheck: RECHECK,
+            idle_recheck: IDLE_RECHECK,
             resync: RESYNC,
             scope: controller_kit::scope::Scope::default(),
         }

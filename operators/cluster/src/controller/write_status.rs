@@ -2,7 +2,8 @@
 //! subresource under the controller's field manager; the condition and rollout gauges follow.
 //! `status.rollout.gate.since` and `status.removals` carry the rollout across controller
 //! restarts. Returns when to look again: after a backoff while failing, at the recheck pace
-//! while anything is not as it should be, at the resync pace once all is.
+//! while anything is not as it should be (the idle pace while no server is Ready to ask and a
+//! watch delivers their readiness, [`crate::pace`]), at the resync pace once all is.
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use super::plan::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
 use crate::observation::{meta_leader, oldest_version};
+use crate::pace::{Paces, look_again};
 use crate::quantity;
 use crate::server_lifecycle::ServerLifecycle;
 
@@ -73,11 +75,18 @@ pub async fn write_status<L: ServerLifecycle>(
         return Ok(ctx.shared.retry_later(cluster));
     }
     ctx.shared.settled(cluster);
-    Ok(if verdicts.busy() {
-        ctx.settings.recheck
-    } else {
-        ctx.settings.resync
-    })
+    let any_ready = !seen.ready.is_empty() || written.observed().iter().any(|o| o.ready);
+    let paces = Paces {
+        recheck: ctx.settings.recheck,
+        idle: ctx.settings.idle_recheck,
+        resync: ctx.settings.resync,
+    };
+    Ok(look_again(
+        paces,
+        verdicts.busy(),
+        any_ready,
+        L::READINESS_WATCHED,
+    ))
 }
 
 /// The conditions after this pass: `previous` with each verdict set; GatewaysConnected and

@@ -316,6 +316,8 @@ pub fn pod_state(pod: &Pod) -> (bool, Option<String>, u32) {
 }
 
 impl ServerLifecycle for KubernetesServerLifecycle {
+    /// A pod's Ready changing is a pod watch event (`controller::watch`).
+    const READINESS_WATCHED: bool = true;
     fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync> {
         Box::new(KubernetesLayout {
             name: cluster.name_any(),

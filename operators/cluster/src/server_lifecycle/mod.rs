@@ -90,6 +90,11 @@ pub enum ServerLifecycleError {
 
 /// How the cluster controller reaches the servers of a NatsCluster.
 pub trait ServerLifecycle: Send + Sync + 'static {
+    /// Whether a server's readiness changing calls for a pass through a watch (Kubernetes: its
+    /// pod's), so a NatsCluster with no server Ready need not be rechecked to see one come up
+    /// ([`crate::pace`]). Not locally: a process coming up is seen only by looking.
+    const READINESS_WATCHED: bool = false;
+
     /// Where the servers of this NatsCluster listen and keep their files. Stable across calls
     /// for the same cluster (the local implementation keeps the ports it allocated).
     fn layout(&self, cluster: &NatsCluster) -> Box<dyn Layout + Send + Sync>;
