@@ -11,6 +11,7 @@
 //! 2,000 unrelated 10 KiB Secrets in other namespaces exist before the binary starts.
 
 mod kick;
+pub mod scale;
 mod usable;
 mod work;
 
@@ -97,10 +98,15 @@ async fn secret_text(secrets: &Api<Secret>, name: &str, key: &str) -> Option<Str
 }
 
 fn user_doc(name: &str) -> Value {
+    user_of(name, ACCOUNT)
+}
+
+/// NatsUser `name` of NatsAccount `account`, its creds in Secret `<name>-creds`.
+fn user_of(name: &str, account: &str) -> Value {
     json!({
         "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsUser",
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"accountRef": {"kind": "NatsAccount", "name": ACCOUNT},
+        "spec": {"accountRef": {"kind": "NatsAccount", "name": account},
                  "permissions": {"publish": {"allow": ["bench.>"]}, "subscribe": {"allow": ["_INBOX.>"]}},
                  "credentials": {"secretKeyRef": {"name": format!("{name}-creds")}}},
     })
@@ -150,7 +156,22 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
+/// The auth plane a figure runs on: the apiserver, the binary, the servers under the trust it
+/// signed, the binary's own system connection applied.
+struct Plane {
+    api: sim::apiserver::ApiServer,
+    client: kube::Client,
+    child: sim::testkit::KillOnDrop,
+    /// The binary's /metrics port.
+    port: u16,
+    topo: Topology,
+    /// The auth controller's system-account creds.
+    controller_creds: String,
+}
+
+/// Boots the [`Plane`] with `docs` applied before the servers start (after the trust roots and
+/// system users of scenarios/manifests/auth).
+async fn boot(binary: &Path, docs: Vec<Value>) -> anyhow::Result<Plane> {
     let mut namespaces = vec![NS];
     namespaces.extend(UNRELATED);
     let api = sim::testkit::apiserver_with_crds(&namespaces).await;
@@ -181,10 +202,6 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
                 .map_err(anyhow::Error::msg)?;
         }
     }
-    // bob's connection is the kick floor's; k<i>'s are the kick figures'.
-    let kicked: Vec<String> = (0..2 * KICKED).map(|i| format!("k{i}")).collect();
-    let mut docs = vec![usable::account_doc(ACCOUNT), user_doc("bob")];
-    docs.extend(kicked.iter().map(|n| user_doc(n)));
     for doc in docs {
         sim::testkit::apply(&client, &doc)
             .await
@@ -223,6 +240,31 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     )
     .await
     .map_err(anyhow::Error::msg)?;
+    Ok(Plane {
+        api,
+        client,
+        child,
+        port,
+        topo,
+        controller_creds,
+    })
+}
+
+pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
+    // bob's connection is the kick floor's; k<i>'s are the kick figures'.
+    let kicked: Vec<String> = (0..2 * KICKED).map(|i| format!("k{i}")).collect();
+    let mut docs = vec![usable::account_doc(ACCOUNT), user_doc("bob")];
+    docs.extend(kicked.iter().map(|n| user_doc(n)));
+    let Plane {
+        api: _api,
+        client,
+        child,
+        port,
+        topo,
+        controller_creds,
+    } = boot(binary, docs).await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secrets = &secrets;
     let accounts = auth_api(&client, "NatsAccount");
     let users = auth_api(&client, "NatsUser");
     wait_has(&accounts, ACCOUNT, "Distributed", "True").await?;
@@ -353,10 +395,10 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     }
 
     // The floor: 1,000 user JWTs signed by an account key and their creds Secrets written.
-    let direct = sign_and_write(secrets).await?;
+    let direct = sign_and_write(secrets, COUNT).await?;
     // The work floor, with the controller stopped: nothing else writes its NatsUsers.
     drop(child);
-    let work = work::floor(&users, secrets).await?;
+    let work = work::floor(&users, secrets, COUNT).await?;
     notes.push(format!(
         "work floor {:.2} s: {COUNT} users signed, their creds Secrets written, finalizers added and one status write each, {AT_ONCE} at a time; ratio {:.1} against it, {:.1} against the floor",
         work.as_secs_f64(),
@@ -497,12 +539,12 @@ async fn ready_users(users: &Api<DynamicObject>) -> Result<usize, String> {
         .count())
 }
 
-/// The floor of `users.distributed_1000`: 1,000 user JWTs signed by an account key and their
+/// The floor of `users.distributed_<count>`: `count` user JWTs signed by an account key and their
 /// creds Secrets written, 32 at a time.
-async fn sign_and_write(secrets: &Api<Secret>) -> anyhow::Result<Duration> {
+async fn sign_and_write(secrets: &Api<Secret>, count: usize) -> anyhow::Result<Duration> {
     let signer = NKey::generate(KeyKind::Account);
     let started = Instant::now();
-    let written: Vec<Result<Secret, anyhow::Error>> = futures::stream::iter(0..COUNT)
+    let written: Vec<Result<Secret, anyhow::Error>> = futures::stream::iter(0..count)
         .map(|i| {
             let (secrets, signer) = (secrets.clone(), &signer);
             async move {

@@ -18,6 +18,7 @@ mod scrape;
 mod streams;
 mod summary;
 mod sync_cost;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +31,8 @@ use clap::Parser;
     about = "The project's performance figures against their floors"
 )]
 struct Cli {
-    /// Run only the figures whose name starts with this (e.g. `render`, `streams`).
+    /// Run only the figures whose name starts with this (e.g. `render`, `streams`; with
+    /// `--scale`, e.g. `scale.clusters`).
     #[arg(long)]
     only: Option<String>,
     /// Where the controller binaries are (default: beside this binary, target/release under
@@ -40,8 +42,9 @@ struct Cli {
     /// Do not rewrite docs/performance.md.
     #[arg(long)]
     no_docs: bool,
-    /// Ten times the scale (issue 40): only the `scale.*` figures and their resident sizes,
-    /// printed and kept in target/bench/summary.json, never written into docs/performance.md.
+    /// Ten times the scale (issue 40): only the 10,000-object and 100-cluster figures and their
+    /// resident sizes, printed, kept in target/bench/summary-scale.json and appended to
+    /// docs/bench-history.csv, never written into docs/performance.md's table.
     #[arg(long)]
     scale: bool,
 }
@@ -67,7 +70,7 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
         })
         .unwrap_or_else(|| workspace().join("target").join("debug"));
     let mut figures = Vec::new();
-    if cli.scale {
+    if cli.scale && (wanted("scale.clusters") || wanted("rss.cluster_100")) {
         println!("scale: 100 NatsClusters under the cluster-controller binary ...");
         let b = bins.join("cluster-controller");
         anyhow::ensure!(
@@ -76,6 +79,28 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
             b.display()
         );
         figures.extend(clusters::scale_figures(&b).await?);
+    }
+    if cli.scale && (wanted("streams.ready_10000") || wanted("rss.jetstream_10000")) {
+        println!("scale: 10,000 NatsStreams under the jetstream-controller binary ...");
+        let b = bins.join("jetstream-controller");
+        anyhow::ensure!(
+            b.is_file(),
+            "{} is not built (just bench does)",
+            b.display()
+        );
+        figures.extend(streams::figures(&b, &streams::SCALE).await?);
+    }
+    if cli.scale && (wanted("users.distributed_10000") || wanted("rss.auth_10000")) {
+        println!("scale: 10,000 NatsUsers in 10 NatsAccounts under the auth-controller binary ...");
+        let b = bins.join("auth-controller");
+        anyhow::ensure!(
+            b.is_file(),
+            "{} is not built (just bench does)",
+            b.display()
+        );
+        figures.extend(auth::scale::figures(&b).await?);
+    }
+    if cli.scale {
         return Ok(figures);
     }
     if wanted("render") {
@@ -117,15 +142,26 @@ async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {
             binary.display()
         );
         println!("streams: 1,000 NatsStreams under the jetstream-controller binary ...");
-        figures.extend(streams::figures(&binary).await?);
+        figures.extend(streams::figures(&binary, &streams::THOUSAND).await?);
     }
     Ok(figures)
 }
 
-fn write(figures: &[summary::Figure], docs: bool) -> anyhow::Result<()> {
+/// Writes the summary (`summary-scale.json` under `--scale`), with `docs` the table of
+/// docs/performance.md and with `history` the lines of docs/bench-history.csv.
+fn write(
+    figures: &[summary::Figure],
+    scale: bool,
+    docs: bool,
+    history: bool,
+) -> anyhow::Result<()> {
     let dir = workspace().join("target").join("bench");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("summary.json");
+    let path = dir.join(if scale {
+        "summary-scale.json"
+    } else {
+        "summary.json"
+    });
     std::fs::write(
         &path,
         serde_json::to_string_pretty(&summary::summary(figures))?,
@@ -144,6 +180,8 @@ fn write(figures: &[summary::Figure], docs: bool) -> anyhow::Result<()> {
         })?;
         std::fs::write(&doc_path, updated)?;
         println!("table: {}", doc_path.display());
+    }
+    if history {
         let history_path = workspace().join("docs").join("bench-history.csv");
         let existing = std::fs::read_to_string(&history_path).unwrap_or_default();
         let date = k8s_openapi::jiff::Timestamp::now()
@@ -179,7 +217,8 @@ fn main() -> ExitCode {
     };
     print!("\n{}", summary::table(&figures));
     println!("\ngoals are printed, not asserted");
-    match write(&figures, !cli.no_docs && cli.only.is_none() && !cli.scale) {
+    let full = !cli.no_docs && cli.only.is_none();
+    match write(&figures, cli.scale, full && !cli.scale, full) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e:#}");

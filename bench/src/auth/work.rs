@@ -12,15 +12,16 @@ use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use nats_claims::{Creds, KeyKind, NKey, UserClaims};
 use serde_json::json;
 
-use super::{AT_ONCE, COUNT, user_doc};
+use super::{AT_ONCE, user_doc};
 
-/// Creates `COUNT` NatsUsers `w<i>` (untimed), then times their work: sign, creds Secret,
+/// Creates `count` NatsUsers `w<i>` (untimed), then times their work: sign, creds Secret,
 /// finalizer, status.
 pub(super) async fn floor(
     users: &Api<DynamicObject>,
     secrets: &Api<Secret>,
+    count: usize,
 ) -> anyhow::Result<Duration> {
-    let made: Vec<anyhow::Result<DynamicObject>> = futures::stream::iter(0..COUNT)
+    let made: Vec<anyhow::Result<DynamicObject>> = futures::stream::iter(0..count)
         .map(|i| async move {
             let d: DynamicObject = serde_json::from_value(user_doc(&format!("w{i}")))?;
             Ok(users.create(&PostParams::default(), &d).await?)
@@ -34,7 +35,7 @@ pub(super) async fn floor(
     let signer = NKey::generate(KeyKind::Account);
     let signer = &signer;
     let started = Instant::now();
-    let done: Vec<anyhow::Result<()>> = futures::stream::iter(0..COUNT)
+    let done: Vec<anyhow::Result<()>> = futures::stream::iter(0..count)
         .map(|i| async move {
             let name = format!("w{i}");
             let user = NKey::generate(KeyKind::User);
