@@ -1,6 +1,7 @@
 //! The scenarios the issues require, run end to end on the local backend (35 s to eleven
-//! minutes). The nightly tier runs every one; the gate runs `baseline`, `leader-crash` and
-//! `controller-restart` (the ci profile's default-filter, .config/nextest.toml): the scenario group
+//! minutes). The nightly tier runs every one; the gate runs `baseline`, `leader-crash`,
+//! `controller-restart` and the short variants `replace-server-held`, `evacuation-short` and
+//! `power-loss-short` (the ci profile's default-filter, .config/nextest.toml): the scenario group
 //! runs one at a time, and all of them made the gate's longest chain (docs/testing.md, "Where the
 //! gate's time goes"). They are what the issues' figures come from. The baseline's run also checks
 //! its report.html in headless Chromium (skipped, saying why, without one).
@@ -434,7 +435,7 @@ async fn power_loss(name: &str) {
     println!("sync_interval 2m: {lost} acknowledged messages lost; always: 0");
 }
 
-/// The short power loss: losses 10 s and 20 s into 35 s of traffic.
+/// The short power loss (the gate): losses 10 s and 20 s into 35 s of traffic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_power_loss_short() {
     power_loss("power-loss-short").await;
