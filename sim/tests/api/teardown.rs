@@ -113,7 +113,7 @@ async fn tenant_objects(host: &Host) -> Vec<(String, String, String, kube::core:
 
 /// Applies the tenant and waits until it serves: the NatsCluster Ready, the stream, the bucket
 /// and the consumer Ready. The client TLS Secret is issued as `sim up` issues it.
-async fn apply_tenant(host: &Host, pki: &mut sim::up::pki::Pki) {
+async fn apply_tenant(host: &Host, pki: &mut sim::up::platform_pki::Pki) {
     host.apply_text(std::path::Path::new("tenant"), &tenant())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -187,7 +187,7 @@ impl Rng {
 
 /// One run: the tenant applied, then deleted all at once (`shuffle`: in a random order with
 /// random delays of up to 300 ms), every check of the module doc; returns the seconds it took.
-async fn run(host: &Host, pki: &mut sim::up::pki::Pki, shuffle: Option<&mut Rng>) -> f64 {
+async fn run(host: &Host, pki: &mut sim::up::platform_pki::Pki, shuffle: Option<&mut Rng>) -> f64 {
     apply_tenant(host, pki).await;
     let cluster = sim::controlled::read_cluster(host, NS, "demo")
         .await
@@ -307,7 +307,7 @@ async fn run(host: &Host, pki: &mut sim::up::pki::Pki, shuffle: Option<&mut Rng>
 async fn runs(runs: usize, random: bool) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let host = host(tmp.path()).await;
-    let mut pki = sim::up::pki::Pki::new().expect("pki");
+    let mut pki = sim::up::platform_pki::Pki::new().expect("pki");
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -396,7 +396,7 @@ async fn a_deleted_natsclusters_servers_stop_within_the_termination_grace() {
 async fn a_connection_and_its_user_wait_for_the_delete_resources_that_need_them() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let host = host(tmp.path()).await;
-    let mut pki = sim::up::pki::Pki::new().expect("pki");
+    let mut pki = sim::up::platform_pki::Pki::new().expect("pki");
     apply_tenant(&host, &mut pki).await;
     let conn = ObjectRef::parse("NatsConnection/nats-system/orders").expect("ref");
     let user = ObjectRef::parse("NatsUser/nats-system/orders-app").expect("ref");
@@ -471,7 +471,7 @@ async fn a_connection_and_its_user_wait_for_the_delete_resources_that_need_them(
 async fn a_consumer_deleted_after_its_stream_and_servers_went_goes() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let host = host(tmp.path()).await;
-    let mut pki = sim::up::pki::Pki::new().expect("pki");
+    let mut pki = sim::up::platform_pki::Pki::new().expect("pki");
     apply_tenant(&host, &mut pki).await;
     let stream = ObjectRef::parse("NatsStream/nats-system/orders").expect("ref");
     let consumer = ObjectRef::parse("NatsConsumer/nats-system/worker").expect("ref");
