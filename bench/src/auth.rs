@@ -33,7 +33,7 @@ use crate::summary::Figure;
 
 const COUNT: usize = 1000;
 const NS: &str = "nats";
-const AT_ONCE: usize = 32;
+use crate::apply::AT_ONCE;
 const UNRELATED: [&str; 2] = ["unrelated-a", "unrelated-b"];
 const WAIT: Duration = Duration::from_secs(120);
 const ACCOUNT: &str = "bench";
@@ -325,17 +325,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         .map(|i| serde_json::from_value(user_doc(&format!("u{i}"))))
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
-    let made: Vec<Result<DynamicObject, kube::Error>> = futures::stream::iter(docs)
-        .map(|d| {
-            let users = users.clone();
-            async move { users.create(&PostParams::default(), &d).await }
-        })
-        .buffer_unordered(AT_ONCE)
-        .collect()
-        .await;
-    if let Some(Err(e)) = made.into_iter().find(|r| r.is_err()) {
-        anyhow::bail!("creating a NatsUser: {e}");
-    }
+    crate::apply::create_all(&users, docs, "NatsUser").await?;
     // Right after the 1,000 were applied, their passes queued: five deletions, one at a time.
     let mut after_apply = Vec::new();
     let mut ready_then = Vec::new();

@@ -26,7 +26,7 @@ const NS: &str = "nats";
 /// Where the work floor writes its copies.
 const FLOOR_NS: &str = "floor";
 const UNRELATED: [&str; 2] = ["unrelated-a", "unrelated-b"];
-const AT_ONCE: usize = 32;
+use crate::apply::AT_ONCE;
 
 /// What one run measured.
 struct Run {

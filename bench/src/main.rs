@@ -9,6 +9,7 @@
 //! them, so a resident size or a render time is the shipped binary's, not a debug build's
 //! (a debug controller is 128 MB of code and line tables).
 
+mod apply;
 mod auth;
 mod clusters;
 mod history;

@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::summary::Figure;
 
 const NS: &str = "bench";
-const AT_ONCE: usize = 32;
+use crate::apply::AT_ONCE;
 const UNRELATED: [&str; 2] = ["unrelated-a", "unrelated-b"];
 
 /// How many streams a run applies and what its figures are judged against.
@@ -223,17 +223,7 @@ pub async fn figures(binary: &Path, size: &Size) -> anyhow::Result<Vec<Figure>> 
         .map_err(anyhow::Error::msg)?;
     let docs: Vec<DynamicObject> = (0..count).map(stream_doc).collect::<Result<_, _>>()?;
     let started = Instant::now();
-    let results: Vec<Result<DynamicObject, kube::Error>> = futures::stream::iter(docs)
-        .map(|d| {
-            let streams = streams.clone();
-            async move { streams.create(&PostParams::default(), &d).await }
-        })
-        .buffer_unordered(AT_ONCE)
-        .collect()
-        .await;
-    if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
-        anyhow::bail!("creating a NatsStream: {e}");
-    }
+    crate::apply::create_all(&streams, docs, "NatsStream").await?;
     let applied = started.elapsed();
     crate::watch::until_count(
         &streams,

@@ -9,9 +9,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject};
 
 use super::{AT_ONCE, NS, Plane, auth_api, has, numbered, pushes, text, usable, user_of};
 use crate::summary::Figure;
@@ -60,17 +59,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         .map(|i| serde_json::from_value(user_of(&format!("u{i}"), &account_name(i % ACCOUNTS))))
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
-    let made: Vec<Result<DynamicObject, kube::Error>> = futures::stream::iter(docs)
-        .map(|d| {
-            let users = users.clone();
-            async move { users.create(&PostParams::default(), &d).await }
-        })
-        .buffer_unordered(AT_ONCE)
-        .collect()
-        .await;
-    if let Some(Err(e)) = made.into_iter().find(|r| r.is_err()) {
-        anyhow::bail!("creating a NatsUser: {e}");
-    }
+    crate::apply::create_all(&users, docs, "NatsUser").await?;
     let applied = started.elapsed();
     println!("  {COUNT} users applied in {:.1} s", applied.as_secs_f64());
     crate::watch::until_count(
