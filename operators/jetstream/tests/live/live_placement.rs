@@ -392,9 +392,15 @@ async fn story_07_account_balancer_placement_moves_by_peer_remove() {
         vec!["c1-0"],
         "A1's only copy stays"
     );
-    let started = notes(api.client(), "orders", "MoveStarted").await;
-    let done = notes(api.client(), "orders", "MoveDone").await;
     // 5-4-4-1-1 → 3-3-3-3-3: four copies moved, each off the busiest server of its pass.
+    four_q_copies_moved(api.client()).await;
+}
+
+/// The NatsBalancer `orders` made at least four placement moves, every one done, every one of an
+/// R3 stream `Q…`, none refused by the servers.
+pub(crate) async fn four_q_copies_moved(client: kube::Client) {
+    let started = notes(client.clone(), "orders", "MoveStarted").await;
+    let done = notes(client.clone(), "orders", "MoveDone").await;
     assert!(started.len() >= 4, "{started:?}");
     assert_eq!(done.len(), started.len(), "{started:?} / {done:?}");
     assert!(
@@ -404,9 +410,7 @@ async fn story_07_account_balancer_placement_moves_by_peer_remove() {
         "only the R3 streams' copies move: {started:?}"
     );
     assert!(
-        notes(api.client(), "orders", "MoveRefused")
-            .await
-            .is_empty(),
+        notes(client, "orders", "MoveRefused").await.is_empty(),
         "no peer removal refused"
     );
 }
