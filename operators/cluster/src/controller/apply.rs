@@ -11,18 +11,18 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use super::certificates::{self, Listeners};
 use super::context::Context;
 use super::error::Error;
 use super::gather::Gathered;
-use super::plan::{Planned, cluster_revision};
+use super::listener_certificates::{self, Listeners};
+use super::plan_servers::{Planned, cluster_revision};
 use crate::objects::Owner;
 use crate::objects::leaf_remotes::{self, LeafRemoteFiles};
 use crate::objects::server_side_apply::{apply_owned, failed};
 use crate::plan::{Layout, leaf_ca_file, leaf_creds_file};
 use crate::refusals::controlled_by;
 use crate::render;
-use crate::rollout::step::{ServerState, server_state};
+use crate::rollout::next_step::{ServerState, server_state};
 use crate::server_lifecycle::{DesiredServer, ObservedServer, ServerFile, ServerLifecycle};
 
 /// What the writes left the servers as.
@@ -49,7 +49,8 @@ pub async fn apply<L: ServerLifecycle>(
     gathered: &Gathered,
     planned: &Planned,
 ) -> Result<Applied, Error> {
-    let (listeners, mut foreign) = certificates::listeners(ctx, owner, &cluster.spec).await?;
+    let (listeners, mut foreign) =
+        listener_certificates::listeners(ctx, owner, &cluster.spec).await?;
     foreign.extend(leaf_remotes_secret(ctx, owner, &gathered.leaf_remotes.files).await?);
     let desired = desired_servers(cluster, planned, &listeners, &gathered.leaf_remotes.files);
     let shared = ctx

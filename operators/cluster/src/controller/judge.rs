@@ -8,7 +8,7 @@ use nats_api::cluster::{GatewayStatus, LeafRemoteStatus, NatsCluster, condition,
 
 use super::gather::Gathered;
 use super::observe_servers::Seen;
-use super::plan::Planned;
+use super::plan_servers::Planned;
 use super::refuse::Holds;
 use super::written::Written;
 use crate::conditions::gateways::gateways;

@@ -21,10 +21,10 @@
 //! [`Gathered`]: super::gather::Gathered
 //! [`Seen`]: super::observe_servers::Seen
 //! [`Holds`]: super::refuse::Holds
-//! [`Planned`]: super::plan::Planned
+//! [`Planned`]: super::plan_servers::Planned
 //! [`Applied`]: super::apply::Applied
-//! [`Chosen`]: super::step::Chosen
-//! [`Taken`]: super::step::Taken
+//! [`Chosen`]: super::step_rollout::Chosen
+//! [`Taken`]: super::step_rollout::Taken
 //! [`Verdicts`]: super::judge::Verdicts
 
 use std::time::Duration;
@@ -37,9 +37,9 @@ use super::error::Error;
 use super::gather::gather;
 use super::judge::judge;
 use super::observe_servers::observe;
-use super::plan::plan;
+use super::plan_servers::plan;
 use super::refuse::{Go, go, refuse};
-use super::step::{choose, take};
+use super::step_rollout::{choose, take};
 use super::write_status::write_status;
 use super::written::{Rolled, Written, caught, held, tell_foreign};
 use crate::server_lifecycle::ServerLifecycle;

@@ -11,7 +11,7 @@ use nats_api::cluster::{NatsCluster, annotation};
 use super::context::Settings;
 use super::gather::Gathered;
 use super::observe_servers::Seen;
-use super::plan::Planned;
+use super::plan_servers::Planned;
 use crate::objects::Owner;
 use crate::observation::running_with_auth;
 use crate::refusals::{self, Refusal};

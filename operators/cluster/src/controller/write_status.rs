@@ -22,7 +22,7 @@ use super::error::Error;
 use super::gauges;
 use super::judge::{Verdicts, revision};
 use super::observe_servers::Seen;
-use super::plan::Planned;
+use super::plan_servers::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
 use crate::observation::{meta_leader, oldest_version};

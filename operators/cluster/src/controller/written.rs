@@ -7,7 +7,7 @@ use nats_api::cluster::NatsCluster;
 use super::apply::Applied;
 use super::context::Context;
 use super::error::Error;
-use super::step::{self, Chosen, RolloutReport, Taken};
+use super::step_rollout::{self, Chosen, RolloutReport, Taken};
 use crate::refusals::Refusal;
 use crate::server_lifecycle::{ObservedServer, ServerLifecycle};
 use nats_api::cluster::reason;
@@ -84,7 +84,7 @@ impl Rolled {
         let mut foreign: Vec<String> = applied.foreign.iter().chain(&taken.left).cloned().collect();
         foreign.sort();
         foreign.dedup();
-        let report = step::report(cluster, &applied, &chosen, &taken);
+        let report = step_rollout::report(cluster, &applied, &chosen, &taken);
         Rolled {
             applied,
             chosen,

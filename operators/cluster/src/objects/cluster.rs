@@ -9,7 +9,9 @@ use kube::api::DynamicObject;
 use nats_api::cluster::{NatsClusterSpec, names};
 
 use super::statefulset::{ServerWorkload, stateful_set};
-use super::{ObjectsError, Owner, certificates, configmap, network_policy, pdb, services};
+use super::{
+    ObjectsError, Owner, cert_manager_certificates, configmap, network_policy, pdb, services,
+};
 use crate::render::ServerPlan;
 use crate::route_ca;
 
@@ -77,7 +79,7 @@ pub fn render_objects(
             first,
             site.controller_namespace,
         ),
-        certificates: certificates::certificates(owner, spec, site.cluster_domain),
+        certificates: cert_manager_certificates::certificates(owner, spec, site.cluster_domain),
     })
 }
 

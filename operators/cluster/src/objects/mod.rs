@@ -2,7 +2,7 @@
 //! the server plans; [`server_side_apply`] alone writes them (server-side apply of what the NatsCluster
 //! controls), for the reconciler and the Kubernetes server lifecycle.
 
-pub mod certificates;
+pub mod cert_manager_certificates;
 pub mod claims;
 pub mod cluster;
 pub mod configmap;

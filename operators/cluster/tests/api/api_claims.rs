@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_controller::controller::removal::FOREIGN_CLAIM_KEPT;
+use cluster_controller::controller::remove_server::FOREIGN_CLAIM_KEPT;
 use cluster_controller::controller::{self, Settings};
 use cluster_controller::objects::server_side_apply::delete_as_read;
 use cluster_controller::plan::Layout;

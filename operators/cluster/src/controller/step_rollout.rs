@@ -22,15 +22,15 @@ use super::context::Context;
 use super::error::Error;
 use super::observe_servers::Seen;
 use super::refuse::Holds;
-use super::{push_rotated_certificates, removal, restart};
+use super::{push_rotated_certificates, remove_server, restart};
 use crate::rollout::gate::{Gate, MetaObservation, gate_status};
+use crate::rollout::next_step::{StepInput, next_step, reported_revisions, running, settled_view};
 use crate::rollout::order::{self, Action, Decision, Member, StepKind};
 use crate::rollout::removal::RemovalStep;
 use crate::rollout::rollout_inputs::{
     Targets, gate_servers, members, meta_observation, volume_mismatches,
 };
 use crate::rollout::status::{progressing, removal_entry, rollout_status};
-use crate::rollout::step::{StepInput, next_step, reported_revisions, running, settled_view};
 use crate::rollout::volume;
 use crate::server_lifecycle::{DesiredServer, ObservedServer, ServerLifecycle};
 
@@ -241,13 +241,13 @@ pub async fn take<L: ServerLifecycle>(
     if let Action::Take(s) | Action::ContinueRemoval(s) = &chosen.decision.action
         && let Some(kind) = s.kind.removal()
     {
-        let removing = removal::Removing {
+        let removing = remove_server::Removing {
             step: s,
             kind,
             removals: &taken.removals,
         };
         let (step, left) =
-            removal::removal_step(ctx, cluster, &removing, applied, &chosen.meta, seen).await;
+            remove_server::removal_step(ctx, cluster, &removing, applied, &chosen.meta, seen).await;
         taken.left.extend(left);
         let previous = taken.removals.iter().find(|r| r.name == s.server).cloned();
         if !matches!(step, RemovalStep::Failed { .. }) {
