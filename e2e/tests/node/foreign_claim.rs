@@ -21,8 +21,8 @@ use super::{NS, install};
 use e2e::on_node::NATS_VERSION;
 
 /// The reason of the Event naming a PVC left because it only looks like a server's claim
-/// (`cluster_controller::controller::remove_server::FOREIGN_CLAIM_KEPT`, which the e2e crate does not
-/// link).
+/// (`cluster_controller::controller::remove_server::FOREIGN_CLAIM_KEPT`, which the e2e crate
+/// does not link).
 const FOREIGN_CLAIM_KEPT: &str = "ForeignClaimKept";
 
 fn manifest(trust: &sim::trust::GeneratedTrust, digest: &str, replicas: u32) -> String {

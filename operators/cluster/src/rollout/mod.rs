@@ -6,8 +6,8 @@
 //!   server last), paused, `force-step`, `replace-server`, AuthChangeBlocked.
 //! - [`removal`]: one server's scale-down or replacement, step by step.
 //! - [`rollout_inputs`]: from observed servers, JSZ answers and the meta group to those inputs.
-//! - [`next_step`]: where each desired server stands, the revision it reports and runs, and the next
-//!   step ([`next_step::next_step`]: the gate, then the step order).
+//! - [`next_step`]: where each desired server stands, the revision it reports and runs, and the
+//!   next step ([`next_step::next_step`]: the gate, then the step order).
 //! - [`status`]: `status.rollout`, `status.removals`, `status.config` and Progressing.
 //! - [`volume`]: which servers a changed `jetstream.volumeClaimTemplate` replaces.
 //!
@@ -19,8 +19,8 @@
 //!    when it answered ([`rollout_inputs::meta_observation`], `FromLeader`), else `FromFollowers`;
 //!    Settled as the gate reads it is [`next_step::settled_view`].
 //! 2. A server's revision is the one it *runs*: the one whose rendered config has the digest its
-//!    `/varz` reports ([`next_step::reported_revisions`], [`rollout_inputs::reported_revision`]). A reload
-//!    therefore updates it without touching the workload (on Kubernetes the pod template's
+//!    `/varz` reports ([`next_step::reported_revisions`], [`rollout_inputs::reported_revision`]).
+//!    A reload therefore updates it without touching the workload (on Kubernetes the pod template's
 //!    revision would restart the pod); [`next_step::running`] keeps the workload's revision where
 //!    the workload itself changed.
 //! 3. [`order::read_replace_server`] records a named replacement in `status.removals` and asks
