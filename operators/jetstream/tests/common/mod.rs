@@ -3,14 +3,39 @@
 
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::metrics::Metrics;
+use jetstream_controller::controller::{self, Context, Settings};
 use jetstream_controller::jsapi::{self, JsApiError};
 use nats_api::nats::NatsConnection;
 use serde_json::{Map, Value, json};
+use sim::testkit::AbortOnDrop;
 use sim::topology::{Topology, TopologySpec};
 
 pub const WAIT: Duration = Duration::from_secs(30);
+
+/// The JetStream controller on `client`, looking again every `resync`, its passes counted in
+/// `metrics`; it stops when the returned guard drops.
+pub fn spawn_controller(client: kube::Client, resync: Duration, metrics: Metrics) -> AbortOnDrop {
+    let settings = Settings {
+        resync,
+        ..Default::default()
+    };
+    spawn_controller_with(client, settings, metrics).1
+}
+
+/// As [`spawn_controller`] with whole `settings`, and the context, for a test that reads its
+/// leases or shares while the controller runs.
+pub fn spawn_controller_with(
+    client: kube::Client,
+    settings: Settings,
+    metrics: Metrics,
+) -> (Arc<Context>, AbortOnDrop) {
+    let ctx = controller::context(client, settings, metrics);
+    (ctx.clone(), AbortOnDrop::spawn(controller::run(ctx)))
+}
 
 /// A 3-server cluster (config accounts; plain clients land in APP). Its servers are killed when
 /// the topology drops, pass or fail.

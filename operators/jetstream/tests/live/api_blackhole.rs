@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use kube::api::{Api, ListParams, PostParams};
 use nats_api::jetstream::NatsStream;
 use nats_api::nats::NatsConnection;
@@ -138,15 +137,8 @@ async fn a_blackholed_connection_delays_only_its_own_streams() {
     topo.wait_meta_leader(sim::testkit::WAIT)
         .await
         .expect("the server elects itself meta leader");
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(30),
-            ..Default::default()
-        },
-        Metrics::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        crate::common::spawn_controller(api.client(), Duration::from_secs(30), Metrics::default());
     let client = api.client();
 
     // Without a blackhole: 200 streams on one healthy connection.

@@ -7,14 +7,11 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use jetstream_controller::controller::{self, Settings};
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::NatsStream;
 use nats_api::nats::NatsConnection;
 use serde_json::json;
-use sim::testkit::{
-    AbortOnDrop, WAIT, apiserver_with_crds, is, message, wait_for, wait_for_within,
-};
+use sim::testkit::{WAIT, apiserver_with_crds, is, message, wait_for, wait_for_within};
 
 const NS: &str = "nats";
 /// What the design promises: Ready follows the servers within 30 s either way.
@@ -27,15 +24,8 @@ async fn ready_goes_disconnected_while_every_server_is_paused_and_back_after() {
     topo.wait_meta_leader(WAIT)
         .await
         .expect("the cluster elects a meta leader");
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(2),
-            ..Default::default()
-        },
-        Default::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(2), Default::default());
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
     let streams: Api<NatsStream> = Api::namespaced(api.client(), NS);

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
 use futures::StreamExt;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use nats_api::jetstream::{NatsConsumer, NatsStream};
@@ -56,15 +55,8 @@ async fn rig_judged(judged: bool) -> Rig {
         .expect("the cluster elects a meta leader");
     let nats = topo.connect().await.expect("a client of the APP account");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(2),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(2), metrics.clone());
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     Rig {
         _controllers: controllers,

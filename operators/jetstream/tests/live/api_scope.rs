@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
 use controller_kit::scope::{Namespaces, Scope};
-use jetstream_controller::controller::{self, Settings};
+use jetstream_controller::controller::Settings;
 use kube::api::{Api, PostParams};
 use nats_api::nats::NatsConnection;
 use serde_json::json;
-use sim::testkit::{AbortOnDrop, apiserver_with_crds, is, wait_for};
+use sim::testkit::{apiserver_with_crds, is, wait_for};
 
 /// A NatsConnection to a loopback port nothing listens on: its pass writes ConnectFailed.
 async fn create(client: &kube::Client, ns: &str, name: &str) {
@@ -40,15 +40,12 @@ async fn two_watched_namespaces_reconcile_and_a_third_is_left_alone() {
         namespaces: Namespaces::Only(BTreeSet::from(["a".to_string(), "b".to_string()])),
         ..Scope::default()
     };
-    let ctx = controller::context(
-        client.clone(),
-        Settings {
-            resync: Duration::from_secs(30),
-            scope,
-        },
-        Metrics::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let settings = Settings {
+        resync: Duration::from_secs(30),
+        scope,
+    };
+    let (_, _controllers) =
+        crate::common::spawn_controller_with(client.clone(), settings, Metrics::default());
     let failed = |o: &serde_json::Value| is(o, "Ready", "False", "ConnectFailed");
     for ns in ["a", "b"] {
         let conns = Api::<NatsConnection>::namespaced(client.clone(), ns);

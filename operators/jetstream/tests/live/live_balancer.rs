@@ -11,7 +11,6 @@ use crate::common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
@@ -19,7 +18,7 @@ use nats_api::jetstream::NatsSystemBalancer;
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
@@ -68,15 +67,8 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), metrics.clone());
 
     // Six R3 streams, every leader moved onto c1-0.
     let app = topo.connect().await.expect("an APP client");

@@ -11,7 +11,6 @@
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
@@ -92,15 +91,8 @@ async fn an_undone_move_is_given_up_and_the_lease_goes_to_another_balancer() {
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), metrics.clone());
 
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     let app = topo.connect().await.expect("an APP client");

@@ -15,14 +15,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
+use jetstream_controller::controller::Settings;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 
 use crate::common;
 use crate::live_balancer::{condition, events, leader};
@@ -88,15 +88,12 @@ async fn story_07_account_balancer_evens_each_pool_and_yields_to_the_system_bala
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx.clone()));
+    let settings = Settings {
+        resync: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let (ctx, _controllers) =
+        common::spawn_controller_with(api.client(), settings, metrics.clone());
 
     // APP's connection (the sim's no-auth user lands in APP) and six R3 NatsStreams over it.
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;

@@ -14,14 +14,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsSystemBalancer};
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 
 use crate::common;
 use crate::live_balancer::{condition, events, leader};
@@ -111,15 +110,8 @@ async fn system_balancer_evens_consumer_leaders_piled_on_one_server() {
     let api = apiserver_with_crds(&[NS]).await;
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        Metrics::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), Metrics::default());
 
     let app = topo.connect().await.expect("an APP client");
     pile_consumers(&app).await;
@@ -196,15 +188,8 @@ async fn account_balancer_evens_consumer_leaders_over_its_own_connection() {
     let api = apiserver_with_crds(&[NS]).await;
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        Metrics::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), Metrics::default());
     let app = topo.connect().await.expect("an APP client");
     pile_consumers(&app).await;
 

@@ -132,11 +132,11 @@ async fn a_replica_cut_while_down_is_seen_diverged_from_the_system_account() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_system_balancer_reads_a_cut_replica_as_diverged_and_counts_it() {
     use controller_kit::metrics::Metrics;
-    use jetstream_controller::controller::{self, Settings};
+    use jetstream_controller::controller::Settings;
     use k8s_openapi::api::events::v1::Event;
     use kube::api::{Api, PostParams};
     use nats_api::jetstream::{NatsSystemBalancer, metric};
-    use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+    use sim::testkit::apiserver_with_crds;
 
     const NS: &str = "nats";
     let api = apiserver_with_crds(&[NS]).await;
@@ -144,8 +144,8 @@ async fn the_system_balancer_reads_a_cut_replica_as_diverged_and_counts_it() {
         .await
         .expect("topology");
     let metrics = Metrics::default();
-    let ctx = controller::context(api.client(), Settings::default(), metrics.clone());
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let (_, _controllers) =
+        crate::common::spawn_controller_with(api.client(), Settings::default(), metrics.clone());
     crate::live_placement::create_system_connection(api.client(), topo.client_urls()).await;
     let balancers: Api<NatsSystemBalancer> = Api::namespaced(api.client(), NS);
     let balancer: NatsSystemBalancer = serde_json::from_value(serde_json::json!({

@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -29,7 +28,7 @@ use nats_api::jetstream::{NatsClusterEvacuation, NatsKeyValue, NatsStream};
 use nats_api::nats::NatsConnection;
 use serde_json::{Value, json};
 use sim::ledger::Ledger;
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 use sim::topology::SYS_USER;
 use sim::traffic::{self, ConsumerKind, ConsumerSpec, PublisherSpec};
 use sim::{GatewayMode, Topology, TopologySpec};
@@ -154,15 +153,8 @@ async fn story_11_evacuation_moves_all_but_pinned_and_loses_no_acknowledged_mess
     let api = apiserver_with_crds(&[SYS_NS, NS]).await;
     let mut topo = supercluster().await;
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), metrics.clone());
 
     // The application's connection reaches c1 only, so its streams are placed in c1; the
     // evacuation's is the system user's, to every server.

@@ -14,7 +14,6 @@ use crate::common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsSystemBalancer};
 use nats_wire::Wire;
@@ -84,15 +83,7 @@ fn system_balancer(moves: Value) -> Value {
 }
 
 fn controllers(api: &sim::apiserver::ApiServer, metrics: Metrics) -> AbortOnDrop {
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics,
-    );
-    AbortOnDrop::spawn(controller::run(ctx))
+    common::spawn_controller(api.client(), Duration::from_secs(10), metrics)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -171,15 +170,8 @@ async fn five_servers_two_down() -> (sim::apiserver::ApiServer, Topology, AbortO
             .await
             .expect("stopped");
     }
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        Metrics::default(),
-    );
-    let controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), Metrics::default());
     (api, topo, controllers)
 }
 

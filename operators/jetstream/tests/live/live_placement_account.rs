@@ -16,11 +16,10 @@ use crate::common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsSystemBalancer, metric};
 use serde_json::json;
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 use sim::topology::{Topology, TopologySpec};
 
 use crate::live_balancer::condition;
@@ -68,15 +67,8 @@ async fn account_balancer_places_copies_on_servers_holding_none_of_its_streams()
             .expect("stopped");
     }
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), metrics.clone());
 
     let app = topo.connect().await.expect("an APP client");
     let piled = ["Q1", "Q2", "Q3", "Q4"];

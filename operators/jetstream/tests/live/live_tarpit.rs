@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use controller_kit::metrics::Metrics;
 use futures::StreamExt;
-use jetstream_controller::controller::{self, Settings};
+use jetstream_controller::controller::Settings;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsStream, metric};
 use nats_api::nats::NatsConnection;
@@ -172,8 +172,8 @@ async fn attack_a_tarpit_connection_does_not_starve_another_tenants_streams() {
     let metrics = Metrics::default();
     let settings = Settings::default();
     let share = jetstream_controller::controller::share_of(settings.scope.concurrency);
-    let ctx = controller::context(api.client(), settings, metrics.clone());
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx.clone()));
+    let (ctx, _controllers) =
+        crate::common::spawn_controller_with(api.client(), settings, metrics.clone());
 
     // Tenant A alone.
     connection(api.client(), "tenant-a", topo.client_urls()).await;

@@ -16,14 +16,13 @@
 use std::time::{Duration, Instant};
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer, metric};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use sim::testkit::{AbortOnDrop, apiserver_with_crds, apiserver_with_crds_unjudged};
+use sim::testkit::{apiserver_with_crds, apiserver_with_crds_unjudged};
 
 use crate::common;
 use crate::live_balancer::{condition, events};
@@ -142,15 +141,8 @@ async fn attack_a_balancer_stored_with_a_1ns_interval_is_paced_at_the_floor() {
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), metrics.clone());
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     three_streams(api.client()).await;
     let balancers: Api<NatsBalancer> = Api::namespaced(api.client(), NS);
@@ -254,15 +246,8 @@ async fn attack_balancer_passes_list_no_stream_backed_kind_across_namespaces() {
     let topo = common::cluster().await;
     topo.wait_meta_leader(WAIT).await.expect("a meta leader");
     let metrics = Metrics::default();
-    let ctx = controller::context(
-        identity.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        metrics.clone(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(identity.client(), Duration::from_secs(10), metrics.clone());
     common::create_demo_connection(admin.clone(), NS, topo.client_urls()).await;
     crate::live_placement::create_system_connection(admin.clone(), topo.client_urls()).await;
     three_streams(admin.clone()).await;

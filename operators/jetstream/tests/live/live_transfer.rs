@@ -12,13 +12,12 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use controller_kit::metrics::Metrics;
-use jetstream_controller::controller::{self, Settings};
 use jetstream_controller::jsapi;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use nats_api::jetstream::NatsStream;
 use serde_json::{Value, json};
 use sim::ledger::Ledger;
-use sim::testkit::{AbortOnDrop, apiserver_with_crds};
+use sim::testkit::apiserver_with_crds;
 use sim::traffic::{self, ConsumerKind, ConsumerSpec, PublisherSpec};
 use sim::{GatewayMode, Topology, TopologySpec};
 
@@ -58,15 +57,8 @@ async fn story_08_placement_move_reports_transfer_and_loses_no_acknowledged_mess
     topo.wait_gateways_connected(WAIT)
         .await
         .expect("gateways connect");
-    let ctx = controller::context(
-        api.client(),
-        Settings {
-            resync: Duration::from_secs(10),
-            ..Default::default()
-        },
-        Metrics::default(),
-    );
-    let _controllers = AbortOnDrop::spawn(controller::run(ctx));
+    let _controllers =
+        common::spawn_controller(api.client(), Duration::from_secs(10), Metrics::default());
 
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
 
