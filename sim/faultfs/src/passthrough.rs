@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::fs::OpenOptions;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -43,6 +43,26 @@ impl FaultFilesystem {
         let ino = s.ino_for(&rel);
         match s.attr(ino) {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// `unlink` and `rmdir`: `name` under `parent` removed by `remove` and its inode detached.
+    fn remove(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        remove: fn(&Path) -> std::io::Result<()>,
+        reply: ReplyEmpty,
+    ) {
+        let mut s = self.lock();
+        let result = s.child(parent, name).and_then(|rel| {
+            remove(&s.abs(&rel)).map_err(Errno::from)?;
+            s.detach(&rel);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
@@ -131,29 +151,11 @@ impl Filesystem for FaultFilesystem {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let mut s = self.lock();
-        let result = s.child(parent, name).and_then(|rel| {
-            std::fs::remove_file(s.abs(&rel)).map_err(Errno::from)?;
-            s.detach(&rel);
-            Ok(())
-        });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.remove(parent, name, |p| std::fs::remove_file(p), reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let mut s = self.lock();
-        let result = s.child(parent, name).and_then(|rel| {
-            std::fs::remove_dir(s.abs(&rel)).map_err(Errno::from)?;
-            s.detach(&rel);
-            Ok(())
-        });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.remove(parent, name, |p| std::fs::remove_dir(p), reply);
     }
 
     fn rename(
