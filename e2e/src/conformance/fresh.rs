@@ -69,29 +69,37 @@ fn cleared_group(group: &str) -> bool {
 /// How many objects of the cleared groups are left in `namespace`; each is deleted as it is
 /// counted when `delete`.
 async fn project_objects(client: &kube::Client, namespace: &str, delete: bool) -> usize {
-    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+    let Some(apis) = cleared_apis(client, namespace).await else {
         return usize::MAX;
     };
     let mut left = 0;
-    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
-        for (ar, caps) in group.recommended_resources() {
-            if caps.scope != kube::discovery::Scope::Namespaced {
-                continue;
-            }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-            let Ok(list) = api.list(&Default::default()).await else {
-                left += 1;
-                continue;
-            };
-            left += list.items.len();
-            if delete && !list.items.is_empty() {
-                let _ = api
-                    .delete_collection(&Default::default(), &Default::default())
-                    .await;
-            }
+    for api in apis {
+        let Ok(list) = api.list(&Default::default()).await else {
+            left += 1;
+            continue;
+        };
+        left += list.items.len();
+        if delete && !list.items.is_empty() {
+            let _ = api
+                .delete_collection(&Default::default(), &Default::default())
+                .await;
         }
     }
     left
+}
+
+/// The namespaced kinds of the cleared groups in `namespace`, one API each; none when
+/// discovery fails.
+async fn cleared_apis(client: &kube::Client, namespace: &str) -> Option<Vec<Api<DynamicObject>>> {
+    let discovery = kube::Discovery::new(client.clone()).run().await.ok()?;
+    let apis = discovery
+        .groups()
+        .filter(|g| cleared_group(g.name()))
+        .flat_map(|group| group.recommended_resources())
+        .filter(|(_, caps)| caps.scope == kube::discovery::Scope::Namespaced)
+        .map(|(ar, _)| Api::namespaced_with(client.clone(), namespace, &ar))
+        .collect();
+    Some(apis)
 }
 
 /// The annotations of Secrets the stories' controllers and issuers wrote, which go with the
@@ -128,34 +136,28 @@ async fn issued_secrets(client: &kube::Client, namespace: &str) -> usize {
 
 /// Takes the finalizers off every object of the cleared groups left in `namespace`.
 async fn release_finalizers(client: &kube::Client, namespace: &str) {
-    let Ok(discovery) = kube::Discovery::new(client.clone()).run().await else {
+    let Some(apis) = cleared_apis(client, namespace).await else {
         return;
     };
     let none = serde_json::json!({"metadata": {"finalizers": null}});
-    for group in discovery.groups().filter(|g| cleared_group(g.name())) {
-        for (ar, caps) in group.recommended_resources() {
-            if caps.scope != kube::discovery::Scope::Namespaced {
-                continue;
-            }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-            let Ok(list) = api.list(&Default::default()).await else {
-                continue;
-            };
-            for o in list.items {
-                let held = o
-                    .metadata
-                    .finalizers
-                    .as_ref()
-                    .is_some_and(|f| !f.is_empty());
-                if let (true, Some(name)) = (held, o.metadata.name.as_deref()) {
-                    let _ = api
-                        .patch(
-                            name,
-                            &kube::api::PatchParams::default(),
-                            &kube::api::Patch::Merge(&none),
-                        )
-                        .await;
-                }
+    for api in apis {
+        let Ok(list) = api.list(&Default::default()).await else {
+            continue;
+        };
+        for o in list.items {
+            let held = o
+                .metadata
+                .finalizers
+                .as_ref()
+                .is_some_and(|f| !f.is_empty());
+            if let (true, Some(name)) = (held, o.metadata.name.as_deref()) {
+                let _ = api
+                    .patch(
+                        name,
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(&none),
+                    )
+                    .await;
             }
         }
     }
