@@ -15,7 +15,7 @@ pub mod jsapi;
 pub mod kv_config;
 pub mod late_init;
 pub mod lease;
-pub mod lifecycle;
+pub mod lifecycle_policies;
 pub mod object_config;
 pub mod ownership;
 pub mod pace;

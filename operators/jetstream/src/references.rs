@@ -9,7 +9,7 @@ use nats_api::common::ObjectReference;
 use nats_api::jetstream::{NatsConsumer, NatsStream, condition, reason as js_reason};
 use nats_api::nats::{NatsReferenceGrant, reason as nats_reason};
 
-use crate::lifecycle::ConnectionState;
+use crate::lifecycle_policies::ConnectionState;
 
 /// The API group of NatsConnection.
 pub const CONNECTION_GROUP: &str = nats_api::nats::GROUP;

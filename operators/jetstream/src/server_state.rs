@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nats_api::jetstream::{Ownership, OwnershipOrigin, ReplicaState, ServerState};
 use serde_json::Value;
 
-use crate::lifecycle::Action;
+use crate::lifecycle_policies::Action;
 use crate::ownership::OWNER_METADATA_KEY;
 
 fn replicas(info: &Value) -> Vec<ReplicaState> {
@@ -115,7 +115,7 @@ pub fn ownership(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::TerminalReason;
+    use crate::lifecycle_policies::TerminalReason;
     use rstest::rstest;
     use serde_json::json;
 

@@ -42,7 +42,7 @@ use super::outcome::{
 use super::reach::{connection_state, reach};
 use super::status::write_status;
 use crate::drift::{self, Decision};
-use crate::lifecycle::{self, Action as Plan, ConnectionState};
+use crate::lifecycle_policies::{self, Action as Plan, ConnectionState};
 use crate::ownership::{self, Found};
 use crate::references::{self, ConsumerTarget};
 use crate::{consumer_config, jsapi, server_state};
@@ -178,7 +178,7 @@ async fn gather(ctx: &Context, obj: &NatsConsumer) -> Result<Gathered, Stop> {
 
 /// The plan phase: the lifecycle action and the config spec asks for.
 fn plan(obj: &NatsConsumer, g: &Gathered) -> Result<Planned, Stop> {
-    let action = lifecycle::plan(obj.spec.adoption_policy, &g.found);
+    let action = lifecycle_policies::plan(obj.spec.adoption_policy, &g.found);
     let desired = consumer_config::desired(&g.name, &obj.spec, &obj.uid().unwrap_or_default())
         .map_err(|e| Stop::refused(reason::REJECTED, format!("{}: {e}", g.what)))?;
     Ok(Planned { action, desired })
@@ -248,7 +248,7 @@ async fn update(
     let server = g.config.clone().unwrap_or(Value::Null);
     let drift = drift::drifted(consumer_config::CONSUMER_FIELDS, &p.desired, &server);
     let decision = drift::decide(&drift, obj.spec.recreate_on_immutable_change);
-    let report = lifecycle::synced(&decision, spec_edited);
+    let report = lifecycle_policies::synced(&decision, spec_edited);
     let reply = match &decision {
         Decision::InSync => Ok(g.info.clone().unwrap_or(Value::Null)),
         Decision::Update(_) => jsapi::put_consumer(&g.client, &g.stream, &p.desired, true).await,
@@ -319,7 +319,7 @@ async fn cleanup(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Cleanup, E
                 "consumer {} on stream {stream}: went with its stream",
                 obj.consumer_name()
             );
-        } else if lifecycle::dials_on_deletion(obj.spec.deletion_policy, state) {
+        } else if lifecycle_policies::dials_on_deletion(obj.spec.deletion_policy, state) {
             if let Err(e) = delete_on_server(&ctx, obj, &connection, &stream, state).await {
                 // Its servers torn down with their namespace: the consumer goes with them.
                 let conn = references::absolute(&connection, &ns);
@@ -361,8 +361,8 @@ async fn delete_on_server(
         .map_err(|e| fail(format!("reading consumer {name}: {e}")))?;
     let config = info.map(|i| i["config"].clone());
     let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
-    if lifecycle::on_deletion(obj.spec.deletion_policy, state, &found)
-        == lifecycle::Cleanup::DeleteOnServer
+    if lifecycle_policies::on_deletion(obj.spec.deletion_policy, state, &found)
+        == lifecycle_policies::Cleanup::DeleteOnServer
     {
         jsapi::delete_consumer(&client, stream, &name)
             .await

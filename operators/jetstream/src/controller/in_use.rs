@@ -49,7 +49,7 @@ use nats_api::nats::{NatsConnection, NatsConnectionStatus};
 
 use super::context::Context;
 use super::error::{Error, kube_err};
-use crate::lifecycle::ConnectionState;
+use crate::lifecycle_policies::ConnectionState;
 use crate::references;
 
 /// The finalizer the JetStream controller keeps on a NatsConnection a Delete-policy resource

@@ -65,7 +65,7 @@ use super::status::write_status;
 use super::stream_backed::StreamBacked;
 use crate::drift::{self, Decision};
 use crate::late_init::late_initialize;
-use crate::lifecycle::{self, Action as Plan, ConnectionState, Kind};
+use crate::lifecycle_policies::{self, Action as Plan, ConnectionState, Kind};
 use crate::ownership::{self, Found};
 use crate::references;
 use crate::server_config::MappingError;
@@ -158,7 +158,7 @@ fn refuse<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<(), Stop> {
 
 /// The plan phase: the lifecycle action and the config spec asks for.
 fn plan<K: StreamBacked>(obj: &K, g: &Gathered) -> Result<Planned, Stop> {
-    let action = lifecycle::plan(obj.policies().0, &g.found);
+    let action = lifecycle_policies::plan(obj.policies().0, &g.found);
     let desired = obj
         .desired(obj.spec(), &obj.uid().unwrap_or_default())
         .map_err(|e| Stop::refused(refused_reason(&e), format!("{}: {e}", obj.what())))?;
@@ -210,7 +210,7 @@ async fn update<K: StreamBacked>(
     let what = obj.what();
     let server = g.config.clone().unwrap_or(Value::Null);
     let decision = drift::decide(&drift::drifted(K::fields(), &p.desired, &server), false);
-    let report = lifecycle::synced(&decision, spec_edited);
+    let report = lifecycle_policies::synced(&decision, spec_edited);
     let fields = match &decision {
         Decision::InSync => {
             return Ok(Written::in_sync(
@@ -364,7 +364,7 @@ async fn follow_transfer<K: StreamBacked>(
 /// Under AdoptOrCreate, the spec fields spec omits, filled from the server's config after the
 /// write (None when there are none, or the pass was the late-initializing adoption itself).
 async fn late_initialized<K: StreamBacked>(obj: &K, g: &Gathered, p: &Planned) -> Option<Value> {
-    if !lifecycle::late_initializes(obj.policies().0) || p.action == Plan::LateInitialize {
+    if !lifecycle_policies::late_initializes(obj.policies().0) || p.action == Plan::LateInitialize {
         return None;
     }
     let reply = jsapi::stream_info(&g.client, &g.stream)
@@ -412,7 +412,7 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
     let conn = references::absolute(obj.connection_ref(), &ns);
     let state = connection_state(&ctx, obj, &conn).await?;
     let policy = obj.policies().1;
-    let cleanup = if lifecycle::dials_on_deletion(policy, state) {
+    let cleanup = if lifecycle_policies::dials_on_deletion(policy, state) {
         match delete_on_server(&ctx, obj, &conn, policy, state).await {
             Ok((c, off_server)) => {
                 // A Delete-policy consumer still bound to it learns that its consumer went too.
@@ -425,7 +425,7 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
             Err(e) => match super::torn_down::with_servers(&ctx, &conn).await {
                 Some(clusters) => {
                     super::torn_down::released(&ctx, obj, &obj.what(), &clusters).await;
-                    lifecycle::Cleanup::Release
+                    lifecycle_policies::Cleanup::Release
                 }
                 None => return Err(e),
             },
@@ -436,7 +436,7 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
         if let Some(why) = in_use::not_run(policy, state, &conn) {
             in_use::released_without_policy(&ctx, obj, &obj.what(), &why).await;
         }
-        lifecycle::on_deletion(policy, state, &Found::Absent)
+        lifecycle_policies::on_deletion(policy, state, &Found::Absent)
     };
     tracing::info!(?cleanup, "{}: finalizer released", obj.what());
     ctx.shared
@@ -453,7 +453,7 @@ async fn delete_on_server<K: StreamBacked>(
     conn: &nats_api::common::ObjectReference,
     policy: DeletionPolicy,
     state: ConnectionState,
-) -> Result<(lifecycle::Cleanup, bool), Error> {
+) -> Result<(lifecycle_policies::Cleanup, bool), Error> {
     let what = obj.what();
     let fail = |message: String| Error::Cleanup {
         object: describe(obj),
@@ -468,13 +468,13 @@ async fn delete_on_server<K: StreamBacked>(
         .map_err(|e| fail(format!("reading {what}: {e}")))?;
     let config = info.map(|i| i["config"].clone());
     let found = ownership::found(config.as_ref(), &obj.uid().unwrap_or_default());
-    let c = lifecycle::on_deletion(policy, state, &found);
-    if c == lifecycle::Cleanup::DeleteOnServer {
+    let c = lifecycle_policies::on_deletion(policy, state, &found);
+    if c == lifecycle_policies::Cleanup::DeleteOnServer {
         jsapi::delete_stream(&client, &stream)
             .await
             .map_err(|e| fail(format!("deleting {what}: {e}")))?;
     }
-    let off_server = c == lifecycle::Cleanup::DeleteOnServer || found == Found::Absent;
+    let off_server = c == lifecycle_policies::Cleanup::DeleteOnServer || found == Found::Absent;
     Ok((c, off_server))
 }
 

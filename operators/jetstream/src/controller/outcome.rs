@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::context::{Context, WAIT_RETRY};
 use super::error::Error;
-use crate::lifecycle::{self, Action as Plan, TerminalReason};
+use crate::lifecycle_policies::{self, Action as Plan, TerminalReason};
 use crate::ownership::Found;
 use crate::server_state;
 
@@ -233,7 +233,7 @@ pub(crate) fn hold(
     spec_edited: bool,
 ) -> Result<(), Stop> {
     if !conditions::is_true(&previous.conditions, condition::TERMINAL)
-        || lifecycle::recheck_terminal(policy, spec_edited)
+        || lifecycle_policies::recheck_terminal(policy, spec_edited)
     {
         return Ok(());
     }

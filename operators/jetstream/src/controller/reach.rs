@@ -14,7 +14,7 @@ use nats_api::jetstream::reason;
 use super::context::Context;
 use super::error::{Error, kube_err};
 use super::outcome::Stop;
-use crate::lifecycle::ConnectionState;
+use crate::lifecycle_policies::ConnectionState;
 use crate::pool::Resolved;
 use crate::references::{self, CONNECTION_GROUP, JETSTREAM_GROUP};
 

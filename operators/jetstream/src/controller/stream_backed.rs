@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::drift::Field;
-use crate::lifecycle::Kind;
+use crate::lifecycle_policies::Kind;
 use crate::server_config::MappingError;
 use crate::{kv_config, object_config, stream_config};
 

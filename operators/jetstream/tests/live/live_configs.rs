@@ -15,7 +15,7 @@ use common::{
 use jetstream_controller::consumer_config as cc;
 use jetstream_controller::drift::{Decision, decide, drifted, names};
 use jetstream_controller::late_init::late_initialize;
-use jetstream_controller::lifecycle::{Action, TerminalReason, plan, synced};
+use jetstream_controller::lifecycle_policies::{Action, TerminalReason, plan, synced};
 use jetstream_controller::ownership::{Found, found, user_metadata};
 use jetstream_controller::server_state;
 use jetstream_controller::{kv_config, object_config, stream_config as sc};

@@ -14,7 +14,7 @@ use super::super::error::Error;
 use super::super::lock::lock;
 use super::super::reach::{connection_state, reach};
 use super::KIND;
-use crate::lifecycle::ConnectionState;
+use crate::lifecycle_policies::ConnectionState;
 use crate::references;
 
 /// Deletion: every move still requested cancelled (CANCEL_MOVE), then the finalizer released.
