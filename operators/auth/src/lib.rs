@@ -17,7 +17,7 @@ pub mod keys;
 pub mod kick;
 pub mod operator;
 pub mod presets;
-pub mod push;
+pub mod push_rules;
 pub mod revocations;
 pub mod roster;
 pub mod supplied;

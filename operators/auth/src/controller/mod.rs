@@ -6,10 +6,10 @@
 //! subresource, Events, and account JWTs pushed over `--system-connection`.
 //!
 //! Each kind's pass lives in a directory of its name ([`operator`], [`system_account`],
-//! [`account`], [`user`]; the trust objects' in [`trust`]), its module doc listing the phases and
-//! one file per phase; no pass imports another. The pieces several passes share live in modules
-//! named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
-//! [`refs`], [`creds`], [`keys`], [`nats`], [`claims_delete`], [`shutdowns`], [`revocation`],
+//! [`account`], [`user`]; the trust objects' in [`trust_objects`]), its module doc listing the
+//! phases and one file per phase; no pass imports another. The pieces several passes share live in
+//! modules named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
+//! [`refs`], [`creds`], [`seeds`], [`nats`], [`claims_delete`], [`shutdowns`], [`revocation`],
 //! [`jwt`], [`time`]); a deleted user's revocation, push and kick also run in the revocation
 //! [`lane`], beside the Controllers' queues.
 //!
@@ -29,7 +29,6 @@ mod error;
 mod finalizer;
 mod index;
 mod jwt;
-mod keys;
 mod lane;
 mod locks;
 mod nats;
@@ -37,11 +36,12 @@ mod operator;
 mod pass;
 mod refs;
 mod revocation;
+mod seeds;
 mod shutdowns;
 mod status;
 mod system_account;
 mod time;
-mod trust;
+mod trust_objects;
 mod user;
 mod wakes;
 
@@ -117,8 +117,8 @@ pub struct Context {
     deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
-    /// The accounts' signing keys as user passes read them ([`keys::kept`]).
-    account_keys: keys::kept::Kept,
+    /// The accounts' signing keys as user passes read them ([`seeds::kept`]).
+    account_keys: seeds::kept::Kept,
     /// Per object, the lock its pass holds: the revocation lane's and the Controllers'.
     locks: locks::Locks,
     /// The stores every pass reads its references from.
@@ -186,8 +186,8 @@ pub async fn run(ctx: Arc<Context>) {
         system_account::controller(ctx.clone(), system_accounts),
         account::controller(ctx.clone(), accounts),
         user::controller(ctx.clone(), users),
-        trust::operator_trust_controller(ctx.clone()),
-        trust::account_trust_controller(ctx.clone()),
+        trust_objects::operator_trust_controller(ctx.clone()),
+        trust_objects::account_trust_controller(ctx.clone()),
         claims_delete::rejoin_watch(ctx.clone()),
         shutdowns::shutdown_watch(ctx.clone()),
         lane::run(ctx.clone()),
@@ -208,7 +208,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
-        account_keys: keys::kept::Kept::default(),
+        account_keys: seeds::kept::Kept::default(),
         locks: locks::Locks::default(),
         index,
         feeds: std::sync::Mutex::new(Some(feeds)),

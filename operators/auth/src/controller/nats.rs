@@ -17,7 +17,7 @@ use nats_wire::{Collect, ConnectionConfig, PingReplies, ServerFilter, Wire};
 use super::Context;
 use super::time::{time_of, unix_now};
 use crate::distribution;
-use crate::push::{self, Held};
+use crate::push_rules::{self, Held};
 use crate::roster::{self, Roster};
 
 /// The NatsConnection JWTs are pushed over.
@@ -256,8 +256,9 @@ pub(crate) async fn spread(
         Ok(a) => a,
         Err(e) => return Spread::Unreachable(format!("our JWT does not decode: {e}")),
     };
-    let held = push::held_issued_at(answers.iter().filter_map(|a| a.jwt()).filter(|j| *j != jwt));
-    if let Err(h) = push::may_push(&claims, &ours, &held) {
+    let held =
+        push_rules::held_issued_at(answers.iter().filter_map(|a| a.jwt()).filter(|j| *j != jwt));
+    if let Err(h) = push_rules::may_push(&claims, &ours, &held) {
         if let Held::OlderThanHeld { held, .. } = &h {
             ctx.raise_iat_floor(account, held + 1);
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_nats::{Client, ConnectOptions, Event};
 use auth_controller::account::{self, AccountInput, AccountSigningKey};
 use auth_controller::keys::{self, IdentityPlan, SeedSource};
-use auth_controller::{operator, push, user};
+use auth_controller::{operator, push_rules, user};
 use nats_api::auth::{
     GeneratedKind, NatsAccount, NatsAccountSpec, NatsOperator, NatsSystemAccount, NatsUser,
 };
@@ -226,8 +226,8 @@ impl Plane {
             .claims_lookup(pk, Collect::expecting(3, DEADLINE))
             .await
             .unwrap();
-        let held_iat = push::held_issued_at(held.iter().filter_map(|a| a.jwt()));
-        let iat = push::issue_time(now(), &held_iat);
+        let held_iat = push_rules::held_issued_at(held.iter().filter_map(|a| a.jwt()));
+        let iat = push_rules::issue_time(now(), &held_iat);
         let claims = account::account_claims(
             spec,
             AccountInput {
@@ -244,7 +244,7 @@ impl Plane {
             .encode_issued_at(&self.operator_signing, iat)
             .unwrap();
         let signed: AccountClaims = decode(&jwt).unwrap();
-        push::may_push(&self.operator, &signed, &held_iat).unwrap();
+        push_rules::may_push(&self.operator, &signed, &held_iat).unwrap();
         jwt
     }
 
@@ -255,8 +255,8 @@ impl Plane {
             .claims_lookup(&self.system.public_key(), Collect::expecting(3, DEADLINE))
             .await
             .unwrap();
-        let held_iat = push::held_issued_at(held.iter().filter_map(|a| a.jwt()));
-        let iat = push::issue_time(now(), &held_iat);
+        let held_iat = push_rules::held_issued_at(held.iter().filter_map(|a| a.jwt()));
+        let iat = push_rules::issue_time(now(), &held_iat);
         let keys = self.system.signing_keys();
         let pk = self.system.public_key();
         let claims = account::system_account_claims(
@@ -275,7 +275,7 @@ impl Plane {
             .encode_issued_at(&self.operator_signing, iat)
             .unwrap();
         let signed: AccountClaims = decode(&jwt).unwrap();
-        push::may_push(&self.operator, &signed, &held_iat).unwrap();
+        push_rules::may_push(&self.operator, &signed, &held_iat).unwrap();
         self.push(&jwt).await;
         jwt
     }

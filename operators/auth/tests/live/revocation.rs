@@ -47,8 +47,8 @@ async fn a_deleted_user_is_revoked_distributed_and_kicked() {
         .claims_lookup(&orders.public_key(), Collect::expecting(3, DEADLINE))
         .await
         .unwrap();
-    let held_iat = auth_controller::push::held_issued_at(held.iter().filter_map(|a| a.jwt()));
-    let iat = auth_controller::push::issue_time(now_secs(), &held_iat);
+    let held_iat = auth_controller::push_rules::held_issued_at(held.iter().filter_map(|a| a.jwt()));
+    let iat = auth_controller::push_rules::issue_time(now_secs(), &held_iat);
     let keys = orders.signing_keys();
     let pk = orders.public_key();
     let claims = auth_controller::account::account_claims(
@@ -71,7 +71,7 @@ async fn a_deleted_user_is_revoked_distributed_and_kicked() {
         &record,
         &revoking_claims.nats.revocations
     ));
-    auth_controller::push::may_push(&plane.operator, &revoking_claims, &held_iat).unwrap();
+    auth_controller::push_rules::may_push(&plane.operator, &revoking_claims, &held_iat).unwrap();
     plane.push(&revoking).await;
 
     // The finalizer holds until every server holds the revoking JWT.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use auth_controller::account::AccountSigningKey;
 use auth_controller::keys::{self, IdentityPlan, SeedSource};
-use auth_controller::push::{self, Held};
+use auth_controller::push_rules::{self, Held};
 use auth_controller::user::{self, Issued};
 use common::*;
 use k8s_openapi::api::core::v1::Secret;
@@ -152,7 +152,7 @@ async fn scoped_and_external_users_of_an_adopted_signing_key_set() {
         .unwrap();
     let rogue_claims: AccountClaims = nats_claims::decode(&rogue_jwt).unwrap();
     assert!(matches!(
-        push::may_push(&plane.operator, &rogue_claims, &[]),
+        push_rules::may_push(&plane.operator, &rogue_claims, &[]),
         Err(Held::UntrustedSigner { .. })
     ));
     // Why the guard matters: nats-server 2.15's full resolver stores it anyway ("jwt updated",

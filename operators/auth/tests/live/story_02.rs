@@ -146,8 +146,11 @@ async fn story_02_account_is_usable_within_two_seconds_and_distributed_3_of_3() 
     plane.push(&newer).await;
     let older = jwt.clone();
     assert!(claims.issued_at < newer_claims.issued_at);
-    let guard =
-        auth_controller::push::may_push(&plane.operator, &claims, &[newer_claims.issued_at + 1]);
+    let guard = auth_controller::push_rules::may_push(
+        &plane.operator,
+        &claims,
+        &[newer_claims.issued_at + 1],
+    );
     assert!(guard.is_err(), "the guard let an older JWT through");
     plane.push(&older).await;
     let lookups = plane

@@ -7,7 +7,7 @@ use nats_api::auth::{AccountKind, ActivationToken, NatsAccount, NatsAccountStatu
 
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
-use crate::controller::keys::Resolved;
+use crate::controller::seeds::Resolved;
 use crate::exports;
 
 /// status.activations, and how many tokens are still unsigned (an importer without a key).

@@ -10,8 +10,8 @@ use nats_claims::NKey;
 
 use super::stop::{Stop, not_ready, not_ready_conds, unresolved_conds};
 use crate::controller::Context;
-use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::operator_of;
+use crate::controller::seeds::{self, Resolved, Subject};
 use crate::controller::time::created;
 use crate::uniqueness::{Holder, check_unique};
 use crate::{deletions, grants};
@@ -122,7 +122,7 @@ pub(super) async fn own_keys(
         recorded: prev.public_key.as_deref(),
         may_generate: true,
     };
-    keys::resolve(ctx, subject)
+    seeds::resolve(ctx, subject)
         .await?
         .map_err(|e| Stop::Refused(not_ready_conds(e.reason(), e.message())))
 }
@@ -195,7 +195,7 @@ pub(super) async fn operator_signer(
         recorded: Some(&op_pk),
         may_generate: false,
     };
-    let op_keys = keys::resolve(ctx, subject).await?.map_err(|e| {
+    let op_keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
         let m = format!("NatsOperator {op_ns}/{op_name}: {}", e.message());
         not_ready(reason::KEYS_PENDING, m)
     })?;

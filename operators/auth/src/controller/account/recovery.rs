@@ -10,9 +10,9 @@ use nats_claims::Account;
 
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
-use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
 use crate::controller::revocation::revocation_record;
+use crate::controller::seeds::Resolved;
 use crate::controller::time::time_of;
 use crate::distribution::{self, Recovery};
 

@@ -11,7 +11,7 @@ use super::stop::{Stop, not_ready, unresolved_conds};
 use crate::account::{AccountInput, account_claims, needs_resign};
 use crate::controller::Context;
 use crate::controller::jwt::{newest, sign_stable};
-use crate::controller::keys::Resolved;
+use crate::controller::seeds::Resolved;
 
 /// The account JWT of this pass and its validity.
 pub(super) struct AccountJwt {

@@ -10,7 +10,7 @@ use nats_claims::Operator;
 
 use super::stop::{Stop, not_ready, unresolved};
 use crate::controller::Context;
-use crate::controller::keys::{self, Resolved, Subject};
+use crate::controller::seeds::{self, Resolved, Subject};
 use crate::grants::{Referrer, Target};
 
 /// The identity kept offline: the subject of spec.jwt (InvalidJwt where it does not decode).
@@ -40,7 +40,7 @@ pub(super) async fn keys(
         recorded: prev.public_key.as_deref(),
         may_generate: true,
     };
-    keys::resolve(ctx, subject)
+    seeds::resolve(ctx, subject)
         .await?
         .map_err(|e| not_ready(e.reason(), e.message()))
 }
@@ -94,7 +94,7 @@ pub(super) async fn system_account(
         recorded: sys.status.as_ref().and_then(|s| s.public_key.as_deref()),
         may_generate: true,
     };
-    let keys = keys::resolve(ctx, subject).await?.map_err(|e| {
+    let keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
         let message = format!("system account {sys_ns}/{sys_name}: {}", e.message());
         not_ready(e.reason(), message)
     })?;

@@ -11,10 +11,10 @@
 //! 5. refuse [`sign::active_signer`]: the first signing key not retiring (InvalidKeys).
 //! 6. observe [`observe::held`]: what the servers hold for the system account.
 //! 7. sign [`sign::system_account_jwt`]: stepdown imports, revocations → status.systemAccount.
-//! 8. push [`deletions::deleted_accounts`]: CLAIMS.DELETE → status.deletedAccounts.
+//! 8. push [`delete_accounts::deleted_accounts`]: CLAIMS.DELETE → status.deletedAccounts.
 //! 9. write status [`status::signed`], [`status::write`]: Ready, RetiringKeysInUse, the wait.
 
-mod deletions;
+mod delete_accounts;
 mod gather;
 mod observe;
 mod sign;
@@ -72,7 +72,7 @@ async fn phases(
     let held = observe::held(ctx, &keys.public_key, &system, &prev).await;
     let system_jwt = sign::system_account_jwt(ctx, &system, signer, &accounts, &held, &prev, now)?;
     status.system_account = Some(system_jwt);
-    status.deleted_accounts = deletions::deleted_accounts(
+    status.deleted_accounts = delete_accounts::deleted_accounts(
         ctx,
         op,
         &keys.public_key,

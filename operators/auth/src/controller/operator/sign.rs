@@ -15,7 +15,7 @@ use super::stop::{Stop, not_ready};
 use crate::account::{AccountInput, system_account_claims};
 use crate::controller::Context;
 use crate::controller::jwt::sign_stable;
-use crate::controller::keys::{Resolved, SigningSeed};
+use crate::controller::seeds::{Resolved, SigningSeed};
 use crate::controller::time::secs_of;
 use crate::{exports, operator as core};
 

@@ -13,8 +13,8 @@ use nats_claims::Account;
 use super::gather::SystemAccount;
 use super::stop::Stop;
 use crate::controller::error::Error;
-use crate::controller::keys::Resolved;
 use crate::controller::pass::{retry_later, settled};
+use crate::controller::seeds::Resolved;
 use crate::controller::status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
 

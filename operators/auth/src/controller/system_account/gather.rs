@@ -12,8 +12,8 @@ use nats_api::auth::{
 
 use super::stop::{Stop, unresolved};
 use crate::controller::Context;
-use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::operator_of_system_account;
+use crate::controller::seeds::{self, Resolved, Subject};
 use crate::grants::{Referrer, Target};
 use crate::operator as core;
 
@@ -33,7 +33,7 @@ pub(super) async fn keys(
         recorded: prev.public_key.as_deref(),
         may_generate: true,
     };
-    keys::resolve(ctx, subject).await?.map_err(|e| {
+    seeds::resolve(ctx, subject).await?.map_err(|e| {
         Stop::Refused(vec![
             Blocked::new(e.reason(), e.message()).condition(condition::READY),
         ])

@@ -7,8 +7,8 @@ use nats_api::auth::{Distribution, NatsSystemAccount, NatsSystemAccountStatus, c
 
 use super::gather::Operator;
 use super::stop::Stop;
-use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
+use crate::controller::seeds::Resolved;
 use crate::controller::{Context, jwt};
 
 /// The JWT in force for this system account and the operator JWT it is pushed under.

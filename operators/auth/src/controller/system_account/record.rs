@@ -8,9 +8,9 @@ use nats_api::auth::{AccountKind, NatsSystemAccount, NatsSystemAccountStatus, Re
 
 use super::gather::Operator;
 use crate::controller::Context;
-use crate::controller::keys::Resolved;
 use crate::controller::nats::{self, Holding};
 use crate::controller::revocation::revocation_record;
+use crate::controller::seeds::Resolved;
 
 /// The record, and what the servers hold (`None` where they could not be asked).
 pub(super) struct Recorded {

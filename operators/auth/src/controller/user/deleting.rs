@@ -15,7 +15,7 @@ use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
 use super::gather::AccountView;
 use super::in_use;
-use super::kick::kick_connections;
+use super::kick_connections::kick_connections;
 use crate::controller::Context;
 use crate::controller::creds::delete_creds;
 use crate::controller::error::Error;

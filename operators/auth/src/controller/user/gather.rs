@@ -10,8 +10,8 @@ use nats_api::auth::{AccountKind, Distribution, GeneratedKind, Keys, NatsUser, r
 use super::stop::{Stop, not_ready};
 use crate::controller::Context;
 use crate::controller::jwt::jwt_hash;
-use crate::controller::keys::{self, Resolved, Subject};
 use crate::controller::refs::{account_of, kind_name, operator_of_system_account};
+use crate::controller::seeds::{self, Resolved, Subject};
 
 /// What a user needs of its account.
 pub(super) struct AccountView {
@@ -30,7 +30,7 @@ pub(super) struct AccountView {
     pub admitted: bool,
     generated: GeneratedKind,
     /// The account's UID and resourceVersion as the index holds it: what its keys were read at
-    /// ([`crate::controller::keys::kept`]).
+    /// ([`crate::controller::seeds::kept`]).
     version: String,
 }
 
@@ -105,7 +105,7 @@ fn version_of<K: kube::Resource>(a: &K) -> String {
 
 /// The account's public key (KeysPending until it records one) and its signing keys, read,
 /// never generated here (KeysPending while they are not there); kept for the next user of the
-/// account while the account is at the same version ([`keys::kept`]).
+/// account while the account is at the same version ([`seeds::kept`]).
 pub(super) async fn account_keys(
     ctx: &Context,
     view: &AccountView,
@@ -127,7 +127,7 @@ pub(super) async fn account_keys(
         recorded: Some(&account_pk),
         may_generate: false,
     };
-    let keys = keys::resolve(ctx, subject).await?.map_err(|e| {
+    let keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
         let m = format!("{}: {}", view.desc, e.message());
         not_ready(reason::KEYS_PENDING, m, resolved)
     })?;

@@ -25,7 +25,7 @@
 //! the pass (a GET, [`super::pass::drive`]): the watch may not hold the last status write yet,
 //! and a pass over a stale status would sign again what was just signed. Nothing else: the
 //! account, its grants and the other users come from the index; the account's signing keys are
-//! read once per account version, not per user ([`super::keys::kept`]; they were two Secret GETs
+//! read once per account version, not per user ([`super::seeds::kept`]; they were two Secret GETs
 //! a user); the creds Secret is read first only for a user signed before ([`key::read_first`]; a
 //! GET answering 404 a new user); the NatsConnection list is only a deleted user's
 //! ([`in_use`]). A settled pass again (a resync, a wake) costs the fresh GET and the creds
@@ -35,7 +35,7 @@ mod deleting;
 mod gather;
 pub(crate) mod in_use;
 mod key;
-mod kick;
+mod kick_connections;
 mod publish;
 mod refuse;
 mod sign;

@@ -10,7 +10,7 @@ use super::gather::AccountView;
 use super::key::UserKey;
 use super::stop::{Stop, not_ready};
 use crate::controller::jwt::sign_stable;
-use crate::controller::keys::Resolved;
+use crate::controller::seeds::Resolved;
 use crate::controller::time::secs_of;
 use crate::user::{self as core, Issued};
 use crate::withdrawal::{self, Reissue};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 
 use super::gather::AccountView;
-use super::kick::kick_connections;
+use super::kick_connections::kick_connections;
 use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::time::{secs_of, time_of};
