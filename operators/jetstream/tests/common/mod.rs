@@ -10,6 +10,9 @@ use controller_kit::metrics::Metrics;
 use jetstream_controller::controller::{self, Context, Settings};
 use jetstream_controller::jsapi::{self, JsApiError};
 use nats_api::nats::NatsConnection;
+use nats_wire::Wire;
+use nats_wire::monitor::Placement;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use sim::testkit::AbortOnDrop;
 use sim::topology::{Topology, TopologySpec};
@@ -35,6 +38,65 @@ pub fn spawn_controller_with(
 ) -> (Arc<Context>, AbortOnDrop) {
     let ctx = controller::context(client, settings, metrics);
     (ctx.clone(), AbortOnDrop::spawn(controller::run(ctx)))
+}
+
+/// Creates the object `v` describes.
+pub async fn create<K>(api: &kube::Api<K>, v: Value)
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let o: K = serde_json::from_value(v).expect("a resource");
+    api.create(&kube::api::PostParams::default(), &o)
+        .await
+        .expect("created");
+}
+
+/// The object's `status`, as JSON.
+pub async fn status_of<K>(api: &kube::Api<K>, name: &str) -> Result<Value, String>
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let o = api.get(name).await.map_err(|e| e.to_string())?;
+    let v = serde_json::to_value(&o).map_err(|e| e.to_string())?;
+    Ok(v["status"].clone())
+}
+
+/// The server leading `stream`, or empty while none does.
+pub async fn leader(app: &async_nats::Client, stream: &str) -> String {
+    jsapi::stream_info(app, stream)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|i| i["cluster"]["leader"].as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Steps `stream` down toward `server` until `server` leads it, within `within`.
+pub async fn lead_on(
+    wire: &Wire,
+    app: &async_nats::Client,
+    stream: &str,
+    server: &str,
+    within: Duration,
+) {
+    sim::wait::poll(
+        &format!("{stream} led by {server}"),
+        within,
+        || async move {
+            let l = leader(app, stream).await;
+            if l == server {
+                return Ok(Some(()));
+            }
+            let toward = Placement {
+                preferred: server.into(),
+                ..Default::default()
+            };
+            let _ = wire.stream_leader_stepdown(stream, Some(&toward)).await;
+            Err(format!("led by {l:?}"))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// A 3-server cluster (config accounts; plain clients land in APP). Its servers are killed when

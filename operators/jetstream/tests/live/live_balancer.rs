@@ -11,12 +11,10 @@ use crate::common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::NatsSystemBalancer;
 use nats_wire::Wire;
-use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
 use sim::testkit::apiserver_with_crds;
 
@@ -24,14 +22,7 @@ const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
 const STREAMS: [&str; 6] = ["S1", "S2", "S3", "S4", "S5", "S6"];
 
-pub(crate) async fn leader(app: &async_nats::Client, stream: &str) -> String {
-    jsapi::stream_info(app, stream)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|i| i["cluster"]["leader"].as_str().map(String::from))
-        .unwrap_or_default()
-}
+pub(crate) use crate::common::leader;
 
 async fn balancer_status(api: &Api<NatsSystemBalancer>, name: &str) -> Result<Value, String> {
     let o = api.get(name).await.map_err(|e| e.to_string())?;
@@ -77,22 +68,8 @@ async fn story_07_system_balancer_evens_leaders_one_move_per_pass() {
         common::create_stream(&app, config.as_object().expect("an object")).await;
     }
     let wire = Wire::new(app.clone());
-    let (app_ref, wire_ref) = (&app, &wire);
     for s in STREAMS {
-        sim::wait::poll(&format!("{s} led by c1-0"), WAIT, || async move {
-            let l = leader(app_ref, s).await;
-            if l == "c1-0" {
-                return Ok(Some(()));
-            }
-            let toward = Placement {
-                preferred: "c1-0".into(),
-                ..Default::default()
-            };
-            let _ = wire_ref.stream_leader_stepdown(s, Some(&toward)).await;
-            Err(format!("led by {l:?}"))
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        common::lead_on(&wire, &app, s, "c1-0", WAIT).await;
     }
 
     crate::live_placement::create_system_connection(api.client(), topo.client_urls()).await;

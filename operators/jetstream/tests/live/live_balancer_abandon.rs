@@ -12,15 +12,14 @@ use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
 use nats_wire::Wire;
 use nats_wire::monitor::Placement;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
 
-use crate::common;
+use crate::common::{self, create, status_of};
 use crate::live_balancer::{condition, leader};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -33,41 +32,9 @@ const INTERVAL: Duration = Duration::from_secs(5);
 /// the stepdown request): the pass starts within the interval, the Event follows it.
 const PASS_TIME: Duration = Duration::from_secs(2);
 
-async fn create<K>(api: &Api<K>, v: Value)
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o: K = serde_json::from_value(v).expect("a resource");
-    api.create(&PostParams::default(), &o)
-        .await
-        .expect("created");
-}
-
-async fn status_of<K>(api: &Api<K>, name: &str) -> Result<Value, String>
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o = api.get(name).await.map_err(|e| e.to_string())?;
-    let v = serde_json::to_value(&o).map_err(|e| e.to_string())?;
-    Ok(v["status"].clone())
-}
-
 /// Steps `stream` down toward `server` until `server` leads it.
 async fn lead_on(wire: &Wire, app: &async_nats::Client, stream: &str, server: &str) {
-    sim::wait::poll(&format!("{stream} led by {server}"), WAIT, || async move {
-        let l = leader(app, stream).await;
-        if l == server {
-            return Ok(Some(()));
-        }
-        let toward = Placement {
-            preferred: server.into(),
-            ..Default::default()
-        };
-        let _ = wire.stream_leader_stepdown(stream, Some(&toward)).await;
-        Err(format!("led by {l:?}"))
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    common::lead_on(wire, app, stream, server, WAIT).await;
 }
 
 /// The first time the Event `reason` on `name` happened, when it did.

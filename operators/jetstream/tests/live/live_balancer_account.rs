@@ -16,15 +16,13 @@ use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
 use jetstream_controller::controller::Settings;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
 use nats_wire::Wire;
-use nats_wire::monitor::Placement;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::testkit::apiserver_with_crds;
 
-use crate::common;
+use crate::common::{self, create, status_of};
 use crate::live_balancer::{condition, events, leader};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -32,44 +30,11 @@ const NS: &str = "nats";
 const HOT: [&str; 3] = ["H1", "H2", "H3"];
 const DEFAULT: [&str; 3] = ["D1", "D2", "D3"];
 
-async fn create<K>(api: &Api<K>, v: Value)
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o: K = serde_json::from_value(v).expect("a resource");
-    api.create(&PostParams::default(), &o)
-        .await
-        .expect("created");
-}
-
-async fn status_of<K>(api: &Api<K>, name: &str) -> Result<Value, String>
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o = api.get(name).await.map_err(|e| e.to_string())?;
-    let v = serde_json::to_value(&o).map_err(|e| e.to_string())?;
-    Ok(v["status"].clone())
-}
-
 /// Steps every stream of `streams` down toward c1-0 until c1-0 leads it.
 async fn pile_on_c1_0(app: &async_nats::Client, streams: &[&str]) {
     let wire = Wire::new(app.clone());
     for s in streams {
-        let wire = &wire;
-        sim::wait::poll(&format!("{s} led by c1-0"), WAIT, || async move {
-            let l = leader(app, s).await;
-            if l == "c1-0" {
-                return Ok(Some(()));
-            }
-            let toward = Placement {
-                preferred: "c1-0".into(),
-                ..Default::default()
-            };
-            let _ = wire.stream_leader_stepdown(s, Some(&toward)).await;
-            Err(format!("led by {l:?}"))
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        common::lead_on(&wire, app, s, "c1-0", WAIT).await;
     }
 }
 

@@ -9,7 +9,7 @@
 //!   holds Unsettled because a copy of OTHER's stream is gone silent, though every APP stream
 //!   is fine, and moves once it is back.
 
-use crate::common;
+use crate::common::{self, create, status_of};
 
 use std::time::Duration;
 
@@ -17,13 +17,12 @@ use controller_kit::metrics::Metrics;
 use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsSystemBalancer};
 use nats_wire::Wire;
-use nats_wire::monitor::Placement;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
 use sim::topology::{SYS_USER, Topology, TopologySpec};
 
 use crate::live_balancer::{condition, leader};
-use crate::live_placement::{WAIT, create, create_system_connection, notes, settled, status_of};
+use crate::live_placement::{WAIT, create_system_connection, notes, settled};
 
 const NS: &str = "nats";
 
@@ -48,21 +47,7 @@ async fn piled_on_c1_0(client: &async_nats::Client, streams: &[&str], tags: &[&s
     }
     let wire = Wire::new(client.clone());
     for s in streams {
-        let wire = &wire;
-        sim::wait::poll(&format!("{s} led by c1-0"), WAIT, || async move {
-            let l = leader(client, s).await;
-            if l == "c1-0" {
-                return Ok(Some(()));
-            }
-            let toward = Placement {
-                preferred: "c1-0".into(),
-                ..Default::default()
-            };
-            let _ = wire.stream_leader_stepdown(s, Some(&toward)).await;
-            Err(format!("led by {l:?}"))
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        common::lead_on(&wire, client, s, "c1-0", WAIT).await;
     }
 }
 

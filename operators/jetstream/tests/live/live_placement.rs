@@ -9,7 +9,7 @@
 //!   copy on the busiest server with `$JS.API.STREAM.PEER.REMOVE` and the meta leader places a
 //!   new one within the NATS cluster, never touching an R1 stream's only copy.
 
-use crate::common;
+use crate::common::{self, create, status_of};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -17,10 +17,9 @@ use std::time::Duration;
 use controller_kit::metrics::Metrics;
 use jetstream_controller::jsapi;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer};
 use nats_api::nats::NatsConnection;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::testkit::{AbortOnDrop, apiserver_with_crds};
 use sim::topology::{SYS_USER, Topology, TopologySpec};
@@ -31,25 +30,6 @@ pub(crate) const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
 /// The servers down while the piled streams are created.
 const LATE: [&str; 2] = ["c1-3", "c1-4"];
-
-pub(crate) async fn create<K>(api: &Api<K>, v: Value)
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o: K = serde_json::from_value(v).expect("a resource");
-    api.create(&PostParams::default(), &o)
-        .await
-        .expect("created");
-}
-
-pub(crate) async fn status_of<K>(api: &Api<K>, name: &str) -> Result<Value, String>
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o = api.get(name).await.map_err(|e| e.to_string())?;
-    let v = serde_json::to_value(&o).map_err(|e| e.to_string())?;
-    Ok(v["status"].clone())
-}
 
 /// Whether a status reads Holding=False Settled.
 pub(crate) fn settled(s: &Value) -> bool {

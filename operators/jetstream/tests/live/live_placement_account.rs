@@ -11,7 +11,7 @@
 //!   and c1-4 each holding some.
 //! - `nats_operator_balancer_replica_skew{namespace,name,pool}` follows, read from `/metrics`.
 
-use crate::common;
+use crate::common::{self, create, status_of};
 
 use std::time::Duration;
 
@@ -24,8 +24,7 @@ use sim::topology::{Topology, TopologySpec};
 
 use crate::live_balancer::condition;
 use crate::live_placement::{
-    WAIT, copies, create, create_system_connection, four_q_copies_moved, members, notes, settled,
-    spread, status_of,
+    WAIT, copies, create_system_connection, four_q_copies_moved, members, notes, settled, spread,
 };
 
 const NS: &str = "nats";

@@ -18,36 +18,16 @@ use std::time::{Duration, Instant};
 use controller_kit::metrics::Metrics;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use nats_api::jetstream::{NatsBalancer, NatsStream, NatsSystemBalancer, metric};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sim::testkit::{apiserver_with_crds, apiserver_with_crds_unjudged};
 
-use crate::common;
+use crate::common::{self, create, status_of};
 use crate::live_balancer::{condition, events};
 
 const WAIT: Duration = Duration::from_secs(60);
 const NS: &str = "nats";
-
-async fn create<K>(api: &Api<K>, v: Value)
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o: K = serde_json::from_value(v).expect("a resource");
-    api.create(&PostParams::default(), &o)
-        .await
-        .expect("created");
-}
-
-async fn status_of<K>(api: &Api<K>, name: &str) -> Result<Value, String>
-where
-    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let o = api.get(name).await.map_err(|e| e.to_string())?;
-    let v = serde_json::to_value(&o).map_err(|e| e.to_string())?;
-    Ok(v["status"].clone())
-}
 
 /// The sum of the series of `name` in `metrics` whose labels include every one of `want`.
 pub(crate) fn counter(metrics: &Metrics, name: &str, want: &[(&str, &str)]) -> f64 {
