@@ -196,7 +196,7 @@ pub async fn conformance(
         }
     };
     let reach = Reach {
-        net: None,
+        net: on.cluster.outside(),
         dir: dir.join("outside"),
         nats_server: crate::on_node::cache()
             .join("nats-server")

@@ -4,25 +4,34 @@
 //! start the container ([`k3s_start`]), import an image (the archive copied into the mounted
 //! images directory, then [`k3s_import_command`] run inside), the kubeconfig
 //! ([`k3s_kubeconfig`]) and stop; beside them, while it runs, the stories' outside names fed to
-//! k3s's CoreDNS ([`k3s_outside_server`]) as the node's dnsmasq answers them. Needs a Docker engine: [`crate::k3s::docker_available`] says
-//! why not, and [`K3sKube::start`] refuses with that reason (this machine has none).
+//! k3s's CoreDNS ([`k3s_outside_server`]) as the node's dnsmasq answers them, and the network
+//! outside Kubernetes ([`K3sOutside`]): the run's own Docker network, created before the container
+//! and removed after it, as [`crate::k3s_outside`] writes it down. Needs a Docker engine:
+//! [`crate::k3s::docker_available`] says why not, and [`K3sKube::start`] refuses with that reason
+//! (this machine has none).
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::exec::StartExecResults;
-use testcontainers::bollard::models::ExecConfig;
+use testcontainers::bollard::models::{ExecConfig, Ipam, IpamConfig, NetworkCreateRequest};
 use testcontainers::core::Mount;
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
 
+use crate::k3s_outside::{
+    CLUSTER_DNS, STORIES_KEY, a_answers, a_query, address_command, coredns_server, route_commands,
+    unanswered,
+};
 use crate::kube_backend::{
     Flavor, ImageArchive, K3S_IMAGE, K3S_OUTSIDE_KEY, KubeBackend, KubeCluster, KubeError,
-    k3s_import_command, k3s_kubeconfig, k3s_outside_server, k3s_start,
+    OutsideNet, k3s_import_command, k3s_kubeconfig, k3s_outside_server, k3s_start,
 };
 
 const NAME: &str = "k3s";
@@ -47,6 +56,7 @@ pub struct K3sCluster {
     client: kube::Client,
     docker: Docker,
     dns: tokio::task::JoinHandle<()>,
+    outside: Arc<K3sOutside>,
 }
 
 /// Runs `command` in container `id` through the Docker API; its exit code and its output.
@@ -101,11 +111,14 @@ impl KubeBackend for K3sKube {
                     reason,
                 })?;
             let s = k3s_start(dir);
+            let docker = Docker::connect_with_local_defaults().map_err(|e| failed("start", e))?;
+            create_network(&docker).await?;
             let mut request = K3s::default()
                 .with_name(s.image.0.clone())
                 .with_tag(s.image.1.clone())
                 .with_cmd(s.args.clone())
                 .with_privileged(s.privileged)
+                .with_network(s.network.clone())
                 .with_startup_timeout(Duration::from_secs(300));
             for (host, inside) in &s.mounts {
                 std::fs::create_dir_all(host)
@@ -115,7 +128,24 @@ impl KubeBackend for K3sKube {
                     inside.clone(),
                 ));
             }
-            let container = request.start().await.map_err(|e| failed("start", e))?;
+            let container = match request.start().await {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = docker.remove_network(&s.network).await;
+                    return Err(failed("start", e));
+                }
+            };
+            let k3s_ip = match container.get_bridge_ip_address().await {
+                Ok(std::net::IpAddr::V4(ip)) => ip,
+                other => {
+                    let _ = container.rm().await;
+                    let _ = docker.remove_network(&s.network).await;
+                    return Err(failed(
+                        "start",
+                        format!("the container's address on {}: {other:?}", s.network),
+                    ));
+                }
+            };
             let port = container
                 .get_host_port_ipv4(KUBE_SECURE_PORT)
                 .await
@@ -140,8 +170,13 @@ impl KubeBackend for K3sKube {
                 .await
                 .map_err(|e| failed("read the kubeconfig", e))?;
             let client = kube::Client::try_from(config).map_err(|e| failed("make a client", e))?;
-            let docker = Docker::connect_with_local_defaults().map_err(|e| failed("start", e))?;
             let dns = tokio::spawn(feed_outside_names(client.clone()));
+            let outside = Arc::new(K3sOutside {
+                k3s: k3s_ip,
+                root: nix::unistd::geteuid().is_root(),
+                routes: OnceLock::new(),
+                client: client.clone(),
+            });
             Ok(Box::new(K3sCluster {
                 container,
                 images: s.mounts[1].0.clone(),
@@ -149,6 +184,7 @@ impl KubeBackend for K3sKube {
                 client,
                 docker,
                 dns,
+                outside,
             }) as Box<dyn KubeCluster>)
         })
     }
@@ -206,17 +242,179 @@ impl KubeCluster for K3sCluster {
         })
     }
 
+    fn outside(&self) -> Option<Arc<dyn OutsideNet>> {
+        Some(self.outside.clone())
+    }
+
     fn stop(self: Box<Self>) -> BoxFuture<'static, Vec<String>> {
         Box::pin(async move {
             self.dns.abort();
-            match self.container.rm().await {
-                Ok(()) => vec![],
-                Err(e) => vec![format!(
+            let mut left = Vec::new();
+            if let Err(e) = self.container.rm().await {
+                left.push(format!(
                     "the k3s container ({}:{}) not removed: {e}",
                     K3S_IMAGE.0, K3S_IMAGE.1
-                )],
+                ));
             }
+            // The bridge goes with the network, and the outside addresses and routes with it.
+            let network = crate::k3s_outside::NETWORK;
+            if let Err(e) = self.docker.remove_network(network).await {
+                left.push(format!("the Docker network {network} not removed: {e}"));
+            }
+            left
         })
+    }
+}
+
+/// Creates the run's Docker network ([`crate::k3s_outside::network`]), removing first one a run
+/// that died left behind (which fails, harmlessly, while a container still uses it).
+async fn create_network(docker: &Docker) -> Result<(), KubeError> {
+    let n = crate::k3s_outside::network();
+    let _ = docker.remove_network(&n.name).await;
+    let request = NetworkCreateRequest {
+        name: n.name.clone(),
+        driver: Some("bridge".into()),
+        ipam: Some(Ipam {
+            config: Some(vec![IpamConfig {
+                subnet: Some(n.subnet),
+                ip_range: Some(n.ip_range),
+                gateway: Some(n.gateway),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        options: Some(n.options.into_iter().collect()),
+        ..Default::default()
+    };
+    docker
+        .create_network(request)
+        .await
+        .map(|_| ())
+        .map_err(|e| failed("create the Docker network", format!("{}: {e}", n.name)))
+}
+
+/// Runs `command` on the host (an `ip` command, maybe through `sudo -n`); its stderr when it fails.
+fn run(command: &[String]) -> Result<(), String> {
+    let (program, args) = command.split_first().ok_or("an empty command")?;
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", command.join(" ")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {}",
+        command.join(" "),
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
+}
+
+/// k3s's network outside Kubernetes ([`crate::k3s_outside`]): outside addresses on the run's
+/// bridge, the host's routes into the cluster (set once, before the first address: only a story
+/// with servers outside needs them, and they need root or `sudo -n`), names in CoreDNS.
+pub struct K3sOutside {
+    /// The k3s container's address on the run's network.
+    k3s: Ipv4Addr,
+    root: bool,
+    routes: OnceLock<Result<(), String>>,
+    client: kube::Client,
+}
+
+/// How long CoreDNS has to answer names written to it (the kubelet's ConfigMap sync, then its
+/// `reload`: about a minute and a half at worst).
+const NAMES_WITHIN: Duration = Duration::from_secs(180);
+
+impl K3sOutside {
+    /// The host's routes into the cluster, set on the first call.
+    fn routes(&self) -> Result<(), KubeError> {
+        self.routes
+            .get_or_init(|| {
+                route_commands(self.k3s, self.root)
+                    .iter()
+                    .try_for_each(|c| run(c))
+            })
+            .clone()
+            .map_err(|e| failed("route the host into the cluster", e))
+    }
+}
+
+/// What the cluster DNS answers now for `name` (its A records; none when it does not answer
+/// within 2 s).
+async fn cluster_dns_a(name: &str) -> Vec<Ipv4Addr> {
+    let id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.subsec_nanos() as u16);
+    let Ok(socket) = tokio::net::UdpSocket::bind("0.0.0.0:0").await else {
+        return vec![];
+    };
+    if socket.connect((CLUSTER_DNS, 53)).await.is_err()
+        || socket.send(&a_query(id, name)).await.is_err()
+    {
+        return vec![];
+    }
+    let mut buf = [0u8; 1500];
+    match tokio::time::timeout(Duration::from_secs(2), socket.recv(&mut buf)).await {
+        Ok(Ok(n)) => a_answers(id, &buf[..n]),
+        _ => vec![],
+    }
+}
+
+impl OutsideNet for K3sOutside {
+    fn address(&self, n: u8) -> Result<Ipv4Addr, KubeError> {
+        self.routes()?;
+        let ip = crate::node::outside::address(n);
+        run(&address_command(ip, self.root)).map_err(|e| failed("add an outside address", e))?;
+        Ok(ip)
+    }
+
+    /// Writes the names as [`STORIES_KEY`] of `kube-system/coredns-custom` (its own field
+    /// manager, beside the Services' names), then waits until CoreDNS answers them (queried from
+    /// the host through the routes): it reads them once the kubelet updates the mounted
+    /// ConfigMap and its `reload` notices, where the node's dnsmasq re-reads at once.
+    fn name<'a>(
+        &'a self,
+        entries: &'a [(Ipv4Addr, String)],
+    ) -> BoxFuture<'a, Result<(), KubeError>> {
+        Box::pin(async move {
+            use k8s_openapi::api::core::v1::ConfigMap;
+            use kube::api::{Api, Patch, PatchParams};
+            let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), "kube-system");
+            let map = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "coredns-custom", "namespace": "kube-system"},
+                "data": {STORIES_KEY: coredns_server(entries)},
+            });
+            self.routes()?;
+            maps.patch(
+                "coredns-custom",
+                &PatchParams::apply("sim-k3s-stories").force(),
+                &Patch::Apply(&map),
+            )
+            .await
+            .map_err(|e| failed("name the outside addresses", e))?;
+            crate::wait::poll(
+                "k3s's CoreDNS answers the outside names",
+                NAMES_WITHIN,
+                || async {
+                    let mut got = std::collections::BTreeMap::new();
+                    for (_, name) in entries {
+                        if !got.contains_key(name) {
+                            got.insert(name.clone(), cluster_dns_a(name).await);
+                        }
+                    }
+                    let missing = unanswered(entries, |n| got.get(n).cloned().unwrap_or_default());
+                    Ok(missing.is_empty().then_some(()))
+                },
+            )
+            .await
+            .map_err(|e| failed("name the outside addresses", e))
+        })
+    }
+
+    fn dns_address(&self) -> Ipv4Addr {
+        CLUSTER_DNS
     }
 }
 

@@ -10,7 +10,9 @@
 //! the k3s backend's plan is checked on every run of the gate, also where no Docker engine answers
 //! (this machine).
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
@@ -29,6 +31,9 @@ pub enum KubeError {
         what: &'static str,
         message: String,
     },
+    /// The node's own error, as the node says it (its outside network).
+    #[error(transparent)]
+    Node(#[from] crate::node::NodeError),
 }
 
 /// How the chart's release must be installed on a backend's Kubernetes.
@@ -59,8 +64,46 @@ pub trait KubeCluster: Send + Sync {
         archive: &'a Path,
         base_name: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), KubeError>>;
+    /// The network outside Kubernetes the cluster's pods reach (where a story's own NATS servers
+    /// run as processes on this machine); `None` when it could not be set up.
+    fn outside(&self) -> Option<Arc<dyn OutsideNet>>;
     /// Stops the cluster; the lines say what it left behind (empty: nothing).
     fn stop(self: Box<Self>) -> BoxFuture<'static, Vec<String>>;
+}
+
+/// A backend's network outside Kubernetes: addresses on this machine its pods reach, names its
+/// cluster DNS answers for them, and the address of that DNS as this machine reaches it. The
+/// node's is [`crate::node::outside::Outside`] (addresses on the node's interface, names in its
+/// dnsmasq's hosts file); k3s's is the run's Docker network (`crate::k3s_outside`).
+pub trait OutsideNet: Send + Sync {
+    /// Adds outside address `n` (1–254, `10.245.1.<n>` on both backends) where this machine
+    /// listens on it and the pods reach it (again: no change) and returns it.
+    fn address(&self, n: u8) -> Result<Ipv4Addr, KubeError>;
+    /// Makes `entries` (address, name) the outside names the cluster DNS answers, replacing the
+    /// ones before.
+    fn name<'a>(
+        &'a self,
+        entries: &'a [(Ipv4Addr, String)],
+    ) -> BoxFuture<'a, Result<(), KubeError>>;
+    /// The cluster DNS as a process on this machine reaches it (a `resolv.conf` nameserver).
+    fn dns_address(&self) -> Ipv4Addr;
+}
+
+impl OutsideNet for crate::node::outside::Outside {
+    fn address(&self, n: u8) -> Result<Ipv4Addr, KubeError> {
+        Ok(crate::node::outside::Outside::address(self, n)?)
+    }
+
+    fn name<'a>(
+        &'a self,
+        entries: &'a [(Ipv4Addr, String)],
+    ) -> BoxFuture<'a, Result<(), KubeError>> {
+        Box::pin(async move { Ok(crate::node::outside::Outside::name(self, entries)?) })
+    }
+
+    fn dns_address(&self) -> Ipv4Addr {
+        crate::node::config::NODE_IP
+    }
 }
 
 /// A way to start a Kubernetes: the node or k3s.
@@ -188,29 +231,41 @@ pub struct K3sStart {
     /// Privileged: k3s runs containerd and a kubelet inside.
     pub privileged: bool,
     pub mounts: Vec<(PathBuf, String)>,
+    /// The Docker network it joins (the run's own, [`crate::k3s_outside::network`]).
+    pub network: String,
 }
 
 /// The k3s container for a run under `dir`: the pinned image, no traefik and no metrics-server
 /// (the chart needs neither), containerd's native snapshotter (overlay inside a container's
 /// overlay is refused on some hosts), the kubeconfig written where the host reads it, the
-/// run's image archives mounted for `ctr images import`.
+/// run's image archives mounted for `ctr images import`, on the run's own Docker network with its
+/// pod and Service networks and cluster DNS pinned (k3s's defaults) where the host's routes
+/// expect them ([`crate::k3s_outside`]).
 pub fn k3s_start(dir: &Path) -> K3sStart {
+    use crate::k3s_outside::{CLUSTER_CIDR, CLUSTER_DNS, NETWORK, SERVICE_CIDR};
+    let mut args: Vec<String> = [
+        "server",
+        "--snapshotter=native",
+        "--disable=traefik",
+        "--disable=metrics-server",
+        "--write-kubeconfig-mode=644",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend([
+        format!("--cluster-cidr={CLUSTER_CIDR}"),
+        format!("--service-cidr={SERVICE_CIDR}"),
+        format!("--cluster-dns={CLUSTER_DNS}"),
+    ]);
     K3sStart {
         image: (K3S_IMAGE.0.into(), K3S_IMAGE.1.into()),
-        args: [
-            "server",
-            "--snapshotter=native",
-            "--disable=traefik",
-            "--disable=metrics-server",
-            "--write-kubeconfig-mode=644",
-        ]
-        .map(String::from)
-        .to_vec(),
+        args,
         privileged: true,
         mounts: vec![
             (dir.join("k3s-conf"), K3S_CONF_DIR.into()),
             (dir.join("images"), K3S_IMAGES_DIR.into()),
         ],
+        network: NETWORK.into(),
     }
 }
 
@@ -250,6 +305,7 @@ pub fn k3s_plan(
     if s.privileged {
         run.push("--privileged".into());
     }
+    run.push(format!("--network {}", s.network));
     for (host, inside) in &s.mounts {
         run.push(format!("-v {}:{inside}", host.display()));
     }
@@ -377,6 +433,10 @@ impl KubeCluster for crate::node::Node {
                     message: e.to_string(),
                 })
         })
+    }
+
+    fn outside(&self) -> Option<Arc<dyn OutsideNet>> {
+        Some(Arc::new(crate::node::Node::outside(self)))
     }
 
     fn stop(self: Box<Self>) -> BoxFuture<'static, Vec<String>> {

@@ -37,6 +37,7 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "node",
             "k3s",
             "kube_backend",
+            "k3s_outside",
             "k3s_cluster",
             "testkit",
         ],

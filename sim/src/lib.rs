@@ -14,6 +14,7 @@ pub mod install;
 pub mod k3s;
 #[cfg(feature = "k3s")]
 pub mod k3s_cluster;
+pub mod k3s_outside;
 pub mod kube_backend;
 #[cfg(test)]
 mod layers;

@@ -1,6 +1,7 @@
 //! NATS deployments a story finds outside Kubernetes, played by the run ([`super::reach::before`]): nats-server
-//! processes on this machine, on the node's outside addresses and named in its cluster DNS
-//! ([`sim::node::outside`]), running until the story ends.
+//! processes on this machine, on the backend's outside addresses and named in its cluster DNS
+//! ([`sim::kube_backend::OutsideNet`]: the node's, `sim::node::outside`, or k3s's,
+//! `sim::k3s_outside`), running until the story ends.
 //!
 //! - Story 03's cluster "nobody here deployed": three servers `nats-N.legacy.example.internal`
 //!   over TLS from a private CA, under an operator of their own with a `payments` account, already
@@ -24,7 +25,7 @@ use nats_claims::{
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, SanType};
 use serde_json::{Value, json};
 use sim::config::{ClusterBlock, JetStreamBlock, ServerConfig};
-use sim::node::outside::Outside;
+use sim::kube_backend::OutsideNet;
 use sim::server::Server;
 
 use super::issuer::Ca;
@@ -127,7 +128,7 @@ pub(super) struct Operator {
 /// The servers of `cluster`, named in the DNS (beside `named`, names already given) and
 /// started, routed to each other by address; the names given.
 pub(super) async fn start(
-    net: &Outside,
+    net: &dyn OutsideNet,
     dir: &Path,
     binary: &Path,
     cluster: &Cluster<'_>,
@@ -144,9 +145,9 @@ pub(super) async fn start(
     {
         named.extend(addresses.iter().map(|(ip, _)| (*ip, host.to_string())));
     }
-    net.name(named).map_err(|e| e.to_string())?;
+    net.name(named).await.map_err(|e| e.to_string())?;
     let binary = if cluster.node_dns {
-        in_node_dns(dir, binary)?
+        in_node_dns(dir, binary, net.dns_address())?
     } else {
         binary.to_path_buf()
     };
@@ -198,18 +199,16 @@ pub(super) async fn start(
 }
 
 /// A wrapper of nats-server `binary` under `dir` that runs it in a mount namespace of its own
-/// whose `/etc/resolv.conf` names the node's cluster DNS, so the outside names a supercluster's
-/// members dial by (a partner's `gw.west.example.org`) resolve as the node's pods resolve them;
-/// the host's own resolver is left alone.
-fn in_node_dns(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
+/// whose `/etc/resolv.conf` names the cluster DNS at `dns` (the node's dnsmasq, k3s's CoreDNS),
+/// so the outside names a supercluster's members dial by (a partner's `gw.west.example.org`)
+/// resolve as the cluster's pods resolve them; the host's own resolver is left alone. The mount
+/// namespace needs root, as the node does (the nightly k3s job runs the conformance as root).
+fn in_node_dns(dir: &Path, binary: &Path, dns: Ipv4Addr) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let resolv = dir.join("resolv.conf");
-    std::fs::write(
-        &resolv,
-        format!("nameserver {}\n", sim::node::config::NODE_IP),
-    )
-    .map_err(|e| format!("{}: {e}", resolv.display()))?;
+    std::fs::write(&resolv, format!("nameserver {dns}\n"))
+        .map_err(|e| format!("{}: {e}", resolv.display()))?;
     let wrapper = dir.join("nats-server-in-node-dns");
     let script = format!(
         "#!/bin/sh\nexec unshare --mount --propagation private /bin/sh -c 'mount --bind \"{}\" /etc/resolv.conf && exec \"{}\" \"$@\"' nats-server \"$@\"\n",
@@ -379,7 +378,7 @@ pub(super) fn now_secs() -> i64 {
 
 /// Story 03's legacy cluster, with the streams the story meets already on it.
 pub(super) async fn legacy(
-    net: &Outside,
+    net: &dyn OutsideNet,
     dir: &Path,
     binary: &Path,
 ) -> Result<Surroundings, String> {

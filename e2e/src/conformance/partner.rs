@@ -14,13 +14,14 @@
 
 use std::net::Ipv4Addr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
 use nats_claims::{AccountClaims, Creds, KeyKind, NKey, OperatorClaims, UserClaims};
 use serde_json::{Value, json};
-use sim::node::outside::Outside;
+use sim::kube_backend::OutsideNet;
 
 use super::issuer::Ca;
 use super::outside::{
@@ -78,7 +79,7 @@ fn user(name: &str, account: &NKey, by: &NKey) -> Result<String, String> {
 /// The partner's supercluster, started and gatewayed, and what its owners hand over.
 pub async fn supercluster(
     client: &kube::Client,
-    net: &Outside,
+    net: Arc<dyn OutsideNet>,
     dir: &Path,
     binary: &Path,
 ) -> Result<Surroundings, String> {
@@ -133,7 +134,7 @@ pub async fn supercluster(
             }),
             node_dns: true,
         };
-        servers.extend(start(net, dir, binary, &cluster, &mut named).await?);
+        servers.extend(start(&*net, dir, binary, &cluster, &mut named).await?);
     }
     let west_tls = west_gateway_tls(&ca)?;
     let stand_ins = stand_ins(&[
@@ -144,7 +145,7 @@ pub async fn supercluster(
         ("ledger.publicKey", ledger.public_key()),
         ("ledger.jwt", ledger_jwt),
     ])?;
-    let naming = tokio::spawn(name_west(client.clone(), net.clone(), named));
+    let naming = tokio::spawn(name_west(client.clone(), net, named));
     Ok(Surroundings {
         said: format!(
             "the partner's supercluster outside the node: core-a and core-b at {} and {} over \
@@ -240,7 +241,7 @@ fn stand_ins(run: &[(&str, String)]) -> Result<Vec<(String, String)>, String> {
 
 /// Names `gw.west.example.org` with the ClusterIP of west's gateway Service once it exists
 /// (again if it changes), beside the names `named` already given, until aborted.
-async fn name_west(client: kube::Client, net: Outside, named: Vec<(Ipv4Addr, String)>) {
+async fn name_west(client: kube::Client, net: Arc<dyn OutsideNet>, named: Vec<(Ipv4Addr, String)>) {
     let services: Api<Service> = Api::namespaced(client, NAMESPACE);
     let mut given: Option<Ipv4Addr> = None;
     loop {
@@ -253,7 +254,7 @@ async fn name_west(client: kube::Client, net: Outside, named: Vec<(Ipv4Addr, Str
         if let Some(ip) = ip.filter(|ip| Some(*ip) != given) {
             let mut all = named.clone();
             all.push((ip, WEST_GATEWAY.to_string()));
-            match net.name(&all) {
+            match net.name(&all).await {
                 Ok(()) => given = Some(ip),
                 Err(e) => eprintln!("naming {WEST_GATEWAY}: {e}"),
             }

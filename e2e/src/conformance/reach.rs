@@ -3,18 +3,20 @@
 //! ([`super::outside`]), story 13's partner supercluster ([`super::partner`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use sim::node::outside::Outside;
+use sim::kube_backend::OutsideNet;
 
 use super::outside::{Surroundings, legacy, nsc};
 
-/// What a story's run reaches besides the cluster's objects: the node's outside network, a
+/// What a story's run reaches besides the cluster's objects: the backend's outside network, a
 /// directory for what it starts there, the nats-server those servers run, the chart's release.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Reach {
-    /// The node's outside network; `None` on a backend that has none yet (k3s): a story that
-    /// finds servers outside Kubernetes (03, 13, 14) then fails saying so.
-    pub net: Option<Outside>,
+    /// The backend's outside network (the node's or k3s's, [`sim::kube_backend::OutsideNet`]);
+    /// `None` when the backend gave none: a story that finds servers outside Kubernetes (03, 13,
+    /// 14) then fails saying so.
+    pub net: Option<Arc<dyn OutsideNet>>,
     pub dir: PathBuf,
     pub nats_server: PathBuf,
     pub release: crate::on_node::Release,
@@ -33,14 +35,13 @@ impl Reach {
         let Some(net) = &self.net else {
             return match outside_of(story) {
                 true => Err(
-                    "this backend has no network outside Kubernetes for the story's own servers \
-                     yet (only the node's, sim::node::outside)"
+                    "this backend gave no network outside Kubernetes for the story's own servers"
                         .into(),
                 ),
                 false => Ok(None),
             };
         };
-        let Some(s) = before(client, story, net, &dir, &self.nats_server).await? else {
+        let Some(s) = before(client, story, net.clone(), &dir, &self.nats_server).await? else {
             return Ok(None);
         };
         if let Some(values) = &s.values {
@@ -69,20 +70,20 @@ pub fn outside_of(story: &str) -> bool {
 }
 
 /// The surroundings of `story` (none for most), with its servers under `dir`, run from the
-/// nats-server `binary`, reached through the node's outside network `net`.
+/// nats-server `binary`, reached through the backend's outside network `net`.
 pub async fn before(
     client: &kube::Client,
     story: &str,
-    net: &Outside,
+    net: Arc<dyn OutsideNet>,
     dir: &Path,
     binary: &Path,
 ) -> Result<Option<Surroundings>, String> {
     match story.split_once('-').map_or(story, |(n, _)| n) {
-        "03" => legacy(net, dir, binary).await.map(Some),
+        "03" => legacy(&*net, dir, binary).await.map(Some),
         "13" => super::partner::supercluster(client, net, dir, binary)
             .await
             .map(Some),
-        "14" => nsc(net, dir, binary).await.map(Some),
+        "14" => nsc(&*net, dir, binary).await.map(Some),
         _ => Ok(None),
     }
 }

@@ -514,7 +514,7 @@ pub async fn on_node(
     let chosen = chosen(&stories, only)?;
     let installed = crate::on_node::install_shaped(dir, &shape(), &mut *say).await?;
     let reach = Reach {
-        net: Some(installed.node.outside()),
+        net: Some(std::sync::Arc::new(installed.node.outside())),
         dir: dir.join("outside"),
         nats_server: crate::on_node::cache()
             .join("nats-server")

@@ -57,7 +57,7 @@ pub const NSC_SYSTEM_CONNECTION: &str = "legacy-system";
 /// Story 14's servers, trusting the operator made with nsc and holding its accounts as nsc
 /// signed them.
 pub(in crate::conformance) async fn nsc(
-    net: &Outside,
+    net: &dyn OutsideNet,
     dir: &Path,
     binary: &Path,
 ) -> Result<Surroundings, String> {
