@@ -61,6 +61,22 @@ where
     Ok(v["status"].clone())
 }
 
+/// How many Events of `reason` in `ns` regard the object `name` (a series counted by its count).
+pub async fn events(client: kube::Client, ns: &str, name: &str, reason: &str) -> i32 {
+    let api: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::namespaced(client, ns);
+    api.list(&Default::default())
+        .await
+        .expect("list Events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+        })
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum()
+}
+
 /// The server leading `stream`, or empty while none does.
 pub async fn leader(app: &async_nats::Client, stream: &str) -> String {
     jsapi::stream_info(app, stream)

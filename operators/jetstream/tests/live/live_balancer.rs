@@ -11,7 +11,6 @@ use crate::common;
 use std::time::Duration;
 
 use controller_kit::metrics::Metrics;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use nats_api::jetstream::NatsSystemBalancer;
 use nats_wire::Wire;
@@ -38,18 +37,7 @@ pub(crate) fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value>
 }
 
 pub(crate) async fn events(client: kube::Client, name: &str, reason: &str) -> i32 {
-    let api: Api<Event> = Api::namespaced(client, NS);
-    api.list(&Default::default())
-        .await
-        .expect("list Events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-        })
-        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
-        .sum()
+    common::events(client, NS, name, reason).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

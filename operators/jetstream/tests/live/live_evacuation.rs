@@ -22,7 +22,6 @@ use std::time::Duration;
 use async_nats::jetstream;
 use controller_kit::metrics::Metrics;
 use jetstream_controller::jsapi;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use nats_api::jetstream::{NatsClusterEvacuation, NatsKeyValue, NatsStream};
 use nats_api::nats::NatsConnection;
@@ -134,18 +133,7 @@ async fn placement(client: &async_nats::Client, stream: &str) -> (String, Vec<St
 
 /// How many Events of `reason` regard the evacuation `name`.
 async fn events(client: kube::Client, name: &str, reason: &str) -> i32 {
-    let api: Api<Event> = Api::namespaced(client, SYS_NS);
-    api.list(&Default::default())
-        .await
-        .expect("list Events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-        })
-        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
-        .sum()
+    common::events(client, SYS_NS, name, reason).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
