@@ -41,13 +41,12 @@ mod status;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::finalizer::Cleanup;
 use controller_kit::reconcile::{Read, describe};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use nats_api::jetstream::{FINALIZER, GoDuration, NatsBalancer, condition, event, metric};
+use nats_api::jetstream::{GoDuration, NatsBalancer, condition, event, metric};
 
 use super::context::{Context, watch_config};
 use super::error::Error;
@@ -94,20 +93,7 @@ pub(super) fn with_note(message: String, note: Option<&str>) -> String {
 }
 
 async fn reconcile(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let api: Api<NatsBalancer> = Api::namespaced(
-        ctx.shared.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-    );
-    let c = ctx.clone();
-    finalizer::reconcile(
-        &api,
-        FINALIZER,
-        obj,
-        true,
-        |o| live(o, c),
-        |o| cleanup(o, ctx),
-    )
-    .await
+    super::moves::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// One pass: gather → observe → judge → act → status (see the module doc).

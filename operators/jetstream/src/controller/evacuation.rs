@@ -29,12 +29,9 @@ mod status;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_kit::finalizer;
 use controller_kit::reconcile::Read;
-use kube::ResourceExt;
-use kube::api::Api;
 use kube::runtime::controller::Action;
-use nats_api::jetstream::{FINALIZER, NatsClusterEvacuation};
+use nats_api::jetstream::NatsClusterEvacuation;
 
 use super::context::{Context, watch_config};
 use super::error::Error;
@@ -54,20 +51,7 @@ pub const REFUSED_RETRY: Duration = Duration::from_secs(60);
 const KIND: &str = "NatsClusterEvacuation";
 
 async fn reconcile(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let api: Api<NatsClusterEvacuation> = Api::namespaced(
-        ctx.shared.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-    );
-    let c = ctx.clone();
-    finalizer::reconcile(
-        &api,
-        FINALIZER,
-        obj,
-        true,
-        |o| live(o, c),
-        |o| cleanup(o, ctx),
-    )
-    .await
+    super::moves::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// One pass: gather → refuse → hold → judge → apply → status (see the module doc).

@@ -39,12 +39,10 @@ mod status;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::finalizer::Cleanup;
 use controller_kit::reconcile::{Read, describe};
-use kube::ResourceExt;
-use kube::api::Api;
 use kube::runtime::controller::Action;
-use nats_api::jetstream::{FINALIZER, GoDuration, NatsSystemBalancer};
+use nats_api::jetstream::{GoDuration, NatsSystemBalancer};
 
 use super::context::{Context, watch_config};
 use super::error::Error;
@@ -62,20 +60,7 @@ const KIND: &str = "NatsSystemBalancer";
 const PENDING_POLL: Duration = Duration::from_secs(2);
 
 async fn reconcile(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let api: Api<NatsSystemBalancer> = Api::namespaced(
-        ctx.shared.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-    );
-    let c = ctx.clone();
-    finalizer::reconcile(
-        &api,
-        FINALIZER,
-        obj,
-        true,
-        |o| live(o, c),
-        |o| cleanup(o, ctx),
-    )
-    .await
+    super::moves::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// The pace of passes ([`super::balancer::pace`]).
