@@ -5,12 +5,12 @@
 //! observations and carry out what it decides.
 
 pub mod balance;
-pub mod connection;
 pub mod consumer_config;
 pub mod controller;
+pub mod dialing;
 pub mod divergence;
 pub mod drift;
-pub mod evacuation;
+pub mod evacuation_rules;
 pub mod jsapi;
 pub mod kv_config;
 pub mod late_init;

@@ -17,9 +17,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use nats_api::nats::NatsConnection;
 
-use crate::connection::{
-    Ready, Secrets, dial_config, ready_after_dial, ready_of_held, secret_data,
-};
+use crate::dialing::{Ready, Secrets, dial_config, ready_after_dial, ready_of_held, secret_data};
 
 /// How long a first dial may take before the connection is ConnectFailed.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(5);

@@ -21,7 +21,7 @@ use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, c
 use super::context::{Context, watch_config};
 use super::error::{Error, kube_err};
 use super::in_use;
-use crate::connection::Ready;
+use crate::dialing::Ready;
 use crate::pool::Resolved;
 
 /// The longest wait between two passes of a Disconnected connection.

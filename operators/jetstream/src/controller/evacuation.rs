@@ -1,16 +1,16 @@
 //! NatsClusterEvacuation: every stream group off `from.cluster`, one `ACCOUNT.STREAM.MOVE` at a
 //! time, to servers carrying `to.serverTags` (design §6.6; the rules are
-//! [`crate::evacuation`]'s). A pass, phase by phase ([`live`]):
+//! [`crate::evacuation_rules`]'s). A pass, phase by phase ([`live`]):
 //!
 //! 1. [`gather`] — the system connection reached, one JSZ ping across the NATS system (accounts,
 //!    streams, configs) read as a [`SystemView`](crate::system_view::SystemView), and the
 //!    NatsStream, NatsKeyValue and NatsObjectStore owning its stream groups read from the index
-//!    ([`super::index`], no list) as their [`Owner`](crate::evacuation::Owner)s.
+//!    ([`super::index`], no list) as their [`Owner`](crate::evacuation_rules::Owner)s.
 //! 2. [`refuse`] — a server of the source carrying the target tags: no move, ever, until it
 //!    does not (Event EvacuationRefused).
 //! 3. [`hold`] — a server down or the meta group leaderless: no move made, none counted done
 //!    (Holding ServersDown).
-//! 4. [`judge`] — pure ([`crate::evacuation::plan`]): moves requested earlier judged, the next
+//! 4. [`judge`] — pure ([`crate::evacuation_rules::plan`]): moves requested earlier judged, the next
 //!    one chosen (streams whose move was refused lately passed over).
 //! 5. [`apply`] — the next move requested (Event MoveStarted; MoveRefused when the meta leader
 //!    refuses it), each move found done announced (MoveDone).

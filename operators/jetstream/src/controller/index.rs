@@ -19,7 +19,7 @@ use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use nats_api::jetstream::{NatsKeyValue, NatsObjectStore, NatsStream, Placement};
 
-use crate::evacuation::Owner;
+use crate::evacuation_rules::Owner;
 use crate::system_view::SystemView;
 
 /// How long a pass waits for a store's first list before it stops, saying so (only right after

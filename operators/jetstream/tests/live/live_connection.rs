@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use jetstream_controller::connection::{Ready, Secrets, dial_config, ready_after_dial};
+use jetstream_controller::dialing::{Ready, Secrets, dial_config, ready_after_dial};
 use nats_api::nats::NatsConnectionSpec;
 use nats_claims::{KeyKind, NKey};
 use serde_json::json;

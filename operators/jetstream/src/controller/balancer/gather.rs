@@ -236,14 +236,14 @@ async fn creds_account(ctx: &Context, obj: &NatsBalancer) -> Option<String> {
     let key = r
         .key
         .clone()
-        .unwrap_or_else(|| crate::connection::DEFAULT_CREDS_KEY.into());
+        .unwrap_or_else(|| crate::dialing::DEFAULT_CREDS_KEY.into());
     let secret =
         Api::<k8s_openapi::api::core::v1::Secret>::namespaced(ctx.shared.client.clone(), &conn_ns)
             .get_opt(&r.name)
             .await
             .ok()??;
     let bytes = secret.data?.remove(&key)?.0;
-    crate::connection::creds_account(&String::from_utf8_lossy(&bytes))
+    crate::dialing::creds_account(&String::from_utf8_lossy(&bytes))
 }
 
 /// The consumers of each stream named, one CONSUMER.LIST each; a listing that fails holds the

@@ -1,6 +1,6 @@
 //! The refuse, hold, judge and apply phases of a NatsClusterEvacuation's pass: a source server
 //! carrying the target tags refuses it, servers down hold it ([`Stopped`]); the pure plan
-//! ([`evacuation::plan`]) chooses the next move, which is requested, and announces those done.
+//! ([`evacuation_rules::plan`]) chooses the next move, which is requested, and announces those done.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -15,7 +15,7 @@ use super::super::context::Context;
 use super::super::lock::lock;
 use super::REFUSED_RETRY;
 use super::gather::{Gathered, Stopped};
-use crate::evacuation::{self, EvacuationPlan};
+use crate::evacuation_rules::{self, EvacuationPlan};
 use crate::system_view::SystemView;
 
 /// The refuse phase: a source server carrying the target tags refuses the evacuation.
@@ -24,7 +24,8 @@ pub(super) async fn refuse(
     obj: &NatsClusterEvacuation,
     view: &SystemView,
 ) -> Option<Stopped> {
-    let message = evacuation::refusal(view, &obj.spec.from.cluster, &obj.spec.to.server_tags)?;
+    let message =
+        evacuation_rules::refusal(view, &obj.spec.from.cluster, &obj.spec.to.server_tags)?;
     ctx.shared
         .events
         .publish(obj, true, event::EVACUATION_REFUSED, message.clone())
@@ -39,7 +40,7 @@ pub(super) fn hold(
     obj: &NatsClusterEvacuation,
     view: &SystemView,
 ) -> Option<Stopped> {
-    let why = evacuation::servers_down(view, &obj.spec.from.cluster)?;
+    let why = evacuation_rules::servers_down(view, &obj.spec.from.cluster)?;
     let message = format!("no move while servers are down: {why}");
     let after = ctx.shared.retry_later(obj);
     Some(Stopped {
@@ -57,7 +58,7 @@ pub(super) fn judge(
     previous: &NatsClusterEvacuationStatus,
 ) -> EvacuationPlan {
     let refused = refused_lately(ctx, obj);
-    evacuation::plan(
+    evacuation_rules::plan(
         &g.view,
         &obj.spec.from.cluster,
         &g.owners,

@@ -16,7 +16,7 @@ use super::super::error::Error;
 use super::super::index;
 use super::super::moves::{Reached, ping, reached};
 use crate::balance::gate::Sighting;
-use crate::evacuation::Owner;
+use crate::evacuation_rules::Owner;
 use crate::system_view::{SystemView, system_view};
 
 /// What a pass works from.

@@ -14,7 +14,7 @@ use super::super::error::{Error, kube_err};
 use super::super::lock::lock;
 use super::MOVE_POLL;
 use super::gather::Stopped;
-use crate::evacuation::{self, EvacuationPlan};
+use crate::evacuation_rules::{self, EvacuationPlan};
 
 /// A pass that stopped short: Ready (and Holding when held) as `stopped` says, the rest as it
 /// was.
@@ -48,7 +48,7 @@ pub(super) async fn write_status(
     } else {
         MOVE_POLL
     };
-    let ready = evacuation::ready(&plan, moved, &obj.spec.from.cluster);
+    let ready = evacuation_rules::ready(&plan, moved, &obj.spec.from.cluster);
     let moving = plan
         .in_flight
         .iter()
