@@ -40,7 +40,7 @@ use super::outcome::{
     Outcome, Stop, Written, hold, previous_status, spec_edited, terminal_message,
 };
 use super::reach::{connection_state, reach};
-use super::status::write_status;
+use super::write_status::write_status;
 use crate::drift::{self, Decision};
 use crate::lifecycle_policies::{self, Action as Plan, ConnectionState};
 use crate::ownership::{self, Found};

@@ -12,10 +12,10 @@
 //! (retried with backoff). Nothing crashes the loop.
 //!
 //! Files: `context` (Context, Settings), `error` (Error), `outcome` (what a pass decided, how a
-//! pass stops short), `status` (write_status), `reach` (the NatsConnection reached),
-//! `stream_backed` (the kinds that are one stream), `objects`, `consumer`, `connection`,
-//! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers, a file
-//! per phase beside each), `moves` (what those three share).
+//! pass stops short), `write_status` (a pass's status written), `reach` (the NatsConnection
+//! reached), `stream_backed` (the kinds that are one stream), `objects`, `consumer`,
+//! `connection`, `evacuation`, `system_balancer` and `balancer` (the passes and their
+//! Controllers, a file per phase beside each), `moves` (what those three share).
 
 mod balancer;
 mod census;
@@ -35,10 +35,10 @@ mod reach;
 mod replica_divergence;
 mod requests;
 mod share;
-mod status;
 mod stream_backed;
 mod system_balancer;
 mod torn_down;
+mod write_status;
 
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@
 //! process, not per resource ([`in_use::protect`]). Beyond those: the Secrets a connection
 //! with credentials or a CA names are read on each pass (the pool's fingerprint of what it
 //! dialed); a spec patch only when AdoptOrCreate fills omitted fields. A later pass that finds
-//! nothing changed writes no status ([`super::status`]): a resync over settled resources costs
+//! nothing changed writes no status ([`super::write_status`]): a resync over settled resources costs
 //! the apiserver nothing for a connection without Secrets.
 //!
 //! Deletion ([`cleanup`]): the connection's state; under deletionPolicy Delete over a usable
@@ -61,8 +61,8 @@ use super::outcome::{
     Outcome, Stop, Written, hold, previous_status, previous_transfer, spec_edited, terminal_message,
 };
 use super::reach::{connection_state, reach};
-use super::status::write_status;
 use super::stream_backed::StreamBacked;
+use super::write_status::write_status;
 use crate::drift::{self, Decision};
 use crate::late_init::late_initialize;
 use crate::lifecycle_policies::{self, Action as Plan, ConnectionState, Kind};
@@ -417,7 +417,7 @@ async fn cleanup<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Clea
             Ok((c, off_server)) => {
                 // A Delete-policy consumer still bound to it learns that its consumer went too.
                 if off_server && controller_kit::finalizer::has(obj, in_use::IN_USE_FINALIZER) {
-                    super::status::write_deleted_on_server(&ctx, obj, &obj.what()).await?;
+                    super::write_status::write_deleted_on_server(&ctx, obj, &obj.what()).await?;
                 }
                 c
             }

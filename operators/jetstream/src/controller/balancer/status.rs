@@ -151,7 +151,7 @@ async fn write(
             f64::from(p.leader_skew),
         );
     }
-    super::super::status::count_held(ctx, obj, &status.conditions);
+    super::super::write_status::count_held(ctx, obj, &status.conditions);
     ctx.shared
         .write_status(obj, status)
         .await

@@ -125,7 +125,7 @@ async fn write(
             status.pending.iter().filter(|p| p.kind == kind).count() as f64,
         );
     }
-    super::super::status::count_held(ctx, obj, &status.conditions);
+    super::super::write_status::count_held(ctx, obj, &status.conditions);
     ctx.shared
         .write_status(obj, status)
         .await
