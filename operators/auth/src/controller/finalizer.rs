@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 
 use super::Context;
 use super::error::Error;
-use super::status::previous_conditions;
+use super::write_status::previous_conditions;
 
 /// How soon a pass whose finalizer write was stale looks again, as after a stale status write.
 const STALE_RETRY: Duration = Duration::from_millis(200);

@@ -8,10 +8,10 @@
 //! Each kind's pass lives in a directory of its name ([`operator`], [`system_account`],
 //! [`account`], [`user`]; the trust objects' in [`trust_objects`]), its module doc listing the
 //! phases and one file per phase; no pass imports another. The pieces several passes share live in
-//! modules named for what they hold ([`index`], [`pass`], [`status`], [`finalizer`], [`error`],
-//! [`refs`], [`creds`], [`seeds`], [`nats`], [`claims_delete`], [`shutdowns`], [`revocation`],
-//! [`jwt`], [`time`]); a deleted user's revocation, push and kick also run in the revocation
-//! [`lane`], beside the Controllers' queues.
+//! modules named for what they hold ([`index`], [`pass`], [`write_status`], [`finalizer`],
+//! [`error`], [`refs`], [`creds`], [`seeds`], [`nats`], [`claims_delete`], [`shutdowns`],
+//! [`revocation`], [`jwt`], [`time`]); a deleted user's revocation, push and kick also run in the
+//! revocation [`lane`], beside the Controllers' queues.
 //!
 //! Every pass runs on the kit's skeleton: its Controller driven by the kit's run loop
 //! ([`pass::drive`]), the kit's finalizer path ([`finalizer::reconcile`]), its conditions the
@@ -38,12 +38,12 @@ mod refs;
 mod revocation;
 mod seeds;
 mod shutdowns;
-mod status;
 mod system_account;
 mod time;
 mod trust_objects;
 mod user;
 mod wakes;
+mod write_status;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -19,7 +19,7 @@ use controller_kit::reconcile::describe;
 use super::error::kube_err;
 use super::index::Kind;
 use super::pass::{self, retry_later, settled};
-use super::status::{merged, write_status};
+use super::write_status::{merged, write_status};
 use super::{Context, Error};
 use crate::trust::{self as core, Found, TrustStatus};
 

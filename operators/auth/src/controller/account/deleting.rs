@@ -15,8 +15,8 @@ use nats_api::auth::{
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::finalizer::{deletion_held, force_deleted};
-use crate::controller::status::{merged, write_status};
 use crate::controller::user::in_use;
+use crate::controller::write_status::{merged, write_status};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::deletions;
 

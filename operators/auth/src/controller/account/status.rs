@@ -18,8 +18,8 @@ use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
 use crate::controller::seeds::Resolved;
-use crate::controller::status::{merged, write_status_at};
 use crate::controller::time::time_of;
+use crate::controller::write_status::{merged, write_status_at};
 use crate::controller::{Context, WAIT_RETRY, creds};
 
 /// A signed account's conditions and when it is looked at again.

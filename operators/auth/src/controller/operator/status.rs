@@ -15,7 +15,7 @@ use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
 use crate::controller::seeds::Resolved;
-use crate::controller::status::{merged, write_status};
+use crate::controller::write_status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
 
 /// A signed operator's conditions and when it is looked at again.

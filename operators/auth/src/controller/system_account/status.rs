@@ -9,7 +9,7 @@ use nats_api::auth::{NatsSystemAccount, NatsSystemAccountStatus, condition};
 use super::stop::Stop;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{merged, write_status};
+use crate::controller::write_status::{merged, write_status};
 use crate::controller::{Context, WAIT_RETRY};
 
 /// Writes the status as the pass left it. Pushed (`end` Ok with its conditions): settled, again

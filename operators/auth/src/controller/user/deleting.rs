@@ -20,8 +20,8 @@ use crate::controller::Context;
 use crate::controller::creds::delete_creds;
 use crate::controller::error::Error;
 use crate::controller::finalizer::{deletion_held, force_deleted};
-use crate::controller::status::{merged, write_status};
 use crate::controller::time::secs_of;
+use crate::controller::write_status::{merged, write_status};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::{distribution, user_keys};
 

@@ -34,7 +34,7 @@ use nats_api::nats::NatsConnection;
 use crate::controller::Context;
 use crate::controller::error::{Error, kube_err};
 use crate::controller::finalizer::deletion_held;
-use crate::controller::status::{merged, write_status};
+use crate::controller::write_status::{merged, write_status};
 use crate::deletion_hold;
 
 /// How soon a user held for its creds looks again (nothing wakes it when a connection goes).

@@ -8,7 +8,7 @@ use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::nats;
-use crate::controller::status::{merged, write_status};
+use crate::controller::write_status::{merged, write_status};
 use crate::kick;
 
 /// Kicks the deleted user's live connections: CONNZ filtered by account and user key, then

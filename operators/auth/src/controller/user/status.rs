@@ -16,7 +16,7 @@ use super::stop::Stop;
 use crate::controller::Context;
 use crate::controller::error::Error;
 use crate::controller::pass::{retry_later, settled};
-use crate::controller::status::{merged, write_status};
+use crate::controller::write_status::{merged, write_status};
 use crate::user_keys;
 
 /// ReferencesResolved True: the account is found and admitted.
