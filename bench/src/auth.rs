@@ -303,9 +303,15 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
 
     // How soon what was applied is usable, and the same by hand, at rest.
     let op_signer = kick::operator_signer(&client, &kick::account_issuer(&accounts).await?).await?;
-    let sys = async_nats::ConnectOptions::with_credentials(&controller_creds)?
-        .connect(topo.client_urls())
-        .await?;
+    let mut sys = Vec::new();
+    for server in topo.client_urls() {
+        sys.push(
+            async_nats::ConnectOptions::with_credentials(&controller_creds)?
+                .ignore_discovered_servers()
+                .connect(server)
+                .await?,
+        );
+    }
     let used = usable::measure(&client, &users, &sys, &op_signer, &url).await?;
     println!(
         "  usable: user {} ms (by hand {}), account {} ms (by hand {})",

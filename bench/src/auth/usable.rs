@@ -103,12 +103,24 @@ pub(super) async fn account_applied(
     connected_since(secrets, &format!("{user}-creds"), url, started).await
 }
 
-/// A creds Secret `name` for a new user signed by `account`, written.
-async fn write_creds(secrets: &Api<Secret>, name: &str, account: &NKey) -> anyhow::Result<()> {
+/// An account made by hand: its identity and the signing key its users are signed with.
+pub(super) struct HandAccount {
+    identity: NKey,
+    signing: NKey,
+}
+
+/// A creds Secret `name` for a new user of `account`, signed with its signing key (the
+/// NatsOperator's trust is strict: an account's identity key signs no user), written.
+async fn write_creds(
+    secrets: &Api<Secret>,
+    name: &str,
+    account: &HandAccount,
+) -> anyhow::Result<()> {
     let user = NKey::generate(KeyKind::User);
     let jwt = UserClaims::new(user.public_key())
         .name(name)
-        .encode(account)?;
+        .issuer_account(account.identity.public_key())
+        .encode(&account.signing)?;
     let creds = Creds::render(&jwt, &user.seed())?;
     let s = Secret {
         metadata: ObjectMeta {
@@ -132,7 +144,7 @@ async fn write_creds(secrets: &Api<Secret>, name: &str, account: &NKey) -> anyho
 /// creds Secret `name` written, until a client connects with it.
 pub(super) async fn user_by_hand(
     secrets: &Api<Secret>,
-    account: &NKey,
+    account: &HandAccount,
     name: &str,
     url: &str,
 ) -> anyhow::Result<Duration> {
@@ -142,24 +154,35 @@ pub(super) async fn user_by_hand(
 }
 
 /// The floor of [`account_applied`]: an account JWT signed with `operator`'s key and pushed with
-/// CLAIMS.UPDATE over `sys`, a user of it signed and its creds Secret `name` written, until a
-/// client connects with it. The account's key, for [`user_by_hand`].
+/// CLAIMS.UPDATE to every server (`sys`: one connection each, as the auth controller
+/// distributes per server), a user of it signed and its creds Secret `name` written, until a
+/// client connects with it. The account, for [`user_by_hand`].
 pub(super) async fn account_by_hand(
-    sys: &async_nats::Client,
+    sys: &[async_nats::Client],
     secrets: &Api<Secret>,
     operator: &NKey,
     name: &str,
     url: &str,
-) -> anyhow::Result<(Duration, NKey)> {
+) -> anyhow::Result<(Duration, HandAccount)> {
     let started = Instant::now();
-    let account = NKey::generate(KeyKind::Account);
-    let jwt = AccountClaims::new(account.public_key())
+    let account = HandAccount {
+        identity: NKey::generate(KeyKind::Account),
+        signing: NKey::generate(KeyKind::Account),
+    };
+    let jwt = AccountClaims::new(account.identity.public_key())
         .name(name)
+        .signing_key(account.signing.public_key())
         .encode(operator)?;
     // Published, not requested, as the kick's floor: the system user's permissions admit its
     // own inbox prefix only.
-    sys.publish("$SYS.REQ.CLAIMS.UPDATE", jwt.into()).await?;
-    sys.flush().await?;
+    for server in sys {
+        server
+            .publish("$SYS.REQ.CLAIMS.UPDATE", jwt.clone().into())
+            .await?;
+    }
+    for server in sys {
+        server.flush().await?;
+    }
     write_creds(secrets, name, &account).await?;
     let took = connected_within(secrets, name, url, started, FLOOR_WAIT).await?;
     Ok((took, account))
@@ -179,7 +202,7 @@ pub(super) struct Usable {
 pub(super) async fn measure(
     client: &kube::Client,
     users: &Api<DynamicObject>,
-    sys: &async_nats::Client,
+    sys: &[async_nats::Client],
     operator: &NKey,
     url: &str,
 ) -> anyhow::Result<Usable> {
