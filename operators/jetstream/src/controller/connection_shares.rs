@@ -9,7 +9,7 @@
 //! quarter). A pass over a connection already at its share does no I/O: it gives its slot
 //! back at once, joins its connection's line, and is woken as soon as one of that
 //! connection's passes ends ([`Shares::on_wake`], fed to its Controller with `reconcile_on`);
-//! [`DEFERRAL_FALLBACK`] later at the latest. The deferral is counted
+//! [`fallback_at`] its place in the line later at the latest. The deferral is counted
 //! ([`nats_api::jetstream::metric::CONNECTION_SHARE_DEFERRED`]). A tenant's passes so keep
 //! their share busy (one waits on the next rather than on a timer), and nobody else's.
 
@@ -19,8 +19,28 @@ use std::time::Duration;
 
 use super::lock::lock;
 
-/// How long a deferred pass waits at most before it looks again, should no wake-up come.
+/// How long a deferred pass near the head of its line waits at most before it looks again,
+/// should no wake-up come.
 pub const DEFERRAL_FALLBACK: Duration = Duration::from_secs(5);
+
+/// The longest a deferred pass waits before it looks again, however far back in its line.
+pub const DEFERRAL_FALLBACK_MAX: Duration = Duration::from_secs(60);
+
+/// How many places of a line share one [`DEFERRAL_FALLBACK`] step.
+const PLACES_PER_STEP: usize = 64;
+
+/// How long a pass deferred at `place` in its connection's line (0: the head) waits at most
+/// before it looks again: [`DEFERRAL_FALLBACK`] for the first [`PLACES_PER_STEP`] places, one
+/// more step for each further [`PLACES_PER_STEP`], at most [`DEFERRAL_FALLBACK_MAX`]. The
+/// wake-up, not the timer, moves a line along: an object far back that looked again every 5 s
+/// would be deferred again each time (10,000 streams applied at once on one connection cost 12
+/// passes a stream so), while a lost wake-up still costs a bounded wait.
+pub fn fallback_at(place: usize) -> Duration {
+    let steps = u32::try_from(place / PLACES_PER_STEP + 1).unwrap_or(u32::MAX);
+    DEFERRAL_FALLBACK
+        .saturating_mul(steps)
+        .min(DEFERRAL_FALLBACK_MAX)
+}
 
 /// The most passes of one Controller one NatsConnection may have in flight: a quarter of its
 /// slots, at least one. Three tenants at their share leave the fourth quarter free; one
@@ -114,7 +134,8 @@ impl Shares {
 
     /// A slot for a pass of the object `kind` `ns`/`name` over `connection` (`kind|ns/name` of
     /// the NatsConnection: per Controller), or, when the connection holds its share, the
-    /// object put in the connection's line and the longest wait before it looks again.
+    /// object put in the connection's line (once) and the longest wait before it looks again
+    /// ([`fallback_at`] its place).
     pub fn take(
         self: &Arc<Self>,
         connection: &str,
@@ -124,13 +145,17 @@ impl Shares {
         let held = s.held.get(connection).copied().unwrap_or(0);
         if held >= self.share {
             let line = s.waiting.entry(connection.to_string()).or_default();
-            if !line
+            let place = match line
                 .iter()
-                .any(|(k, n, m)| k == kind && n == ns && m == name)
+                .position(|(k, n, m)| k == kind && n == ns && m == name)
             {
-                line.push_back((kind.to_string(), ns.to_string(), name.to_string()));
-            }
-            return Err(DEFERRAL_FALLBACK);
+                Some(place) => place,
+                None => {
+                    line.push_back((kind.to_string(), ns.to_string(), name.to_string()));
+                    line.len() - 1
+                }
+            };
+            return Err(fallback_at(place));
         }
         s.held.insert(connection.to_string(), held + 1);
         Ok(Taken {
@@ -168,6 +193,38 @@ mod tests {
         #[case] share: usize,
     ) {
         assert_eq!(share_of(concurrency), share);
+    }
+
+    #[rstest]
+    #[case::the_head_of_the_line(0, 5)]
+    #[case::the_last_of_the_first_step(63, 5)]
+    #[case::the_second_step(64, 10)]
+    #[case::the_third_step(128, 15)]
+    #[case::eleven_steps_back(704, 60)]
+    #[case::far_back_stays_at_the_most(10_000, 60)]
+    #[case::no_overflow(usize::MAX, 60)]
+    fn a_pass_further_back_in_its_line_looks_again_later(#[case] place: usize, #[case] secs: u64) {
+        assert_eq!(fallback_at(place), Duration::from_secs(secs));
+    }
+
+    #[test]
+    fn a_pass_deferred_again_keeps_its_place_and_its_wait() {
+        let shares = Arc::new(Shares::new(4));
+        let busy = "S|t/busy";
+        let _held = shares.take(busy, ("S", "t", "s0"));
+        for i in 1..=70 {
+            assert!(shares.take(busy, ("S", "t", &format!("s{i}"))).is_err());
+        }
+        assert_eq!(
+            shares.take(busy, ("S", "t", "s70")).err(),
+            Some(Duration::from_secs(10)),
+            "the 70th in line (place 69) waits a step longer"
+        );
+        assert_eq!(
+            shares.take(busy, ("S", "t", "s1")).err(),
+            Some(DEFERRAL_FALLBACK)
+        );
+        assert_eq!(shares.waiting(busy), 70, "each object waits once");
     }
 
     #[test]
