@@ -15,6 +15,7 @@ use super::context::Context;
 use super::error::Error;
 use super::gather::Gathered;
 use super::listener_certificates::{self, Listeners};
+use super::observe_servers::Seen;
 use super::plan_servers::{Planned, cluster_revision};
 use crate::objects::Owner;
 use crate::objects::leaf_remotes::{self, LeafRemoteFiles};
@@ -47,6 +48,7 @@ pub async fn apply<L: ServerLifecycle>(
     cluster: &NatsCluster,
     owner: &Owner,
     gathered: &Gathered,
+    seen: &Seen,
     planned: &Planned,
 ) -> Result<Applied, Error> {
     let (listeners, mut foreign) =
@@ -58,7 +60,10 @@ pub async fn apply<L: ServerLifecycle>(
         .apply_shared(cluster, &planned.plans)
         .await?;
     foreign.extend(shared.foreign);
-    let before = ctx.server_lifecycle.observe(cluster).await?;
+    let before = match &seen.servers {
+        Some(servers) => servers.clone(),
+        None => ctx.server_lifecycle.observe(cluster).await?,
+    };
     let (creating, kept) = create_absent(ctx, cluster, &desired, &before).await?;
     foreign.extend(kept);
     let revisions: Vec<String> = desired.iter().map(|d| d.revision.clone()).collect();

@@ -15,7 +15,8 @@ use crate::nats::ask_observation::{Asks, over_monitor, over_system};
 use crate::nats::system_connection::SystemAccess;
 use crate::objects::tls_secret_name;
 use crate::observation::Observation;
-use crate::server_lifecycle::{ServerAddress, ServerLifecycle};
+use crate::rollout::order::Action;
+use crate::server_lifecycle::{ObservedServer, ServerAddress, ServerLifecycle};
 
 /// What this pass saw of the servers before writing anything.
 pub struct Seen {
@@ -31,6 +32,17 @@ pub struct Seen {
     pub observation: Observation,
     /// Settled as judged from the observation.
     pub settled: Decided,
+    /// Every server as the port observed it, when it could: the apply phase starts from it
+    /// rather than asking the port again (one observation a pass where nothing is created or
+    /// stepped, [`observe_again`]).
+    pub servers: Option<Vec<ObservedServer>>,
+}
+
+/// Whether a pass observes the servers again after its step, for its status: only when it
+/// created servers or its step touched one. A pass that found every server up to date, or
+/// was held, changed nothing the first observation saw.
+pub fn observe_again(creating: &[String], action: &Action) -> bool {
+    !creating.is_empty() || !matches!(action, Action::UpToDate | Action::Held(_))
 }
 
 /// Asks the servers of `cluster` the port reports Ready.
@@ -40,11 +52,8 @@ pub async fn observe<L: ServerLifecycle>(
 ) -> Result<Seen, Error> {
     let spec = &cluster.spec;
     let name = cluster.name_any();
-    let observed = ctx
-        .server_lifecycle
-        .observe(cluster)
-        .await
-        .unwrap_or_default();
+    let servers = ctx.server_lifecycle.observe(cluster).await.ok();
+    let observed = servers.clone().unwrap_or_default();
     let ready: Vec<(String, ServerAddress)> = observed
         .iter()
         .filter(|o| o.ready)
@@ -85,6 +94,7 @@ pub async fn observe<L: ServerLifecycle>(
         system_secret_missing,
         observation,
         settled,
+        servers,
     })
 }
 
@@ -151,4 +161,28 @@ pub async fn system_user(
         }),
         missing: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::rollout::order::Hold;
+
+    #[rstest]
+    #[case::up_to_date_nothing_created(&[], Action::UpToDate, false)]
+    #[case::held_by_the_gate(&[], Action::Held(Hold::Gate), false)]
+    #[case::held_paused(&[], Action::Held(Hold::Paused), false)]
+    #[case::a_server_created(&["c-1"], Action::UpToDate, true)]
+    #[case::created_while_held(&["c-1"], Action::Held(Hold::Gate), true)]
+    #[case::restart_all_touches_every_server(&[], Action::RestartAll(vec![]), true)]
+    fn a_pass_observes_again_only_after_it_changed_a_server(
+        #[case] creating: &[&str],
+        #[case] action: Action,
+        #[case] again: bool,
+    ) {
+        let creating: Vec<String> = creating.iter().map(|s| s.to_string()).collect();
+        assert_eq!(observe_again(&creating, &action), again);
+    }
 }

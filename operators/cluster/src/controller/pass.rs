@@ -8,7 +8,8 @@
 //! 5. apply — certificates, leaf remotes' Secret, shared objects, absent servers → [`Applied`]
 //! 6. step — at most one rollout step: chosen by the rollout core → [`Chosen`], taken →
 //!    [`Taken`]
-//! 7. observe again — the servers as the port sees them after the step → [`Rolled`]
+//! 7. observe again — the servers as the port sees them after the step, when it created or
+//!    stepped one ([`observe_again`]; else the first observation stands) → [`Rolled`]
 //! 8. judge — the conditions → [`Verdicts`]
 //! 9. write status — `status` by server-side apply → when to look again
 //!
@@ -26,6 +27,7 @@
 //! [`Chosen`]: super::step_rollout::Chosen
 //! [`Taken`]: super::step_rollout::Taken
 //! [`Verdicts`]: super::judge::Verdicts
+//! [`observe_again`]: super::observe_servers::observe_again
 
 use std::time::Duration;
 
@@ -36,7 +38,7 @@ use super::context::Context;
 use super::error::Error;
 use super::gather::gather;
 use super::judge::judge;
-use super::observe_servers::observe;
+use super::observe_servers::{observe, observe_again};
 use super::plan_servers::plan;
 use super::refuse::{Go, go, refuse};
 use super::step_rollout::{choose, take};
@@ -55,13 +57,16 @@ pub async fn pass<L: ServerLifecycle>(
     let planned = plan(cluster, &gathered, ctx.server_lifecycle.layout(cluster));
     let written = match go(cluster, &holds, &planned) {
         Go::Unowned(e) => Written::Unowned(e),
-        Go::Held(hold) => held(ctx, cluster, &planned.plans, hold).await,
+        Go::Held(hold) => held(ctx, cluster, &seen, &planned.plans, hold).await,
         Go::Ahead(owner) => {
             let rolled = async {
-                let applied = apply(ctx, cluster, &owner, &gathered, &planned).await?;
+                let applied = apply(ctx, cluster, &owner, &gathered, &seen, &planned).await?;
                 let chosen = choose(ctx, cluster, &seen, &holds, &applied).await?;
                 let taken = take(ctx, cluster, &seen, &holds, &applied, &chosen).await?;
-                let observed = ctx.server_lifecycle.observe(cluster).await?;
+                let observed = match observe_again(&applied.creating, &chosen.decision.action) {
+                    true => ctx.server_lifecycle.observe(cluster).await?,
+                    false => applied.before.clone(),
+                };
                 let rolled = Rolled::new(cluster, applied, chosen, taken, observed);
                 tell_foreign(ctx, cluster, &rolled.foreign).await;
                 Ok(rolled)

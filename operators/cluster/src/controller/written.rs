@@ -7,6 +7,7 @@ use nats_api::cluster::NatsCluster;
 use super::apply::Applied;
 use super::context::Context;
 use super::error::Error;
+use super::observe_servers::Seen;
 use super::step_rollout::{self, Chosen, RolloutReport, Taken};
 use crate::refusals::Refusal;
 use crate::server_lifecycle::{ObservedServer, ServerLifecycle};
@@ -96,10 +97,12 @@ impl Rolled {
     }
 }
 
-/// A hold: nothing is written; the servers are observed for status.
+/// A hold: nothing is written; the servers as the pass first observed them are its status's
+/// (observed again only when that observation failed).
 pub async fn held<L: ServerLifecycle>(
     ctx: &Context<L>,
     cluster: &NatsCluster,
+    seen: &Seen,
     plans: &[crate::render::ServerPlan],
     hold: Refusal,
 ) -> Written {
@@ -112,11 +115,14 @@ pub async fn held<L: ServerLifecycle>(
     {
         tracing::warn!(error = %e, "writing the gateway's Certificate while its Secret is awaited");
     }
-    let observed = ctx
-        .server_lifecycle
-        .observe(cluster)
-        .await
-        .map_err(|e| e.to_string());
+    let observed = match &seen.servers {
+        Some(servers) => Ok(servers.clone()),
+        None => ctx
+            .server_lifecycle
+            .observe(cluster)
+            .await
+            .map_err(|e| e.to_string()),
+    };
     Written::Held { hold, observed }
 }
 
