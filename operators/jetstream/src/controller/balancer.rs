@@ -93,7 +93,7 @@ pub(super) fn with_note(message: String, note: Option<&str>) -> String {
 }
 
 async fn reconcile(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
-    super::moves::under_finalizer(obj, ctx, live, cleanup).await
+    super::under_finalizer::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// One pass: gather → observe → judge → act → status (see the module doc).

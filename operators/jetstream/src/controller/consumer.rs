@@ -24,13 +24,13 @@ use std::sync::Arc;
 
 use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
-use controller_kit::finalizer::{self, Cleanup};
+use controller_kit::finalizer::Cleanup;
 use controller_kit::reconcile::{Read, describe};
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use nats_api::jetstream::{FINALIZER, NatsConsumer, NatsStream, SyncStatus, condition, reason};
+use nats_api::jetstream::{NatsConsumer, NatsStream, SyncStatus, condition, reason};
 use serde_json::{Map, Value};
 
 use super::context::{Context, watch_config};
@@ -380,20 +380,7 @@ async fn reconcile(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, 
         Ok(slot) => slot,
         Err(wait) => return Ok(Action::requeue(wait)),
     };
-    let api: Api<NatsConsumer> = Api::namespaced(
-        ctx.shared.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-    );
-    let c = ctx.clone();
-    finalizer::reconcile(
-        &api,
-        FINALIZER,
-        obj,
-        true,
-        |o| live(o, c),
-        |o| cleanup(o, ctx),
-    )
-    .await
+    super::under_finalizer::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// The consumers waiting for `stream` by streamRef (not Ready): a NatsStream turning Ready binds

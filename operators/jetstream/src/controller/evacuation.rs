@@ -51,7 +51,7 @@ pub const REFUSED_RETRY: Duration = Duration::from_secs(60);
 const KIND: &str = "NatsClusterEvacuation";
 
 async fn reconcile(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<Action, Error> {
-    super::moves::under_finalizer(obj, ctx, live, cleanup).await
+    super::under_finalizer::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// One pass: gather → refuse → hold → judge → apply → status (see the module doc).

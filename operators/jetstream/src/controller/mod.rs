@@ -13,9 +13,10 @@
 //!
 //! Files: `context` (Context, Settings), `error` (Error), `outcome` (what a pass decided, how a
 //! pass stops short), `write_status` (a pass's status written), `reach` (the NatsConnection
-//! reached), `stream_backed` (the kinds that are one stream), `objects`, `consumer`,
-//! `connection`, `evacuation`, `system_balancer` and `balancer` (the passes and their
-//! Controllers, a file per phase beside each), `moves` (what those three share).
+//! reached), `stream_backed` (the kinds that are one stream), `objects`, `consumer`, `connection`,
+//! `evacuation`, `system_balancer` and `balancer` (the passes and their Controllers, a file per
+//! phase beside each), `moves` (what those three share), `under_finalizer` (their pass on the
+//! finalizer path, and the consumers').
 
 mod balancer;
 mod census;
@@ -38,6 +39,7 @@ mod share;
 mod stream_backed;
 mod system_balancer;
 mod torn_down;
+mod under_finalizer;
 mod write_status;
 
 use std::sync::Arc;

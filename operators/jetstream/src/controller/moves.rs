@@ -1,22 +1,12 @@
-//! What the passes that move streams (both balancers and the evacuation) share: their pass
-//! under the finalizer ([`under_finalizer`]), and in their gather and act phases the connection
-//! reached as a named outcome ([`Reached`]), the JSZ ping over system credentials ([`ping`]),
-//! and a leader stepdown toward the chosen member ([`stepdown`]).
+//! What the passes that move streams (both balancers and the evacuation) share in their
+//! gather and act phases: the connection reached as a named outcome ([`Reached`]), the JSZ
+//! ping over system credentials ([`ping`]), and a leader stepdown toward the chosen member
+//! ([`stepdown`]).
 
-use std::fmt::Debug;
-use std::future::Future;
-use std::sync::Arc;
-
-use controller_kit::finalizer::{self, Cleanup};
-use k8s_openapi::NamespaceResourceScope;
-use kube::api::Api;
-use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
+use kube::Resource;
 use nats_api::common::ObjectReference;
-use nats_api::jetstream::FINALIZER;
 use nats_wire::monitor::{Jsz, JszOptions, Placement};
 use nats_wire::{PingReplies, Wire, WireError};
-use serde::de::DeserializeOwned;
 
 use super::context::Context;
 use super::error::Error;
@@ -24,40 +14,6 @@ use super::outcome::Stop;
 use super::reach::reach;
 use crate::balance::PlannedMove;
 use crate::references;
-
-/// `obj`'s pass on the kit's finalizer path: `live` while it lives (the finalizer added first),
-/// `cleanup` once it is deleted.
-pub(super) async fn under_finalizer<K, L, LF, C, CF>(
-    obj: Arc<K>,
-    ctx: Arc<Context>,
-    live: L,
-    cleanup: C,
-) -> Result<Action, Error>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
-    L: FnOnce(Arc<K>, Arc<Context>) -> LF,
-    LF: Future<Output = Result<Action, Error>>,
-    C: FnOnce(Arc<K>, Arc<Context>) -> CF,
-    CF: Future<Output = Result<Cleanup, Error>>,
-{
-    let api: Api<K> = Api::namespaced(
-        ctx.shared.client.clone(),
-        &obj.namespace().unwrap_or_default(),
-    );
-    let c = ctx.clone();
-    finalizer::reconcile(
-        &api,
-        FINALIZER,
-        obj,
-        true,
-        |o| live(o, c),
-        |o| cleanup(o, ctx),
-    )
-    .await
-}
 
 /// The connection a pass names, reached or not.
 pub(super) enum Reached {

@@ -60,7 +60,7 @@ const KIND: &str = "NatsSystemBalancer";
 const PENDING_POLL: Duration = Duration::from_secs(2);
 
 async fn reconcile(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Action, Error> {
-    super::moves::under_finalizer(obj, ctx, live, cleanup).await
+    super::under_finalizer::under_finalizer(obj, ctx, live, cleanup).await
 }
 
 /// The pace of passes ([`super::balancer::pace`]).
