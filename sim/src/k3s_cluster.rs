@@ -26,8 +26,7 @@ use testcontainers::{ContainerAsync, ImageExt};
 use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
 
 use crate::k3s_outside::{
-    CLUSTER_DNS, STORIES_KEY, a_answers, a_query, address_command, coredns_server, route_commands,
-    unanswered,
+    CLUSTER_DNS, STORIES_KEY, address_command, coredns_server, route_commands, unanswered,
 };
 use crate::kube_backend::{
     Flavor, ImageArchive, K3S_IMAGE, K3S_OUTSIDE_KEY, KubeBackend, KubeCluster, KubeError,
@@ -340,22 +339,39 @@ impl K3sOutside {
 }
 
 /// What the cluster DNS answers now for `name` (its A records; none when it does not answer
-/// within 2 s).
+/// within 2 s), asked over UDP with a query hickory-proto writes and reads.
 async fn cluster_dns_a(name: &str) -> Vec<Ipv4Addr> {
-    let id = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.subsec_nanos() as u16);
+    use hickory_proto::op::{Message, Query};
+    use hickory_proto::rr::{Name, RData, RecordType};
+    let Ok(fqdn) = Name::from_ascii(name) else {
+        return vec![];
+    };
+    let mut query = Message::query();
+    query.metadata.recursion_desired = true;
+    query.add_query(Query::query(fqdn, RecordType::A));
+    let Ok(bytes) = query.to_vec() else {
+        return vec![];
+    };
     let Ok(socket) = tokio::net::UdpSocket::bind("0.0.0.0:0").await else {
         return vec![];
     };
-    if socket.connect((CLUSTER_DNS, 53)).await.is_err()
-        || socket.send(&a_query(id, name)).await.is_err()
-    {
+    if socket.connect((CLUSTER_DNS, 53)).await.is_err() || socket.send(&bytes).await.is_err() {
         return vec![];
     }
     let mut buf = [0u8; 1500];
-    match tokio::time::timeout(Duration::from_secs(2), socket.recv(&mut buf)).await {
-        Ok(Ok(n)) => a_answers(id, &buf[..n]),
+    let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(2), socket.recv(&mut buf)).await
+    else {
+        return vec![];
+    };
+    match Message::from_vec(&buf[..n]) {
+        Ok(answer) if answer.metadata.id == query.metadata.id => answer
+            .answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::A(a) => Some(a.0),
+                _ => None,
+            })
+            .collect(),
         _ => vec![],
     }
 }

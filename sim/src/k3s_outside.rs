@@ -142,62 +142,6 @@ pub fn unanswered(
         .collect()
 }
 
-/// A DNS query (RFC 1035) for the A records of `name`, recursion desired, with id `id`.
-pub fn a_query(id: u16, name: &str) -> Vec<u8> {
-    let mut q = Vec::with_capacity(name.len() + 18);
-    q.extend(id.to_be_bytes());
-    q.extend([0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
-    for label in name.trim_end_matches('.').split('.') {
-        q.push(label.len() as u8);
-        q.extend(label.as_bytes());
-    }
-    q.extend([0, 0, 1, 0, 1]);
-    q
-}
-
-/// The A records of a DNS response to query `id` (none when it answers another query, is cut
-/// short or is not a response).
-pub fn a_answers(id: u16, response: &[u8]) -> Vec<Ipv4Addr> {
-    fn skip_name(r: &[u8], mut at: usize) -> Option<usize> {
-        loop {
-            let len = *r.get(at)? as usize;
-            match len {
-                0 => return Some(at + 1),
-                l if l & 0xc0 == 0xc0 => return Some(at + 2),
-                l => at += 1 + l,
-            }
-        }
-    }
-    let word = |at: usize| -> Option<u16> {
-        Some(u16::from_be_bytes([
-            *response.get(at)?,
-            *response.get(at + 1)?,
-        ]))
-    };
-    let parse = || -> Option<Vec<Ipv4Addr>> {
-        if word(0)? != id || response.get(2)? & 0x80 == 0 {
-            return None;
-        }
-        let (questions, answers) = (word(4)?, word(6)?);
-        let mut at = 12;
-        for _ in 0..questions {
-            at = skip_name(response, at)? + 4;
-        }
-        let mut out = Vec::new();
-        for _ in 0..answers {
-            at = skip_name(response, at)?;
-            let (kind, len) = (word(at)?, word(at + 8)? as usize);
-            let data = response.get(at + 10..at + 10 + len)?;
-            if kind == 1 && len == 4 {
-                out.push(Ipv4Addr::new(data[0], data[1], data[2], data[3]));
-            }
-            at += 10 + len;
-        }
-        Some(out)
-    };
-    parse().unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,51 +244,6 @@ mod tests {
         #[case] want: &str,
     ) {
         assert_eq!(coredns_server(&entries), want);
-    }
-
-    #[test]
-    fn an_a_query_asks_for_the_name_label_by_label() {
-        assert_eq!(
-            a_query(0x1234, "gw.west.example.org"),
-            [
-                &[0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0][..],
-                b"\x02gw\x04west\x07example\x03org\x00",
-                &[0, 1, 0, 1],
-            ]
-            .concat()
-        );
-    }
-
-    /// A response to `a_query(id, name)` with `answers` (type, data), each under a pointer to
-    /// the question's name.
-    fn response(id: u16, name: &str, answers: &[(u16, &[u8])]) -> Vec<u8> {
-        let mut r = a_query(id, name);
-        r[2] = 0x81;
-        r[3] = 0x80;
-        r[6..8].copy_from_slice(&(answers.len() as u16).to_be_bytes());
-        for (kind, data) in answers {
-            r.extend([0xc0, 12]);
-            r.extend(kind.to_be_bytes());
-            r.extend([0, 1, 0, 0, 0, 5]);
-            r.extend((data.len() as u16).to_be_bytes());
-            r.extend(*data);
-        }
-        r
-    }
-
-    #[rstest]
-    #[case::two_a_records(7, response(7, "nats-1.legacy.example.internal", &[(1, &[10, 245, 1, 1]), (1, &[10, 245, 1, 2])]), vec![Ipv4Addr::new(10, 245, 1, 1), Ipv4Addr::new(10, 245, 1, 2)])]
-    #[case::a_cname_then_an_a(7, response(7, "gw.west.example.org", &[(5, &[0xc0, 12]), (1, &[10, 43, 7, 9])]), vec![Ipv4Addr::new(10, 43, 7, 9)])]
-    #[case::no_answer(7, response(7, "gw.west.example.org", &[]), vec![])]
-    #[case::another_querys_answer(8, response(7, "gw.west.example.org", &[(1, &[10, 43, 7, 9])]), vec![])]
-    #[case::a_query_not_a_response(7, a_query(7, "gw.west.example.org"), vec![])]
-    #[case::cut_short(7, response(7, "gw.west.example.org", &[(1, &[10, 43, 7, 9])])[..40].to_vec(), vec![])]
-    fn the_a_records_of_a_response(
-        #[case] id: u16,
-        #[case] r: Vec<u8>,
-        #[case] want: Vec<Ipv4Addr>,
-    ) {
-        assert_eq!(a_answers(id, &r), want);
     }
 
     #[rstest]

@@ -158,7 +158,9 @@ async fn attack_a_balancer_stored_with_a_1ns_interval_is_paced_at_the_floor() {
     .unwrap_or_else(|e| panic!("{e}"));
 
     // Settled: passes now come every interval. Counted over a window of 12 s: at the floor
-    // at most three (one per 5 s, plus one the window may catch at its start); at 1ns, hundreds.
+    // at most four — one per 5 s, plus the two the window may catch at its start: the pass that
+    // raised the interval (its Event is seen before its status write ends, on a loaded machine)
+    // and the one its status write wakes; at 1ns, hundreds.
     let window = Duration::from_secs(12);
     let before = metrics.reconciles("NatsBalancer");
     let started = Instant::now();
@@ -189,7 +191,7 @@ async fn attack_a_balancer_stored_with_a_1ns_interval_is_paced_at_the_floor() {
         elapsed.as_secs_f64(),
         mean_pass_ms(&metrics, "NatsBalancer")
     );
-    let most = elapsed.as_secs() / 5 + 1;
+    let most = elapsed.as_secs() / 5 + 2;
     assert!(
         passes <= most,
         "{passes} passes in {elapsed:?}: more than one per 5 s floor (at most {most})"
