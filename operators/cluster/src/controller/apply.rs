@@ -60,10 +60,7 @@ pub async fn apply<L: ServerLifecycle>(
         .apply_shared(cluster, &planned.plans)
         .await?;
     foreign.extend(shared.foreign);
-    let before = match &seen.servers {
-        Some(servers) => servers.clone(),
-        None => ctx.server_lifecycle.observe(cluster).await?,
-    };
+    let before = seen.servers_or_observe(ctx, cluster).await?;
     let (creating, kept) = create_absent(ctx, cluster, &desired, &before).await?;
     foreign.extend(kept);
     let revisions: Vec<String> = desired.iter().map(|d| d.revision.clone()).collect();

@@ -16,7 +16,9 @@ use crate::nats::system_connection::SystemAccess;
 use crate::objects::tls_secret_name;
 use crate::observation::Observation;
 use crate::rollout::order::Action;
-use crate::server_lifecycle::{ObservedServer, ServerAddress, ServerLifecycle};
+use crate::server_lifecycle::{
+    ObservedServer, ServerAddress, ServerLifecycle, ServerLifecycleError,
+};
 
 /// What this pass saw of the servers before writing anything.
 pub struct Seen {
@@ -36,6 +38,21 @@ pub struct Seen {
     /// rather than asking the port again (one observation a pass where nothing is created or
     /// stepped, [`observe_again`]).
     pub servers: Option<Vec<ObservedServer>>,
+}
+
+impl Seen {
+    /// The servers as this pass first observed them, or, when that observation failed, as the
+    /// port observes them now.
+    pub async fn servers_or_observe<L: ServerLifecycle>(
+        &self,
+        ctx: &Context<L>,
+        cluster: &NatsCluster,
+    ) -> Result<Vec<ObservedServer>, ServerLifecycleError> {
+        match &self.servers {
+            Some(servers) => Ok(servers.clone()),
+            None => ctx.server_lifecycle.observe(cluster).await,
+        }
+    }
 }
 
 /// Whether a pass observes the servers again after its step, for its status: only when it

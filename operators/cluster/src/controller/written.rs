@@ -115,14 +115,10 @@ pub async fn held<L: ServerLifecycle>(
     {
         tracing::warn!(error = %e, "writing the gateway's Certificate while its Secret is awaited");
     }
-    let observed = match &seen.servers {
-        Some(servers) => Ok(servers.clone()),
-        None => ctx
-            .server_lifecycle
-            .observe(cluster)
-            .await
-            .map_err(|e| e.to_string()),
-    };
+    let observed = seen
+        .servers_or_observe(ctx, cluster)
+        .await
+        .map_err(|e| e.to_string());
     Written::Held { hold, observed }
 }
 
