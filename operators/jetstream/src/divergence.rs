@@ -24,14 +24,28 @@ use nats_wire::monitor::Jsz;
 /// in a row at a system balancer's 5 s floor cannot.
 pub const DIVERGED_AFTER: i32 = 3;
 
+/// One pass's reading of the stream groups' replicas.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    /// (account, stream, divergence) of each group whose replicas diverge now.
+    pub diverged: Vec<(String, String, Divergence)>,
+    /// (account, stream) of each group not every replica of which answered this pass.
+    pub unheard: Vec<(String, String)>,
+}
+
 /// This pass's divergences carried over the previous status: the passes counted on where the
-/// same servers of the same stream diverged last time, started at 1 otherwise; a stream whose
-/// replicas agree now is left out.
-pub fn carried(
-    previous: &[DivergedReplicas],
-    now: &[(String, String, Divergence)],
-) -> Vec<DivergedReplicas> {
-    now.iter()
+/// same servers of the same stream diverged last time, started at 1 otherwise. A stream not
+/// every replica of which answered keeps its previous entry as it was (a missing answer is
+/// neither agreement nor another pass of divergence); a stream whose replicas all answered and
+/// agree is left out.
+pub fn carried(previous: &[DivergedReplicas], now: &Found) -> Vec<DivergedReplicas> {
+    let kept = previous.iter().filter(|p| {
+        now.unheard
+            .iter()
+            .any(|(account, stream)| &p.account == account && &p.stream == stream)
+    });
+    now.diverged
+        .iter()
         .map(|(account, stream, d)| {
             let before = previous
                 .iter()
@@ -45,6 +59,7 @@ pub fn carried(
                 passes: before.saturating_add(1),
             }
         })
+        .chain(kept.cloned())
         .collect()
 }
 
@@ -273,9 +288,43 @@ mod tests {
     )]
     fn divergences_are_carried_over_passes(
         #[case] previous: Vec<DivergedReplicas>,
-        #[case] now: Vec<(String, String, Divergence)>,
+        #[case] diverged: Vec<(String, String, Divergence)>,
         #[case] want: Vec<DivergedReplicas>,
     ) {
+        let now = Found {
+            diverged,
+            unheard: vec![],
+        };
+        assert_eq!(carried(&previous, &now), want);
+    }
+
+    /// A pass some replica of which did not answer (late under load) cannot say the replicas
+    /// agree: the divergence found before stays as it was, not cleared and not counted on.
+    #[rstest]
+    #[case::a_lasting_divergence_outlives_a_missing_answer(
+        vec![entry("S", &["a"], 3)], vec![], vec![("APP", "S")], vec![entry("S", &["a"], 3)]
+    )]
+    #[case::only_the_unheard_stream_is_kept(
+        vec![entry("S", &["a"], 3), entry("T", &["b"], 2)], vec![], vec![("APP", "T")],
+        vec![entry("T", &["b"], 2)]
+    )]
+    #[case::an_unheard_stream_never_diverged_adds_nothing(vec![], vec![], vec![("APP", "S")], vec![])]
+    #[case::heard_again_and_still_diverged_counts_on(
+        vec![entry("S", &["a"], 3)], vec![found("S", &["a"])], vec![], vec![entry("S", &["a"], 4)]
+    )]
+    fn a_missing_answer_neither_clears_nor_counts(
+        #[case] previous: Vec<DivergedReplicas>,
+        #[case] diverged: Vec<(String, String, Divergence)>,
+        #[case] unheard: Vec<(&str, &str)>,
+        #[case] want: Vec<DivergedReplicas>,
+    ) {
+        let now = Found {
+            diverged,
+            unheard: unheard
+                .into_iter()
+                .map(|(a, s)| (a.to_string(), s.to_string()))
+                .collect(),
+        };
         assert_eq!(carried(&previous, &now), want);
     }
 

@@ -12,26 +12,31 @@ use nats_wire::PingReplies;
 use nats_wire::monitor::Jsz;
 
 use super::context::Context;
-use crate::divergence::{DIVERGED_AFTER, Divergence, diverged_now, replica_states};
+use crate::divergence::{DIVERGED_AFTER, Found, diverged_now, replica_states};
 use crate::system_view::SystemView;
 
 const HELP: &str = "Streams of the NATS cluster whose replicas hold other messages than their \
                     peers at the same last sequence, pass after pass.";
 
-/// Every stream group of `cluster` whose replicas diverge in this pass's answers.
-pub(super) fn found(
-    replies: &PingReplies<Jsz>,
-    view: &SystemView,
-    cluster: &str,
-) -> Vec<(String, String, Divergence)> {
-    view.groups
+/// What this pass's answers say of the stream groups of `cluster`: each one whose replicas
+/// diverge, and each one not every replica of which answered (a server late to the ping under
+/// load): those cannot be judged agreeing, so a divergence found before is kept as it was
+/// ([`crate::divergence::carried`]).
+pub(super) fn found(replies: &PingReplies<Jsz>, view: &SystemView, cluster: &str) -> Found {
+    let mut out = Found::default();
+    for g in view
+        .groups
         .iter()
         .filter(|g| g.cluster == cluster && g.consumer.is_none())
-        .filter_map(|g| {
-            let states = replica_states(replies, &g.account, &g.stream);
-            diverged_now(&states).map(|d| (g.account.clone(), g.stream.clone(), d))
-        })
-        .collect()
+    {
+        let states = replica_states(replies, &g.account, &g.stream);
+        if let Some(d) = diverged_now(&states) {
+            out.diverged.push((g.account.clone(), g.stream.clone(), d));
+        } else if states.len() < g.replicas {
+            out.unheard.push((g.account.clone(), g.stream.clone()));
+        }
+    }
+    out
 }
 
 /// A ReplicasDiverged Warning Event for each divergence that lasted [`DIVERGED_AFTER`] passes in

@@ -21,7 +21,7 @@ use super::super::replica_divergence;
 use crate::balance::gate::Sighting;
 use crate::balance::judge::SystemSeen;
 use crate::balance::pools::StreamKey;
-use crate::divergence::Divergence;
+use crate::divergence::Found;
 use crate::system_view::{SystemView, system_view};
 
 /// The stream a capability probe steps down: a name no account has (a `$`-free, valid name).
@@ -38,7 +38,7 @@ pub(super) struct Gathered {
     pub reached: BTreeSet<String>,
     pub reached_consumers: BTreeSet<String>,
     /// The stream groups whose replicas diverge in this pass's answers.
-    pub diverged: Vec<(String, String, Divergence)>,
+    pub diverged: Found,
     /// The streams whose resource sets `placement.cluster`, or why the index could not say.
     pub pinned: Result<BTreeSet<StreamKey>, String>,
 }
