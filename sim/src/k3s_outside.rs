@@ -168,7 +168,7 @@ mod tests {
         assert_eq!(outside.octets()[..3], [10, 245, 1], "outside the ip range");
         assert_eq!(
             GATEWAY,
-            crate::node::config::NODE_IP,
+            crate::node::node_config::NODE_IP,
             "as the node's address"
         );
     }

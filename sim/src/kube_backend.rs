@@ -102,7 +102,7 @@ impl OutsideNet for crate::node::outside::Outside {
     }
 
     fn dns_address(&self) -> Ipv4Addr {
-        crate::node::config::NODE_IP
+        crate::node::node_config::NODE_IP
     }
 }
 

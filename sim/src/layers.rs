@@ -11,7 +11,14 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundations",
         &[
-            "ports", "wait", "duration", "timings", "install", "config", "trust", "ledger",
+            "ports",
+            "wait",
+            "duration",
+            "timings",
+            "install",
+            "nats_conf",
+            "trust",
+            "ledger",
         ],
     ),
     (

@@ -3,7 +3,6 @@
 //! A library first: tests, scenarios and the `sim` CLI use the same builders.
 
 pub mod backend;
-pub mod config;
 pub mod control_plane;
 pub mod controlled;
 pub mod duration;
@@ -21,6 +20,7 @@ mod layers;
 pub mod ledger;
 pub mod local;
 pub mod monitored;
+pub mod nats_conf;
 pub mod node;
 pub mod ports;
 pub mod proxy;

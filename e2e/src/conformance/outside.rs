@@ -24,8 +24,8 @@ use nats_claims::{
 };
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyUsagePurpose, SanType};
 use serde_json::{Value, json};
-use sim::config::{ClusterBlock, JetStreamBlock, ServerConfig};
 use sim::kube_backend::OutsideNet;
+use sim::nats_conf::{ClusterBlock, JetStreamBlock, ServerConfig};
 use sim::server::Server;
 
 use super::issuer::Ca;

@@ -5,18 +5,18 @@
 //! dnsmasq fed by a watch of Endpoints. No Docker, no registry, no traffic off the machine: the node
 //! address is on a veth pair the harness creates, never the uplink.
 //!
-//! The pure cores, each with its table tests: the parts' configuration ([`config`]), the node's
+//! The pure cores, each with its table tests: the parts' configuration ([`node_config`]), the node's
 //! PKI ([`pki`]), the host's baseline and its restoration ([`host`]), the DNS hosts file ([`dns`])
 //! and what the node needs of the machine ([`missing`]). The shell: [`Node::up`] and
 //! [`Node::down`] (`up.rs`), images ([`image`]).
 
-pub mod config;
 pub mod containers;
 pub mod dns;
 mod drain;
 pub mod fit;
 pub mod host_baseline;
 pub mod image;
+pub mod node_config;
 pub mod node_pki;
 pub mod outside;
 pub mod pods;

@@ -9,7 +9,7 @@ use std::path::Path;
 use rcgen::{ExtendedKeyUsagePurpose, KeyPair, SanType};
 
 use super::NodeError;
-use super::config::{KUBERNETES_SERVICE_IP, NODE_IP, NODE_NAME};
+use super::node_config::{KUBERNETES_SERVICE_IP, NODE_IP, NODE_NAME};
 use crate::apiserver::apiserver_pki::{leaf, pki_error, self_signed_ca};
 
 /// One certificate to issue: file stem, CN, O, usage and SANs.

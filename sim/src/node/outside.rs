@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use super::NodeError;
-use super::config::NODE_IFACE;
+use super::node_config::NODE_IFACE;
 
 /// The first three octets of the outside addresses: `10.245.1.<n>`, beside the node address
 /// `10.245.0.1`, outside the pod and Service networks.
@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn outside_addresses_sit_beside_the_node_address_outside_the_cluster_networks() {
         assert_eq!(address(3), Ipv4Addr::new(10, 245, 1, 3));
-        assert_ne!(address(1), super::super::config::NODE_IP);
+        assert_ne!(address(1), super::super::node_config::NODE_IP);
     }
 
     #[test]

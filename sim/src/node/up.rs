@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 
-use super::config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
 use super::host_baseline::{self, Baseline};
+use super::node_config::{self, DNS_SERVICE_IP, Layout, NODE_IFACE, NODE_IP, NODE_NAME, Ports};
 use super::{Machine, NodeError, missing, part, sh};
 use crate::apiserver::child_process::{Proc, free_ports};
 
@@ -269,7 +269,7 @@ impl Node {
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
                 format!("--service-account-key-file={}", pki("sa.pub")),
                 format!("--service-account-signing-key-file={}", pki("sa.key")),
-                format!("--service-cluster-ip-range={}", config::SERVICE_CIDR),
+                format!("--service-cluster-ip-range={}", node_config::SERVICE_CIDR),
                 format!(
                     "--kubelet-client-certificate={}",
                     pki("apiserver-kubelet-client.crt")
@@ -303,7 +303,7 @@ impl Node {
             "kube-controller-manager",
             &node_bin("kube-controller-manager"),
             [
-                config::control_plane_flags(
+                node_config::control_plane_flags(
                     &l,
                     "controller-manager",
                     p.controller_manager,
@@ -315,7 +315,7 @@ impl Node {
                     "--use-service-account-credentials=true".into(),
                     format!("--cluster-signing-cert-file={}", pki("ca.crt")),
                     format!("--cluster-signing-key-file={}", pki("ca.key")),
-                    format!("--service-cluster-ip-range={}", config::SERVICE_CIDR),
+                    format!("--service-cluster-ip-range={}", node_config::SERVICE_CIDR),
                     "--allocate-node-cidrs=false".into(),
                     format!("--flex-volume-plugin-dir={}", l.path("cm-flex").display()),
                 ],
@@ -325,7 +325,7 @@ impl Node {
         self.spawn(
             "kube-scheduler",
             &node_bin("kube-scheduler"),
-            config::control_plane_flags(&l, "scheduler", p.scheduler, "scheduler-certs"),
+            node_config::control_plane_flags(&l, "scheduler", p.scheduler, "scheduler-certs"),
         )?;
         let i = self.spawn(
             "kubelet",
@@ -580,34 +580,37 @@ fn write_files(l: &Layout, ports: &Ports) -> Result<(), NodeError> {
     let files = [
         (
             l.path("containerd/config.toml"),
-            config::containerd_toml(l, Path::new("/usr/sbin/runc"), Path::new("/usr/lib/cni")),
+            node_config::containerd_toml(l, Path::new("/usr/sbin/runc"), Path::new("/usr/lib/cni")),
         ),
         (
             l.path("cni/net.d/10-sim-node.conflist"),
-            config::cni_conflist(l),
+            node_config::cni_conflist(l),
         ),
-        (l.path("kubelet.yaml"), config::kubelet_yaml(l, ports)),
-        (l.path("kube-proxy.yaml"), config::kube_proxy_yaml(l, ports)),
-        (l.path("dns/resolv.conf"), config::resolv_conf()),
+        (l.path("kubelet.yaml"), node_config::kubelet_yaml(l, ports)),
+        (
+            l.path("kube-proxy.yaml"),
+            node_config::kube_proxy_yaml(l, ports),
+        ),
+        (l.path("dns/resolv.conf"), node_config::resolv_conf()),
         (
             l.kubeconfig("admin"),
-            config::kubeconfig(l, &server, "admin"),
+            node_config::kubeconfig(l, &server, "admin"),
         ),
         (
             l.kubeconfig("controller-manager"),
-            config::kubeconfig(l, &server, "controller-manager"),
+            node_config::kubeconfig(l, &server, "controller-manager"),
         ),
         (
             l.kubeconfig("scheduler"),
-            config::kubeconfig(l, &server, "scheduler"),
+            node_config::kubeconfig(l, &server, "scheduler"),
         ),
         (
             l.kubeconfig("kubelet"),
-            config::kubeconfig(l, &server, "kubelet"),
+            node_config::kubeconfig(l, &server, "kubelet"),
         ),
         (
             l.kubeconfig("kube-proxy"),
-            config::kubeconfig(l, &server, "kube-proxy"),
+            node_config::kubeconfig(l, &server, "kube-proxy"),
         ),
     ];
     for (path, text) in files {

@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use self::server_process::{CONFIG_FILE, LOG_FILE, NotStarted, Process, SpawnError, log_tail};
-use crate::config::ServerConfig;
+use crate::nats_conf::ServerConfig;
 use crate::wait;
 
 #[derive(Debug, thiserror::Error)]

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Topology, TopologyError};
-use crate::config::ServerConfig;
+use crate::nats_conf::ServerConfig;
 use crate::server::Server;
 
 /// What one replica's own copy of a stream holds.

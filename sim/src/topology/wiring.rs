@@ -8,7 +8,7 @@ use std::path::Path;
 use super::auth_text::{APP_ACCOUNT, APP_USER, server_extra};
 use super::route_cuts::RouteLinks;
 use super::spec::{Auth, ClusterSpec, GatewayMode, LeafSpec, TopologySpec};
-use crate::config::{
+use crate::nats_conf::{
     ClusterBlock, GatewayBlock, JetStreamBlock, LeafNodesBlock, LeafRemote, RemoteGateway,
     ServerConfig,
 };

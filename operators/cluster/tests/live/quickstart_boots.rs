@@ -9,8 +9,8 @@ use cluster_controller::plan::{ClusterInputs, Layout, Ports, plan_servers};
 use cluster_controller::render::render;
 use cluster_controller::route_ca::RouteCa;
 use nats_api::cluster::NatsCluster;
-use sim::config::ServerConfig;
 use sim::local::LocalLayout;
+use sim::nats_conf::ServerConfig;
 use sim::ports::free_port;
 use sim::server::Server;
 

@@ -19,7 +19,7 @@ use cluster_controller::render::{
     JetStreamPlan, LAME_DUCK_DURATION, Listen, ServerPlan, render_block,
 };
 use nats_wire::{ConnectionConfig, Wire};
-use sim::config::ServerConfig;
+use sim::nats_conf::ServerConfig;
 use sim::ports::free_port;
 use sim::server::Server;
 
