@@ -27,8 +27,9 @@ use nats_claims::{Creds, KeyKind, NKey, UserClaims};
 use serde_json::{Value, json};
 use sim::{Auth, OperatorMode, Topology, TopologySpec};
 
-use self::kick::{Watched, median, millis, watched};
+use self::kick::{Watched, millis, watched};
 
+use crate::stats;
 use crate::summary::Figure;
 
 const COUNT: usize = 1000;
@@ -154,6 +155,11 @@ const ACCOUNT_GOAL: &str = "≤ 400 ms";
 
 fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// The median of `times` ([`stats::median`]) in milliseconds; NaN for none, not a made-up 0 ms.
+fn median_ms(times: &[std::time::Duration]) -> f64 {
+    stats::median(times, std::time::Duration::cmp).map_or(f64::NAN, ms)
 }
 
 /// The auth plane a figure runs on: the apiserver, the binary, the servers under the trust it
@@ -445,7 +451,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             what: format!(
                 "a NatsUser deleted until its connection is closed, 3 servers, median of {KICKED} at rest"
             ),
-            value: ms(median(&at_rest)),
+            value: median_ms(&at_rest),
             unit: "ms".into(),
             floor: ms(floor_kick),
             floor_what: kick_floor_what.into(),
@@ -457,7 +463,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             what: format!(
                 "the same, median of {KICKED} deletions right after the {COUNT} NatsUsers were applied, their passes queued"
             ),
-            value: ms(median(&after_apply)),
+            value: median_ms(&after_apply),
             unit: "ms".into(),
             floor: ms(floor_kick),
             floor_what: kick_floor_what.into(),
@@ -478,9 +484,9 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
                 "a NatsUser applied until a client connects with the creds of its Secret, median of {}",
                 usable::ROUNDS
             ),
-            value: ms(median(&used.user)),
+            value: median_ms(&used.user),
             unit: "ms".into(),
-            floor: ms(median(&used.user_floor)),
+            floor: median_ms(&used.user_floor),
             floor_what: "a user JWT signed by hand, its creds Secret written, until a client connects with it".into(),
             goal: Some(USER_GOAL.into()),
             notes: vec![format!(
@@ -496,9 +502,9 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
                 "a NatsAccount and a NatsUser of it applied at once until the user connects, median of {}",
                 usable::ROUNDS
             ),
-            value: ms(median(&used.account)),
+            value: median_ms(&used.account),
             unit: "ms".into(),
-            floor: ms(median(&used.account_floor)),
+            floor: median_ms(&used.account_floor),
             floor_what: "an account JWT signed and pushed with CLAIMS.UPDATE by hand, a user of it signed and its creds Secret written, until it connects".into(),
             goal: Some(ACCOUNT_GOAL.into()),
             notes: vec![format!(

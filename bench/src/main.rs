@@ -16,6 +16,7 @@ mod history;
 mod render;
 mod rollout;
 mod scrape;
+mod stats;
 mod streams;
 mod summary;
 mod sync_cost;

@@ -56,13 +56,6 @@ impl Watched {
     }
 }
 
-/// The middle of `times` (the upper one of an even count); zero for none.
-pub(super) fn median(times: &[Duration]) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-}
-
 /// `times` in milliseconds, for a figure's notes.
 pub(super) fn millis(times: &[Duration]) -> String {
     times
@@ -170,10 +163,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_median_is_the_middle_time() {
+    fn times_read_in_milliseconds() {
         let ms = Duration::from_millis;
-        assert_eq!(median(&[ms(9), ms(1), ms(5), ms(3), ms(7)]), ms(5));
-        assert_eq!(median(&[]), Duration::ZERO);
         assert_eq!(millis(&[ms(2), ms(30)]), "2.0/30.0");
     }
 }
