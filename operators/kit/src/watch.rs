@@ -7,6 +7,7 @@
 //! keeps the record), so [`controller`] drops them before the store keeps an object.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
@@ -14,6 +15,7 @@ use kube::runtime::controller::Controller;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde::de::DeserializeOwned;
 
+use crate::context::HasShared;
 use crate::scope::Scope;
 
 /// A Controller of `K` in the namespaces of `scope`, bounded by its concurrency, whose store
@@ -36,6 +38,42 @@ where
         });
     Controller::for_stream(reflector(writer, lean).applied_objects(), reader)
         .with_config(scope.config())
+}
+
+/// [`controller`], less the watch events that are the echoes of the writes of `passes` (the
+/// context its passes run with, [`crate::echoes`]): a pass that records what it wrote with
+/// [`crate::echoes::Echoes::worked_from`] is not woken again by it. The store still takes every
+/// event; a change by anyone else is a version no pass recorded, and wakes a pass.
+pub fn controller_less_echoes<K, C>(
+    client: &kube::Client,
+    scope: &Scope,
+    config: watcher::Config,
+    passes: Arc<C>,
+) -> Controller<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    C: HasShared,
+{
+    use futures::StreamExt;
+    let (reader, writer) = reflector::store();
+    let lean = scope
+        .namespaces
+        .watch(client, config, reader.clone(), |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+        });
+    let trigger = reflector(writer, lean)
+        .applied_objects()
+        .filter(move |event| {
+            let echo = matches!(event, Ok(o) if passes.shared().echoes.echo(o));
+            futures::future::ready(!echo)
+        });
+    Controller::for_stream(trigger, reader).with_config(scope.config())
 }
 
 /// A store of every `K` in the namespaces of `scope`, and the future that keeps it (run it for

@@ -139,12 +139,15 @@ async fn cleanup(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Cleanup, E
 /// move, pending while it holds the lease).
 pub(super) async fn controller(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
-    let controller = controller_kit::watch::controller::<NatsBalancer>(
+    // The watch is the controller's; the passes run on a client counting their requests. The
+    // watch leaves out the echoes of the passes' own finalizer and status writes: a pass runs
+    // on its interval, or on a change by someone else.
+    let passes = ctx.for_passes(KIND);
+    let controller = controller_kit::watch::controller_less_echoes::<NatsBalancer, _>(
         &client,
         &ctx.shared.scope,
         watch_config(),
+        passes.clone(),
     );
-    // The watch is the controller's; the passes run on a client counting their requests.
-    let passes = ctx.for_passes(KIND);
     controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

@@ -82,10 +82,12 @@ async fn write_ready(ctx: &Context, obj: &NatsConnection, ready: &Ready) -> Resu
             &conditions::now(),
         ),
     };
-    ctx.shared
+    let written = ctx
+        .shared
         .write_status(obj, &status)
         .await
         .map_err(kube_err(obj))?;
+    ctx.shared.echoes.worked_from(&written);
     Ok(())
 }
 
@@ -104,10 +106,12 @@ fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
 /// The NatsConnection controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
-    let controller = controller_kit::watch::controller::<NatsConnection>(
+    // Less the echoes of its passes' own status writes.
+    let controller = controller_kit::watch::controller_less_echoes::<NatsConnection, _>(
         &client,
         &ctx.shared.scope,
         watch_config(),
+        ctx.clone(),
     );
     let store = controller.store();
     // What the resources' passes read their connection from, instead of a GET each.

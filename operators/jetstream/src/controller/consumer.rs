@@ -415,10 +415,12 @@ fn waiting_for(store: &Store<NatsConsumer>, stream: &NatsStream) -> Vec<Arc<Nats
 /// The NatsConsumer controller.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
-    let controller = controller_kit::watch::controller::<NatsConsumer>(
+    // Less the echoes of its passes' own finalizer and status writes.
+    let controller = controller_kit::watch::controller_less_echoes::<NatsConsumer, _>(
         &client,
         &ctx.shared.scope,
         watch_config(),
+        ctx.clone(),
     );
     let store = controller.store();
     let c = ctx.clone();

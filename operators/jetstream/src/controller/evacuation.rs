@@ -75,12 +75,15 @@ async fn live(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<Acti
 /// the moves requested, which a stale copy would request again.
 pub(super) async fn controller(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
-    let controller = controller_kit::watch::controller::<NatsClusterEvacuation>(
+    // The watch is the controller's; the passes run on a client counting their requests. The
+    // watch leaves out the echoes of the passes' own finalizer and status writes: a pass runs
+    // on its interval, or on a change by someone else.
+    let passes = ctx.for_passes(KIND);
+    let controller = controller_kit::watch::controller_less_echoes::<NatsClusterEvacuation, _>(
         &client,
         &ctx.shared.scope,
         watch_config(),
+        passes.clone(),
     );
-    // The watch is the controller's; the passes run on a client counting their requests.
-    let passes = ctx.for_passes(KIND);
     controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

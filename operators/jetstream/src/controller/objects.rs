@@ -499,12 +499,16 @@ async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Ac
         });
     }
     let c = ctx.clone();
+    let read_at = obj.meta().resource_version.clone();
     let action = finalizer::reconcile(
         &api,
         FINALIZER,
         obj,
         true,
-        |o| live(o, c),
+        |o| {
+            super::under_finalizer::finalizer_written(&c, read_at.as_deref(), &*o);
+            live(o, c)
+        },
         |o| cleanup(o, ctx),
     )
     .await?;
@@ -545,8 +549,14 @@ fn waiting_on<K: StreamBacked>(store: &Store<K>, conn: &NatsConnection) -> Vec<A
 /// The controller of one stream-backed kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
-    let controller =
-        controller_kit::watch::controller::<K>(&client, &ctx.shared.scope, watch_config());
+    // Less the echoes of its passes' own finalizer and status writes: a second pass per
+    // resource created would find nothing to do.
+    let controller = controller_kit::watch::controller_less_echoes::<K, _>(
+        &client,
+        &ctx.shared.scope,
+        watch_config(),
+        ctx.clone(),
+    );
     let store = controller.store();
     ctx.index.register(store.clone());
     let c = ctx.clone();

@@ -1,5 +1,7 @@
 //! write_status: a pass's [`Outcome`] written as the resource's status (server-side apply on the
-//! status subresource), then the spec fields it adopts, then when the resource is next due.
+//! status subresource), then the spec fields it adopts, then when the resource is next due. The
+//! status as written is recorded as the pass's echo ([`controller_kit::echoes`]); the spec patch
+//! is not: its new generation wakes the pass that records it as observed.
 //!
 //! A status that would differ from the one held only in its times (lastSyncedTime,
 //! nextCheckTime) is not written while the held one is younger than [`STATUS_REFRESH`]
@@ -63,10 +65,12 @@ where
         previous.last_synced_time.as_ref(),
         &now,
     ) {
-        ctx.shared
+        let written = ctx
+            .shared
             .write_status(obj, &body)
             .await
             .map_err(kube_err(obj))?;
+        ctx.shared.echoes.worked_from(&written);
     } else {
         ctx.shared.metrics.set_conditions(
             &K::kind(&()),
@@ -186,10 +190,12 @@ where
         &[],
         &conditions::now(),
     );
-    ctx.shared
+    let written = ctx
+        .shared
         .write_status(obj, &with_transfer(&status, previous_transfer(obj)))
         .await
         .map_err(kube_err(obj))?;
+    ctx.shared.echoes.worked_from(&written);
     Ok(())
 }
 
