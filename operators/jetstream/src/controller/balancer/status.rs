@@ -17,7 +17,6 @@ use super::super::error::{Error, kube_err};
 use super::gather::{Gathered, Stopped};
 use super::{note_pace, with_note};
 use crate::balance::{self, pools};
-use crate::stopped_status;
 
 /// How soon a pass with its move pending looks again.
 const PENDING_POLL: Duration = Duration::from_secs(2);
@@ -51,8 +50,7 @@ impl Stepped {
     }
 }
 
-/// A pass that stopped short: Ready=False with its reason and message, the rest as it was
-/// ([`stopped_status::stopped`]).
+/// A pass that stopped short: Ready=False with its reason and message, the rest as it was.
 pub(super) async fn write_stopped(
     ctx: &Context,
     obj: &NatsBalancer,
@@ -60,8 +58,11 @@ pub(super) async fn write_stopped(
     stopped: Stopped,
 ) -> Result<Action, Error> {
     let ready = Decided::new(condition::READY, false, stopped.reason, stopped.message);
-    let generation = obj.metadata.generation;
-    let status = stopped_status::stopped(previous, generation, &[ready], &conditions::now());
+    let status = NatsBalancerStatus {
+        observed_generation: obj.metadata.generation,
+        conditions: merged(&previous.conditions, obj.metadata.generation, &[ready]),
+        ..previous.clone()
+    };
     write(ctx, obj, &status, previous).await?;
     Ok(Action::requeue(stopped.after))
 }
