@@ -23,6 +23,7 @@ pub mod pool;
 pub mod references;
 pub mod server_config;
 pub mod server_state;
+pub mod stopped_status;
 pub mod stream_config;
 pub mod system_view;
 pub mod transfer;

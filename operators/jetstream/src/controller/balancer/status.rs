@@ -17,6 +17,7 @@ use super::super::error::{Error, kube_err};
 use super::gather::{Gathered, Stopped};
 use super::{note_pace, with_note};
 use crate::balance::{self, pools};
+use crate::stopped_status;
 
 /// How soon a pass with its move pending looks again.
 const PENDING_POLL: Duration = Duration::from_secs(2);
@@ -50,7 +51,8 @@ impl Stepped {
     }
 }
 
-/// A pass that stopped short: Ready=False with its reason and message, the rest as it was.
+/// A pass that stopped short: Ready=False with its reason and message, the rest as it was
+/// ([`stopped_status::stopped`]).
 pub(super) async fn write_stopped(
     ctx: &Context,
     obj: &NatsBalancer,
@@ -58,11 +60,8 @@ pub(super) async fn write_stopped(
     stopped: Stopped,
 ) -> Result<Action, Error> {
     let ready = Decided::new(condition::READY, false, stopped.reason, stopped.message);
-    let status = NatsBalancerStatus {
-        observed_generation: obj.metadata.generation,
-        conditions: merged(&previous.conditions, obj.metadata.generation, &[ready]),
-        ..previous.clone()
-    };
+    let generation = obj.metadata.generation;
+    let status = stopped_status::stopped(previous, generation, &[ready], &conditions::now());
     write(ctx, obj, &status, previous).await?;
     Ok(Action::requeue(stopped.after))
 }

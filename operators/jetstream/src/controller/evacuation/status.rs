@@ -15,21 +15,19 @@ use super::super::lock::lock;
 use super::MOVE_POLL;
 use super::gather::Stopped;
 use crate::evacuation_rules::{self, EvacuationPlan};
+use crate::stopped_status;
 
 /// A pass that stopped short: Ready (and Holding when held) as `stopped` says, the rest as it
-/// was.
+/// was ([`stopped_status::stopped`]).
 pub(super) async fn write_stopped(
     ctx: &Context,
     obj: &NatsClusterEvacuation,
     previous: &NatsClusterEvacuationStatus,
     stopped: Stopped,
 ) -> Result<Action, Error> {
+    let set = decided(&stopped.ready, stopped.held);
     let generation = obj.metadata.generation;
-    let status = NatsClusterEvacuationStatus {
-        observed_generation: generation,
-        conditions: merged(previous, generation, &stopped.ready, stopped.held),
-        ..previous.clone()
-    };
+    let status = stopped_status::stopped(previous, generation, &set, &conditions::now());
     write(ctx, obj, status).await?;
     Ok(Action::requeue(stopped.after))
 }
@@ -77,12 +75,7 @@ fn merged(
     ready: &Decided,
     held: bool,
 ) -> Vec<Condition> {
-    let holding = held.then(|| Decided {
-        type_: condition::HOLDING,
-        status: true,
-        ..ready.clone()
-    });
-    let set: Vec<Decided> = std::iter::once(ready.clone()).chain(holding).collect();
+    let set = decided(ready, held);
     conditions::merge(
         &previous.conditions,
         generation,
@@ -90,6 +83,16 @@ fn merged(
         &[condition::HOLDING],
         &conditions::now(),
     )
+}
+
+/// Ready, and Holding with Ready's reason and message when held.
+fn decided(ready: &Decided, held: bool) -> Vec<Decided> {
+    let holding = held.then(|| Decided {
+        type_: condition::HOLDING,
+        status: true,
+        ..ready.clone()
+    });
+    std::iter::once(ready.clone()).chain(holding).collect()
 }
 
 /// The status applied and the gauges of what remains set.

@@ -15,9 +15,10 @@ use super::act::Written;
 use super::gather::Gathered;
 use crate::balance;
 use crate::divergence;
+use crate::stopped_status;
 
-/// A pass that stopped short: Ready=False as `ready` says, the rest as it was; looked at again
-/// after a backoff.
+/// A pass that stopped short: Ready=False as `ready` says, the rest as it was
+/// ([`stopped_status::stopped`]); looked at again after a backoff.
 pub(super) async fn write_stopped(
     ctx: &Context,
     obj: &NatsSystemBalancer,
@@ -25,11 +26,7 @@ pub(super) async fn write_stopped(
     ready: Decided,
 ) -> Result<Action, Error> {
     let generation = obj.metadata.generation;
-    let status = NatsSystemBalancerStatus {
-        observed_generation: generation,
-        conditions: merged(previous, generation, &ready, None, None),
-        ..previous.clone()
-    };
+    let status = stopped_status::stopped(previous, generation, &[ready], &conditions::now());
     write(ctx, obj, &status).await?;
     Ok(Action::requeue(ctx.shared.retry_later(obj)))
 }
