@@ -51,9 +51,17 @@ pub fn owned_by_gone_cluster(
 }
 
 impl LocalServerLifecycle {
-    /// The clusters (`namespace/name`) the server lifecycle runs servers of.
+    /// The clusters (`namespace/name`) the server lifecycle made servers of. Ports only reserved
+    /// are left out: a test or scenario reserves them before it applies the manifest naming the
+    /// cluster, and a collector LIST in between found the cluster missing and dropped the
+    /// reservation, so the servers came up on other ports than the manifest's leaf remote named.
     pub fn clusters(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.state(|m| m.keys().cloned().collect());
+        let mut keys: Vec<String> = self.state(|m| {
+            m.iter()
+                .filter(|(_, st)| st.ran)
+                .map(|(k, _)| k.clone())
+                .collect()
+        });
         keys.sort();
         keys
     }
@@ -165,5 +173,25 @@ mod tests {
     ) {
         let known: Vec<String> = known.into_iter().map(String::from).collect();
         assert_eq!(orphans(&known, &listed), want);
+    }
+
+    /// Ports reserved for a manifest not yet applied are no cluster the collector may judge: the
+    /// leaf test whose hub came up on other ports than its edge's remote named.
+    #[test]
+    fn reserved_ports_alone_are_not_a_cluster_to_collect() {
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(30_000));
+        let lifecycle = LocalServerLifecycle::with_ports(
+            "/nonexistent",
+            std::sync::Arc::new(|_: &str| Err("no binary in this test".to_string())),
+            std::sync::Arc::new(move || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
+        );
+        let reserved = lifecycle.reserve_ports("nats", "hub", 2);
+        assert_eq!(reserved.len(), 2);
+        assert!(
+            lifecycle.clusters().is_empty(),
+            "{:?}",
+            lifecycle.clusters()
+        );
+        assert_eq!(lifecycle.reserve_ports("nats", "hub", 2), reserved);
     }
 }

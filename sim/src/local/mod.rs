@@ -53,6 +53,11 @@ pub const SUPERVISE_EVERY: Duration = Duration::from_millis(500);
 struct ClusterState {
     ports: Vec<Ports>,
     servers: BTreeMap<u32, Arc<Entry>>,
+    /// Whether a server of the cluster was ever made: only then did the cluster's NatsCluster
+    /// exist for the controller, so a LIST lacking it means it was deleted. Ports reserved for a
+    /// manifest not yet applied ([`LocalServerLifecycle::reserve_ports`]) are not a cluster the
+    /// collector may take.
+    ran: bool,
 }
 
 impl ClusterState {
@@ -60,6 +65,7 @@ impl ClusterState {
         ClusterState {
             ports: Vec::new(),
             servers: BTreeMap::new(),
+            ran: false,
         }
     }
 }
@@ -274,6 +280,7 @@ impl LocalServerLifecycle {
     ) -> Arc<Entry> {
         self.state(|m| {
             let st = m.entry(key(cluster)).or_insert_with(ClusterState::empty);
+            st.ran = true;
             st.servers
                 .entry(ordinal)
                 .or_insert_with(|| {

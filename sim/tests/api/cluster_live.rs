@@ -355,7 +355,14 @@ spec:
         &sim::control_plane::substitute(text, &vars),
     )
     .await;
-    let v = wait_condition_or_dump(&host, "NatsCluster/edge", "LeafnodesConnected").await;
+    let edge = ObjectRef::parse("NatsCluster/edge").expect("ref");
+    let v = match host.wait_condition(&edge, "LeafnodesConnected", WAIT).await {
+        Ok(v) => v,
+        Err(e) => {
+            dump_leaf_pair(&host).await;
+            panic!("{e}");
+        }
+    };
     println!("edge: {}", conditions(&v));
     let hub = read_cluster(&host, "nats", "hub").await.expect("hub");
     let mut leafs = 0;
@@ -370,6 +377,48 @@ spec:
         leafs >= 2,
         "both edge servers are leaf connections of the hub"
     );
+}
+
+/// What a leaf pair that never connected looked like: each NatsCluster's and the
+/// NatsConnection's status, and each server's leafz, rendered config and log tail.
+async fn dump_leaf_pair(host: &Host) {
+    for object in [
+        "NatsCluster/hub",
+        "NatsCluster/edge",
+        "NatsConnection/hub-leaf",
+    ] {
+        let r = ObjectRef::parse(object).expect("ref");
+        match host.get(&r).await {
+            Ok(v) => eprintln!("{object}: status {}", v["status"]),
+            Err(e) => eprintln!("{object}: {e}"),
+        }
+    }
+    let lifecycle = host.server_lifecycle();
+    for name in ["hub", "edge"] {
+        if let Ok(cluster) = read_cluster(host, "nats", name).await {
+            for i in 0..2 {
+                let a = lifecycle.address(&cluster, i);
+                let leafz = http_json(format!("{}/leafz", a.monitor_url)).await;
+                eprintln!("{name}-{i} leafz: {leafz:?}");
+            }
+        }
+        let root = lifecycle.cluster_root("nats", name);
+        let mut dirs: Vec<_> = std::fs::read_dir(&root)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        dirs.sort();
+        for dir in dirs.into_iter().filter(|d| d.is_dir()) {
+            let config =
+                std::fs::read_to_string(dir.join(sim::server::server_process::CONFIG_FILE))
+                    .unwrap_or_default();
+            let log = sim::server::server_process::log_tail(
+                &dir.join(sim::server::server_process::LOG_FILE),
+                0,
+                60,
+            );
+            eprintln!("{}: config:\n{config}\nlog tail:\n{log}", dir.display());
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
