@@ -6,11 +6,13 @@
 //! 1,000 user JWTs signed and their creds Secrets written directly; and the work floor, [`work`]);
 //! the binary's resident size at rest after them (floor: the same binary at rest with none);
 //! deleted NatsUsers' last connections closed, five at rest and five right after the 1,000 were
-//! applied ([`kick`]; floor: the revoking account JWT pushed with CLAIMS.UPDATE by hand); and how
+//! applied ([`kick`]; floor: the revoking account JWT pushed with CLAIMS.UPDATE by hand; work
+//! floor: [`kick_work`]); and how
 //! soon an applied user, and an applied account with a user, can connect ([`usable`]).
 //! 2,000 unrelated 10 KiB Secrets in other namespaces exist before the binary starts.
 
 mod kick;
+mod kick_work;
 pub mod scale;
 mod usable;
 mod work;
@@ -257,10 +259,11 @@ async fn boot(binary: &Path, docs: Vec<Value>) -> anyhow::Result<Plane> {
 }
 
 pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
-    // bob's connection is the kick floor's; k<i>'s are the kick figures'.
+    // bob's connection is the kick floor's; k<i>'s are the kick figures'; f<i>'s the work floor's.
     let kicked: Vec<String> = (0..2 * KICKED).map(|i| format!("k{i}")).collect();
+    let floored: Vec<String> = (0..KICKED).map(|i| format!("f{i}")).collect();
     let mut docs = vec![usable::account_doc(ACCOUNT), user_doc("bob")];
-    docs.extend(kicked.iter().map(|n| user_doc(n)));
+    docs.extend(kicked.iter().chain(&floored).map(|n| user_doc(n)));
     let Plane {
         api: _api,
         client,
@@ -274,7 +277,12 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let accounts = auth_api(&client, "NatsAccount");
     let users = auth_api(&client, "NatsUser");
     wait_has(&accounts, ACCOUNT, "Distributed", "True").await?;
-    for u in kicked.iter().map(String::as_str).chain(["bob"]) {
+    for u in kicked
+        .iter()
+        .chain(&floored)
+        .map(String::as_str)
+        .chain(["bob"])
+    {
         wait_has(&users, u, "Ready", "True").await?;
     }
     let acc = accounts.get(ACCOUNT).await?;
@@ -297,6 +305,13 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let mut conns: Vec<Watched> = Vec::new();
     for name in &kicked {
         conns.push(watched(&creds_of(name.clone()).await?, &url).await?);
+    }
+    let mut floored_creds = Vec::new();
+    let mut floored_conns = Vec::new();
+    for name in &floored {
+        let creds = creds_of(name.clone()).await?;
+        floored_conns.push(watched(&creds, &url).await?);
+        floored_creds.push(creds);
     }
 
     // Five deletions at rest, one at a time, each user gone before the next.
@@ -408,6 +423,22 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         all.as_secs_f64() / direct.as_secs_f64()
     ));
 
+    // The kicks' work floor, the controller stopped, before bob's floor (whose JWT revokes none
+    // of these users, so it goes last).
+    let victims: Vec<kick_work::Victim> = floored_creds
+        .into_iter()
+        .zip(&floored_conns)
+        .map(|(creds, conn)| kick_work::Victim { creds, conn })
+        .collect();
+    let work_kick = kick_work::floor(
+        &client,
+        &accounts,
+        &topo.client_urls(),
+        &controller_creds,
+        &victims,
+    )
+    .await?;
+    println!("  kicks' work floor: {} ms", millis(&work_kick));
     let floor_kick = kick::revoke_by_hand(
         &client,
         &accounts,
@@ -456,7 +487,10 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             floor: ms(floor_kick),
             floor_what: kick_floor_what.into(),
             goal: Some(KICK_GOAL.into()),
-            notes: vec![format!("{} ms", millis(&at_rest))],
+            notes: vec![
+                format!("{} ms", millis(&at_rest)),
+                kick_work::note(median_ms(&at_rest), &work_kick),
+            ],
         },
         Figure {
             name: "kick.user_deletion_after_1000".into(),
@@ -468,15 +502,18 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
             floor: ms(floor_kick),
             floor_what: kick_floor_what.into(),
             goal: Some(KICK_GOAL.into()),
-            notes: vec![format!(
-                "{} ms; users Ready at each deletion: {}",
-                millis(&after_apply),
-                ready_then
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join("/")
-            )],
+            notes: vec![
+                format!(
+                    "{} ms; users Ready at each deletion: {}",
+                    millis(&after_apply),
+                    ready_then
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join("/")
+                ),
+                kick_work::note(median_ms(&after_apply), &work_kick),
+            ],
         },
         Figure {
             name: "usable.user_applied".into(),
