@@ -30,14 +30,8 @@ where
         + Sync
         + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let lean = scope
-        .namespaces
-        .watch(client, config, reader.clone(), |o: &mut K| {
-            o.meta_mut().managed_fields = None;
-        });
-    Controller::for_stream(reflector(writer, lean).applied_objects(), reader)
-        .with_config(scope.config())
+    let (reader, applied) = lean_applied(client, scope, config);
+    Controller::for_stream(applied, reader).with_config(scope.config())
 }
 
 /// [`controller`], less the watch events that are the echoes of the writes of `passes` (the
@@ -61,19 +55,40 @@ where
     C: HasShared,
 {
     use futures::StreamExt;
+    let (reader, applied) = lean_applied(client, scope, config);
+    let trigger = applied.filter(move |event| {
+        let echo = matches!(event, Ok(o) if passes.shared().echoes.echo(o));
+        futures::future::ready(!echo)
+    });
+    Controller::for_stream(trigger, reader).with_config(scope.config())
+}
+
+/// The store of `K` in the namespaces of `scope`, each object kept without its `managedFields`,
+/// and the stream of objects the watch applied to it.
+fn lean_applied<K>(
+    client: &kube::Client,
+    scope: &Scope,
+    config: watcher::Config,
+) -> (
+    reflector::Store<K>,
+    impl futures::Stream<Item = Result<K, watcher::Error>> + Send + use<K>,
+)
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let (reader, writer) = reflector::store();
     let lean = scope
         .namespaces
         .watch(client, config, reader.clone(), |o: &mut K| {
             o.meta_mut().managed_fields = None;
         });
-    let trigger = reflector(writer, lean)
-        .applied_objects()
-        .filter(move |event| {
-            let echo = matches!(event, Ok(o) if passes.shared().echoes.echo(o));
-            futures::future::ready(!echo)
-        });
-    Controller::for_stream(trigger, reader).with_config(scope.config())
+    (reader, reflector(writer, lean).applied_objects())
 }
 
 /// A store of every `K` in the namespaces of `scope`, and the future that keeps it (run it for
