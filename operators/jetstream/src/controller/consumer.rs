@@ -372,15 +372,23 @@ async fn delete_on_server(
 }
 
 /// One reconcile under the JetStream finalizer (every consumer wants it).
-async fn reconcile(obj: Arc<NatsConsumer>, ctx: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile(
+    obj: Arc<NatsConsumer>,
+    ctx: Arc<Context>,
+    store: Store<NatsConsumer>,
+) -> Result<Action, Error> {
     // Within its NatsConnection's share of the slots ([`super::share`]): its own, or by
     // streamRef its stream's (from the index; the stream itself while the index lacks it).
     let conn = super::share::consumer_connection(&ctx, &obj);
-    let _slot = match super::share::take_for(&ctx, &*obj, &conn) {
-        Ok(slot) => slot,
-        Err(wait) => return Ok(Action::requeue(wait)),
+    let (_slot, obj) = match super::share::turn(&ctx, obj, &conn, &store).await {
+        Ok(turn) => turn,
+        Err(then) => return Ok(then),
     };
-    super::under_finalizer::under_finalizer(obj, ctx, live, cleanup).await
+    // Boxed: a pass waiting its turn holds only the few bytes above, however many wait.
+    Box::pin(super::under_finalizer::under_finalizer(
+        obj, ctx, live, cleanup,
+    ))
+    .await
 }
 
 /// The consumers waiting for `stream` by streamRef (not Ready): a NatsStream turning Ready binds
@@ -423,6 +431,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
         ctx.clone(),
     );
     let store = controller.store();
+    let own = store.clone();
     let c = ctx.clone();
     let controller = controller.watches_stream(
         ctx.shared
@@ -439,7 +448,10 @@ pub(super) async fn controller(ctx: Arc<Context>) {
                 .collect::<Vec<_>>()
         },
     );
-    // Woken when their connection frees a slot of its share (`super::share`).
-    let controller = controller.reconcile_on(super::share::wake_feed::<NatsConsumer>(&ctx));
-    controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile).await;
+    // Every due pass starts, and waits its turn in its connection's line (`super::share`).
+    let controller = super::share::in_line(controller);
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, move |o, c| {
+        reconcile(o, c, own.clone())
+    })
+    .await;
 }

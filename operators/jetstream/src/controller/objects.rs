@@ -480,11 +480,22 @@ async fn delete_on_server<K: StreamBacked>(
 
 /// One reconcile under the JetStream finalizer (every stream-backed resource wants it), within
 /// its NatsConnection's share of the slots ([`super::share`]).
-async fn reconcile<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let _slot = match super::share::take_for(&ctx, &*obj, obj.connection_ref()) {
-        Ok(slot) => slot,
-        Err(wait) => return Ok(Action::requeue(wait)),
+async fn reconcile<K: StreamBacked>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+    store: Store<K>,
+) -> Result<Action, Error> {
+    let conn = obj.connection_ref().clone();
+    let (_slot, obj) = match super::share::turn(&ctx, obj, &conn, &store).await {
+        Ok(turn) => turn,
+        Err(then) => return Ok(then),
     };
+    // Boxed: a pass waiting its turn holds only the few bytes above, however many wait.
+    Box::pin(in_turn(obj, ctx)).await
+}
+
+/// [`reconcile`] once its turn came.
+async fn in_turn<K: StreamBacked>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
     let api: Api<K> = Api::namespaced(
         ctx.shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
@@ -558,6 +569,7 @@ pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
         ctx.clone(),
     );
     let store = controller.store();
+    let own = store.clone();
     ctx.index.register(store.clone());
     let c = ctx.clone();
     let controller = controller.watches_stream(
@@ -575,7 +587,10 @@ pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
                 .collect::<Vec<_>>()
         },
     );
-    // Woken when their connection frees a slot of its share (`super::share`).
-    let controller = controller.reconcile_on(super::share::wake_feed::<K>(&ctx));
-    controller_kit::reconcile::run(controller, ctx, Read::Cached, reconcile::<K>).await;
+    // Every due pass starts, and waits its turn in its connection's line (`super::share`).
+    let controller = super::share::in_line(controller);
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, move |o, c| {
+        reconcile::<K>(o, c, own.clone())
+    })
+    .await;
 }

@@ -1,49 +1,81 @@
 //! A pass takes its NatsConnection's share of its Controller's request slots
-//! ([`super::connection_shares`]) through the context: [`take_for`] before it dials,
-//! [`wake_feed`] to be woken when a slot frees, [`consumer_connection`] to know which
-//! connection a consumer's passes count against.
+//! ([`super::connection_shares`]) through the context: [`turn`] waits for it and hands back
+//! the copy of the object to work from, [`in_line`] lets a Controller start every due pass
+//! (the shares bound them, not the Controller), [`consumer_connection`] says which connection
+//! a consumer's passes count against.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::connection_shares::Taken;
 
-/// A slot for a pass of `obj` over its connection `conn` (relative to `obj`'s namespace) in
-/// `ctx`'s shares, or the longest wait before it looks again (the deferral counted).
-pub(crate) fn take_for<K: kube::Resource<DynamicType = ()>>(
+/// `controller`, starting every due pass at once: each waits for its turn in [`turn`], in its
+/// connection's line and then for one of the Controller's `--concurrency` slots, holding
+/// nothing meanwhile. A Controller bounded by its own concurrency as well would requeue the
+/// passes of a connection at its share (a second pass each) or hold its slots with them.
+pub(crate) fn in_line<K>(controller: Controller<K>) -> Controller<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    controller.with_config(kube::runtime::controller::Config::default().concurrency(0))
+}
+
+/// A pass's turn for `obj` over its connection `conn` (relative to `obj`'s namespace): a slot
+/// of `ctx`'s shares (a wait in line counted) and the copy of `obj` to work from. A pass that
+/// waited works from the store's copy as it is now (`store`: its Controller's), not the one it
+/// was handed. Instead of a turn, what the pass returns: nothing to do for an object gone
+/// meanwhile or a process stopping, and a pass again at once for a replica that no longer
+/// leads (its gate holds it).
+pub(crate) async fn turn<K>(
     ctx: &super::context::Context,
-    obj: &K,
+    obj: Arc<K>,
     conn: &nats_api::common::ObjectReference,
-) -> Result<Taken, Duration> {
+    store: &Store<K>,
+) -> Result<(Taken, Arc<K>), Action>
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
     use kube::ResourceExt;
-    let kind = K::kind(&());
+    let kind = K::kind(&()).to_string();
     let ns = obj.namespace().unwrap_or_default();
     let conn_ns = conn.namespace.as_deref().unwrap_or(&ns);
     let connection = format!("{kind}|{conn_ns}/{}", conn.name);
-    ctx.shares
-        .take(&connection, (&kind, &ns, &obj.name_any()))
-        .inspect_err(|_| {
+    let process = controller_kit::process_state::Process::current();
+    let mut waited = false;
+    let taken = tokio::select! {
+        taken = ctx.shares.take(&connection, &kind, || {
+            waited = true;
             ctx.shared.metrics.add_counter(
                 nats_api::jetstream::metric::CONNECTION_SHARE_DEFERRED,
                 "Passes put off because their NatsConnection held its share of the request slots.",
                 &[("kind", &kind)],
                 1.0,
             );
-        })
-}
-
-/// Wakes the objects of `K` waiting on a connection through the returned stream, which the
-/// Controller of `K` takes with `reconcile_on`.
-pub(crate) fn wake_feed<K>(
-    ctx: &super::context::Context,
-) -> impl futures::Stream<Item = kube::runtime::reflector::ObjectRef<K>> + Send + 'static
-where
-    K: kube::Resource<DynamicType = ()> + 'static,
-{
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    ctx.shares.on_wake(&K::kind(&()), move |ns, name| {
-        let _ = tx.unbounded_send(kube::runtime::reflector::ObjectRef::<K>::new(name).within(ns));
-    });
-    rx
+        }) => taken,
+        () = process.stopping() => return Err(Action::await_change()),
+    };
+    let Ok(taken) = taken else {
+        return Err(Action::requeue(Duration::from_secs(1)));
+    };
+    if !waited {
+        return Ok((taken, obj));
+    }
+    if !process.leads() {
+        return Err(Action::requeue(Duration::ZERO));
+    }
+    match store.get(&ObjectRef::from_obj(&*obj)) {
+        Some(now) => Ok((taken, now)),
+        None => Err(Action::await_change()),
+    }
 }
 
 /// The connection a consumer's passes count against: its own `connectionRef`; by `streamRef`
