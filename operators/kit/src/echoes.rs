@@ -67,6 +67,12 @@ impl Echoes {
         true
     }
 
+    /// Whether a version a pass wrote of `obj` has not come back through the watch yet (its
+    /// echo not yet dropped): a copy from the watch's store may then be older than that write.
+    pub fn pending<K: Resource<DynamicType = ()>>(&self, obj: &K) -> bool {
+        self.map().contains_key(&describe(obj))
+    }
+
     /// Forgets `obj` (deleted).
     pub fn forget<K: Resource<DynamicType = ()>>(&self, obj: &K) {
         self.map().remove(&describe(obj));
@@ -126,7 +132,9 @@ mod tests {
         assert!(!e.echo(&at("a", Some("11"))), "b's version is not a's");
         assert!(!e.echo(&at("c", None)), "no version, no echo");
         assert_eq!(e.len(), 2);
+        assert!(e.pending(&at("a", Some("9"))), "a's write is not back");
         assert!(e.echo(&at("a", Some("10"))));
+        assert!(!e.pending(&at("a", Some("10"))), "and now it is");
         assert_eq!(e.len(), 1);
         e.forget(&at("b", Some("11")));
         assert!(e.is_empty());

@@ -42,6 +42,22 @@ pub enum Read {
     /// and a pass over that stale status would undo or repeat what the last one recorded. An
     /// object gone meanwhile ends the pass.
     Fresh,
+    /// The watch cache's copy once every write the controller's passes recorded
+    /// ([`crate::echoes::Echoes::worked_from`]) came back through the object's own watch
+    /// ([`crate::echoes::Echoes::pending`]): that copy then holds the last pass's writes, or
+    /// a version newer still. Read again from the API, as [`Read::Fresh`], while one has not.
+    /// For a controller whose watch drops its echoes: the drop is what marks a write back.
+    Current,
+}
+
+/// Whether a pass reads its object from the API before it runs: always for [`Read::Fresh`],
+/// for [`Read::Current`] only while a write of the controller's to it is not back in the watch.
+pub fn reads_fresh(read: Read, write_pending: bool) -> bool {
+    match read {
+        Read::Cached => false,
+        Read::Fresh => true,
+        Read::Current => write_pending,
+    }
 }
 
 /// error_policy: counts the failure under its metric label and retries after a backoff that
@@ -83,9 +99,9 @@ where
     if let Some(left) = shared.due.not_yet(&*obj) {
         return Ok(Action::requeue(left));
     }
-    let obj = match read {
-        Read::Cached => obj,
-        Read::Fresh => {
+    let obj = match reads_fresh(read, shared.echoes.pending(&*obj)) {
+        false => obj,
+        true => {
             let api: Api<K> =
                 Api::namespaced(shared.client.clone(), &obj.namespace().unwrap_or_default());
             match api
@@ -182,4 +198,23 @@ where
     };
     futures::future::select(Box::pin(ran), Box::pin(stopped_unlisted)).await;
     drop(entered);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::cached_never(Read::Cached, true, false)]
+    #[case::fresh_always(Read::Fresh, false, true)]
+    #[case::current_while_a_write_is_not_back(Read::Current, true, true)]
+    #[case::current_once_every_write_is_back(Read::Current, false, false)]
+    fn a_pass_reads_its_object_again_only_when_the_cache_may_lag_its_writes(
+        #[case] read: Read,
+        #[case] write_pending: bool,
+        #[case] want: bool,
+    ) {
+        assert_eq!(reads_fresh(read, write_pending), want);
+    }
 }
