@@ -104,8 +104,9 @@ where
         true => {
             let api: Api<K> =
                 Api::namespaced(shared.client.clone(), &obj.namespace().unwrap_or_default());
-            match api
-                .get_opt(&obj.name_any())
+            // Boxed: a pass that waits (its turn, the gate) holds only a few hundred bytes
+            // until it reads; a request's state is kilobytes, times every pass waiting.
+            match Box::pin(api.get_opt(&obj.name_any()))
                 .await
                 .map_err(KubeError::of(&*obj))?
             {
@@ -133,13 +134,7 @@ where
 /// [`error_policy`], a trigger dropped by a relist redriven, every run result logged.
 pub async fn run<K, C, E, F, Fut>(controller: Controller<K>, ctx: Arc<C>, read: Read, reconcile: F)
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: crate::watch::Watched,
     C: HasShared,
     E: ReconcileError + From<KubeError>,
     F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,

@@ -157,13 +157,7 @@ impl Namespaces {
         each: impl Fn(&mut K) + Clone + Send + Sync + 'static,
     ) -> BoxStream<'static, watcher::Result<Event<K>>>
     where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Debug
-            + Send
-            + Sync
-            + 'static,
+        K: crate::watch::Watched,
     {
         match self {
             Self::All => watch_of(Api::<K>::all(client.clone()), config)

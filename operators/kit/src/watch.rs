@@ -18,17 +18,35 @@ use serde::de::DeserializeOwned;
 use crate::context::HasShared;
 use crate::scope::Scope;
 
-/// A Controller of `K` in the namespaces of `scope`, bounded by its concurrency, whose store
-/// holds each object without its `managedFields`.
-pub fn controller<K>(client: &kube::Client, scope: &Scope, config: watcher::Config) -> Controller<K>
-where
+/// What kube's Controller and watcher ask of a namespaced kind a controller watches, named once:
+/// every watch and run loop of the workspace takes `K: Watched`.
+pub trait Watched:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + DeserializeOwned
         + Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
+{
+}
+
+/// A Controller of `K` in the namespaces of `scope`, bounded by its concurrency, whose store
+/// holds each object without its `managedFields`.
+pub fn controller<K>(client: &kube::Client, scope: &Scope, config: watcher::Config) -> Controller<K>
+where
+    K: Watched,
 {
     let (reader, applied) = lean_applied(client, scope, config);
     Controller::for_stream(applied, reader).with_config(scope.config())
@@ -45,13 +63,7 @@ pub fn controller_less_echoes<K, C>(
     passes: Arc<C>,
 ) -> Controller<K>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
     C: HasShared,
 {
     use futures::StreamExt;
@@ -74,13 +86,7 @@ fn lean_applied<K>(
     impl futures::Stream<Item = Result<K, watcher::Error>> + Send + use<K>,
 )
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     let (reader, writer) = reflector::store();
     let lean = scope
@@ -102,13 +108,7 @@ pub fn store<K>(
     impl std::future::Future<Output = ()> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     use futures::StreamExt;
     let (reader, writer) = reflector::store();

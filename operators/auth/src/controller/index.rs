@@ -88,19 +88,16 @@
 //!   pass did; an entry not yet seen is signed on its wake.
 
 use std::collections::HashMap;
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use controller_kit::scope::Namespaces;
 use futures::{Stream, StreamExt};
-use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{AccountKind, NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
 use nats_api::nats::NatsReferenceGrant;
-use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
 use super::change::{self, Change, Touch};
@@ -163,28 +160,8 @@ pub(crate) struct Feed<K: Resource<DynamicType = ()> + Clone + 'static> {
     touch: fn(&K) -> Touch,
 }
 
-/// The bounds of a kind the index watches.
-pub(crate) trait Watched:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + DeserializeOwned
-    + Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Watched for K where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
+/// The bounds of a kind the index watches: the kit's, as every watch of the workspace.
+pub(crate) use controller_kit::watch::Watched;
 
 fn feed<K: Watched>(kind: Kind, touch: fn(&K) -> Touch) -> (Store<K>, Feed<K>, Signals) {
     let (store, writer) = reflector::store();
