@@ -31,7 +31,7 @@ use sim::{Auth, OperatorMode, Topology, TopologySpec};
 
 use self::kick::{Watched, millis, watched};
 
-use crate::stats;
+use crate::stats::{self, ms};
 use crate::summary::Figure;
 
 const COUNT: usize = 1000;
@@ -154,10 +154,6 @@ const KICKED: usize = 5;
 const KICK_GOAL: &str = "≤ 30 ms";
 const USER_GOAL: &str = "≤ 250 ms";
 const ACCOUNT_GOAL: &str = "≤ 400 ms";
-
-fn ms(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// The median of `times` ([`stats::median`]) in milliseconds; NaN for none, not a made-up 0 ms.
 fn median_ms(times: &[std::time::Duration]) -> f64 {

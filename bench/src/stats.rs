@@ -1,4 +1,4 @@
-//! The arithmetic the figures share: the median of a few runs.
+//! The arithmetic the figures share: the median of a few runs, a duration in milliseconds.
 
 use std::cmp::Ordering;
 
@@ -8,6 +8,11 @@ pub fn median<T: Copy>(values: &[T], order: impl FnMut(&T, &T) -> Ordering) -> O
     let mut sorted = values.to_vec();
     sorted.sort_by(order);
     sorted.get(sorted.len() / 2).copied()
+}
+
+/// `d` in milliseconds, as the figures print them.
+pub fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

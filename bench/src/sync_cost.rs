@@ -13,6 +13,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use sim::{Topology, TopologySpec};
 
+use crate::stats::ms;
 use crate::summary::Figure;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -142,10 +143,6 @@ pub async fn figure() -> anyhow::Result<Figure> {
             ),
         ],
     })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]
