@@ -35,3 +35,4 @@ pub mod tls;
 pub mod trace;
 pub mod uninstall;
 pub mod watch;
+pub mod watched;

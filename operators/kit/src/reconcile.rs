@@ -134,7 +134,7 @@ where
 /// [`error_policy`], a trigger dropped by a relist redriven, every run result logged.
 pub async fn run<K, C, E, F, Fut>(controller: Controller<K>, ctx: Arc<C>, read: Read, reconcile: F)
 where
-    K: crate::watch::Watched,
+    K: crate::watched::Watched,
     C: HasShared,
     E: ReconcileError + From<KubeError>,
     F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,

@@ -157,7 +157,7 @@ impl Namespaces {
         each: impl Fn(&mut K) + Clone + Send + Sync + 'static,
     ) -> BoxStream<'static, watcher::Result<Event<K>>>
     where
-        K: crate::watch::Watched,
+        K: crate::watched::Watched,
     {
         match self {
             Self::All => watch_of(Api::<K>::all(client.clone()), config)

@@ -6,41 +6,14 @@
 //! the object itself. No pass reads them (a server-side apply sends its own fields, the server
 //! keeps the record), so [`controller`] drops them before the store keeps an object.
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
-use k8s_openapi::NamespaceResourceScope;
-use kube::Resource;
 use kube::runtime::controller::Controller;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use serde::de::DeserializeOwned;
 
 use crate::context::HasShared;
 use crate::scope::Scope;
-
-/// What kube's Controller and watcher ask of a namespaced kind a controller watches, named once:
-/// every watch and run loop of the workspace takes `K: Watched`.
-pub trait Watched:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + DeserializeOwned
-    + Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Watched for K where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
+pub use crate::watched::Watched;
 
 /// A Controller of `K` in the namespaces of `scope`, bounded by its concurrency, whose store
 /// holds each object without its `managedFields`.
