@@ -16,10 +16,12 @@
 //! 3. an account whose JWT revokes a deleted user's key and which every server holds: the user's
 //!    pass (the kick of what connections remain, then its creds Secret and its finalizer).
 //!
-//! Every pass, the lane's or a Controller's, holds its object's lock ([`super::locks::Locks`]): no object is
-//! passed over twice at once, and a Controller's pass that waited for the lane's runs again on a
-//! fresh read. A lane pass is an extra pass: the Controllers' passes still run as their events
-//! say, so a lane pass missed (this replica not leading, a lagging receiver) costs time only.
+//! Every pass, the lane's or a Controller's, holds its object's lock ([`super::locks::Locks`]):
+//! no object is passed over twice at once, and a Controller's pass that waited for the lane's
+//! runs again. Each works from the index's copy of its object, read fresh instead while a write
+//! of this controller's to it is not back in the watch (the kit's `Read::Current`). A lane pass
+//! is an extra pass: the Controllers' passes still run as their events say, so a lane pass
+//! missed (this replica not leading, a lagging receiver) costs time only.
 //! The lane covers the users of NatsAccounts; a NatsSystemAccount's users go the Controllers' way.
 
 use std::collections::HashMap;
@@ -31,7 +33,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use nats_api::auth::{AccountKind, NatsAccount, NatsUser};
+use nats_api::auth::{AccountKind, NatsUser};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -189,17 +191,27 @@ pub(crate) async fn run(ctx: Arc<Context>) {
     }
 }
 
-/// Runs `job`'s pass when this replica leads, under its object's lock, on a fresh read.
+/// Runs `job`'s pass when this replica leads, under its object's lock, on the index's copy of
+/// its object, or a fresh read while a write of this controller's to it is not back in the
+/// watch ([`controller_kit::reconcile::Read::Current`]'s rule).
 async fn one(ctx: Arc<Context>, process: Process, job: Job) -> Job {
     if process.gate().now_or_never() != Some(Gate::Open) || ctx.index.ready().await.is_err() {
         return job;
     }
     let result = match &job {
         Job::User(ns, name) => {
-            pass::<NatsUser, _, _>(&ctx, &process, ns, name, super::user::reconcile).await
+            let cached = ctx.index.user(ns, name);
+            pass(&ctx, &process, (ns, name, cached), super::user::reconcile).await
         }
         Job::Account(ns, name) => {
-            pass::<NatsAccount, _, _>(&ctx, &process, ns, name, super::account::reconcile).await
+            let cached = ctx.index.account(ns, name);
+            pass(
+                &ctx,
+                &process,
+                (ns, name, cached),
+                super::account::reconcile,
+            )
+            .await
         }
     };
     if let Err(e) = result {
@@ -211,8 +223,7 @@ async fn one(ctx: Arc<Context>, process: Process, job: Job) -> Job {
 async fn pass<K, F, Fut>(
     ctx: &Arc<Context>,
     process: &Process,
-    ns: &str,
-    name: &str,
+    (ns, name, cached): (&str, &str, Option<Arc<K>>),
     reconcile: F,
 ) -> Result<(), super::Error>
 where
@@ -224,19 +235,31 @@ where
     let described = format!("{} {ns}/{name}", K::kind(&()));
     let (_held, _) = ctx.locks.lock(described.clone()).await;
     let _passing = process.passing(described.clone());
-    let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), ns);
-    let Some(obj) = api
-        .get_opt(name)
-        .await
-        .map_err(|source| controller_kit::error::KubeError {
-            object: described.clone(),
-            source,
-        })?
-    else {
-        return Ok(());
+    let current = cached.filter(|o| {
+        !controller_kit::reconcile::reads_fresh(
+            controller_kit::reconcile::Read::Current,
+            ctx.shared.echoes.pending(&**o),
+        )
+    });
+    let obj = match current {
+        Some(obj) => obj,
+        None => {
+            let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), ns);
+            let read =
+                api.get_opt(name)
+                    .await
+                    .map_err(|source| controller_kit::error::KubeError {
+                        object: described.clone(),
+                        source,
+                    })?;
+            match read {
+                Some(obj) => Arc::new(obj),
+                None => return Ok(()),
+            }
+        }
     };
     let started = Instant::now();
-    let result = reconcile(Arc::new(obj), ctx.clone()).await;
+    let result = reconcile(obj, ctx.clone()).await;
     ctx.shared
         .metrics
         .reconciled(&K::kind(&()), started.elapsed());

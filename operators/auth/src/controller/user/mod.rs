@@ -21,15 +21,16 @@
 //!
 //! What a user's first pass asks of the apiserver (a user with a creds Secret, its account
 //! Ready): the work floor is three writes — the finalizer added (a PATCH), the creds Secret
-//! created (a POST), the status applied (a PATCH). One request more: the user read fresh before
-//! the pass (a GET, [`super::pass::drive`]): the watch may not hold the last status write yet,
-//! and a pass over a stale status would sign again what was just signed. Nothing else: the
+//! created (a POST), the status applied (a PATCH). The user is read fresh before a pass (a GET,
+//! [`super::pass::drive`]) only while a write of this controller's to it is not back in the
+//! watch: a pass over a stale status would sign again what was just signed. Nothing else: the
 //! account, its grants and the other users come from the index; the account's signing keys are
 //! read once per account version, not per user ([`super::seeds::kept`]; they were two Secret GETs
 //! a user); the creds Secret is read first only for a user signed before ([`key::read_first`]; a
 //! GET answering 404 a new user); the NatsConnection list is only a deleted user's
-//! ([`in_use`]). A settled pass again (a resync, a wake) costs the fresh GET and the creds
-//! Secret's, and writes nothing.
+//! ([`in_use`]). A settled pass again (a resync, a wake) costs the creds Secret's GET, and
+//! writes nothing. Measured (`just bench`, 1,000 NatsUsers): 3.74 requests a user, 4.67 with
+//! the GET before every pass.
 
 mod deleting;
 mod gather;
