@@ -16,16 +16,9 @@ use super::connection_shares::Taken;
 /// connection's line and then for one of the Controller's `--concurrency` slots, holding
 /// nothing meanwhile. A Controller bounded by its own concurrency as well would requeue the
 /// passes of a connection at its share (a second pass each) or hold its slots with them.
-pub(crate) fn in_line<K>(controller: Controller<K>) -> Controller<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
+pub(crate) fn in_line<K: controller_kit::watched::Watched>(
+    controller: Controller<K>,
+) -> Controller<K> {
     controller.with_config(kube::runtime::controller::Config::default().concurrency(0))
 }
 
