@@ -25,15 +25,15 @@ use std::sync::Arc;
 use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use controller_kit::finalizer::Cleanup;
-use controller_kit::reconcile::{Read, describe};
+use controller_kit::reconcile::describe;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use nats_api::jetstream::{NatsConsumer, NatsStream, SyncStatus, condition, reason};
 use serde_json::{Map, Value};
 
-use super::context::{Context, watch_config};
+use super::context::Context;
 use super::error::{Error, kube_err};
 use super::in_use;
 use super::outcome::{
@@ -420,38 +420,7 @@ fn waiting_for(store: &Store<NatsConsumer>, stream: &NatsStream) -> Vec<Arc<Nats
         .collect()
 }
 
-/// The NatsConsumer controller.
+/// The NatsConsumer controller: its passes woken by their NatsStream turning Ready.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let client = ctx.shared.client.clone();
-    // Less the echoes of its passes' own finalizer and status writes.
-    let controller = controller_kit::watch::controller_less_echoes::<NatsConsumer, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        ctx.clone(),
-    );
-    let store = controller.store();
-    let own = store.clone();
-    let c = ctx.clone();
-    let controller = controller.watches_stream(
-        ctx.shared
-            .scope
-            .namespaces
-            .touched::<NatsStream>(&client, watch_config()),
-        move |stream| {
-            waiting_for(&store, &stream)
-                .into_iter()
-                .map(|o| {
-                    c.shared.due.forget(&*o);
-                    ObjectRef::from_obj(&*o)
-                })
-                .collect::<Vec<_>>()
-        },
-    );
-    // Every due pass starts, and waits its turn in its connection's line (`super::share`).
-    let controller = super::share::in_line(controller);
-    controller_kit::reconcile::run(controller, ctx, Read::Cached, move |o, c| {
-        reconcile(o, c, own.clone())
-    })
-    .await;
+    super::share::run_in_line(ctx, waiting_for, |_, _| (), reconcile).await;
 }

@@ -42,11 +42,11 @@ use std::sync::Arc;
 use controller_kit::blocked::Blocked;
 use controller_kit::conditions::Decided;
 use controller_kit::finalizer::{self, Cleanup};
-use controller_kit::reconcile::{Read, describe};
+use controller_kit::reconcile::describe;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use nats_api::jetstream::{
     DeletionPolicy, FINALIZER, StreamTransfer, SyncStatus, condition, reason,
 };
@@ -54,7 +54,7 @@ use nats_api::nats::NatsConnection;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::context::{Context, watch_config};
+use super::context::Context;
 use super::error::Error;
 use super::in_use;
 use super::outcome::{
@@ -557,40 +557,14 @@ fn waiting_on<K: StreamBacked>(store: &Store<K>, conn: &NatsConnection) -> Vec<A
         .collect()
 }
 
-/// The controller of one stream-backed kind.
+/// The controller of one stream-backed kind: its passes woken by their NatsConnection turning
+/// Ready, its store the index's copy of the kind.
 pub(super) async fn controller<K: StreamBacked>(ctx: Arc<Context>) {
-    let client = ctx.shared.client.clone();
-    // Less the echoes of its passes' own finalizer and status writes: a second pass per
-    // resource created would find nothing to do.
-    let controller = controller_kit::watch::controller_less_echoes::<K, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        ctx.clone(),
-    );
-    let store = controller.store();
-    let own = store.clone();
-    ctx.index.register(store.clone());
-    let c = ctx.clone();
-    let controller = controller.watches_stream(
-        ctx.shared
-            .scope
-            .namespaces
-            .touched::<NatsConnection>(&client, watch_config()),
-        move |conn| {
-            waiting_on(&store, &conn)
-                .into_iter()
-                .map(|o| {
-                    c.shared.due.forget(&*o);
-                    ObjectRef::from_obj(&*o)
-                })
-                .collect::<Vec<_>>()
-        },
-    );
-    // Every due pass starts, and waits its turn in its connection's line (`super::share`).
-    let controller = super::share::in_line(controller);
-    controller_kit::reconcile::run(controller, ctx, Read::Cached, move |o, c| {
-        reconcile::<K>(o, c, own.clone())
-    })
+    super::share::run_in_line(
+        ctx,
+        waiting_on::<K>,
+        |ctx, store| ctx.index.register(store.clone()),
+        reconcile::<K>,
+    )
     .await;
 }

@@ -1,16 +1,22 @@
 //! A pass takes its NatsConnection's share of its Controller's request slots
 //! ([`super::connection_shares`]) through the context: [`turn`] waits for it and hands back
 //! the copy of the object to work from, [`in_line`] lets a Controller start every due pass
-//! (the shares bound them, not the Controller), [`consumer_connection`] says which connection
-//! a consumer's passes count against.
+//! (the shares bound them, not the Controller), [`run_in_line`] runs the Controller of a kind
+//! whose passes wait so (NatsConsumer and the stream-backed kinds), [`consumer_connection`] says
+//! which connection a consumer's passes count against.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_kit::reconcile::Read;
+use controller_kit::watched::Watched;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::connection_shares::Taken;
+use super::context::{Context, watch_config};
+use super::error::Error;
 
 /// `controller`, starting every due pass at once: each waits for its turn in [`turn`], in its
 /// connection's line and then for one of the Controller's `--concurrency` slots, holding
@@ -20,6 +26,59 @@ pub(crate) fn in_line<K: controller_kit::watched::Watched>(
     controller: Controller<K>,
 ) -> Controller<K> {
     controller.with_config(kube::runtime::controller::Config::default().concurrency(0))
+}
+
+/// Runs the Controller of `K`, whose passes wait their turn in their connection's line, until
+/// it ends: `K`'s watch, and a watch of `W` (what `K`'s objects wait for) whose every change
+/// passes at once over the objects `waiting` names (in the Controller's store), their due time
+/// forgotten. `with_store` gets that store before anything runs; `reconcile` is each pass, given
+/// the store.
+pub(crate) async fn run_in_line<K, W, F, R, Fut>(
+    ctx: Arc<Context>,
+    waiting: F,
+    with_store: impl FnOnce(&Context, &Store<K>),
+    reconcile: R,
+) where
+    K: Watched,
+    W: Watched,
+    F: Fn(&Store<K>, &W) -> Vec<Arc<K>> + Send + Sync + 'static,
+    R: Fn(Arc<K>, Arc<Context>, Store<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    let client = ctx.shared.client.clone();
+    // Less the echoes of its passes' own finalizer and status writes: a second pass per
+    // resource created would find nothing to do.
+    let controller = controller_kit::watch::controller_less_echoes::<K, _>(
+        &client,
+        &ctx.shared.scope,
+        watch_config(),
+        ctx.clone(),
+    );
+    let store = controller.store();
+    let own = store.clone();
+    with_store(&ctx, &store);
+    let c = ctx.clone();
+    let controller = controller.watches_stream(
+        ctx.shared
+            .scope
+            .namespaces
+            .touched::<W>(&client, watch_config()),
+        move |w| {
+            waiting(&store, &w)
+                .into_iter()
+                .map(|o| {
+                    c.shared.due.forget(&*o);
+                    ObjectRef::from_obj(&*o)
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    // Every due pass starts, and waits its turn in its connection's line.
+    let controller = in_line(controller);
+    controller_kit::reconcile::run(controller, ctx, Read::Cached, move |o, c| {
+        reconcile(o, c, own.clone())
+    })
+    .await;
 }
 
 /// A pass's turn for `obj` over its connection `conn` (relative to `obj`'s namespace): a slot
