@@ -28,7 +28,7 @@ use kube::runtime::controller::{Action, Controller};
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use crate::context::HasShared;
+use crate::context::{HasShared, Shared};
 use crate::error::{KubeError, ReconcileError};
 pub use crate::object::describe;
 use crate::process_state::{Gate, Process};
@@ -58,6 +58,38 @@ pub fn reads_fresh(read: Read, write_pending: bool) -> bool {
         Read::Fresh => true,
         Read::Current => write_pending,
     }
+}
+
+/// The copy of the object `ns`/`name` a pass works from, read as `read` says: `cached` (the
+/// watch cache's), unless there is none or [`reads_fresh`] says to read it again (a write of
+/// the controller's to it not back in the watch: [`crate::echoes::Echoes::pending`]), then the
+/// API's. `None`: the object is gone.
+pub async fn current<K>(
+    shared: &Shared,
+    cached: Option<Arc<K>>,
+    read: Read,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Arc<K>>, KubeError>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    if let Some(obj) = cached.filter(|o| !reads_fresh(read, shared.echoes.pending(&**o))) {
+        return Ok(Some(obj));
+    }
+    let api: Api<K> = Api::namespaced(shared.client.clone(), ns);
+    // Boxed: a pass that waits (its turn, the gate) holds only a few hundred bytes
+    // until it reads; a request's state is kilobytes, times every pass waiting.
+    let fresh = Box::pin(api.get_opt(name))
+        .await
+        .map_err(|source| KubeError {
+            object: format!("{} {ns}/{name}", K::kind(&())),
+            source,
+        })?;
+    Ok(fresh.map(Arc::new))
 }
 
 /// error_policy: counts the failure under its metric label and retries after a backoff that
@@ -99,21 +131,9 @@ where
     if let Some(left) = shared.due.not_yet(&*obj) {
         return Ok(Action::requeue(left));
     }
-    let obj = match reads_fresh(read, shared.echoes.pending(&*obj)) {
-        false => obj,
-        true => {
-            let api: Api<K> =
-                Api::namespaced(shared.client.clone(), &obj.namespace().unwrap_or_default());
-            // Boxed: a pass that waits (its turn, the gate) holds only a few hundred bytes
-            // until it reads; a request's state is kilobytes, times every pass waiting.
-            match Box::pin(api.get_opt(&obj.name_any()))
-                .await
-                .map_err(KubeError::of(&*obj))?
-            {
-                Some(fresh) => Arc::new(fresh),
-                None => return Ok(Action::await_change()),
-            }
-        }
+    let (ns, name) = (obj.namespace().unwrap_or_default(), obj.name_any());
+    let Some(obj) = current(shared, Some(obj), read, &ns, &name).await? else {
+        return Ok(Action::await_change());
     };
     let kind = K::kind(&()).to_string();
     let key = describe(&*obj);
@@ -211,5 +231,29 @@ mod tests {
         #[case] want: bool,
     ) {
         assert_eq!(reads_fresh(read, write_pending), want);
+    }
+
+    #[tokio::test]
+    async fn the_current_copy_is_the_cached_one_unless_read_fresh_and_a_failed_read_names_it() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        // Nothing listens there: a read fails at once.
+        let url = "http://127.0.0.1:9".parse().expect("a url");
+        let client = kube::Client::try_from(kube::Config::new(url)).expect("a client");
+        let shared = Shared::new(client, crate::metrics::Metrics::default(), "test");
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".into());
+        cm.metadata.name = Some("a".into());
+        let cached = Arc::new(cm);
+        let got = current(&shared, Some(cached.clone()), Read::Cached, "ns", "a").await;
+        let got = got.expect("no request").expect("the cached copy");
+        assert!(Arc::ptr_eq(&got, &cached));
+        let e = current(&shared, Some(cached), Read::Fresh, "ns", "a")
+            .await
+            .expect_err("a request that fails");
+        assert_eq!(e.object, "ConfigMap ns/a");
+        let e = current::<ConfigMap>(&shared, None, Read::Cached, "ns", "b")
+            .await
+            .expect_err("no cached copy: a request");
+        assert_eq!(e.object, "ConfigMap ns/b");
     }
 }

@@ -31,7 +31,6 @@ use std::time::Instant;
 use controller_kit::process_state::{Gate, Process};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{AccountKind, NatsUser};
 use tokio::sync::broadcast::Receiver;
@@ -235,28 +234,10 @@ where
     let described = format!("{} {ns}/{name}", K::kind(&()));
     let (_held, _) = ctx.locks.lock(described.clone()).await;
     let _passing = process.passing(described.clone());
-    let current = cached.filter(|o| {
-        !controller_kit::reconcile::reads_fresh(
-            controller_kit::reconcile::Read::Current,
-            ctx.shared.echoes.pending(&**o),
-        )
-    });
-    let obj = match current {
-        Some(obj) => obj,
-        None => {
-            let api: Api<K> = Api::namespaced(ctx.shared.client.clone(), ns);
-            let read =
-                api.get_opt(name)
-                    .await
-                    .map_err(|source| controller_kit::error::KubeError {
-                        object: described.clone(),
-                        source,
-                    })?;
-            match read {
-                Some(obj) => Arc::new(obj),
-                None => return Ok(()),
-            }
-        }
+    let read = controller_kit::reconcile::Read::Current;
+    let current = controller_kit::reconcile::current(&ctx.shared, cached, read, ns, name);
+    let Some(obj) = current.await? else {
+        return Ok(());
     };
     let started = Instant::now();
     let result = reconcile(obj, ctx.clone()).await;
