@@ -9,7 +9,8 @@
 //!
 //! 1. a deleted user whose own pass has not observed its deletion: the user's pass (it holds the
 //!    user while a NatsConnection names its creds, else records the deletion, which makes the
-//!    user revocable);
+//!    user revocable), and at once the account's pass, which revokes the user without waiting
+//!    for that record where it finds no NatsConnection naming the creds itself;
 //! 2. a revocable deleted user, or one whose grant was withdrawn, whose key its NatsAccount's JWT
 //!    does not revoke yet: the account's pass (it signs the JWT revoking the key and pushes it to
 //!    every server; a server closes the user's connections when it takes it);
@@ -56,30 +57,39 @@ fn revokes(jwt: Option<&str>, key: &str, at: i64) -> bool {
 }
 
 /// What a change of the user `u` asks of the lane, its account's JWT being `account_jwt`
-/// (steps 1 and 2 of the module doc); `None`: nothing the Controllers' passes would not do as
+/// (steps 1 and 2 of the module doc); none: nothing the Controllers' passes would not do as
 /// soon.
-pub(crate) fn after_user_change(u: &NatsUser, account_jwt: Option<&str>) -> Option<Job> {
+pub(crate) fn after_user_change(u: &NatsUser, account_jwt: Option<&str>) -> Vec<Job> {
     let (ns, name) = (u.namespace().unwrap_or_default(), u.name_any());
     let st = u.status.as_ref();
     let public_key = st.and_then(|s| s.public_key.as_deref());
+    let unrevoked = |pk: Option<&str>, at| pk.is_some_and(|pk| !revokes(account_jwt, pk, at));
     if let Some(at) = &u.metadata.deletion_timestamp {
         if !finalizer::has(u) {
-            return None;
+            return Vec::new();
         }
+        let at = secs_of(at);
         let observed = st.and_then(|s| s.observed_generation) == u.metadata.generation;
         if !observed {
-            return Some(Job::User(ns, name));
+            // Its own pass, and at once the account's, which revokes it if no NatsConnection
+            // names its creds (`in_use::unused_creds`) without waiting for the first.
+            let mut jobs = vec![Job::User(ns, name)];
+            jobs.extend(account_job(u).filter(|_| unrevoked(public_key, at)));
+            return jobs;
         }
-        let pk = public_key?;
         let revocable = super::user::in_use::revocable(u);
-        return (revocable && !revokes(account_jwt, pk, secs_of(at)))
-            .then(|| account_job(u))
-            .flatten();
+        return account_job(u)
+            .filter(|_| revocable && unrevoked(public_key, at))
+            .into_iter()
+            .collect();
     }
-    let withdrawn = st.and_then(|s| s.withdrawn_at.as_ref())?;
-    (!revokes(account_jwt, public_key?, secs_of(withdrawn)))
-        .then(|| account_job(u))
-        .flatten()
+    let Some(withdrawn) = st.and_then(|s| s.withdrawn_at.as_ref()) else {
+        return Vec::new();
+    };
+    account_job(u)
+        .filter(|_| unrevoked(public_key, secs_of(withdrawn)))
+        .into_iter()
+        .collect()
 }
 
 /// The pass of `u`'s account, when that is a NatsAccount.
@@ -115,7 +125,7 @@ fn user_jobs(ctx: &Context, t: &Touched) -> Vec<Job> {
         .as_ref()
         .and_then(|a| a.status.as_ref())
         .and_then(|s| s.jwt.as_deref());
-    after_user_change(&u, jwt).into_iter().collect()
+    after_user_change(&u, jwt)
 }
 
 /// The jobs a change of a NatsAccount asks for: its deleted users to kick.

@@ -117,8 +117,9 @@ pub struct Context {
     deletions: std::sync::Mutex<BTreeMap<String, claims_delete::Deletions>>,
     /// Per account key, the least iat a new JWT may carry: one past a newer JWT a server holds.
     iat_floor: std::sync::Mutex<HashMap<String, i64>>,
-    /// The accounts' signing keys as user passes read them ([`seeds::kept`]).
-    account_keys: seeds::kept::Kept,
+    /// Signing keys as passes read them, kept per object version ([`seeds::kept`]): an
+    /// account's for its users' passes, a NatsOperator's for its accounts' passes.
+    kept_keys: seeds::kept::Kept,
     /// Per object, the lock its pass holds: the revocation lane's and the Controllers'.
     locks: locks::Locks,
     /// The stores every pass reads its references from.
@@ -208,7 +209,7 @@ pub fn context(client: kube::Client, settings: Settings, metrics: Metrics) -> Ar
         pushes: std::sync::Mutex::default(),
         deletions: std::sync::Mutex::default(),
         iat_floor: std::sync::Mutex::default(),
-        account_keys: seeds::kept::Kept::default(),
+        kept_keys: seeds::kept::Kept::default(),
         locks: locks::Locks::default(),
         index,
         feeds: std::sync::Mutex::new(Some(feeds)),

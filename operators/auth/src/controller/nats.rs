@@ -12,6 +12,7 @@ use nats_api::auth::Distribution;
 use nats_api::nats::NatsConnection;
 use nats_claims::{Account, Operator, decode_unverified};
 use nats_wire::monitor::Statsz;
+use nats_wire::sys::LookupAnswer;
 use nats_wire::{Collect, ConnectionConfig, PingReplies, ServerFilter, Wire};
 
 use super::Context;
@@ -209,39 +210,58 @@ pub(super) fn observe_roster(
 }
 
 /// `distribution` of `roster`: its size, the lookups holding `jwt`, and the roster recorded.
-fn counted(roster: &Roster, answers: &[nats_wire::sys::LookupAnswer], jwt: &str) -> Distribution {
+fn counted(roster: &Roster, answers: &[LookupAnswer], jwt: &str) -> Distribution {
     let mut d = distribution::distribution(roster.len(), answers, jwt);
     d.roster = roster.to_status(time_of);
     d
 }
 
-/// Counts who holds `jwt` for `account` of the operator `operator` (its [`roster_key`]) and
-/// pushes it where a server lacks it, unless a server holds a newer one or `operator_jwt` does not list
-/// its signer.
-pub(crate) async fn spread(
+/// The roster (STATSZ, with memory of `recorded`) and what each server holds for `account`
+/// (CLAIMS.LOOKUP): the two questions a pass asks the servers before it signs or pushes.
+async fn ask(
     ctx: &Context,
     wire: &Wire,
     operator: &str,
-    operator_jwt: &str,
+    account: &str,
+    recorded: Option<&Distribution>,
+) -> Result<(Roster, Vec<LookupAnswer>), String> {
+    let statsz = ping_statsz(ctx, wire, collect(ctx, operator)).await?;
+    let roster = observe_roster(ctx, operator, &statsz, recorded);
+    if roster.answering() == 0 {
+        return Err("no server answered STATSZ".into());
+    }
+    let answers = wire
+        .claims_lookup(account, Collect::expecting(roster.len(), PING))
+        .await
+        .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))?;
+    Ok((roster, answers))
+}
+
+/// Counts who holds `jwt` for `account` of the operator `operator` (its [`roster_key`]) and
+/// pushes it where a server lacks it, unless a server holds a newer one or `operator_jwt` does not list
+/// its signer.
+/// `asked`: what the servers answered this same pass before it signed ([`holding`]), counted
+/// instead of asking them again (no other pass of this account runs meanwhile: its lock).
+pub(crate) async fn spread(
+    ctx: &Context,
+    wire: &Wire,
+    (operator, operator_jwt): (&str, &str),
     account: &str,
     jwt: &str,
     last_push: Option<&Distribution>,
+    asked: Option<&Holding>,
 ) -> Spread {
-    let roster = match ping_statsz(ctx, wire, collect(ctx, operator)).await {
-        Ok(r) => observe_roster(ctx, operator, &r, last_push),
-        Err(e) => return Spread::Unreachable(e),
+    let (roster, answers) = match asked {
+        Some(h) => (h.roster.clone(), h.answers.clone()),
+        None => match ask(ctx, wire, operator, account, last_push).await {
+            Ok(asked) => asked,
+            Err(e) => return Spread::Unreachable(e),
+        },
     };
-    if roster.answering() == 0 {
-        return Spread::Unreachable("no server answered STATSZ".into());
-    }
     let roster_len = roster.len();
     let lookup = async || {
         wire.claims_lookup(account, Collect::expecting(roster_len, PING))
             .await
-    };
-    let answers = match lookup().await {
-        Ok(a) => a,
-        Err(e) => return Spread::Unreachable(format!("CLAIMS.LOOKUP: {e}")),
     };
     let mut d = counted(&roster, &answers, jwt);
     d.last_push_time = last_push.and_then(|p| p.last_push_time.clone());
@@ -299,6 +319,8 @@ pub(crate) struct Holding {
     pub answered: usize,
     /// The JWTs they hold.
     pub jwts: Vec<String>,
+    /// Their answers as given, for counting who holds a JWT.
+    pub answers: Vec<LookupAnswer>,
 }
 
 impl Holding {
@@ -329,15 +351,7 @@ pub(crate) async fn holding(
     let Some(wire) = system_wire(ctx).await? else {
         return Ok(None);
     };
-    let statsz = ping_statsz(ctx, &wire, collect(ctx, operator)).await?;
-    let roster = observe_roster(ctx, operator, &statsz, recorded);
-    if roster.answering() == 0 {
-        return Err("no server answered STATSZ".into());
-    }
-    let answers = wire
-        .claims_lookup(account, Collect::expecting(roster.len(), PING))
-        .await
-        .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))?;
+    let (roster, answers) = ask(ctx, &wire, operator, account, recorded).await?;
     Ok(Some(Holding {
         // A lookup answer carries no server identity: counted, never past the roster.
         answered: answers.len().min(roster.len()),
@@ -346,19 +360,20 @@ pub(crate) async fn holding(
             .iter()
             .filter_map(|a| a.jwt().map(str::to_string))
             .collect(),
+        answers,
     }))
 }
 
-/// Spreads `jwt` of the operator `operator` (its [`roster_key`]) and says so: status.distribution
+/// Spreads `jwt` under the operator `under` (its [`roster_key`] and JWT) and says so: status.distribution
 /// (None keeps none), the Distributed condition, and the JWTPushed / JWTHeld Events about `obj`.
 pub(crate) async fn distribute<K>(
     ctx: &Context,
     obj: &K,
-    operator: &str,
-    operator_jwt: &str,
+    under: (&str, &str),
     account: &str,
     jwt: &str,
     prev: Option<&Distribution>,
+    asked: Option<&Holding>,
 ) -> (Option<Distribution>, Decided)
 where
     K: kube::Resource<DynamicType = ()>,
@@ -386,7 +401,7 @@ where
             );
         }
     };
-    match spread(ctx, &wire, operator, operator_jwt, account, jwt, prev).await {
+    match spread(ctx, &wire, under, account, jwt, prev, asked).await {
         Spread::Counted { d, pushed } => {
             let message = distribution::describe(&d);
             if pushed {

@@ -17,12 +17,15 @@ use crate::revocations;
 /// `users` come from the index, which may lag a watch event: a user missing from it adds
 /// nothing, and nothing is ever dropped for a user that is missing (an entry goes only with its
 /// signing keys), so a lagging read delays a revocation by one pass and never removes one.
+/// `revocable` says whether a deleted user may be revoked now (its creds not in use:
+/// [`super::user::in_use`]).
 pub(crate) fn revocation_record(
     prev: &[Revocation],
     prev_jwt: Option<&str>,
     users: &[Arc<NatsUser>],
     signing_keys: &[String],
     now: i64,
+    revocable: impl Fn(&NatsUser) -> bool,
 ) -> Vec<Revocation> {
     let mut record = match prev_jwt
         .filter(|j| !j.is_empty())
@@ -36,7 +39,7 @@ pub(crate) fn revocation_record(
         // A deleted user whose creds a NatsConnection still uses is revoked once that is gone.
         if let (Some(at), Some(pk)) = (&u.metadata.deletion_timestamp, &st.public_key)
             && finalizer::has(&**u)
-            && super::user::in_use::revocable(u)
+            && revocable(u)
         {
             revocations::revoke(&mut record, pk, secs_of(at), signing_keys);
         }

@@ -11,7 +11,7 @@ use nats_claims::NKey;
 use super::stop::{Stop, not_ready, not_ready_conds, unresolved_conds};
 use crate::controller::Context;
 use crate::controller::refs::operator_of;
-use crate::controller::seeds::{self, Resolved, Subject};
+use crate::controller::seeds::{self, Resolved, Subject, kept};
 use crate::controller::time::created;
 use crate::uniqueness::{Holder, check_unique};
 use crate::{deletions, grants};
@@ -106,8 +106,38 @@ fn withdrawn_message(
     }
 }
 
-/// The account's own keys, generated here first.
+/// The account's own keys, generated here first; kept between its passes while its spec (its
+/// generation) and the public key it recorded stay the same ([`kept`]: its status writes change
+/// its resourceVersion every pass, and a revoking pass read the key Secrets again before the
+/// push that kicks).
 pub(super) async fn own_keys(
+    ctx: &Context,
+    acct: &NatsAccount,
+    prev: &NatsAccountStatus,
+) -> Result<Arc<Resolved>, Stop> {
+    let desc = format!(
+        "NatsAccount {}/{} (own keys)",
+        acct.namespace().unwrap_or_default(),
+        acct.name_any()
+    );
+    let version = match (
+        &acct.metadata.uid,
+        acct.metadata.generation,
+        &prev.public_key,
+    ) {
+        (Some(uid), Some(generation), Some(pk)) => format!("{uid}/{generation}/{pk}"),
+        _ => String::new(),
+    };
+    if let Some(keys) = ctx.kept_keys.get(&desc, &version) {
+        return Ok(keys);
+    }
+    let keys = Arc::new(read_own_keys(ctx, acct, prev).await?);
+    ctx.kept_keys.keep(&desc, &version, keys.clone());
+    Ok(keys)
+}
+
+/// The account's own keys as its Secrets hold them, generated here first.
+async fn read_own_keys(
     ctx: &Context,
     acct: &NatsAccount,
     prev: &NatsAccountStatus,
@@ -195,10 +225,20 @@ pub(super) async fn operator_signer(
         recorded: Some(&op_pk),
         may_generate: false,
     };
-    let op_keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
-        let m = format!("NatsOperator {op_ns}/{op_name}: {}", e.message());
-        not_ready(reason::KEYS_PENDING, m)
-    })?;
+    let desc = format!("NatsOperator {op_ns}/{op_name}");
+    let version = kept::version_of(&**op);
+    let op_keys = match ctx.kept_keys.get(&desc, &version) {
+        Some(keys) => keys,
+        None => {
+            let keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
+                let m = format!("{desc}: {}", e.message());
+                not_ready(reason::KEYS_PENDING, m)
+            })?;
+            let keys = Arc::new(keys);
+            ctx.kept_keys.keep(&desc, &version, keys.clone());
+            keys
+        }
+    };
     let Some(signer) = op_keys.active() else {
         let m = format!("NatsOperator {op_ns}/{op_name} has no signing key that is not retiring");
         return Err(not_ready(reason::KEYS_PENDING, m));

@@ -103,7 +103,7 @@ async fn phases(
     let now = unix_now();
     let activations = activations::sign(ctx, acct, &keys, &prev, now)?;
     status.activations = activations.tokens.clone();
-    let record = recovery::record(ctx, acct, &keys, &prev, now);
+    let record = recovery::record(ctx, acct, &keys, &prev, now).await;
     let operator_key = crate::controller::nats::roster_key(&admitted.op);
     let under = (operator_key.as_str(), operator.jwt.as_str());
     let recovered = recovery::recover(ctx, under, &keys, &prev, record, now).await?;
@@ -120,7 +120,7 @@ async fn phases(
     status.jwt_hash = Some(jwt_hash(&signed.jwt));
     status.jwt = Some(signed.jwt.clone());
     status::record_expiry(ctx, acct, signed.exp);
-    let asked = recovered.holding.is_some();
+    let asked = recovered.holding.as_ref();
     let pk = &keys.public_key;
     let pushed = push::push(ctx, acct, under, pk, &signed.jwt, asked).await;
     status.distribution = pushed.distribution;

@@ -6,7 +6,8 @@ use controller_kit::conditions::Decided;
 use nats_api::auth::{Distribution, NatsAccount, condition, reason};
 
 use super::sign::adopted_elsewhere;
-use crate::controller::{Context, nats};
+use crate::controller::Context;
+use crate::controller::nats::{self, Holding};
 use crate::distribution;
 
 /// What the push left: status.distribution, the conditions it adds, and whether every server
@@ -26,13 +27,13 @@ pub(super) async fn push(
     (operator, operator_jwt): (&str, &str),
     public_key: &str,
     jwt: &str,
-    asked: bool,
+    asked: Option<&Holding>,
 ) -> Pushed {
     let prev = acct.status.clone().unwrap_or_default();
     let connection = ctx.settings.system_connection.is_some();
     let (d, cond) = if crate::gates::push_waits_for_lookup(
         adopted_elsewhere(acct, &prev),
-        asked,
+        asked.is_some(),
         connection,
     ) {
         (
@@ -49,7 +50,16 @@ pub(super) async fn push(
             .distribution
             .as_ref()
             .filter(|_| prev.jwt.as_deref() == Some(jwt));
-        nats::distribute(ctx, acct, operator, operator_jwt, public_key, jwt, last).await
+        nats::distribute(
+            ctx,
+            acct,
+            (operator, operator_jwt),
+            public_key,
+            jwt,
+            last,
+            asked,
+        )
+        .await
     };
     let current = d.as_ref().is_some_and(distribution::all_current);
     let mut conds = vec![];

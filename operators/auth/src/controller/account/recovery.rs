@@ -14,11 +14,14 @@ use crate::controller::nats::{self, Holding};
 use crate::controller::revocation::revocation_record;
 use crate::controller::seeds::Resolved;
 use crate::controller::time::time_of;
+use crate::controller::user::in_use;
 use crate::distribution::{self, Recovery};
 
 /// The revocation record before the servers are asked: the record and JWT of before, and the
-/// users of this account being deleted or that replaced a key.
-pub(super) fn record(
+/// users of this account being deleted or that replaced a key. A deleted user is revoked once
+/// its own pass marked it revocable, or once this pass finds no NatsConnection naming its creds
+/// ([`in_use::unused_creds`]): the revocation need not wait for the user's status write.
+pub(super) async fn record(
     ctx: &Context,
     acct: &NatsAccount,
     keys: &Resolved,
@@ -27,12 +30,14 @@ pub(super) fn record(
 ) -> Vec<Revocation> {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
+    let unused = in_use::unused_creds(ctx, &users).await;
     revocation_record(
         &prev.revocations,
         prev.jwt.as_deref(),
         &users,
         &keys.signing_public_keys(),
         now,
+        |u| in_use::revocable(u) || unused.contains(&in_use::user_key(u)),
     )
 }
 

@@ -47,38 +47,60 @@ fn jwt(from: Option<i64>) -> String {
         .expect("an account JWT")
 }
 
-fn account() -> Option<Job> {
-    Some(Job::Account("n".into(), "a".into()))
+fn account() -> Vec<Job> {
+    vec![Job::Account("n".into(), "a".into())]
 }
 
-fn own() -> Option<Job> {
-    Some(Job::User("n".into(), "u".into()))
+fn own() -> Vec<Job> {
+    vec![Job::User("n".into(), "u".into())]
+}
+
+fn own_and_account() -> Vec<Job> {
+    [own(), account()].concat()
+}
+
+fn none() -> Vec<Job> {
+    Vec::new()
 }
 
 // "a deleted user's revoke, push and kick never wait behind other passes", in the design's
-// order: its own pass observes the deletion, then the account's revokes and pushes.
+// order: its own pass observes the deletion and, at once, the account's revokes and pushes
+// where no NatsConnection names the creds.
 #[rstest]
-#[case::deletion_unobserved_runs_its_own_pass("NatsAccount", true, status(1), None, own())]
+#[case::deletion_unobserved_runs_its_own_pass_and_the_accounts(
+    "NatsAccount",
+    true,
+    status(1),
+    None,
+    own_and_account()
+)]
+#[case::deletion_unobserved_but_revoked_runs_its_own_pass_only(
+    "NatsAccount",
+    true,
+    status(1),
+    Some(AT),
+    own()
+)]
 #[case::observed_runs_the_account_pass("NatsAccount", true, status(2), None, account())]
 #[case::revoked_before_the_deletion_runs_it_again("NatsAccount", true, status(2), Some(AT - 1), account())]
-#[case::revoked_asks_nothing("NatsAccount", true, status(2), Some(AT), None)]
-#[case::creds_in_use_asks_nothing("NatsAccount", true, in_use(), None, None)]
+#[case::revoked_asks_nothing("NatsAccount", true, status(2), Some(AT), none())]
+#[case::creds_in_use_asks_nothing("NatsAccount", true, in_use(), None, none())]
 #[case::system_account_users_go_the_controllers_way(
     "NatsSystemAccount",
     true,
     status(2),
     None,
-    None
+    none()
 )]
 #[case::withdrawn_runs_the_account_pass("NatsAccount", false, withdrawn(), None, account())]
-#[case::withdrawn_and_revoked_asks_nothing("NatsAccount", false, withdrawn(), Some(AT), None)]
-#[case::a_live_user_asks_nothing("NatsAccount", false, status(1), None, None)]
+#[case::withdrawn_and_revoked_asks_nothing("NatsAccount", false, withdrawn(), Some(AT), none())]
+#[case::a_live_user_asks_nothing("NatsAccount", false, status(1), None, none())]
 fn a_user_change_asks_the_lane(
     #[case] kind: &str,
     #[case] deleting: bool,
     #[case] status: Value,
     #[case] revoked_from: Option<i64>,
-    #[case] want: Option<Job>,
+    #[case] want: Vec<Job>,
 ) {
     let u = user(kind, deleting, 2, status);
     let jwt = jwt(revoked_from);

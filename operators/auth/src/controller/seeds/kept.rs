@@ -1,7 +1,9 @@
 //! An account's signing keys as its users' passes read them, kept between passes: 1,000 users of
 //! one account each read the account's two generated key Secrets again (2 of the 7.45 apiserver
 //! requests a user cost), though what those Secrets hold is what the account signed its JWT
-//! with and changes only with the account.
+//! with and changes only with the account. A NatsOperator's signing keys are kept the same way
+//! for its accounts' passes (a revoking pass read them first, two Secret reads before the push
+//! that kicks).
 //!
 //! The keys are kept per account at the version of the account they were read at (its UID and
 //! resourceVersion, from the index): a change of its keys (spec.keys, a signing key rotated or
@@ -19,6 +21,14 @@ use super::Resolved;
 
 /// How long keys read of an account at one version are used before they are read again.
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(30);
+
+/// `uid/resourceVersion` of an object (empty where either is missing: its keys are not kept).
+pub(crate) fn version_of<K: kube::Resource>(o: &K) -> String {
+    match (&o.meta().uid, &o.meta().resource_version) {
+        (Some(uid), Some(rv)) => format!("{uid}/{rv}"),
+        _ => String::new(),
+    }
+}
 
 /// Keys read of an account at a version.
 struct Entry {

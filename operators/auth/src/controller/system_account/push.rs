@@ -120,11 +120,11 @@ pub(super) async fn push(
         let (d, cond) = nats::distribute(
             ctx,
             sys,
-            &nats::roster_key(&op.object),
-            &signed.operator_jwt,
+            (&nats::roster_key(&op.object), &signed.operator_jwt),
             &keys.public_key,
             &signed.jwt,
             prev.distribution.as_ref(),
+            holding,
         )
         .await;
         pushed.distribution = d;

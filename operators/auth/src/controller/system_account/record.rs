@@ -38,7 +38,16 @@ pub(super) async fn record(
         .and_then(|s| s.system_account.as_ref())
         .and_then(|s| s.jwt.as_deref());
     let signing = keys.signing_public_keys();
-    let mut record = revocation_record(&prev.revocations, in_force, &users, &signing, now);
+    // A system account's users go the Controllers' way: revoked once their own pass marks them.
+    let revocable = crate::controller::user::in_use::revocable;
+    let mut record = revocation_record(
+        &prev.revocations,
+        in_force,
+        &users,
+        &signing,
+        now,
+        revocable,
+    );
     let holding = nats::holding(
         ctx,
         &nats::roster_key(&op.object),

@@ -11,7 +11,7 @@ use super::stop::{Stop, not_ready};
 use crate::controller::Context;
 use crate::controller::jwt::jwt_hash;
 use crate::controller::refs::{account_of, kind_name, operator_of_system_account};
-use crate::controller::seeds::{self, Resolved, Subject};
+use crate::controller::seeds::{self, Resolved, Subject, kept};
 
 /// What a user needs of its account.
 pub(super) struct AccountView {
@@ -65,7 +65,7 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
                 a.spec.public_key.is_some(),
                 ctx.index.account_admitted(&a),
                 GeneratedKind::Account,
-                version_of(&*a),
+                kept::version_of(&*a),
             ))
         }
         AccountKind::NatsSystemAccount => {
@@ -89,17 +89,9 @@ pub(super) fn account(ctx: &Context, u: &NatsUser) -> Option<AccountView> {
                 a.spec.public_key.is_some(),
                 true,
                 GeneratedKind::SystemAccount,
-                version_of(&*a),
+                kept::version_of(&*a),
             ))
         }
-    }
-}
-
-/// `uid/resourceVersion` of an account (empty where either is missing: its keys are not kept).
-fn version_of<K: kube::Resource>(a: &K) -> String {
-    match (&a.meta().uid, &a.meta().resource_version) {
-        (Some(uid), Some(rv)) => format!("{uid}/{rv}"),
-        _ => String::new(),
     }
 }
 
@@ -115,7 +107,7 @@ pub(super) async fn account_keys(
         let m = format!("waiting for {} to record its public key", view.desc);
         return Err(not_ready(reason::KEYS_PENDING, m, resolved));
     };
-    if let Some(keys) = ctx.account_keys.get(&view.desc, &view.version) {
+    if let Some(keys) = ctx.kept_keys.get(&view.desc, &view.version) {
         return Ok((account_pk, keys));
     }
     let subject = Subject {
@@ -132,7 +124,6 @@ pub(super) async fn account_keys(
         not_ready(reason::KEYS_PENDING, m, resolved)
     })?;
     let keys = Arc::new(keys);
-    ctx.account_keys
-        .keep(&view.desc, &view.version, keys.clone());
+    ctx.kept_keys.keep(&view.desc, &view.version, keys.clone());
     Ok((account_pk, keys))
 }

@@ -13,15 +13,18 @@
 //! auth controller's, §2.2): the cluster controller's deletion guard falls back to the servers'
 //! monitoring endpoints when that user is refused, so nothing waits on it.
 //!
-//! The revocation is ordered by a marker the user's own deleting pass writes: the account's pass
-//! revokes a deleted user with credentials only once that pass has observed the deletion's
-//! generation and did not hold it for creds in use ([`revocable`]), so the account's pass, woken
-//! by the same deletion, cannot revoke first.
+//! The revocation waits for the same answer: the account's pass revokes a deleted user with
+//! credentials once that user's own deleting pass has observed the deletion's generation and did
+//! not hold it for creds in use ([`revocable`], a marker in its status), or once the account's
+//! pass itself finds no NatsConnection naming the creds ([`unused_creds`], the same LIST the
+//! user's pass reads), so the account's pass, woken by the same deletion, never revokes a user
+//! whose creds a NatsConnection names, and need not wait for the marker's write either.
 //!
 //! No cycle: the wait ends on NatsConnections, which wait on JetStream resources, which wait on
 //! the servers; none of those waits on a NatsUser or a NatsAccount (see the JetStream
 //! controller's `in_use` module). `auth.nats.mikluko.io/force-delete` overrides the hold.
 
+use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use controller_kit::conditions::{self, Decided};
@@ -75,18 +78,12 @@ pub(crate) fn revocable(u: &NatsUser) -> bool {
     observed && !held
 }
 
-/// The NatsConnections naming `u`'s creds Secret (empty without one).
-pub(crate) async fn users_of_creds(ctx: &Context, u: &NatsUser) -> Result<Vec<String>, Error> {
-    let Some(c) = &u.spec.credentials else {
-        return Ok(Vec::new());
-    };
-    let ns = u.namespace().unwrap_or_default();
-    let api: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), &ns);
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err(controller_kit::reconcile::describe(u)))?;
-    let readers: Vec<CredsReader> = list
+/// The NatsConnections of namespace `ns` as this rule reads them (a LIST: a NatsConnection
+/// created a moment ago counts).
+async fn readers(ctx: &Context, ns: &str) -> Result<Vec<CredsReader>, kube::Error> {
+    let api: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), ns);
+    let list = api.list(&ListParams::default()).await?;
+    Ok(list
         .items
         .iter()
         .map(|conn| CredsReader {
@@ -98,8 +95,70 @@ pub(crate) async fn users_of_creds(ctx: &Context, u: &NatsUser) -> Result<Vec<St
                 .as_ref()
                 .map(|c| c.secret_key_ref.name.clone()),
         })
-        .collect();
+        .collect())
+}
+
+/// The NatsConnections naming `u`'s creds Secret (empty without one).
+pub(crate) async fn users_of_creds(ctx: &Context, u: &NatsUser) -> Result<Vec<String>, Error> {
+    let Some(c) = &u.spec.credentials else {
+        return Ok(Vec::new());
+    };
+    let ns = u.namespace().unwrap_or_default();
+    let readers = readers(ctx, &ns)
+        .await
+        .map_err(kube_err(controller_kit::reconcile::describe(u)))?;
     Ok(connections_using(&ns, &c.secret_key_ref.name, &readers))
+}
+
+/// A user's (namespace, name), as [`unused_creds`] names it.
+pub(crate) fn user_key(u: &NatsUser) -> (String, String) {
+    (u.namespace().unwrap_or_default(), u.name_any())
+}
+
+/// The deleted users among `users` that its account's pass may revoke though their own pass
+/// has not marked them [`revocable`]: its creds Secret named by no NatsConnection, as a LIST of
+/// its namespace says now (the question the user's own pass asks, asked by the account's pass so
+/// that the revocation does not wait for the user's status write and its echo, issue 40's
+/// kick). One LIST per namespace; a namespace whose LIST fails adds none (the marker decides).
+pub(crate) async fn unused_creds(
+    ctx: &Context,
+    users: &[std::sync::Arc<NatsUser>],
+) -> HashSet<(String, String)> {
+    let pending: Vec<&NatsUser> = users
+        .iter()
+        .map(|u| &**u)
+        .filter(|u| awaits_marker(u))
+        .collect();
+    let mut unused = HashSet::new();
+    let namespaces: BTreeSet<String> = pending.iter().map(|u| user_key(u).0).collect();
+    for ns in namespaces {
+        let all = match readers(ctx, &ns).await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::debug!(namespace = %ns, error = %e, "NatsConnections not listed; deleted users wait for their own pass");
+                continue;
+            }
+        };
+        for u in pending.iter().filter(|u| user_key(u).0 == ns) {
+            let Some(c) = &u.spec.credentials else {
+                continue;
+            };
+            if connections_using(&ns, &c.secret_key_ref.name, &all).is_empty() {
+                unused.insert(user_key(u));
+            }
+        }
+    }
+    unused
+}
+
+/// A deleted user, still held by the finalizer, with a creds Secret and a public key, that its
+/// own pass has not marked [`revocable`]: what [`unused_creds`] asks about.
+fn awaits_marker(u: &NatsUser) -> bool {
+    u.metadata.deletion_timestamp.is_some()
+        && crate::controller::finalizer::has(u)
+        && u.spec.credentials.is_some()
+        && u.status.as_ref().is_some_and(|s| s.public_key.is_some())
+        && !revocable(u)
 }
 
 /// The users among `users` (an account's) whose creds Secret a NatsConnection names, each as
@@ -250,5 +309,33 @@ mod tests {
     )]
     fn when_a_deleted_user_may_be_revoked(#[case] u: NatsUser, #[case] want: bool) {
         assert_eq!(revocable(&u), want);
+    }
+
+    /// `u` deleted (a deletionTimestamp and the finalizer) with a public key recorded.
+    fn deleted(mut u: NatsUser, public_key: bool) -> NatsUser {
+        u.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            conditions::now().0,
+        ));
+        u.metadata.finalizers = Some(vec![nats_api::auth::FINALIZER.to_string()]);
+        if public_key && let Some(st) = u.status.as_mut() {
+            st.public_key = Some("UKEY".into());
+        }
+        u
+    }
+
+    // Which deleted users the account's pass asks the NatsConnections about itself: those its
+    // own pass has not marked revocable, with creds and a key to revoke.
+    #[rstest]
+    #[case::unmarked(deleted(user(true, 2, Some(1), "Signed"), true), true)]
+    #[case::held_for_creds_in_use(
+        deleted(user(true, 2, Some(2), reason::CREDENTIALS_IN_USE), true),
+        true
+    )]
+    #[case::marked_already(deleted(user(true, 2, Some(2), reason::DISTRIBUTING), true), false)]
+    #[case::no_creds_secret(deleted(user(false, 2, Some(1), "Signed"), true), false)]
+    #[case::no_key_to_revoke(deleted(user(true, 2, Some(1), "Signed"), false), false)]
+    #[case::not_deleted(user(true, 2, Some(1), "Signed"), false)]
+    fn which_deleted_users_the_account_asks_about(#[case] u: NatsUser, #[case] want: bool) {
+        assert_eq!(awaits_marker(&u), want);
     }
 }
