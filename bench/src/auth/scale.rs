@@ -135,7 +135,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
 
     let direct = super::sign_and_write(&secrets, COUNT).await?;
     drop(child);
-    let work = super::work::floor(&users, &secrets, COUNT).await?;
+    let work = super::work::floor(&users, &secrets, COUNT, super::work::Clock::LastApply).await?;
     notes.push(format!(
         "work floor {:.1} s: {COUNT} users signed, their creds Secrets written, finalizers added and one status write each, {AT_ONCE} at a time; ratio {:.2} against it",
         work.as_secs_f64(),

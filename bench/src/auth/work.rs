@@ -1,7 +1,9 @@
 //! The work floor of `users.distributed_1000` (issue #40, item 1): per user the writes a
 //! controller cannot avoid, done directly, 32 at a time — the user JWT signed, its creds Secret
-//! written, the finalizer added and one status write — over NatsUsers created beforehand (with
-//! the controller stopped, so nothing else writes them).
+//! written, the finalizer added and one status write — with the controller stopped, so nothing
+//! else writes the NatsUsers. Where the figure's clock starts at the first apply, each NatsUser
+//! is applied in the floor too, just before its work (as the streams' floor applies each
+//! NatsStream); where it starts at the last apply (`--scale`), they are created beforehand.
 
 use std::time::{Duration, Instant};
 
@@ -14,23 +16,36 @@ use serde_json::json;
 
 use super::{AT_ONCE, user_doc};
 
-/// Creates `count` NatsUsers `w<i>` (untimed), then times their work: sign, creds Secret,
-/// finalizer, status.
+/// Where the figure's clock starts, and so whether the floor applies its NatsUsers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Clock {
+    /// At the first apply: each NatsUser applied, timed, just before its work.
+    FirstApply,
+    /// At the last apply: the NatsUsers created beforehand, untimed.
+    LastApply,
+}
+
+/// Times the work of `count` NatsUsers `w<i>` (applied first where `clock` says): sign, creds
+/// Secret, finalizer, status.
 pub(super) async fn floor(
     users: &Api<DynamicObject>,
     secrets: &Api<Secret>,
     count: usize,
+    clock: Clock,
 ) -> anyhow::Result<Duration> {
-    let made: Vec<anyhow::Result<DynamicObject>> = futures::stream::iter(0..count)
-        .map(|i| async move {
-            let d: DynamicObject = serde_json::from_value(user_doc(&format!("w{i}")))?;
-            Ok(users.create(&PostParams::default(), &d).await?)
-        })
-        .buffer_unordered(AT_ONCE)
-        .collect()
-        .await;
-    if let Some(Err(e)) = made.into_iter().find(|r| r.is_err()) {
-        anyhow::bail!("creating a NatsUser for the work floor: {e}");
+    let create = |i: usize| async move {
+        let d: DynamicObject = serde_json::from_value(user_doc(&format!("w{i}")))?;
+        Ok::<_, anyhow::Error>(users.create(&PostParams::default(), &d).await?)
+    };
+    if clock == Clock::LastApply {
+        let made: Vec<anyhow::Result<DynamicObject>> = futures::stream::iter(0..count)
+            .map(create)
+            .buffer_unordered(AT_ONCE)
+            .collect()
+            .await;
+        if let Some(Err(e)) = made.into_iter().find(|r| r.is_err()) {
+            anyhow::bail!("creating a NatsUser for the work floor: {e}");
+        }
     }
     let signer = NKey::generate(KeyKind::Account);
     let signer = &signer;
@@ -38,6 +53,9 @@ pub(super) async fn floor(
     let done: Vec<anyhow::Result<()>> = futures::stream::iter(0..count)
         .map(|i| async move {
             let name = format!("w{i}");
+            if clock == Clock::FirstApply {
+                create(i).await?;
+            }
             let user = NKey::generate(KeyKind::User);
             let jwt = UserClaims::new(user.public_key())
                 .name(&name)
