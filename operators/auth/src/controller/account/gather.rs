@@ -128,12 +128,9 @@ pub(super) async fn own_keys(
         (Some(uid), Some(generation), Some(pk)) => format!("{uid}/{generation}/{pk}"),
         _ => String::new(),
     };
-    if let Some(keys) = ctx.kept_keys.get(&desc, &version) {
-        return Ok(keys);
-    }
-    let keys = Arc::new(read_own_keys(ctx, acct, prev).await?);
-    ctx.kept_keys.keep(&desc, &version, keys.clone());
-    Ok(keys)
+    ctx.kept_keys
+        .or_read(&desc, &version, || read_own_keys(ctx, acct, prev))
+        .await
 }
 
 /// The account's own keys as its Secrets hold them, generated here first.
@@ -227,18 +224,15 @@ pub(super) async fn operator_signer(
     };
     let desc = format!("NatsOperator {op_ns}/{op_name}");
     let version = kept::version_of(&**op);
-    let op_keys = match ctx.kept_keys.get(&desc, &version) {
-        Some(keys) => keys,
-        None => {
-            let keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
+    let op_keys = ctx
+        .kept_keys
+        .or_read(&desc, &version, || async {
+            seeds::resolve(ctx, subject).await?.map_err(|e| {
                 let m = format!("{desc}: {}", e.message());
                 not_ready(reason::KEYS_PENDING, m)
-            })?;
-            let keys = Arc::new(keys);
-            ctx.kept_keys.keep(&desc, &version, keys.clone());
-            keys
-        }
-    };
+            })
+        })
+        .await?;
     let Some(signer) = op_keys.active() else {
         let m = format!("NatsOperator {op_ns}/{op_name} has no signing key that is not retiring");
         return Err(not_ready(reason::KEYS_PENDING, m));

@@ -57,6 +57,24 @@ impl Kept {
             .map(|e| e.keys.clone())
     }
 
+    /// The keys of `object` kept at `version`, else those `read` returns, kept from then on.
+    pub(crate) async fn or_read<E, Fut>(
+        &self,
+        object: &str,
+        version: &str,
+        read: impl FnOnce() -> Fut,
+    ) -> Result<Arc<Resolved>, E>
+    where
+        Fut: std::future::Future<Output = Result<Resolved, E>>,
+    {
+        if let Some(keys) = self.get(object, version) {
+            return Ok(keys);
+        }
+        let keys = Arc::new(read().await?);
+        self.keep(object, version, keys.clone());
+        Ok(keys)
+    }
+
     /// Keeps `keys` as read of `account` at `version` (the entries past [`KEPT_FOR`] dropped).
     pub(crate) fn keep(&self, account: &str, version: &str, keys: Arc<Resolved>) {
         if version.is_empty() {

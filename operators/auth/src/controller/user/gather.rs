@@ -107,23 +107,24 @@ pub(super) async fn account_keys(
         let m = format!("waiting for {} to record its public key", view.desc);
         return Err(not_ready(reason::KEYS_PENDING, m, resolved));
     };
-    if let Some(keys) = ctx.kept_keys.get(&view.desc, &view.version) {
-        return Ok((account_pk, keys));
-    }
-    let subject = Subject {
-        kind: view.generated,
-        namespace: &view.namespace,
-        name: &view.name,
-        keys: view.keys.as_ref(),
-        offline: view.offline.then(|| account_pk.clone()),
-        recorded: Some(&account_pk),
-        may_generate: false,
+    let read = || async {
+        let subject = Subject {
+            kind: view.generated,
+            namespace: &view.namespace,
+            name: &view.name,
+            keys: view.keys.as_ref(),
+            offline: view.offline.then(|| account_pk.clone()),
+            recorded: Some(&account_pk),
+            may_generate: false,
+        };
+        seeds::resolve(ctx, subject).await?.map_err(|e| {
+            let m = format!("{}: {}", view.desc, e.message());
+            not_ready(reason::KEYS_PENDING, m, resolved)
+        })
     };
-    let keys = seeds::resolve(ctx, subject).await?.map_err(|e| {
-        let m = format!("{}: {}", view.desc, e.message());
-        not_ready(reason::KEYS_PENDING, m, resolved)
-    })?;
-    let keys = Arc::new(keys);
-    ctx.kept_keys.keep(&view.desc, &view.version, keys.clone());
+    let keys = ctx
+        .kept_keys
+        .or_read(&view.desc, &view.version, read)
+        .await?;
     Ok((account_pk, keys))
 }
