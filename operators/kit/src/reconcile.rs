@@ -164,7 +164,7 @@ where
     let kind = K::kind(&()).to_string();
     let entered = process.enter(&kind);
     let store = controller.store();
-    let (redrive, again) = crate::relist::redrive(&kind);
+    let (redrive, again) = crate::relist::redrive(&kind, store.clone());
     let reconcile = Arc::new(reconcile);
     let gate = process.clone();
     let one = move |obj: Arc<K>, ctx: Arc<C>| -> BoxFuture<'static, Result<Action, E>> {
@@ -184,7 +184,7 @@ where
     };
     let passes = controller
         .graceful_shutdown_on(process.stopping())
-        .reconcile_all_on(again)
+        .reconcile_on(again)
         .run(one, error_policy::<K, E, C>, ctx)
         .for_each(|r| {
             redrive.note(&r);

@@ -1,5 +1,6 @@
 //! kube's own Controller, fed the watcher events of a relist, drops the pass of an object the
-//! relist brings that its store never held; `controller_kit::relist` brings it back. The watch
+//! relist brings that its store never held; `controller_kit::relist` brings it back. It also
+//! drops the requeue of an object deleted meanwhile, which must stay dropped. The watch
 //! events are scripted (the race needs a relist to be caught between its pages, which a live
 //! apiserver gives only now and then: see docs/controllers.md); everything downstream of them
 //! is kube-runtime's real reflector, store, scheduler and runner.
@@ -24,8 +25,8 @@ fn object(name: &str) -> ConfigMap {
 
 /// The first list holds `a`; then the watch fails and the relist brings `a` and `b` (created
 /// while the watch was failing) in a page that lands a second before the list completes.
-fn relist() -> impl futures::Stream<Item = Result<Event<ConfigMap>, watcher::Error>> + Send {
-    let script: Vec<(Duration, Event<ConfigMap>)> = vec![
+fn relist() -> Vec<(Duration, Event<ConfigMap>)> {
+    vec![
         (Duration::ZERO, Event::Init),
         (Duration::ZERO, Event::InitApply(object("a"))),
         (Duration::ZERO, Event::InitDone),
@@ -33,7 +34,24 @@ fn relist() -> impl futures::Stream<Item = Result<Event<ConfigMap>, watcher::Err
         (Duration::ZERO, Event::InitApply(object("a"))),
         (Duration::ZERO, Event::InitApply(object("b"))),
         (Duration::from_secs(1), Event::InitDone),
-    ];
+    ]
+}
+
+/// The first list holds `a` and `gone`; `gone`'s pass asks to look again in a second, and it is
+/// deleted before that (another pass released its finalizer).
+fn deleted_before_its_requeue() -> Vec<(Duration, Event<ConfigMap>)> {
+    vec![
+        (Duration::ZERO, Event::Init),
+        (Duration::ZERO, Event::InitApply(object("a"))),
+        (Duration::ZERO, Event::InitApply(object("gone"))),
+        (Duration::ZERO, Event::InitDone),
+        (Duration::from_millis(500), Event::Delete(object("gone"))),
+    ]
+}
+
+fn played(
+    script: Vec<(Duration, Event<ConfigMap>)>,
+) -> impl futures::Stream<Item = Result<Event<ConfigMap>, watcher::Error>> + Send {
     futures::stream::iter(script)
         .then(|(wait, event)| async move {
             tokio::time::sleep(wait).await;
@@ -42,15 +60,22 @@ fn relist() -> impl futures::Stream<Item = Result<Event<ConfigMap>, watcher::Err
         .chain(futures::stream::pending())
 }
 
-/// Runs the Controller over the scripted relist for `within` (paused clock) and returns the
-/// objects it reconciled, in order.
-async fn reconciled(redrive: bool, within: Duration) -> Vec<String> {
+/// Runs the Controller over `script` for `within` (paused clock) and returns the objects it
+/// reconciled, in order, and how many of its triggers were dropped; each pass of `gone` asks
+/// to look again in a second.
+async fn reconciled(
+    script: Vec<(Duration, Event<ConfigMap>)>,
+    redrive: bool,
+    within: Duration,
+) -> (Vec<String>, usize) {
     let (reader, writer) = reflector::store::<ConfigMap>();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (again_tx, again) = controller_kit::relist::redrive("ConfigMap");
-    let controller = Controller::for_stream(reflector(writer, relist()).applied_objects(), reader);
+    let mut drops = 0;
+    let (again_tx, again) = controller_kit::relist::redrive("ConfigMap", reader.clone());
+    let controller =
+        Controller::for_stream(reflector(writer, played(script)).applied_objects(), reader);
     let controller = if redrive {
-        controller.reconcile_all_on(again)
+        controller.reconcile_on(again)
     } else {
         controller
     };
@@ -58,23 +83,30 @@ async fn reconciled(redrive: bool, within: Duration) -> Vec<String> {
         .run(
             |obj: Arc<ConfigMap>, seen: Arc<Arc<Mutex<Vec<String>>>>| async move {
                 let name = obj.metadata.name.clone().unwrap_or_default();
+                let again = if name == "gone" {
+                    Action::requeue(Duration::from_secs(1))
+                } else {
+                    Action::await_change()
+                };
                 seen.lock().unwrap_or_else(|p| p.into_inner()).push(name);
-                Ok::<_, std::io::Error>(Action::await_change())
+                Ok::<_, std::io::Error>(again)
             },
             |_, _, _| Action::await_change(),
             Arc::new(seen.clone()),
         )
-        .for_each(move |r| {
+        .for_each(|r| {
+            drops += usize::from(controller_kit::relist::dropped(&r));
             again_tx.note(&r);
             futures::future::ready(())
         });
     let _ = tokio::time::timeout(within, run).await;
-    seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    (seen, drops)
 }
 
 #[tokio::test(start_paused = true)]
 async fn without_redrive_the_object_the_relist_brought_is_never_reconciled() {
-    let seen = reconciled(false, Duration::from_secs(60)).await;
+    let (seen, _) = reconciled(relist(), false, Duration::from_secs(60)).await;
     assert!(seen.contains(&"a".to_string()), "{seen:?}");
     assert!(
         !seen.contains(&"b".to_string()),
@@ -85,6 +117,15 @@ async fn without_redrive_the_object_the_relist_brought_is_never_reconciled() {
 
 #[tokio::test(start_paused = true)]
 async fn with_redrive_the_object_the_relist_brought_is_reconciled() {
-    let seen = reconciled(true, Duration::from_secs(60)).await;
+    let (seen, _) = reconciled(relist(), true, Duration::from_secs(60)).await;
     assert!(seen.contains(&"b".to_string()), "{seen:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_object_deleted_before_its_requeue_brings_no_pass_of_anything() {
+    let (mut seen, drops) =
+        reconciled(deleted_before_its_requeue(), true, Duration::from_secs(60)).await;
+    assert_eq!(drops, 1, "the requeue of the deleted object was dropped");
+    seen.sort();
+    assert_eq!(seen, ["a", "gone"], "one pass each, none again");
 }
