@@ -1,5 +1,5 @@
 //! The index: one watch per auth kind (NatsOperator, NatsSystemAccount, NatsAccount, NatsUser,
-//! NatsReferenceGrant), each feeding an in-memory store every controller reads, so a pass asks
+//! NatsReferenceGrant) and of NatsConnections, each feeding an in-memory store every controller reads, so a pass asks
 //! its cross-object questions of memory instead of listing the cluster (with 1,000 users, a LIST
 //! of every NatsUser per user pass was O(N²)).
 //!
@@ -7,8 +7,8 @@
 //!
 //! The watch of a controller's own kind is the index's: [`Feed::trigger`] applies each event to
 //! the store, then hands the applied objects to `Controller::for_stream`, so the controller and
-//! the index share one watch and one store. The grants have no controller; their watch is driven
-//! by [`follow`]. Every event that changes a store (an object applied or deleted, a relist done)
+//! the index share one watch and one store. The grants and the NatsConnections have no
+//! controller here; their watches are driven by [`follow`]. Every event that changes a store (an object applied or deleted, a relist done)
 //! then wakes the controllers that depend on that kind, after the store took it in, so a wake
 //! always finds the store holding the change that caused it: every object of theirs
 //! ([`Index::wakes`]), or only those the changed object concerns ([`Index::changes`], each
@@ -39,6 +39,8 @@
 //!   import by publicKey (an import crosses no NatsOperator).
 //! - "admitted": [`Index::admits`], [`Index::account_admitted`], [`Index::grants_in`], from the
 //!   grants of the target's namespace (§7).
+//! - "who reads these creds": [`Index::creds_readers`], the NatsConnections of a namespace and
+//!   the Secret each names, for a deleted user's creds in use ([`super::user::in_use`]).
 //!
 //! Results come in the order a LIST gives (by `namespace/name`), so what is derived from them
 //! (the order of status.revocations and status.deletedAccounts, the holder a refusal names, the
@@ -79,6 +81,12 @@
 //!   pushes the JWT of the copy it reads, held back by that same copy's RevocationsUnrecovered,
 //!   and copies come in the order they were written, so no JWT is pushed after a newer one (a
 //!   server takes no older JWT either).
+//! - NatsConnections, for a deleted user's creds in use: a NatsConnection deleted is gone from
+//!   the store only once it is gone from the apiserver (its finalizers done), so a lag holds the
+//!   user longer, never releases it early; one created a moment before the user's deletion and
+//!   not in the store yet lets it go, as a LIST sent a moment earlier would have (a LIST too
+//!   raced a creation). Its deletion wakes the users held for it ([`super::wakes`]) instead of
+//!   their looking again every few seconds.
 //! - Accounts and users, for PublicKeyInUse, imports, activation tokens, stepdown imports and
 //!   RetiringKeysInUse (a condition only): each decision is made again on the wake of the change
 //!   it missed, as after a LIST that preceded the change; PublicKeyInUse refuses the newer holder
@@ -97,12 +105,13 @@ use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{AccountKind, NatsAccount, NatsOperator, NatsSystemAccount, NatsUser};
-use nats_api::nats::NatsReferenceGrant;
+use nats_api::nats::{NatsConnection, NatsReferenceGrant};
 use tokio::sync::{broadcast, watch};
 
 use super::change::{self, Change, Touch};
 use super::error::Error;
 use super::refs::{account_of, operator_of, operator_of_system_account};
+use super::user::in_use::CredsReader;
 use crate::grants::{self, Referrer, Target};
 
 /// The changes a kind's broadcast holds for a slow receiver before it lags.
@@ -116,6 +125,7 @@ pub(crate) enum Kind {
     Account,
     User,
     Grant,
+    Connection,
 }
 
 /// The stores every pass reads, and the signals of each kind.
@@ -125,7 +135,8 @@ pub(crate) struct Index {
     accounts: Store<NatsAccount>,
     users: Store<NatsUser>,
     grants: Store<NatsReferenceGrant>,
-    signals: [Signals; 5],
+    connections: Store<NatsConnection>,
+    signals: [Signals; 6],
 }
 
 /// What a kind's feed tells the passes besides its store.
@@ -148,6 +159,7 @@ pub(crate) struct Feeds {
     pub accounts: Feed<NatsAccount>,
     pub users: Feed<NatsUser>,
     pub grants: Feed<NatsReferenceGrant>,
+    pub connections: Feed<NatsConnection>,
 }
 
 /// The writer of one kind's store and the signals its events move.
@@ -192,18 +204,21 @@ pub(crate) fn new() -> (Index, Feeds) {
     let (accounts, accounts_feed, accounts_signals) = feed(Kind::Account, change::account_touch);
     let (users, users_feed, users_signals) = feed(Kind::User, change::user_touch);
     let (grants, grants_feed, grants_signals) = feed(Kind::Grant, Touch::plain);
+    let (connections, connections_feed, connections_signals) = feed(Kind::Connection, Touch::plain);
     let index = Index {
         operators,
         system_accounts,
         accounts,
         users,
         grants,
+        connections,
         signals: [
             operators_signals,
             system_accounts_signals,
             accounts_signals,
             users_signals,
             grants_signals,
+            connections_signals,
         ],
     };
     let feeds = Feeds {
@@ -212,6 +227,7 @@ pub(crate) fn new() -> (Index, Feeds) {
         accounts: accounts_feed,
         users: users_feed,
         grants: grants_feed,
+        connections: connections_feed,
     };
     (index, feeds)
 }
@@ -225,6 +241,7 @@ impl Kind {
             Kind::Account => "NatsAccount",
             Kind::User => "NatsUser",
             Kind::Grant => "NatsReferenceGrant",
+            Kind::Connection => "NatsConnection",
         }
     }
 }
@@ -310,7 +327,8 @@ impl<K: Watched> Feed<K> {
     }
 }
 
-/// Drives the watch of a kind no controller owns (the grants) for the life of the process.
+/// Drives the watch of a kind no controller here owns (the grants, the NatsConnections) for the
+/// life of the process.
 pub(crate) async fn follow<K: Watched>(
     feed: Feed<K>,
     client: kube::Client,
@@ -463,6 +481,40 @@ impl Index {
         })
     }
 
+    /// The NatsUsers of `namespace` that `keep`.
+    pub fn users_in(
+        &self,
+        namespace: &str,
+        keep: impl Fn(&NatsUser) -> bool,
+    ) -> Vec<Arc<NatsUser>> {
+        listed(&self.users, |u| {
+            u.namespace().as_deref() == Some(namespace) && keep(u)
+        })
+    }
+
+    /// The NatsAccounts that `keep`.
+    pub fn accounts_where(&self, keep: impl Fn(&NatsAccount) -> bool) -> Vec<Arc<NatsAccount>> {
+        listed(&self.accounts, keep)
+    }
+
+    /// The NatsConnections of `namespace`, each with the creds Secret it names.
+    pub fn creds_readers(&self, namespace: &str) -> Vec<CredsReader> {
+        listed(&self.connections, |c| {
+            c.namespace().as_deref() == Some(namespace)
+        })
+        .iter()
+        .map(|c| CredsReader {
+            namespace: namespace.to_string(),
+            name: c.name_any(),
+            secret: c
+                .spec
+                .credentials
+                .as_ref()
+                .map(|k| k.secret_key_ref.name.clone()),
+        })
+        .collect()
+    }
+
     /// The grants of `namespace`, by name.
     pub fn grants_in(&self, namespace: &str) -> Vec<NatsReferenceGrant> {
         listed(&self.grants, |g| {
@@ -560,11 +612,12 @@ mod tests {
             })
             .collect();
         tokio::task::yield_now().await;
-        assert_eq!(index.unready().len(), 5, "nothing listed yet");
+        assert_eq!(index.unready().len(), 6, "nothing listed yet");
         drain(feeds.operators, first_list(vec![])).await;
         drain(feeds.system_accounts, first_list(vec![])).await;
         drain(feeds.accounts, first_list(vec![])).await;
         drain(feeds.users, first_list(vec![])).await;
+        drain(feeds.connections, first_list(vec![])).await;
         drain(
             feeds.grants,
             first_list(vec![grant("b", "g2"), grant("b", "g1")]),

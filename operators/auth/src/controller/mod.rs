@@ -175,11 +175,17 @@ pub async fn run(ctx: Arc<Context>) {
         accounts,
         users,
         grants,
+        connections,
     } = feeds;
     futures::join!(
         ctx.index.report_until_ready(),
         index::follow(
             grants,
+            ctx.shared.client.clone(),
+            ctx.shared.scope.namespaces.clone()
+        ),
+        index::follow(
+            connections,
             ctx.shared.client.clone(),
             ctx.shared.scope.namespaces.clone()
         ),

@@ -16,10 +16,11 @@
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser, reason};
+use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser, condition, reason};
 
 use super::change::Touched;
 use super::index::Index;
+use super::user::in_use;
 
 /// Maps a change of another kind to the objects of `K` to wake.
 pub(crate) type Related<K> = fn(&Index, &Touched) -> Vec<ObjectRef<K>>;
@@ -95,6 +96,26 @@ pub(crate) fn users_refused_for_key(index: &Index, t: &Touched) -> Vec<ObjectRef
         .filter(|u| !(u.namespace().as_deref() == Some(&t.namespace) && u.name_any() == t.name))
         .collect();
     refs(&refused)
+}
+
+/// A NatsConnection changed (its deletion above all): the deleted users of its namespace held
+/// while a NatsConnection names their creds ([`in_use::held_for_creds`]).
+pub(crate) fn users_held_for_creds(index: &Index, t: &Touched) -> Vec<ObjectRef<NatsUser>> {
+    refs(&index.users_in(&t.namespace, in_use::held_for_creds))
+}
+
+/// A NatsConnection changed: the deleted NatsAccounts held while their users' creds are in use
+/// (Ready False CredentialsInUse; their users may live in other namespaces).
+pub(crate) fn accounts_held_for_creds(index: &Index, _: &Touched) -> Vec<ObjectRef<NatsAccount>> {
+    let held = |a: &NatsAccount| {
+        a.metadata.deletion_timestamp.is_some()
+            && a.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == condition::READY && c.reason == reason::CREDENTIALS_IN_USE)
+            })
+    };
+    refs(&index.accounts_where(held))
 }
 
 /// A NatsUser changed: its account, when it is a NatsAccount.

@@ -20,9 +20,9 @@ use crate::controller::write_status::{merged, write_status};
 use crate::deletion_hold::{self, Held, Hold};
 use crate::deletions;
 
-/// How soon an account held for its users' creds looks again (nothing wakes it when a
-/// NatsConnection goes).
-const IN_USE_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+/// How soon an account held for its users' creds looks again, should a wake be missed (a
+/// NatsConnection's change wakes it).
+const IN_USE_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The cleanup of a deleted account: held (Ready False Distributing, a DeletionHeld Event, again
 /// in a second) until `op` (its NatsOperator, from the index) records the deletion or the
@@ -38,7 +38,7 @@ pub(super) async fn deleting(
     if let (Some(_), Some(_), true, false) = (&prev.public_key, op, signed, force) {
         let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
         let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
-        let using = in_use::account_users_in_use(ctx, &users).await?;
+        let using = in_use::account_users_in_use(ctx, &users);
         if !using.is_empty() {
             let message = format!(
                 "the creds of its users are still in use: {}; the account is deleted on the \

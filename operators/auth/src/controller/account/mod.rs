@@ -54,6 +54,7 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsAccount>) {
         Wake::All(Kind::SystemAccount),
         Wake::All(Kind::Grant),
         Wake::Related(Kind::User, wakes::account_of_user),
+        Wake::Related(Kind::Connection, wakes::accounts_held_for_creds),
     ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }

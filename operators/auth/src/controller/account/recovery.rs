@@ -30,7 +30,7 @@ pub(super) async fn record(
 ) -> Vec<Revocation> {
     let (ns, name) = (acct.namespace().unwrap_or_default(), acct.name_any());
     let users = ctx.index.users_of(AccountKind::NatsAccount, &ns, &name);
-    let unused = in_use::unused_creds(ctx, &users).await;
+    let unused = in_use::unused_creds(ctx, &users);
     revocation_record(
         &prev.revocations,
         prev.jwt.as_deref(),

@@ -34,7 +34,7 @@ pub(super) async fn deleted_accounts(
         }
         // A deleted account whose users' creds a NatsConnection still uses is deleted on the
         // servers once those are gone (the user of the creds goes first; its pass says so).
-        if admitted && users_in_use(ctx, a).await {
+        if admitted && users_in_use(ctx, a) {
             continue;
         }
         if let (Some(pk), Some(jwt)) = (&st.public_key, st.jwt.as_deref().filter(|j| !j.is_empty()))
@@ -56,19 +56,12 @@ pub(super) async fn deleted_accounts(
     deleted
 }
 
-/// Whether a user of the deleted account `a` still has its creds used by a NatsConnection (a
-/// failed read counts as in use: this pass records nothing for it, the next looks again).
-async fn users_in_use(ctx: &Context, a: &NatsAccount) -> bool {
+/// Whether a user of the deleted account `a` still has its creds used by a NatsConnection.
+fn users_in_use(ctx: &Context, a: &NatsAccount) -> bool {
     let users = ctx.index.users_of(
         AccountKind::NatsAccount,
         &a.namespace().unwrap_or_default(),
         &a.name_any(),
     );
-    match crate::controller::user::in_use::account_users_in_use(ctx, &users).await {
-        Ok(using) => !using.is_empty(),
-        Err(e) => {
-            tracing::warn!(error = %e, "reading the users of a deleted account's creds");
-            true
-        }
-    }
+    !crate::controller::user::in_use::account_users_in_use(ctx, &users).is_empty()
 }

@@ -16,32 +16,40 @@
 //! The revocation waits for the same answer: the account's pass revokes a deleted user with
 //! credentials once that user's own deleting pass has observed the deletion's generation and did
 //! not hold it for creds in use ([`revocable`], a marker in its status), or once the account's
-//! pass itself finds no NatsConnection naming the creds ([`unused_creds`], the same LIST the
-//! user's pass reads), so the account's pass, woken by the same deletion, never revokes a user
-//! whose creds a NatsConnection names, and need not wait for the marker's write either.
+//! pass itself finds no NatsConnection naming the creds ([`unused_creds`], the same question
+//! the user's pass asks), so the account's pass, woken by the same deletion, never revokes a
+//! user whose creds a NatsConnection names, and need not wait for the marker's write either.
+//!
+//! The NatsConnections are read from the index's watch of them ([`Index::creds_readers`]), not
+//! listed: a LIST per deleted user (and per user of a deleted account) was the one apiserver
+//! request left between a deletion and its revocation, 64 ms of a kick's 650 right after 1,000
+//! users were applied (issue 40). Why a watch's copy is safe here is said in [`super::super::index`].
+//! A connection's change wakes the users and accounts held for it ([`super::super::wakes`]), so a
+//! hold ends when its last connection goes, not at the next look.
+//!
+//! [`Index::creds_readers`]: super::super::index::Index::creds_readers
 //!
 //! No cycle: the wait ends on NatsConnections, which wait on JetStream resources, which wait on
 //! the servers; none of those waits on a NatsUser or a NatsAccount (see the JetStream
 //! controller's `in_use` module). `auth.nats.mikluko.io/force-delete` overrides the hold.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use controller_kit::conditions::{self, Decided};
 use controller_kit::finalizer::Cleanup;
-use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use nats_api::auth::{NatsUser, NatsUserStatus, condition, reason};
-use nats_api::nats::NatsConnection;
 
 use crate::controller::Context;
-use crate::controller::error::{Error, kube_err};
+use crate::controller::error::Error;
 use crate::controller::finalizer::deletion_held;
 use crate::controller::write_status::{merged, write_status};
 use crate::deletion_hold;
 
-/// How soon a user held for its creds looks again (nothing wakes it when a connection goes).
-const RECHECK: Duration = Duration::from_secs(2);
+/// How soon a user held for its creds looks again, should a wake be missed (a connection's
+/// change wakes it).
+const RECHECK: Duration = Duration::from_secs(10);
 
 /// A NatsConnection as this rule reads it: its namespace, name and the creds Secret it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,36 +86,24 @@ pub(crate) fn revocable(u: &NatsUser) -> bool {
     observed && !held
 }
 
-/// The NatsConnections of namespace `ns` as this rule reads them (a LIST: a NatsConnection
-/// created a moment ago counts).
-async fn readers(ctx: &Context, ns: &str) -> Result<Vec<CredsReader>, kube::Error> {
-    let api: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), ns);
-    let list = api.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .iter()
-        .map(|conn| CredsReader {
-            namespace: conn.namespace().unwrap_or_default(),
-            name: conn.name_any(),
-            secret: conn
-                .spec
-                .credentials
-                .as_ref()
-                .map(|c| c.secret_key_ref.name.clone()),
-        })
-        .collect())
-}
-
 /// The NatsConnections naming `u`'s creds Secret (empty without one).
-pub(crate) async fn users_of_creds(ctx: &Context, u: &NatsUser) -> Result<Vec<String>, Error> {
+pub(crate) fn users_of_creds(ctx: &Context, u: &NatsUser) -> Vec<String> {
     let Some(c) = &u.spec.credentials else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
     let ns = u.namespace().unwrap_or_default();
-    let readers = readers(ctx, &ns)
-        .await
-        .map_err(kube_err(controller_kit::reconcile::describe(u)))?;
-    Ok(connections_using(&ns, &c.secret_key_ref.name, &readers))
+    let readers = ctx.index.creds_readers(&ns);
+    connections_using(&ns, &c.secret_key_ref.name, &readers)
+}
+
+/// Whether `u` is a deleted user held for its creds in use (Ready False CredentialsInUse):
+/// what a NatsConnection's change may release.
+pub(crate) fn held_for_creds(u: &NatsUser) -> bool {
+    u.metadata.deletion_timestamp.is_some()
+        && u.status.as_ref().is_some_and(|s| {
+            conditions::find(&s.conditions, condition::READY)
+                .is_some_and(|c| c.reason == reason::CREDENTIALS_IN_USE)
+        })
 }
 
 /// A user's (namespace, name), as [`unused_creds`] names it.
@@ -116,39 +112,19 @@ pub(crate) fn user_key(u: &NatsUser) -> (String, String) {
 }
 
 /// The deleted users among `users` that its account's pass may revoke though their own pass
-/// has not marked them [`revocable`]: its creds Secret named by no NatsConnection, as a LIST of
-/// its namespace says now (the question the user's own pass asks, asked by the account's pass so
-/// that the revocation does not wait for the user's status write and its echo, issue 40's
-/// kick). One LIST per namespace; a namespace whose LIST fails adds none (the marker decides).
-pub(crate) async fn unused_creds(
+/// has not marked them [`revocable`]: its creds Secret named by no NatsConnection (the question
+/// the user's own pass asks, asked by the account's pass so that the revocation does not wait
+/// for the user's status write and its echo, issue 40's kick).
+pub(crate) fn unused_creds(
     ctx: &Context,
     users: &[std::sync::Arc<NatsUser>],
 ) -> HashSet<(String, String)> {
-    let pending: Vec<&NatsUser> = users
+    users
         .iter()
         .map(|u| &**u)
-        .filter(|u| awaits_marker(u))
-        .collect();
-    let mut unused = HashSet::new();
-    let namespaces: BTreeSet<String> = pending.iter().map(|u| user_key(u).0).collect();
-    for ns in namespaces {
-        let all = match readers(ctx, &ns).await {
-            Ok(all) => all,
-            Err(e) => {
-                tracing::debug!(namespace = %ns, error = %e, "NatsConnections not listed; deleted users wait for their own pass");
-                continue;
-            }
-        };
-        for u in pending.iter().filter(|u| user_key(u).0 == ns) {
-            let Some(c) = &u.spec.credentials else {
-                continue;
-            };
-            if connections_using(&ns, &c.secret_key_ref.name, &all).is_empty() {
-                unused.insert(user_key(u));
-            }
-        }
-    }
-    unused
+        .filter(|u| awaits_marker(u) && users_of_creds(ctx, u).is_empty())
+        .map(user_key)
+        .collect()
 }
 
 /// A deleted user, still held by the finalizer, with a creds Secret and a public key, that its
@@ -164,16 +140,16 @@ fn awaits_marker(u: &NatsUser) -> bool {
 /// The users among `users` (an account's) whose creds Secret a NatsConnection names, each as
 /// `NatsUser ns/name (NatsConnection ns/c, …)`: while any is left, the account is not deleted on
 /// the servers, since that would cut those connections off as surely as a revocation.
-pub(crate) async fn account_users_in_use(
+pub(crate) fn account_users_in_use(
     ctx: &Context,
     users: &[std::sync::Arc<NatsUser>],
-) -> Result<Vec<String>, Error> {
+) -> Vec<String> {
     let mut out = Vec::new();
     for u in users {
         if deletion_hold::force_delete(u.annotations()) {
             continue;
         }
-        let using = users_of_creds(ctx, u).await?;
+        let using = users_of_creds(ctx, u);
         if !using.is_empty() {
             out.push(format!(
                 "NatsUser {}/{} ({})",
@@ -183,7 +159,7 @@ pub(crate) async fn account_users_in_use(
             ));
         }
     }
-    Ok(out)
+    out
 }
 
 /// The deleted user held while its creds are in use: Ready False CredentialsInUse naming the
@@ -196,7 +172,7 @@ pub(super) async fn hold_while_in_use(
     if deletion_hold::force_delete(u.annotations()) {
         return Ok(None);
     }
-    let using = users_of_creds(ctx, u).await?;
+    let using = users_of_creds(ctx, u);
     if using.is_empty() {
         return Ok(None);
     }

@@ -69,6 +69,7 @@ pub(crate) async fn controller(ctx: Arc<Context>, feed: Feed<NatsUser>) {
         Wake::Related(Kind::Operator, wakes::users_of_operator),
         Wake::Related(Kind::User, wakes::users_refused_for_key),
         Wake::All(Kind::Grant),
+        Wake::Related(Kind::Connection, wakes::users_held_for_creds),
     ];
     pass::drive(pass::indexed(&ctx, feed, &wakes), ctx, reconcile).await;
 }

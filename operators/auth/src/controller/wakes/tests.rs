@@ -156,13 +156,26 @@ async fn filled() -> Index {
         accounts,
         users,
         grants,
+        connections,
     } = feeds;
     listed_with(operators, vec![]).await;
+    listed_with(connections, vec![]).await;
     listed_with(grants, vec![]).await;
     listed_with(system_accounts, vec![system_account("sys")]).await;
+    let mut held_account = account("c", 1, refused(reason::CREDENTIALS_IN_USE));
+    held_account.metadata.deletion_timestamp = user("x", "NatsAccount", "c", deleting(), json!({}))
+        .metadata
+        .deletion_timestamp;
+    let mut leaving_account = account("d", 1, refused(reason::PUBLIC_KEY_IN_USE));
+    leaving_account.metadata.deletion_timestamp = held_account.metadata.deletion_timestamp.clone();
     listed_with(
         accounts,
-        vec![account("a", 1, json!({})), account("b", 1, json!({}))],
+        vec![
+            account("a", 1, json!({})),
+            account("b", 1, json!({})),
+            held_account,
+            leaving_account,
+        ],
     )
     .await;
     let users_listed = vec![
@@ -184,6 +197,20 @@ async fn filled() -> Index {
             refused(reason::PUBLIC_KEY_IN_USE),
         ),
         user("sys-user", "NatsSystemAccount", "sys", json!({}), json!({})),
+        user(
+            "held",
+            "NatsAccount",
+            "b",
+            deleting(),
+            refused(reason::CREDENTIALS_IN_USE),
+        ),
+        user(
+            "live-refused",
+            "NatsAccount",
+            "b",
+            json!({}),
+            refused(reason::CREDENTIALS_IN_USE),
+        ),
     ];
     listed_with(users, users_listed).await;
     idx
@@ -272,5 +299,27 @@ async fn the_feed_says_whether_an_accounts_digest_changed_since_its_last_event()
             "a changed=false",
             "a changed=true"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_connection_change_wakes_only_the_users_and_accounts_held_for_creds_in_use() {
+    let idx = filled().await;
+    // A deleted user held CredentialsInUse in the connection's namespace; not a deleted user
+    // held for another reason, nor a live one.
+    assert_eq!(
+        names(users_held_for_creds(&idx, &touched("conn", None, true))),
+        set(&["held"])
+    );
+    let elsewhere = Touched {
+        namespace: "m".into(),
+        ..touched("conn", None, true)
+    };
+    assert_eq!(names(users_held_for_creds(&idx, &elsewhere)), set(&[]));
+    // A deleted account held CredentialsInUse, whatever the connection's namespace (its users
+    // may live in others); not one deleted and held for another reason.
+    assert_eq!(
+        names(accounts_held_for_creds(&idx, &elsewhere)),
+        set(&["c"])
     );
 }
