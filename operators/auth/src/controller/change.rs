@@ -8,7 +8,10 @@ use std::hash::{Hash, Hasher};
 use kube::ResourceExt;
 use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser};
 
+use super::finalizer;
 use super::refs::account_of;
+use super::time::secs_of;
+use super::user::in_use;
 
 /// What one event of the index's feeds says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,9 @@ pub(crate) struct Touched {
 pub(crate) struct Touch {
     pub account: Option<(AccountKind, String, String)>,
     pub digest: u64,
+    /// The digest a new object is judged against: `None`, a new object is a change; for a
+    /// NatsUser, the digest of a user nothing about which its account's JWT says.
+    pub fresh: Option<u64>,
 }
 
 impl Touch {
@@ -44,7 +50,14 @@ impl Touch {
         Touch {
             account: None,
             digest: 0,
+            fresh: None,
         }
+    }
+
+    /// Whether this touch is a change from `was`, the digest of the object's last event (`None`:
+    /// the first event of it).
+    pub fn changed_from(&self, was: Option<u64>) -> bool {
+        was.or(self.fresh) != Some(self.digest)
     }
 
     /// The change of `o`.
@@ -76,6 +89,7 @@ pub(crate) fn account_touch(a: &NatsAccount) -> Touch {
             public_key,
             a.metadata.deletion_timestamp.is_some(),
         )),
+        fresh: None,
     }
 }
 
@@ -89,13 +103,55 @@ pub(crate) fn system_account_touch(a: &NatsSystemAccount) -> Touch {
             public_key,
             a.metadata.deletion_timestamp.is_some(),
         )),
+        fresh: None,
     }
 }
 
-/// A NatsUser names its account; every change of it counts.
+/// A NatsUser names its account; its digest is what the account's revocation record reads of
+/// it ([`super::revocation::revocation_record`]): its deletion (held by the finalizer, marked
+/// revocable) and its withdrawal with the key they revoke, and the keys it replaced. A user
+/// created, given its finalizer, signed and written Ready changes none of it: its account's JWT
+/// names no user, and 1,000 users applied at once woke the account's pass on each of their
+/// 3,000 events, a pass of the account (two questions to every server) always running, which a
+/// deletion's revocation then waited behind (issue 40). What the account reads of its users
+/// besides (the issuers of their JWTs while it retires a signing key, every user while it is
+/// deleted) wakes it by its own rule ([`super::wakes::account_of_user`]).
 pub(crate) fn user_touch(u: &NatsUser) -> Touch {
     Touch {
         account: Some(account_of(u)),
-        digest: 0,
+        digest: revoking(u),
+        fresh: Some(revoking_nothing()),
     }
+}
+
+/// The digest of what a user's account revokes of it.
+fn revoking(u: &NatsUser) -> u64 {
+    let st = u.status.as_ref();
+    let deleted = u.metadata.deletion_timestamp.is_some();
+    let withdrawn = st.and_then(|s| s.withdrawn_at.as_ref()).map(secs_of);
+    let public_key = st
+        .and_then(|s| s.public_key.as_deref())
+        .filter(|_| deleted || withdrawn.is_some());
+    let replaced: Vec<(&str, i64)> = st
+        .map(|s| {
+            s.replaced_keys
+                .iter()
+                .map(|r| (r.public_key.as_str(), secs_of(&r.at)))
+                .collect()
+        })
+        .unwrap_or_default();
+    digest((
+        deleted,
+        deleted && finalizer::has(u),
+        deleted && in_use::revocable(u),
+        public_key,
+        withdrawn,
+        replaced,
+    ))
+}
+
+/// [`revoking`] of a live user neither withdrawn nor holding replaced keys.
+fn revoking_nothing() -> u64 {
+    let none: (Option<&str>, Option<i64>, Vec<(&str, i64)>) = (None, None, Vec::new());
+    digest((false, false, false, none.0, none.1, none.2))
 }

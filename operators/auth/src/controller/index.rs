@@ -305,7 +305,7 @@ impl<K: Watched> Feed<K> {
                 let t = touch(o);
                 let was = digests.insert(ObjectRef::from_obj(o), t.digest);
                 changed.send_modify(|n| *n = n.wrapping_add(1));
-                let changed_digest = was != Some(t.digest);
+                let changed_digest = t.changed_from(was);
                 let _ = changes.send(Change::Touched(t.touched(o, changed_digest)));
             }
             Ok(watcher::Event::Delete(o)) => {

@@ -2,8 +2,9 @@
 //! grants) wakes every object of the kinds that read it, as a change always did. The kinds a
 //! thousand of can hang off wake only the objects a pass of theirs reads: a change of a
 //! NatsOperator wakes the users of its system accounts only, a change of one
-//! NatsUser wakes its own account and the users of that account refused PublicKeyInUse, not
-//! every user, and a change of an account wakes its users only when what a user pass reads of
+//! NatsUser wakes the users of its account refused PublicKeyInUse, not every user, and its own
+//! account only when what the account revokes of it changed ([`user_touch`](super::change::user_touch)) or the
+//! account reads every user ([`reads_every_user`]), and a change of an account wakes its users only when what a user pass reads of
 //! it changed (its generation, public key or deletion; [`account_touch`](super::change::account_touch)), else only the users
 //! that read its JWT or distribution ([`reads_account_jwt`]: deleting, holding replaced keys, or
 //! withdrawn). Waking every user on every user
@@ -119,11 +120,31 @@ pub(crate) fn accounts_held_for_creds(index: &Index, _: &Touched) -> Vec<ObjectR
 }
 
 /// A NatsUser changed: its account, when it is a NatsAccount.
-pub(crate) fn account_of_user(_: &Index, t: &Touched) -> Vec<ObjectRef<NatsAccount>> {
+pub(crate) fn account_of_user(index: &Index, t: &Touched) -> Vec<ObjectRef<NatsAccount>> {
     match &t.account {
-        Some((AccountKind::NatsAccount, ns, name)) => vec![ObjectRef::new(name).within(ns)],
+        Some((AccountKind::NatsAccount, ns, name))
+            if t.changed || reads_every_user(index.account(ns, name).as_deref()) =>
+        {
+            vec![ObjectRef::new(name).within(ns)]
+        }
         _ => Vec::new(),
     }
+}
+
+/// Whether account `a` reads more of its users than what revokes them ([`user_touch`]): while
+/// it retires a signing key (RetiringKeysInUse reads the issuer of each user's JWT), while it
+/// is deleted (its hold reads its users). One the index does not hold yet runs its first pass
+/// on its own watch event.
+///
+/// [`user_touch`]: super::change::user_touch
+pub(crate) fn reads_every_user(a: Option<&NatsAccount>) -> bool {
+    let Some(a) = a else { return false };
+    let retiring = a
+        .spec
+        .keys
+        .as_ref()
+        .is_some_and(|k| k.signing.iter().any(|s| s.retiring));
+    retiring || a.metadata.deletion_timestamp.is_some()
 }
 
 /// A NatsUser changed: its account, when it is a NatsSystemAccount.

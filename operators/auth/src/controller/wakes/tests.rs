@@ -323,3 +323,125 @@ async fn a_connection_change_wakes_only_the_users_and_accounts_held_for_creds_in
         set(&["c"])
     );
 }
+
+#[tokio::test]
+async fn the_feed_says_a_user_changed_only_when_what_its_account_revokes_of_it_did() {
+    let (idx, feeds) = index::new();
+    let mut rx = idx.changes(Kind::User).expect("the users' changes");
+    let fin = json!({"finalizers": ["auth.nats.mikluko.io/revoke"], "generation": 1});
+    let created = user("u", "NatsAccount", "a", json!({"generation": 1}), json!({}));
+    let finalized = user("u", "NatsAccount", "a", fin.clone(), json!({}));
+    let ready = user(
+        "u",
+        "NatsAccount",
+        "a",
+        fin.clone(),
+        json!({"publicKey": "UA", "jwt": "j", "observedGeneration": 1}),
+    );
+    let rekeyed = user(
+        "u",
+        "NatsAccount",
+        "a",
+        fin,
+        json!({"publicKey": "UB", "observedGeneration": 1,
+               "replacedKeys": [{"publicKey": "UA", "at": "2026-01-01T00:00:00Z"}]}),
+    );
+    let mut deleted = rekeyed.clone();
+    deleted.metadata.deletion_timestamp = user("x", "NatsAccount", "a", deleting(), json!({}))
+        .metadata
+        .deletion_timestamp;
+    deleted.metadata.generation = Some(2);
+    let mut marked = deleted.clone();
+    if let Some(st) = marked.status.as_mut() {
+        st.observed_generation = Some(2);
+    }
+    let withdrawn = user(
+        "w",
+        "NatsAccount",
+        "a",
+        json!({}),
+        json!({"publicKey": "UW", "withdrawnAt": "2026-01-01T00:00:00Z"}),
+    );
+    // With a creds Secret: its deletion is revocable once its own pass observed it.
+    let with_creds = |mut u: NatsUser| {
+        u.spec.credentials = serde_json::from_value(json!({"secretKeyRef": {"name": "u-creds"}}))
+            .expect("credentials");
+        u
+    };
+    let [created, finalized, ready, rekeyed, deleted, marked] =
+        [created, finalized, ready, rekeyed, deleted, marked].map(with_creds);
+    applied(
+        feeds.users,
+        vec![
+            Event::Init,
+            Event::InitDone,
+            Event::Apply(created),
+            Event::Apply(finalized),
+            Event::Apply(ready),
+            Event::Apply(rekeyed),
+            Event::Apply(deleted),
+            Event::Apply(marked.clone()),
+            Event::Delete(marked),
+            Event::Apply(withdrawn),
+        ],
+    )
+    .await;
+    let mut seen = Vec::new();
+    while let Ok(c) = rx.try_recv() {
+        if let Change::Touched(t) = c {
+            seen.push(format!("{} changed={}", t.name, t.changed));
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "u changed=false", // created
+            "u changed=false", // its finalizer
+            "u changed=false", // signed, Ready
+            "u changed=true",  // a key replaced
+            "u changed=true",  // deleted
+            "u changed=true",  // its deletion observed: revocable
+            "u changed=true",  // gone
+            "w changed=true",  // new, and withdrawn
+        ]
+    );
+}
+
+#[rstest]
+#[case::a_change_of_what_it_revokes(true, json!({}), None, true)]
+#[case::another_change(false, json!({}), None, false)]
+#[case::another_change_while_it_retires_a_key(
+    false,
+    json!({"keys": {"signing": [{"name": "old", "secretKeyRef": {"name": "s"}, "retiring": true}]}}),
+    None,
+    true
+)]
+#[case::another_change_while_it_is_deleted(false, json!({}), Some("2026-01-01T00:00:00Z"), true)]
+#[tokio::test]
+async fn a_users_account_wakes_for_what_it_revokes_or_when_it_reads_every_user(
+    #[case] changed: bool,
+    #[case] spec: Value,
+    #[case] deleted: Option<&str>,
+    #[case] wakes: bool,
+) {
+    let (idx, feeds) = index::new();
+    let mut a: NatsAccount = serde_json::from_value(json!({
+        "apiVersion": "auth.nats.mikluko.io/v1beta1", "kind": "NatsAccount",
+        "metadata": {"name": "a", "namespace": "n", "generation": 1},
+        "spec": {"operatorRef": {"name": "op"}},
+    }))
+    .expect("a NatsAccount");
+    if let Some(keys) = spec.get("keys") {
+        a.spec.keys = serde_json::from_value(keys.clone()).expect("keys");
+    }
+    if let Some(at) = deleted {
+        a.metadata.deletion_timestamp = serde_json::from_value(json!(at)).expect("a time");
+    }
+    listed_with(feeds.accounts, vec![a]).await;
+    let t = touched("u", Some((AccountKind::NatsAccount, "a")), changed);
+    let woke: Vec<String> = account_of_user(&idx, &t)
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(!woke.is_empty(), wakes, "{woke:?}");
+}
