@@ -157,6 +157,8 @@ fn write(
     docs: bool,
     history: bool,
 ) -> anyhow::Result<()> {
+    // Before the table below is written: that write alone would mark every run's tree dirty.
+    let commit = history::commit(&workspace());
     let dir = workspace().join("target").join("bench");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(if scale {
@@ -191,7 +193,7 @@ fn write(
             .to_string();
         let run = history::lines(
             figures,
-            &history::commit(&workspace()),
+            &commit,
             &date,
             &history::Machine::here().describe(),
         );
