@@ -8,8 +8,17 @@
 //! binary) the whole range is walked from an offset seeded per process. Collisions with unrelated
 //! processes are still possible; topologies retry with fresh ports when a server reports its
 //! address in use.
+//!
+//! A port is free when a socket binds it without `SO_REUSEADDR` ([`bindable`]): the strictest
+//! binder here. std's `TcpListener::bind` sets that option, which lets it bind a port whose
+//! connections of a moment ago linger in TIME_WAIT (60 s on Linux); a [`RefusingPort`], which
+//! binds without it so that nothing else listens there, was then refused the port it was handed
+//! (a gate run with a CPU hog beside it: `AddrInUse` on a port another test's server had served
+//! on, the ports of one nextest slot being walked by each test that slot runs).
+//!
+//! [`RefusingPort`]: crate::proxy::RefusingPort
 
-use std::net::TcpListener;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const LOW: u32 = 20_000;
@@ -49,10 +58,21 @@ pub fn free_port() -> u16 {
     loop {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let port = (first + n % len) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if bindable(port) {
             return port;
         }
     }
+}
+
+/// Whether a socket binds 127.0.0.1:`port` without `SO_REUSEADDR`: no socket holds it, and no
+/// connection of it lingers in TIME_WAIT.
+pub fn bindable(port: u16) -> bool {
+    let Ok(socket) = tokio::net::TcpSocket::new_v4() else {
+        return false;
+    };
+    socket
+        .bind(SocketAddr::from(([127, 0, 0, 1], port)))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -77,6 +97,35 @@ mod tests {
                     .all(|p| (first..first + len).contains(&u32::from(*p)))
             );
         }
+    }
+
+    /// A port whose connection the server closed first lingers in TIME_WAIT: std's listener
+    /// (`SO_REUSEADDR`) binds it again, a socket without the option is refused it, and so is it
+    /// not free.
+    #[test]
+    fn a_port_in_time_wait_is_not_free() {
+        use std::io::Read;
+        let port = free_port();
+        assert!(bindable(port));
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("listen");
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let (served, _) = listener.accept().expect("accept");
+        drop(served); // the server closes first: its side goes to TIME_WAIT
+        let mut buf = [0u8; 1];
+        assert_eq!(client.read(&mut buf).expect("EOF"), 0);
+        drop(client);
+        drop(listener);
+        let lingering = std::time::Instant::now();
+        while bindable(port) && lingering.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::yield_now();
+        }
+        assert!(!bindable(port), "a port in TIME_WAIT reads as free");
+        assert!(
+            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+            "std's listener binds it regardless (SO_REUSEADDR)"
+        );
+        let mut refusing = crate::proxy::RefusingPort::new(port);
+        assert!(refusing.bind().is_err(), "what the flaky test met");
     }
 
     #[rstest]
