@@ -34,8 +34,9 @@ use crate::watched::Watched;
 pub const AGAIN_AFTER: Duration = Duration::from_secs(2);
 
 /// How long a dropped trigger's object is waited for in the store before it counts as deleted:
-/// a relist of thousands of objects on a loaded machine has its list in well before.
-pub const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+/// a relist of thousands of objects on a loaded machine has its list in well before (a forgotten
+/// deleted object costs a look every [`AGAIN_AFTER`] until then, nothing more).
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(120);
 
 /// Whether one item of `Controller::run` is a trigger dropped because its object was not in the
 /// store.
