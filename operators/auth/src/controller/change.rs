@@ -152,6 +152,7 @@ fn revoking(u: &NatsUser) -> u64 {
 
 /// [`revoking`] of a live user neither withdrawn nor holding replaced keys.
 fn revoking_nothing() -> u64 {
-    let none: (Option<&str>, Option<i64>, Vec<(&str, i64)>) = (None, None, Vec::new());
-    digest((false, false, false, none.0, none.1, none.2))
+    let (public_key, withdrawn, replaced): (Option<&str>, Option<i64>, Vec<(&str, i64)>) =
+        (None, None, Vec::new());
+    digest((false, false, false, public_key, withdrawn, replaced))
 }

@@ -17,7 +17,7 @@
 
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser, condition, reason};
+use nats_api::auth::{AccountKind, NatsAccount, NatsSystemAccount, NatsUser, reason};
 
 use super::change::Touched;
 use super::index::Index;
@@ -109,12 +109,8 @@ pub(crate) fn users_held_for_creds(index: &Index, t: &Touched) -> Vec<ObjectRef<
 /// (Ready False CredentialsInUse; their users may live in other namespaces).
 pub(crate) fn accounts_held_for_creds(index: &Index, _: &Touched) -> Vec<ObjectRef<NatsAccount>> {
     let held = |a: &NatsAccount| {
-        a.metadata.deletion_timestamp.is_some()
-            && a.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == condition::READY && c.reason == reason::CREDENTIALS_IN_USE)
-            })
+        let conds = a.status.as_ref().map(|s| s.conditions.as_slice());
+        in_use::deleted_and_held(a.metadata.deletion_timestamp.is_some(), conds)
     };
     refs(&index.accounts_where(held))
 }

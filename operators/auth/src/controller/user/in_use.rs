@@ -99,9 +99,19 @@ pub(crate) fn users_of_creds(ctx: &Context, u: &NatsUser) -> Vec<String> {
 /// Whether `u` is a deleted user held for its creds in use (Ready False CredentialsInUse):
 /// what a NatsConnection's change may release.
 pub(crate) fn held_for_creds(u: &NatsUser) -> bool {
-    u.metadata.deletion_timestamp.is_some()
-        && u.status.as_ref().is_some_and(|s| {
-            conditions::find(&s.conditions, condition::READY)
+    let conds = u.status.as_ref().map(|s| s.conditions.as_slice());
+    deleted_and_held(u.metadata.deletion_timestamp.is_some(), conds)
+}
+
+/// Whether an object deleted (`deleted`) whose conditions are `conds` is held while creds are in
+/// use (Ready False CredentialsInUse): a user for its own, an account for its users'.
+pub(crate) fn deleted_and_held(
+    deleted: bool,
+    conds: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
+) -> bool {
+    deleted
+        && conds.is_some_and(|c| {
+            conditions::find(c, condition::READY)
                 .is_some_and(|c| c.reason == reason::CREDENTIALS_IN_USE)
         })
 }
