@@ -48,7 +48,7 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nats_api::jetstream::{GoDuration, NatsBalancer, condition, event, metric};
 
-use super::context::{Context, watch_config};
+use super::context::{Context, controller_of};
 use super::error::Error;
 use act::act;
 use gather::{Gathering, gather};
@@ -138,16 +138,10 @@ async fn cleanup(obj: Arc<NatsBalancer>, ctx: Arc<Context>) -> Result<Cleanup, E
 /// The NatsBalancer controller; each pass reads the object fresh (its status carries the last
 /// move, pending while it holds the lease).
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let client = ctx.shared.client.clone();
     // The watch is the controller's; the passes run on a client counting their requests. The
     // watch leaves out the echoes of the passes' own finalizer and status writes: a pass runs
     // on its interval, or on a change by someone else.
     let passes = ctx.for_passes(KIND);
-    let controller = controller_kit::watch::controller_less_echoes::<NatsBalancer, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        passes.clone(),
-    );
+    let controller = controller_of::<NatsBalancer>(&ctx, passes.clone());
     controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

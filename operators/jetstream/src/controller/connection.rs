@@ -18,7 +18,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use nats_api::nats::{NatsConnection, NatsConnectionSpec, NatsConnectionStatus, condition};
 
-use super::context::{Context, watch_config};
+use super::context::{Context, controller_of, due_now, watch_config};
 use super::error::{Error, kube_err};
 use super::in_use;
 use crate::dialing::Ready;
@@ -107,12 +107,7 @@ fn reads_secret(spec: &NatsConnectionSpec, name: &str) -> bool {
 pub(super) async fn controller(ctx: Arc<Context>) {
     let client = ctx.shared.client.clone();
     // Less the echoes of its passes' own status writes.
-    let controller = controller_kit::watch::controller_less_echoes::<NatsConnection, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        ctx.clone(),
-    );
+    let controller = controller_of::<NatsConnection>(&ctx, ctx.clone());
     let store = controller.store();
     // What the resources' passes read their connection from, instead of a GET each.
     let _ = ctx.connections.set(store.clone());
@@ -147,10 +142,7 @@ pub(super) async fn controller(ctx: Arc<Context>) {
                     conn.namespace().as_deref() == Some(ns.as_str())
                         && reads_secret(&conn.spec, &name)
                 })
-                .map(|conn| {
-                    c.shared.due.forget(&*conn);
-                    ObjectRef::from_obj(&*conn)
-                })
+                .map(|conn| due_now(&c, &*conn))
                 .collect::<Vec<_>>()
         },
     );

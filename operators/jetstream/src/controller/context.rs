@@ -267,6 +267,31 @@ pub(crate) fn watch_config() -> watcher::Config {
     watcher::Config::default()
 }
 
+/// The Controller of `K` over the namespaces of `ctx`'s scope, less the echoes of the writes
+/// of the passes run with `passes` ([`controller_kit::watch::controller_less_echoes`]): a pass
+/// runs on its interval, or on a change by someone else.
+pub(crate) fn controller_of<K: controller_kit::watched::Watched>(
+    ctx: &Context,
+    passes: Arc<Context>,
+) -> kube::runtime::Controller<K> {
+    controller_kit::watch::controller_less_echoes::<K, _>(
+        &ctx.shared.client,
+        &ctx.shared.scope,
+        watch_config(),
+        passes,
+    )
+}
+
+/// `obj` to pass at once: its due time forgotten (a pass woken by a change runs now, not when
+/// its interval says), and its reference for the Controller's trigger.
+pub(crate) fn due_now<K>(ctx: &Context, obj: &K) -> kube::runtime::reflector::ObjectRef<K>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    ctx.shared.due.forget(obj);
+    kube::runtime::reflector::ObjectRef::from_obj(obj)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,7 @@ use controller_kit::reconcile::Read;
 use kube::runtime::controller::Action;
 use nats_api::jetstream::NatsClusterEvacuation;
 
-use super::context::{Context, watch_config};
+use super::context::{Context, controller_of};
 use super::error::Error;
 use act::{apply, hold, judge, refuse};
 use cleanup::cleanup;
@@ -74,16 +74,10 @@ async fn live(obj: Arc<NatsClusterEvacuation>, ctx: Arc<Context>) -> Result<Acti
 /// The NatsClusterEvacuation controller. Each pass reads the object fresh: its status carries
 /// the moves requested, which a stale copy would request again.
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let client = ctx.shared.client.clone();
     // The watch is the controller's; the passes run on a client counting their requests. The
     // watch leaves out the echoes of the passes' own finalizer and status writes: a pass runs
     // on its interval, or on a change by someone else.
     let passes = ctx.for_passes(KIND);
-    let controller = controller_kit::watch::controller_less_echoes::<NatsClusterEvacuation, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        passes.clone(),
-    );
+    let controller = controller_of::<NatsClusterEvacuation>(&ctx, passes.clone());
     controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }

@@ -15,7 +15,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::connection_shares::Taken;
-use super::context::{Context, watch_config};
+use super::context::{Context, controller_of, due_now, watch_config};
 use super::error::Error;
 
 /// `controller`, starting every due pass at once: each waits for its turn in [`turn`], in its
@@ -48,12 +48,7 @@ pub(crate) async fn run_in_line<K, W, F, R, Fut>(
     let client = ctx.shared.client.clone();
     // Less the echoes of its passes' own finalizer and status writes: a second pass per
     // resource created would find nothing to do.
-    let controller = controller_kit::watch::controller_less_echoes::<K, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        ctx.clone(),
-    );
+    let controller = controller_of::<K>(&ctx, ctx.clone());
     let store = controller.store();
     let own = store.clone();
     with_store(&ctx, &store);
@@ -66,10 +61,7 @@ pub(crate) async fn run_in_line<K, W, F, R, Fut>(
         move |w| {
             waiting(&store, &w)
                 .into_iter()
-                .map(|o| {
-                    c.shared.due.forget(&*o);
-                    ObjectRef::from_obj(&*o)
-                })
+                .map(|o| due_now(&c, &*o))
                 .collect::<Vec<_>>()
         },
     );

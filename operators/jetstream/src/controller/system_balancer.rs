@@ -44,7 +44,7 @@ use controller_kit::reconcile::{Read, describe};
 use kube::runtime::controller::Action;
 use nats_api::jetstream::{GoDuration, NatsSystemBalancer};
 
-use super::context::{Context, watch_config};
+use super::context::{Context, controller_of};
 use super::error::Error;
 use super::lock::lock;
 use super::replica_divergence;
@@ -108,16 +108,10 @@ async fn cleanup(obj: Arc<NatsSystemBalancer>, ctx: Arc<Context>) -> Result<Clea
 /// The NatsSystemBalancer controller; each pass reads the object fresh (its status carries the
 /// moves pending).
 pub(super) async fn controller(ctx: Arc<Context>) {
-    let client = ctx.shared.client.clone();
     // The watch is the controller's; the passes run on a client counting their requests. The
     // watch leaves out the echoes of the passes' own finalizer and status writes: a pass runs
     // on its interval, or on a change by someone else.
     let passes = ctx.for_passes(KIND);
-    let controller = controller_kit::watch::controller_less_echoes::<NatsSystemBalancer, _>(
-        &client,
-        &ctx.shared.scope,
-        watch_config(),
-        passes.clone(),
-    );
+    let controller = controller_of::<NatsSystemBalancer>(&ctx, passes.clone());
     controller_kit::reconcile::run(controller, passes, Read::Fresh, reconcile).await;
 }
