@@ -16,7 +16,7 @@ use crate::local::LocalServerLifecycle;
 use kube::Client;
 use tokio::task::JoinHandle;
 
-use crate::apiserver::{ApiServer, ApiServerError, Flavor};
+use crate::apiserver::{ApiServer, ApiServerError};
 use crate::elected::Replicas;
 
 /// The field manager the sim applies manifests as (a user's `kubectl apply --server-side`).
@@ -164,8 +164,10 @@ impl Host {
         namespaces: &[&str],
         run: &[&str],
     ) -> Result<Self, HostError> {
-        let api = ApiServer::start_in(Flavor::Kube120, parent).await?;
-        api.install_crds(&nats_api::crds::all()).await?;
+        // Booted over a seed holding the CRDs; installing them adds the CEL judge.
+        let crds = nats_api::crds::all();
+        let api = ApiServer::start_seeded(parent, &crds).await?;
+        api.install_crds(&crds).await?;
         for ns in namespaces {
             api.create_namespace(ns).await?;
         }

@@ -294,7 +294,8 @@ async fn apiserver_judged(
     namespaces: &[&str],
     judged: bool,
 ) -> ApiServer {
-    let api = ApiServer::kube_1_20()
+    // Booted over a seed holding the CRDs: the creates below find them there.
+    let api = ApiServer::start_seeded(&std::env::temp_dir(), crds)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     if judged {

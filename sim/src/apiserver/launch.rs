@@ -23,18 +23,26 @@ pub(super) struct Launched {
     pub(super) client: Client,
 }
 
+/// The etcd of an attempt: its binary, its data directory, and the seed copied there first
+/// (none: it starts empty).
+#[derive(Clone, Copy)]
+pub(super) struct Etcd<'a> {
+    pub(super) bin: &'a Path,
+    pub(super) data: &'a Path,
+    pub(super) seed: Option<&'a Path>,
+}
+
 /// Starts etcd, then the `flavor` server `program` over it, under `root`; returns once the
 /// server answers ready for the admin.
 pub(super) async fn attempt(
     flavor: Flavor,
-    etcd_bin: &Path,
+    etcd: Etcd<'_>,
     program: &Path,
     root: &Path,
-    etcd_data: &Path,
     pki: &Pki,
 ) -> Result<Launched, ApiServerError> {
     let [client_port, peer_port, secure_port] = free_ports::<3>()?;
-    let (etcd, etcd_url) = start_etcd(etcd_bin, root, etcd_data, client_port, peer_port).await?;
+    let (etcd, etcd_url) = start_etcd(etcd, root, client_port, peer_port).await?;
     let args = server_args(flavor, &etcd_url, secure_port, root, pki)?;
     let mut server = Proc::spawn(flavor.name(), program, &args, root.join("server.log"))?;
     let url = format!("https://127.0.0.1:{secure_port}");
@@ -49,12 +57,13 @@ pub(super) async fn attempt(
     })
 }
 
-/// etcd on `client_port` and `peer_port`, its data fresh in `data`, its log under `root`, once
-/// healthy.
+/// etcd on `client_port` and `peer_port`, its data fresh in `data` (a copy of the seed where
+/// it has one), its log under `root`, once healthy. Over a seed's data etcd keeps the member
+/// it recorded, whose peer address names a port of the seed's etcd: a member alone never
+/// dials a peer.
 async fn start_etcd(
-    etcd_bin: &Path,
+    Etcd { bin, data, seed }: Etcd<'_>,
     root: &Path,
-    data: &Path,
     client_port: u16,
     peer_port: u16,
 ) -> Result<(Proc, String), ApiServerError> {
@@ -62,6 +71,9 @@ async fn start_etcd(
     let peer_url = format!("http://127.0.0.1:{peer_port}");
     if data.exists() {
         std::fs::remove_dir_all(data).map_err(io("clear etcd data of a failed attempt", data))?;
+    }
+    if let Some(seed) = seed {
+        super::seed::copy_tree(seed, data)?;
     }
     let etcd_args = [
         "--name=default".to_owned(),
@@ -72,7 +84,7 @@ async fn start_etcd(
         format!("--initial-advertise-peer-urls={peer_url}"),
         format!("--initial-cluster=default={peer_url}"),
     ];
-    let mut etcd = Proc::spawn("etcd", etcd_bin, &etcd_args, root.join("etcd.log"))?;
+    let mut etcd = Proc::spawn("etcd", bin, &etcd_args, root.join("etcd.log"))?;
     wait_etcd(&mut etcd, &etcd_url).await?;
     Ok((etcd, etcd_url))
 }
@@ -187,7 +199,7 @@ pub(super) const KUBE_120_APIS: &[&str] = &[
 ];
 
 /// `--runtime-config`'s value: every group off, then each of [`KUBE_120_APIS`] on.
-fn kube_120_runtime_config() -> String {
+pub(super) fn kube_120_runtime_config() -> String {
     std::iter::once("api/all=false".to_owned())
         .chain(KUBE_120_APIS.iter().map(|gv| format!("{gv}=true")))
         .collect::<Vec<_>>()

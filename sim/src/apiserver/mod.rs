@@ -30,6 +30,7 @@ mod crds;
 mod error;
 mod identity;
 pub(crate) mod launch;
+mod seed;
 #[cfg(test)]
 mod tests;
 
@@ -95,6 +96,8 @@ pub struct ApiServer {
     // Field order is drop order: the server goes before its etcd, and both before the directory.
     server: Proc,
     etcd: Proc,
+    /// etcd's data directory ([`etcd_data_dir`]).
+    etcd_data: PathBuf,
     /// etcd's data in memory ([`etcd_data_dir`]), removed once etcd is gone.
     etcd_mem: Option<tempfile::TempDir>,
     dir: Option<tempfile::TempDir>,
@@ -180,6 +183,27 @@ impl ApiServer {
     /// [`ApiServer::start`] with the instance directory (etcd's data, PKI, kubeconfig, logs) made
     /// under `parent`; it goes when the server is dropped.
     pub async fn start_in(flavor: Flavor, parent: &Path) -> Result<Self, ApiServerError> {
+        Self::launch_in(flavor, parent, None).await
+    }
+
+    /// etcd + kube-apiserver 1.20 under `parent` (as [`ApiServer::start_in`]), etcd started over
+    /// a copy of a [`seed`] holding `crds`, made first where this machine has none: the CRDs are
+    /// there and Established when it returns, without the CEL judge
+    /// ([`ApiServer::install_crds`] adds it; its creates find the CRDs there).
+    pub async fn start_seeded(
+        parent: &Path,
+        crds: &[CustomResourceDefinition],
+    ) -> Result<Self, ApiServerError> {
+        let apis = launch::kube_120_runtime_config();
+        let seed = seed::seed(&binaries()?, &apis, crds, &seed::seeds_root()).await?;
+        Self::launch_in(Flavor::Kube120, parent, Some(&seed)).await
+    }
+
+    async fn launch_in(
+        flavor: Flavor,
+        parent: &Path,
+        seed: Option<&Path>,
+    ) -> Result<Self, ApiServerError> {
         let bins = binaries()?;
         let program = match flavor {
             Flavor::Kube120 => bins.kube_apiserver.clone(),
@@ -198,7 +222,12 @@ impl ApiServer {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match launch::attempt(flavor, &bins.etcd, &program, &root, &etcd_data, &pki).await {
+            let etcd = launch::Etcd {
+                bin: &bins.etcd,
+                data: &etcd_data,
+                seed,
+            };
+            match launch::attempt(flavor, etcd, &program, &root, &pki).await {
                 Ok(Launched {
                     etcd,
                     server,
@@ -215,6 +244,7 @@ impl ApiServer {
                         judge: tokio::sync::Mutex::new(None),
                         server,
                         etcd,
+                        etcd_data,
                         etcd_mem,
                         dir: Some(dir),
                     });
@@ -261,6 +291,11 @@ impl ApiServer {
     /// The instance directory while the server runs (the admin's kubeconfig is written there).
     fn root(&self) -> &Path {
         self.kubeconfig.parent().unwrap_or(Path::new("."))
+    }
+
+    /// etcd's data directory.
+    fn etcd_data(&self) -> &Path {
+        &self.etcd_data
     }
 
     /// PIDs of (etcd, server).

@@ -341,3 +341,74 @@ async fn kube_1_20_judges_the_crds_cel_rules_at_apply() {
         "judged from then on"
     );
 }
+
+/// A server over a seed: the seed is made once (a second ask finds it), and a server booted
+/// over a copy serves every CRD's kind at once, takes the CEL judge as a fresh one does, and
+/// writes nothing back to the seed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_over_a_seed_serves_every_crd_and_takes_the_judge() {
+    use kube::api::{DynamicObject, ListParams};
+    let crds = nats_api::crds::all();
+    let bins = super::binaries().unwrap_or_else(|e| panic!("{e}"));
+    let root = tempfile::tempdir().expect("a seeds directory");
+    let made = super::seed::seed(&bins, "test", &crds, root.path())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mark = |dir: &Path| std::fs::metadata(dir.join("seeded")).and_then(|m| m.modified());
+    let first = mark(&made).expect("the seed is marked made");
+    let again = super::seed::seed(&bins, "test", &crds, root.path())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again, made);
+    assert_eq!(
+        mark(&again).ok(),
+        Some(first),
+        "the seed was not made again"
+    );
+
+    let server = ApiServer::launch_in(Flavor::Kube120, &std::env::temp_dir(), Some(&made))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for crd in &crds {
+        let api: Api<DynamicObject> = Api::all_with(server.client(), &super::crd_api_resource(crd));
+        api.list(&ListParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("{} is served: {e}", crd.spec.names.kind));
+    }
+    server
+        .install_crds(&crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    server
+        .create_namespace("nats")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let crd = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "NatsCluster")
+        .expect("the NatsCluster CRD");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd));
+    let leaf: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "cluster.nats.mikluko.io/v1beta1",
+        "kind": "NatsCluster",
+        "metadata": {"name": "leaf", "namespace": "nats"},
+        "spec": {"version": "2.15.1", "replicas": 3, "leafnodes": {}},
+    }))
+    .expect("an object");
+    let refused = api
+        .create(&PostParams::default(), &leaf)
+        .await
+        .expect_err("a leaf listener without auth is refused");
+    assert!(refused.to_string().contains("CEL rules"), "{refused}");
+    drop(server);
+    // The seed is as it was made: the namespace went to the instance's copy only.
+    let second = ApiServer::launch_in(Flavor::Kube120, &std::env::temp_dir(), Some(&made))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let namespaces: Api<Namespace> = Api::all(second.client());
+    assert!(
+        namespaces.get_opt("nats").await.expect("a GET").is_none(),
+        "the first instance's namespace is not in the seed"
+    );
+}

@@ -387,10 +387,11 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
 /// (the hardening issue's before/after; no bound asserted in the gate).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resident_size_with_two_thousand_unrelated_secrets() {
-    let api = ApiServer::kube_1_20().await.expect("kube-apiserver");
-    api.install_crds(&nats_api::crds::all())
+    let crds = nats_api::crds::all();
+    let api = ApiServer::start_seeded(&std::env::temp_dir(), &crds)
         .await
-        .expect("CRDs");
+        .expect("kube-apiserver");
+    api.install_crds(&crds).await.expect("CRDs");
     for ns in [NS, "elsewhere"] {
         api.create_namespace(ns).await.expect("namespace");
     }
