@@ -142,6 +142,15 @@ pub fn keep_shutdown(now: i64) -> impl Fn(i64) -> bool {
     move |heard_at| now.saturating_sub(heard_at) <= window
 }
 
+/// Whether a CLAIMS.LOOKUP that expected `asked` answers (the servers this process knew of when
+/// it asked, alongside STATSZ) heard enough of a roster of `roster` servers: one that expected
+/// fewer may have stopped before a server the roster has since gained answered, and is asked
+/// again expecting them all; one that expected more waited its deadline for a server gone
+/// silent, as one asking after STATSZ would have.
+pub fn lookup_heard_enough(asked: usize, roster: usize) -> bool {
+    asked >= roster
+}
+
 /// The phrase a hold names the silent servers with: "c1-2 does not answer".
 pub fn silent_phrase(silent: &[&str]) -> Option<String> {
     match silent {
@@ -248,6 +257,19 @@ mod tests {
                 .encode(issuer)
                 .expect("account claims encode");
         (operator, account)
+    }
+
+    #[rstest]
+    #[case::the_roster_known(3, 3, true)]
+    #[case::a_server_forgotten_since(3, 2, true)]
+    #[case::a_server_new_since(2, 3, false)]
+    #[case::none_known(0, 3, false)]
+    fn a_lookup_asked_with_statsz_is_asked_again_only_for_a_new_server(
+        #[case] asked: usize,
+        #[case] roster: usize,
+        #[case] enough: bool,
+    ) {
+        assert_eq!(lookup_heard_enough(asked, roster), enough);
     }
 
     #[rstest]

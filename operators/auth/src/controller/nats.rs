@@ -217,7 +217,10 @@ fn counted(roster: &Roster, answers: &[LookupAnswer], jwt: &str) -> Distribution
 }
 
 /// The roster (STATSZ, with memory of `recorded`) and what each server holds for `account`
-/// (CLAIMS.LOOKUP): the two questions a pass asks the servers before it signs or pushes.
+/// (CLAIMS.LOOKUP): the two questions a pass asks the servers before it signs or pushes. Where
+/// this process knows servers of the operator, both are asked at once, the lookup expecting
+/// those (one round trip before a revocation's push, not two); asked again expecting the
+/// roster where it gained a server meanwhile ([`roster::lookup_heard_enough`]).
 async fn ask(
     ctx: &Context,
     wire: &Wire,
@@ -225,15 +228,29 @@ async fn ask(
     account: &str,
     recorded: Option<&Distribution>,
 ) -> Result<(Roster, Vec<LookupAnswer>), String> {
-    let statsz = ping_statsz(ctx, wire, collect(ctx, operator)).await?;
+    let lookup = async |n: usize| {
+        wire.claims_lookup(account, Collect::expecting(n, PING))
+            .await
+            .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))
+    };
+    let known = ctx.roster(operator).len();
+    let (statsz, early) = if known > 0 {
+        let (statsz, early) = tokio::join!(
+            ping_statsz(ctx, wire, Collect::expecting(known, PING)),
+            lookup(known)
+        );
+        (statsz?, Some(early))
+    } else {
+        (ping_statsz(ctx, wire, collect(ctx, operator)).await?, None)
+    };
     let roster = observe_roster(ctx, operator, &statsz, recorded);
     if roster.answering() == 0 {
         return Err("no server answered STATSZ".into());
     }
-    let answers = wire
-        .claims_lookup(account, Collect::expecting(roster.len(), PING))
-        .await
-        .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))?;
+    let answers = match early {
+        Some(Ok(a)) if roster::lookup_heard_enough(known, roster.len()) => a,
+        _ => lookup(roster.len()).await?,
+    };
     Ok((roster, answers))
 }
 
