@@ -85,6 +85,13 @@ checksum = "tt"
 """
 
 
+class BuildEnv(unittest.TestCase):
+    def test_the_build_is_given_neither_cargo_s_variables_for_a_test_nor_the_image_s_date(self):
+        env = image.build_env({"PATH": "/bin", "CARGO_PKG_NAME": "e2e", "NEXTEST_RUN_ID": "1",
+                               "SOURCE_DATE_EPOCH": "1764892800", "CARGO_INCREMENTAL": "0"})
+        self.assertEqual(env, {"PATH": "/bin", "CARGO_INCREMENTAL": "0", "RUSTFLAGS": image.RUSTFLAGS})
+
+
 class Sbom(unittest.TestCase):
     def setUp(self):
         self.tree = sbom.parse_tree(TREE)
