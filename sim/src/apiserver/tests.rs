@@ -231,6 +231,26 @@ async fn apiextensions_1_36_serves_crds_where_it_is_built() {
     assert!(!alive(etcd) && !alive(apiserver));
 }
 
+/// NatsClusters in the namespace `nats` of `server`, once `crds` are installed and judged.
+async fn judged_clusters(
+    server: &ApiServer,
+    crds: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition],
+) -> Api<kube::api::DynamicObject> {
+    server
+        .install_crds(crds)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    server
+        .create_namespace("nats")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let crd = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "NatsCluster")
+        .expect("the NatsCluster CRD");
+    Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd))
+}
+
 /// On kube-apiserver 1.20 the CRDs' CEL rules are judged at apply, by every way of writing: a
 /// NatsCluster with a leaf node listener and no auth is refused at create, an update breaking a
 /// rule is refused, status writes are not judged, and an update of an object that already broke
@@ -242,20 +262,7 @@ async fn kube_1_20_judges_the_crds_cel_rules_at_apply() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let crds = nats_api::crds::all();
-    server
-        .install_crds(&crds)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    server
-        .create_namespace("nats")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let crd = crds
-        .iter()
-        .find(|c| c.spec.names.kind == "NatsCluster")
-        .expect("the NatsCluster CRD");
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd));
+    let api = judged_clusters(&server, &crds).await;
     let cluster = |name: &str, spec: serde_json::Value| -> DynamicObject {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "cluster.nats.mikluko.io/v1beta1",
@@ -308,6 +315,10 @@ async fn kube_1_20_judges_the_crds_cel_rules_at_apply() {
     bare.create_namespace("nats")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    let crd = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "NatsCluster")
+        .expect("the NatsCluster CRD");
     let bare_api: Api<DynamicObject> =
         Api::namespaced_with(bare.client(), "nats", &super::crd_api_resource(crd));
     bare_api
@@ -375,20 +386,7 @@ async fn a_server_over_a_seed_serves_every_crd_and_takes_the_judge() {
             .await
             .unwrap_or_else(|e| panic!("{} is served: {e}", crd.spec.names.kind));
     }
-    server
-        .install_crds(&crds)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    server
-        .create_namespace("nats")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let crd = crds
-        .iter()
-        .find(|c| c.spec.names.kind == "NatsCluster")
-        .expect("the NatsCluster CRD");
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd));
+    let api = judged_clusters(&server, &crds).await;
     let leaf: DynamicObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "cluster.nats.mikluko.io/v1beta1",
         "kind": "NatsCluster",
