@@ -32,7 +32,7 @@ use super::{ApiServer, ApiServerError, Flavor, io};
 /// Part of every seed's key: bump when what a seed holds or how it is made changes.
 const FORMAT: &str = "etcd-seed-1";
 /// Seeds kept beside the one just made (the newest by modification time): a seed is about
-/// 65 MiB, most of it etcd's preallocated WAL.
+/// 124 MB, nearly all of it etcd's WAL and the next segment it preallocates (64 MB each).
 const KEEP: usize = 4;
 
 /// Where seeds are kept: under the tools' cache, beside the binaries they were made with.
