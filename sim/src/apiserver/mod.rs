@@ -196,7 +196,7 @@ impl ApiServer {
     ) -> Result<Self, ApiServerError> {
         let apis = launch::kube_120_runtime_config();
         let seed = seed::seed(&binaries()?, &apis, crds, &seed::seeds_root()).await?;
-        Self::launch_in(Flavor::Kube120, parent, Some(&seed)).await
+        Self::launch_in(Flavor::Kube120, parent, Some(&seed.dir)).await
     }
 
     async fn launch_in(
@@ -291,11 +291,6 @@ impl ApiServer {
     /// The instance directory while the server runs (the admin's kubeconfig is written there).
     fn root(&self) -> &Path {
         self.kubeconfig.parent().unwrap_or(Path::new("."))
-    }
-
-    /// etcd's data directory.
-    fn etcd_data(&self) -> &Path {
-        &self.etcd_data
     }
 
     /// PIDs of (etcd, server).

@@ -17,7 +17,8 @@
 //! token controller writes ServiceAccount tokens here, the `kubernetes` Service's endpoints are
 //! reconciled by the server that boots, and the CEL judge's webhook is registered per instance
 //! after the boot ([`super::ApiServer::install_crds`]). A file lock per seed makes the first of
-//! many tests asking at once build it and the others wait for it.
+//! many tests asking at once build it and the others wait for it, and is held shared while an
+//! instance copies the seed.
 
 use std::fs::File;
 use std::io::Write;
@@ -61,6 +62,13 @@ pub(super) fn key(bins: &Binaries, apis: &str, crds: &[CustomResourceDefinition]
     hex::encode(&h.finalize()[..12])
 }
 
+/// A seed made, held for reading: its directory, and its lock held shared while an instance
+/// copies it (a prune elsewhere removes only a seed nobody holds).
+pub(super) struct Seed {
+    pub(super) dir: PathBuf,
+    _held: File,
+}
+
 /// The seed of `crds` under `root` for a server serving `apis` ([`key`]), made first where
 /// there is none.
 pub(super) async fn seed(
@@ -68,26 +76,49 @@ pub(super) async fn seed(
     apis: &str,
     crds: &[CustomResourceDefinition],
     root: &Path,
-) -> Result<PathBuf, ApiServerError> {
+) -> Result<Seed, ApiServerError> {
     std::fs::create_dir_all(root).map_err(io("create the seeds' directory", root))?;
     let key = key(bins, apis, crds);
     let dir = root.join(&key);
     let lock_path = root.join(format!("{key}.lock"));
-    let lock = File::create(&lock_path).map_err(io("create a seed's lock", &lock_path))?;
-    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
-        .await
-        .map_err(|e| ApiServerError::Io {
-            what: "wait for a seed's lock",
-            path: lock_path.clone(),
-            source: std::io::Error::other(e),
-        })?
-        .map_err(io("lock a seed", &lock_path))?;
-    if !dir.join(DONE).exists() {
-        make(crds, &dir).await?;
-        prune(root, &dir);
+    loop {
+        let making = locked(&lock_path, false).await?;
+        if !dir.join(DONE).exists() {
+            make(crds, &dir).await?;
+            prune(root, &dir);
+        }
+        drop(making);
+        let held = locked(&lock_path, true).await?;
+        // Pruned elsewhere between the two locks: made again.
+        if dir.join(DONE).exists() {
+            return Ok(Seed { dir, _held: held });
+        }
     }
-    drop(lock);
-    Ok(dir)
+}
+
+/// The lock file `path`, locked exclusively or `shared`, once it may be.
+async fn locked(path: &Path, shared: bool) -> Result<File, ApiServerError> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io("open a seed's lock", path))?;
+    let waited = tokio::task::spawn_blocking(move || {
+        if shared {
+            file.lock_shared()
+        } else {
+            file.lock()
+        }
+        .map(|()| file)
+    })
+    .await
+    .map_err(|e| ApiServerError::Io {
+        what: "wait for a seed's lock",
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    waited.map_err(io("lock a seed", path))
 }
 
 /// Written last into a seed: a directory without it is a seed whose making was cut short.
@@ -98,7 +129,7 @@ const DONE: &str = "seeded";
 async fn make(crds: &[CustomResourceDefinition], dir: &Path) -> Result<(), ApiServerError> {
     let mut server = ApiServer::start(Flavor::Kube120).await?;
     server.install_crds_unjudged(crds).await?;
-    let data = server.etcd_data().to_path_buf();
+    let data = server.etcd_data.clone();
     // The server first, so that nothing writes while etcd stops; etcd's data is consistent on
     // disk at any kill (its WAL replays at the next start).
     server.server.kill();
@@ -114,8 +145,9 @@ async fn make(crds: &[CustomResourceDefinition], dir: &Path) -> Result<(), ApiSe
     Ok(())
 }
 
-/// Removes the seeds under `root` but `made` and the newest [`KEEP`] others; a seed in use by
-/// another process is only read at an instance's start, and one removed meanwhile is made again.
+/// Removes the seeds under `root` but `made` and the newest [`KEEP`] others, each only while
+/// nobody holds its lock (an instance copying it, a process making it). Lock files stay: one
+/// removed while another process waits on it would let a second maker in beside the first.
 fn prune(root: &Path, made: &Path) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
@@ -128,8 +160,12 @@ fn prune(root: &Path, made: &Path) {
         .collect();
     seeds.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (_, old) in seeds.into_iter().skip(KEEP) {
-        let _ = std::fs::remove_dir_all(&old);
-        let _ = std::fs::remove_file(old.with_extension("lock"));
+        let Ok(lock) = File::open(old.with_extension("lock")) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() {
+            let _ = std::fs::remove_dir_all(&old);
+        }
     }
 }
 

@@ -364,12 +364,14 @@ async fn a_server_over_a_seed_serves_every_crd_and_takes_the_judge() {
     let root = tempfile::tempdir().expect("a seeds directory");
     let made = super::seed::seed(&bins, "test", &crds, root.path())
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .dir;
     let mark = |dir: &Path| std::fs::metadata(dir.join("seeded")).and_then(|m| m.modified());
     let first = mark(&made).expect("the seed is marked made");
     let again = super::seed::seed(&bins, "test", &crds, root.path())
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+        .dir;
     assert_eq!(again, made);
     assert_eq!(
         mark(&again).ok(),

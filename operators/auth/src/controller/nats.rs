@@ -234,14 +234,12 @@ async fn ask(
             .map_err(|e| format!("CLAIMS.LOOKUP: {e}"))
     };
     let known = ctx.roster(operator).len();
+    let statsz = ping_statsz(ctx, wire, collect(ctx, operator));
     let (statsz, early) = if known > 0 {
-        let (statsz, early) = tokio::join!(
-            ping_statsz(ctx, wire, Collect::expecting(known, PING)),
-            lookup(known)
-        );
+        let (statsz, early) = tokio::join!(statsz, lookup(known));
         (statsz?, Some(early))
     } else {
-        (ping_statsz(ctx, wire, collect(ctx, operator)).await?, None)
+        (statsz.await?, None)
     };
     let roster = observe_roster(ctx, operator, &statsz, recorded);
     if roster.answering() == 0 {
