@@ -4,6 +4,7 @@
 //! ([`process_figures`], read from /proc at each scrape), its build and whether it leads
 //! ([`Metrics::set_build_info`], [`LEADER`]).
 
+mod condition_series;
 pub mod process_figures;
 
 use std::collections::BTreeMap;
@@ -54,16 +55,13 @@ struct Histogram {
     count: u64,
 }
 
-/// Identifies one object for the condition gauge.
-type ObjectKey = (String, String, String);
-
 #[derive(Debug, Default)]
 struct Inner {
     reconciles: BTreeMap<String, u64>,
     errors: BTreeMap<(String, String), u64>,
     durations: BTreeMap<String, Histogram>,
-    /// Per object: (type, reason) → value.
-    conditions: BTreeMap<ObjectKey, BTreeMap<(String, String), u8>>,
+    /// Per object: its conditions' series.
+    conditions: condition_series::ConditionSeries,
     /// Named gauges: name → (help, label set → value).
     gauges: BTreeMap<String, Gauge>,
     /// Named counters, kept as the gauges are and rendered as `counter`.
@@ -94,10 +92,16 @@ pub struct Metrics {
     inner: Arc<Mutex<Inner>>,
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// `v` as a label value: backslash, quote and newline escaped (a copy only where one is).
+fn escape(v: &str) -> std::borrow::Cow<'_, str> {
+    if v.contains(['\\', '"', '\n']) {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+            .into()
+    } else {
+        v.into()
+    }
 }
 
 impl Metrics {
@@ -145,25 +149,14 @@ impl Metrics {
         name: &str,
         conditions: &[Condition],
     ) {
-        let series = conditions
-            .iter()
-            .map(|c| {
-                (
-                    (c.type_.clone(), c.reason.clone()),
-                    u8::from(c.status == "True"),
-                )
-            })
-            .collect();
         self.lock()
             .conditions
-            .insert((kind.into(), namespace.into(), name.into()), series);
+            .set(kind, namespace, name, conditions);
     }
 
     /// Drops every condition series of one object (it was deleted).
     pub fn forget(&self, kind: &str, namespace: &str, name: &str) {
-        self.lock()
-            .conditions
-            .remove(&(kind.into(), namespace.into(), name.into()));
+        self.lock().conditions.forget(kind, namespace, name);
     }
 
     /// Sets one series of the gauge `name` (created with `help` on first use).
@@ -271,18 +264,16 @@ impl Metrics {
         }
         let _ = writeln!(out, "# HELP {CONDITION} 1 when the condition is True.");
         let _ = writeln!(out, "# TYPE {CONDITION} gauge");
-        for ((kind, ns, name), series) in &m.conditions {
-            for ((t, r), v) in series {
-                let _ = writeln!(
-                    out,
-                    "{CONDITION}{{kind=\"{}\",namespace=\"{}\",name=\"{}\",type=\"{}\",reason=\"{}\"}} {v}",
-                    escape(kind),
-                    escape(ns),
-                    escape(name),
-                    escape(t),
-                    escape(r)
-                );
-            }
+        for (kind, ns, name, t, r, v) in m.conditions.each() {
+            let _ = writeln!(
+                out,
+                "{CONDITION}{{kind=\"{}\",namespace=\"{}\",name=\"{}\",type=\"{}\",reason=\"{}\"}} {v}",
+                escape(kind),
+                escape(ns),
+                escape(name),
+                escape(t),
+                escape(r)
+            );
         }
         for (kind, family) in [("gauge", &m.gauges), ("counter", &m.counters)] {
             for (name, series) in family {
@@ -431,6 +422,21 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }
+    }
+
+    #[rstest]
+    #[case::plain("orders", "orders", true)]
+    #[case::quote("a\"b", "a\\\"b", false)]
+    #[case::backslash("a\\b", "a\\\\b", false)]
+    #[case::newline("a\nb", "a\\nb", false)]
+    fn a_label_value_is_escaped_and_copied_only_when_it_must_be(
+        #[case] value: &str,
+        #[case] escaped: &str,
+        #[case] borrowed: bool,
+    ) {
+        let e = escape(value);
+        assert_eq!(e, escaped);
+        assert_eq!(matches!(e, std::borrow::Cow::Borrowed(_)), borrowed);
     }
 
     #[test]
