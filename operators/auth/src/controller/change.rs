@@ -18,8 +18,11 @@ use super::user::in_use;
 pub(crate) enum Change {
     /// The kind was listed (again): any object may have changed.
     Relisted,
-    /// One object was applied or deleted.
-    Touched(Touched),
+    /// One object was applied or deleted. Boxed: a kind's broadcast holds [`super::index::CHANGES`]
+    /// slots from the start, each the size of a change, and six kinds' of a `Touched` inline
+    /// took 3.3 MB of the auth controller's heap with nothing changed (heaptrack,
+    /// docs/performance.md); boxed, a slot is a pointer until a change fills it.
+    Touched(Box<Touched>),
 }
 
 /// The object a change was, and what the kinds that read it need to know.
@@ -155,4 +158,18 @@ fn revoking_nothing() -> u64 {
     let (public_key, withdrawn, replaced): (Option<&str>, Option<i64>, Vec<(&str, i64)>) =
         (None, None, Vec::new());
     digest((false, false, false, public_key, withdrawn, replaced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_is_two_words_so_an_empty_broadcast_slot_costs_little() {
+        assert!(
+            std::mem::size_of::<Change>() <= 16,
+            "{} bytes",
+            std::mem::size_of::<Change>()
+        );
+    }
 }

@@ -306,12 +306,12 @@ impl<K: Watched> Feed<K> {
                 let was = digests.insert(ObjectRef::from_obj(o), t.digest);
                 changed.send_modify(|n| *n = n.wrapping_add(1));
                 let changed_digest = t.changed_from(was);
-                let _ = changes.send(Change::Touched(t.touched(o, changed_digest)));
+                let _ = changes.send(Change::Touched(Box::new(t.touched(o, changed_digest))));
             }
             Ok(watcher::Event::Delete(o)) => {
                 digests.remove(&ObjectRef::from_obj(o));
                 changed.send_modify(|n| *n = n.wrapping_add(1));
-                let _ = changes.send(Change::Touched(touch(o).touched(o, true)));
+                let _ = changes.send(Change::Touched(Box::new(touch(o).touched(o, true))));
             }
             _ => {}
         })

@@ -153,7 +153,7 @@ fn account_jobs(ctx: &Context, t: &Touched) -> Vec<Job> {
 /// see it).
 async fn next(rx: &mut Receiver<Change>) -> Option<Option<Touched>> {
     match rx.recv().await {
-        Ok(Change::Touched(t)) => Some(Some(t)),
+        Ok(Change::Touched(t)) => Some(Some(*t)),
         Ok(Change::Relisted) | Err(RecvError::Lagged(_)) => Some(None),
         Err(RecvError::Closed) => None,
     }
