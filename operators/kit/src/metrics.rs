@@ -332,7 +332,7 @@ mod tests {
     use rstest::rstest;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    fn cond(t: &str, status: &str, reason: &str) -> Condition {
+    pub(super) fn cond(t: &str, status: &str, reason: &str) -> Condition {
         Condition {
             type_: t.into(),
             status: status.into(),

@@ -125,18 +125,8 @@ impl ConditionSeries {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::cond;
     use super::*;
-
-    fn cond(t: &str, status: &str, reason: &str) -> Condition {
-        Condition {
-            type_: t.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message: String::new(),
-            observed_generation: None,
-            last_transition_time: crate::conditions::now(),
-        }
-    }
 
     fn rendered(s: &ConditionSeries) -> Vec<String> {
         s.each()
@@ -147,15 +137,12 @@ mod tests {
     #[test]
     fn series_come_out_by_kind_namespace_name_type_and_reason() {
         let mut s = ConditionSeries::default();
-        s.set(
-            "NatsStream",
-            "b",
-            "x",
-            &[
-                cond("Synced", "False", "DriftCorrected"),
-                cond("Ready", "True", "MatchesSpec"),
-            ],
-        );
+        // Given out of order: they come out sorted.
+        let x = [
+            cond("Synced", "False", "DriftCorrected"),
+            cond("Ready", "True", "MatchesSpec"),
+        ];
+        s.set("NatsStream", "b", "x", &x);
         s.set("NatsStream", "a", "y", &[cond("Ready", "False", "Pending")]);
         s.set("NatsConsumer", "b", "z", &[cond("Ready", "True", "Ok")]);
         assert_eq!(
