@@ -244,11 +244,18 @@ async fn judged_clusters(
         .create_namespace("nats")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    Api::namespaced_with(server.client(), "nats", &nats_clusters(crds))
+}
+
+/// The API resource of the NatsCluster CRD among `crds`.
+fn nats_clusters(
+    crds: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition],
+) -> kube::api::ApiResource {
     let crd = crds
         .iter()
         .find(|c| c.spec.names.kind == "NatsCluster")
         .expect("the NatsCluster CRD");
-    Api::namespaced_with(server.client(), "nats", &super::crd_api_resource(crd))
+    super::crd_api_resource(crd)
 }
 
 /// On kube-apiserver 1.20 the CRDs' CEL rules are judged at apply, by every way of writing: a
@@ -315,12 +322,8 @@ async fn kube_1_20_judges_the_crds_cel_rules_at_apply() {
     bare.create_namespace("nats")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let crd = crds
-        .iter()
-        .find(|c| c.spec.names.kind == "NatsCluster")
-        .expect("the NatsCluster CRD");
     let bare_api: Api<DynamicObject> =
-        Api::namespaced_with(bare.client(), "nats", &super::crd_api_resource(crd));
+        Api::namespaced_with(bare.client(), "nats", &nats_clusters(&crds));
     bare_api
         .create(&PostParams::default(), &cluster("leaf", leaf.clone()))
         .await
