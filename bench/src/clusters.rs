@@ -122,7 +122,7 @@ async fn run(binary: &Path, count: usize, wait: Duration, floor: bool) -> anyhow
     .await;
     let idle = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
     let before = sim::testkit::metrics(port).await.unwrap_or_default();
-    let api_before = apiserver_metrics(&client).await;
+    let api_before = crate::scrape::apiserver_metrics(&client).await;
 
     let clusters: Api<NatsCluster> = Api::namespaced(client.clone(), NS);
     let quickstart: serde_json::Value = sim::testkit::story_object(
@@ -189,9 +189,9 @@ async fn run(binary: &Path, count: usize, wait: Duration, floor: bool) -> anyhow
     .await?;
     let took = start.elapsed();
     let after = sim::testkit::metrics(port).await.unwrap_or_default();
-    let api_after = apiserver_metrics(&client).await;
+    let api_after = crate::scrape::apiserver_metrics(&client).await;
     let mut notes = crate::scrape::per_object(&before, &after, "NatsCluster", count, "NatsCluster");
-    notes.push(latency(&api_before, &api_after));
+    notes.push(crate::scrape::latency(&api_before, &api_after));
     if let Ok(q) = quarters.lock() {
         let at: Vec<String> = q
             .iter()
@@ -199,6 +199,13 @@ async fn run(binary: &Path, count: usize, wait: Duration, floor: bool) -> anyhow
             .collect();
         notes.push(format!("rendered: {}", at.join(", ")));
     }
+    // At rest: read once no NatsCluster pass has run for 3 s (the passes of the clusters written
+    // last still run when the last status appears, and their renders are in the heap).
+    let waited = crate::scrape::at_rest(port, "NatsCluster", Duration::from_secs(3), wait).await?;
+    notes.push(format!(
+        "resident size read {:.1} s after the last status, once no pass had run for 3 s",
+        waited.as_secs_f64()
+    ));
     let loaded = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
     drop(child);
     let (floor, objects) = if floor {
@@ -214,36 +221,6 @@ async fn run(binary: &Path, count: usize, wait: Duration, floor: bool) -> anyhow
         objects,
         notes,
     })
-}
-
-/// The apiserver's own /metrics (empty when it cannot be read).
-async fn apiserver_metrics(client: &kube::Client) -> String {
-    let Ok(req) = http::Request::get("/metrics").body(Vec::new()) else {
-        return String::new();
-    };
-    client.request_text(req).await.unwrap_or_default()
-}
-
-/// The apiserver's requests between two scrapes of its /metrics and their mean latency
-/// (`apiserver_request_duration_seconds`, WATCH and CONNECT left out: they last as long as
-/// they are open).
-fn latency(before: &str, after: &str) -> String {
-    let total = |body: &str, metric: &str| -> f64 {
-        let prefix = format!("{metric}{{");
-        body.lines()
-            .filter(|l| l.starts_with(&prefix))
-            .filter(|l| !l.contains("verb=\"WATCH\"") && !l.contains("verb=\"CONNECT\""))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    };
-    let count = total(after, "apiserver_request_duration_seconds_count")
-        - total(before, "apiserver_request_duration_seconds_count");
-    let sum = total(after, "apiserver_request_duration_seconds_sum")
-        - total(before, "apiserver_request_duration_seconds_sum");
-    format!(
-        "apiserver: {count:.0} requests served meanwhile (the bench's own polls too), mean {:.1} ms",
-        if count > 0.0 { sum / count * 1e3 } else { 0.0 }
-    )
 }
 
 /// The kinds the cluster controller writes for a NatsCluster (a kind this apiserver does not

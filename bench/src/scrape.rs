@@ -37,6 +37,131 @@ pub fn per_object(before: &str, after: &str, kind: &str, count: usize, noun: &st
     ]
 }
 
+/// The apiserver's own /metrics (empty when it cannot be read).
+pub async fn apiserver_metrics(client: &kube::Client) -> String {
+    let Ok(req) = http::Request::get("/metrics").body(Vec::new()) else {
+        return String::new();
+    };
+    client.request_text(req).await.unwrap_or_default()
+}
+
+/// The apiserver's latency series (`apiserver_request_duration_seconds`), WATCH and CONNECT left
+/// out (they last as long as they are open): each line's labels and value, for `suffix` `_count`
+/// or `_sum`.
+fn served<'a>(body: &'a str, suffix: &str) -> impl Iterator<Item = (&'a str, f64)> {
+    let prefix = format!("apiserver_request_duration_seconds{suffix}{{");
+    body.lines().filter_map(move |l| {
+        let labels = l.strip_prefix(&prefix)?;
+        if labels.contains("verb=\"WATCH\"") || labels.contains("verb=\"CONNECT\"") {
+            return None;
+        }
+        let (labels, value) = labels.rsplit_once(' ')?;
+        Some((labels, value.parse().ok()?))
+    })
+}
+
+/// The value of label `name` in a series' labels (`a="x",b="y"}`), empty without it.
+fn label<'a>(labels: &'a str, name: &str) -> &'a str {
+    let key = format!("{name}=\"");
+    labels
+        .split_once(&key)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map_or("", |(v, _)| v)
+}
+
+/// The apiserver's requests between two scrapes of its /metrics and their mean latency.
+pub fn latency(before: &str, after: &str) -> String {
+    let total = |body: &str, suffix: &str| served(body, suffix).map(|(_, v)| v).sum::<f64>();
+    let count = total(after, "_count") - total(before, "_count");
+    let sum = total(after, "_sum") - total(before, "_sum");
+    format!(
+        "apiserver: {count:.0} requests served meanwhile (the bench's own polls too), mean {:.1} ms",
+        if count > 0.0 { sum / count * 1e3 } else { 0.0 }
+    )
+}
+
+/// The apiserver's requests between two scrapes by verb and resource (`PATCH natsusers/status`),
+/// those that took it the most time first, at most `top`: "count × mean ms".
+pub fn by_request(before: &str, after: &str, top: usize) -> String {
+    let tally = |body: &str| {
+        let mut t: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+        for (suffix, slot) in [("_count", 0), ("_sum", 1)] {
+            for (labels, v) in served(body, suffix) {
+                let sub = label(labels, "subresource");
+                let what = format!(
+                    "{} {}{}{sub}",
+                    label(labels, "verb"),
+                    label(labels, "resource"),
+                    if sub.is_empty() { "" } else { "/" }
+                );
+                let e = t.entry(what).or_default();
+                if slot == 0 { e.0 += v } else { e.1 += v }
+            }
+        }
+        t
+    };
+    let (b, a) = (tally(before), tally(after));
+    let mut rows: Vec<(String, f64, f64)> = a
+        .into_iter()
+        .map(|(what, (n, s))| {
+            let (n0, s0) = b.get(&what).copied().unwrap_or_default();
+            (what, n - n0, s - s0)
+        })
+        .filter(|(_, n, _)| *n > 0.0)
+        .collect();
+    rows.sort_by(|x, y| y.2.total_cmp(&x.2));
+    rows.iter()
+        .take(top)
+        .map(|(what, n, s)| format!("{what} {n:.0} × {:.1} ms", s / n * 1e3))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How long the last of `samples` (time, passes so far) has seen no new pass: the time since the
+/// count last changed (zero with fewer than two samples).
+pub fn quiet_for(samples: &[(std::time::Duration, f64)]) -> std::time::Duration {
+    let Some(&(last_at, last)) = samples.last() else {
+        return std::time::Duration::ZERO;
+    };
+    let since = samples
+        .iter()
+        .rev()
+        .take_while(|(_, n)| *n == last)
+        .last()
+        .map_or(last_at, |(at, _)| *at);
+    last_at.saturating_sub(since)
+}
+
+/// Waits until the binary on `port` has run no pass of `kind` for `window` (its /metrics read
+/// every half second), at most `timeout`; says how long it waited. A figure "at rest" is read
+/// after it: right after the last object's status, passes of the objects written last still run.
+pub async fn at_rest(
+    port: u16,
+    kind: &str,
+    window: std::time::Duration,
+    timeout: std::time::Duration,
+) -> anyhow::Result<std::time::Duration> {
+    let start = std::time::Instant::now();
+    let mut samples = Vec::new();
+    loop {
+        let body = sim::testkit::metrics(port)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        samples.push((start.elapsed(), passes(&body, kind)));
+        if quiet_for(&samples) >= window {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() >= timeout {
+            anyhow::bail!(
+                "{kind} passes still ran after {:.0} s ({} so far)",
+                timeout.as_secs_f64(),
+                samples.last().map_or(0.0, |s| s.1)
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +177,51 @@ mod tests {
         assert_eq!(passes(BODY, "NatsUser"), 0.0);
         assert_eq!(requests(BODY), 15.0);
         assert_eq!(requests("nothing"), 0.0);
+    }
+
+    #[test]
+    fn requests_are_tallied_by_verb_and_resource_the_costliest_first() {
+        let line = |verb: &str, res: &str, sub: &str, n: f64, sum: f64| {
+            let l = format!(
+                "component=\"apiserver\",group=\"\",resource=\"{res}\",scope=\"resource\",subresource=\"{sub}\",verb=\"{verb}\",version=\"v1\"}}"
+            );
+            format!(
+                "apiserver_request_duration_seconds_count{{{l} {n}\napiserver_request_duration_seconds_sum{{{l} {sum}\n"
+            )
+        };
+        let before =
+            line("POST", "secrets", "", 10.0, 0.1) + &line("WATCH", "secrets", "", 1.0, 90.0);
+        let after = line("POST", "secrets", "", 1010.0, 8.1)
+            + &line("PATCH", "natsusers", "status", 1000.0, 20.0)
+            + &line("GET", "natsusers", "", 5.0, 0.01)
+            + &line("WATCH", "secrets", "", 2.0, 500.0);
+        assert_eq!(
+            by_request(&before, &after, 2),
+            "PATCH natsusers/status 1000 × 20.0 ms, POST secrets 1000 × 8.0 ms"
+        );
+        assert_eq!(
+            latency(&before, &after),
+            "apiserver: 2005 requests served meanwhile (the bench's own polls too), mean 14.0 ms"
+        );
+        assert_eq!(by_request("", "", 3), "");
+    }
+
+    #[rstest::rstest]
+    #[case::no_sample(&[], 0)]
+    #[case::one_sample(&[(5, 10.0)], 0)]
+    #[case::still_counting(&[(0, 1.0), (1, 2.0), (2, 3.0)], 0)]
+    #[case::quiet_since_the_second(&[(0, 1.0), (1, 3.0), (2, 3.0), (4, 3.0)], 3)]
+    #[case::never_moved(&[(0, 3.0), (2, 3.0), (5, 3.0)], 5)]
+    #[case::moved_again(&[(0, 3.0), (2, 3.0), (5, 4.0)], 0)]
+    fn quiet_for_is_the_time_since_the_count_last_changed(
+        #[case] samples: &[(u64, f64)],
+        #[case] quiet: u64,
+    ) {
+        let samples: Vec<_> = samples
+            .iter()
+            .map(|&(s, n)| (std::time::Duration::from_secs(s), n))
+            .collect();
+        assert_eq!(quiet_for(&samples), std::time::Duration::from_secs(quiet));
     }
 
     #[test]
