@@ -261,7 +261,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let mut docs = vec![usable::account_doc(ACCOUNT), user_doc("bob")];
     docs.extend(kicked.iter().chain(&floored).map(|n| user_doc(n)));
     let Plane {
-        api: _api,
+        api: apiserver,
         client,
         child,
         port,
@@ -344,10 +344,28 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let before = pushes(&scraped, &acc_pk);
 
     let api_before = crate::scrape::apiserver_metrics(&client).await;
+    let (etcd_pid, apiserver_pid) = apiserver.pids();
+    let processes = [
+        ("the apiserver", apiserver_pid),
+        ("etcd", etcd_pid),
+        ("the controller", child.0.id()),
+        ("the bench", std::process::id()),
+    ];
+    let cpu_before = crate::cpu::Sample::now(&processes);
     // 1,000 users applied at once, 32 at a time.
     let docs: Vec<DynamicObject> = (0..COUNT)
         .map(|i| serde_json::from_value(user_doc(&format!("u{i}"))))
         .collect::<Result<_, _>>()?;
+    // Watched, not listed: a LIST of the 1,000 users and one of their Secrets every 100 ms loaded
+    // the apiserver the figure measures (the work floor is timed by its own answers).
+    let all_ready = crate::watch::counting(
+        &users,
+        "every NatsUser Ready",
+        COUNT,
+        Duration::from_secs(600),
+        |n| numbered(n, "u"),
+        |u| serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True")),
+    );
     let started = Instant::now();
     crate::apply::create_all(&users, docs, "NatsUser").await?;
     let applied = started.elapsed();
@@ -363,17 +381,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         "  kicks right after the {COUNT} were applied: {} ms",
         millis(&after_apply)
     );
-    // Watched, not listed: a LIST of the 1,000 users and one of their Secrets every 100 ms loaded
-    // the apiserver the figure measures (the work floor is timed by its own answers).
-    crate::watch::until_count(
-        &users,
-        "every NatsUser Ready",
-        COUNT,
-        Duration::from_secs(600),
-        |n| numbered(n, "u"),
-        |u| serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True")),
-    )
-    .await?;
+    all_ready.await?;
     sim::wait::poll(
         "every creds Secret written",
         Duration::from_secs(600),
@@ -404,6 +412,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     println!("  {COUNT} users done in {:.1} s", all.as_secs_f64());
     let loaded = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
     let api_after = crate::scrape::apiserver_metrics(&client).await;
+    let cpu_after = crate::cpu::Sample::now(&processes);
     let loaded_body = sim::testkit::metrics(port)
         .await
         .map_err(anyhow::Error::msg)?;
@@ -444,8 +453,12 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     // The work floor, with the controller stopped: nothing else writes its NatsUsers.
     drop(child);
     let api_floor_before = crate::scrape::apiserver_metrics(&client).await;
+    // The controller is stopped: the apiserver, etcd and the bench doing its work.
+    let floor_processes = [processes[0], processes[1], processes[3]];
+    let cpu_floor_before = crate::cpu::Sample::now(&floor_processes);
     let work = work::floor(&users, secrets, COUNT, work::Clock::FirstApply).await?;
     let api_floor_after = crate::scrape::apiserver_metrics(&client).await;
+    let cpu_floor_after = crate::cpu::Sample::now(&floor_processes);
     notes.push(format!(
         "work floor {:.2} s: {COUNT} NatsUsers applied, each signed, its creds Secret written, its finalizer added and one status write, {AT_ONCE} at a time; ratio {:.2} against it, {:.1} against the floor",
         work.as_secs_f64(),
@@ -456,6 +469,11 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         "the apiserver's costliest requests meanwhile: {}; in the work floor: {}",
         crate::scrape::by_request(&api_before, &api_after, 6),
         crate::scrape::by_request(&api_floor_before, &api_floor_after, 6)
+    ));
+    notes.push(format!(
+        "CPU time meanwhile: {}; in the work floor: {}",
+        cpu_before.spent_until(&cpu_after),
+        cpu_floor_before.spent_until(&cpu_floor_after)
     ));
 
     // The kicks' work floor, the controller stopped, before bob's floor (whose JWT revokes none

@@ -12,6 +12,7 @@
 mod apply;
 mod auth;
 mod clusters;
+mod cpu;
 mod history;
 mod render;
 mod rollout;

@@ -222,18 +222,18 @@ pub async fn figures(binary: &Path, size: &Size) -> anyhow::Result<Vec<Figure>> 
         .await
         .map_err(anyhow::Error::msg)?;
     let docs: Vec<DynamicObject> = (0..count).map(stream_doc).collect::<Result<_, _>>()?;
-    let started = Instant::now();
-    crate::apply::create_all(&streams, docs, "NatsStream").await?;
-    let applied = started.elapsed();
-    crate::watch::until_count(
+    let all_ready = crate::watch::counting(
         &streams,
         "every NatsStream Ready",
         count,
         Duration::from_secs(600),
         |n| n.starts_with('s'),
         ready,
-    )
-    .await?;
+    );
+    let started = Instant::now();
+    crate::apply::create_all(&streams, docs, "NatsStream").await?;
+    let applied = started.elapsed();
+    all_ready.await?;
     let all_ready = started.elapsed();
     let loaded = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
     let body = sim::testkit::metrics(port)

@@ -66,3 +66,20 @@ pub async fn until_count(
         ),
     }
 }
+
+/// [`until_count`] started now on a task of its own, to be awaited after the objects are applied:
+/// the watch is open before the burst and streams its events, where one opened after it lists
+/// every object first, and again after each error of a watch the loaded apiserver refused.
+pub fn counting(
+    api: &Api<DynamicObject>,
+    what: &'static str,
+    count: usize,
+    timeout: Duration,
+    named: impl Fn(&str) -> bool + Send + Sync + 'static,
+    done: impl Fn(&DynamicObject) -> bool + Send + Sync + 'static,
+) -> impl std::future::Future<Output = anyhow::Result<()>> {
+    let api = api.clone();
+    let task =
+        tokio::spawn(async move { until_count(&api, what, count, timeout, named, done).await });
+    async move { task.await.map_err(|e| anyhow::anyhow!("{what}: {e}"))? }
+}

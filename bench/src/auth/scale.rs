@@ -58,19 +58,19 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let docs: Vec<DynamicObject> = (0..COUNT)
         .map(|i| serde_json::from_value(user_of(&format!("u{i}"), &account_name(i % ACCOUNTS))))
         .collect::<Result<_, _>>()?;
-    let started = Instant::now();
-    crate::apply::create_all(&users, docs, "NatsUser").await?;
-    let applied = started.elapsed();
-    println!("  {COUNT} users applied in {:.1} s", applied.as_secs_f64());
-    crate::watch::until_count(
+    let all_ready = crate::watch::counting(
         &users,
         "every NatsUser Ready",
         COUNT,
         DONE_WAIT,
         |n| numbered(n, "u"),
         |u| serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True")),
-    )
-    .await?;
+    );
+    let started = Instant::now();
+    crate::apply::create_all(&users, docs, "NatsUser").await?;
+    let applied = started.elapsed();
+    println!("  {COUNT} users applied in {:.1} s", applied.as_secs_f64());
+    all_ready.await?;
     let (secrets_ref, accounts_ref) = (&secrets, &accounts);
     sim::wait::poll_every(
         "every creds Secret written, every account distributed",
