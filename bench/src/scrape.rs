@@ -60,12 +60,15 @@ fn served<'a>(body: &'a str, suffix: &str) -> impl Iterator<Item = (&'a str, f64
     })
 }
 
-/// The value of label `name` in a series' labels (`a="x",b="y"}`), empty without it.
+/// The value of label `name` in a series' labels (`a="x",b="y"}`), empty without it; a label
+/// whose name ends in `name` (`subresource` for `resource`) is not it.
 fn label<'a>(labels: &'a str, name: &str) -> &'a str {
     let key = format!("{name}=\"");
-    labels
-        .split_once(&key)
-        .and_then(|(_, rest)| rest.split_once('"'))
+    let at = labels
+        .match_indices(&key)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || labels[..i].ends_with(','));
+    at.and_then(|i| labels[i + key.len()..].split_once('"'))
         .map_or("", |(v, _)| v)
 }
 
@@ -204,6 +207,24 @@ mod tests {
             "apiserver: 2005 requests served meanwhile (the bench's own polls too), mean 14.0 ms"
         );
         assert_eq!(by_request("", "", 3), "");
+    }
+
+    #[rstest::rstest]
+    #[case::first("resource=\"secrets\",verb=\"GET\"}", "resource", "secrets")]
+    #[case::after_another("group=\"\",resource=\"secrets\"}", "resource", "secrets")]
+    #[case::not_the_label_ending_in_it(
+        "subresource=\"status\",resource=\"pods\"}",
+        "resource",
+        "pods"
+    )]
+    #[case::only_the_label_ending_in_it("subresource=\"status\"}", "resource", "")]
+    #[case::empty_value("subresource=\"\",verb=\"GET\"}", "subresource", "")]
+    fn a_label_is_found_by_its_whole_name(
+        #[case] labels: &str,
+        #[case] name: &str,
+        #[case] value: &str,
+    ) {
+        assert_eq!(label(labels, name), value);
     }
 
     #[rstest::rstest]
