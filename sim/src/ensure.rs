@@ -7,9 +7,11 @@
 //! command's install step runs), found in the checkout this binary was built from.
 
 use std::path::PathBuf;
+#[cfg(feature = "kube")]
 use std::process::Command;
 use std::time::Instant;
 
+#[cfg(feature = "kube")]
 use crate::apiserver;
 use crate::install;
 
@@ -37,6 +39,7 @@ pub enum EnsureError {
 }
 
 /// The install script of the checkout this binary was built from.
+#[cfg(feature = "kube")]
 fn script() -> PathBuf {
     let sim = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     sim.parent()
@@ -65,6 +68,7 @@ pub fn nats_server(progress: &mut dyn FnMut(&str)) -> Result<PathBuf, EnsureErro
     Ok(path)
 }
 
+#[cfg(feature = "kube")]
 fn run_script(
     what: &'static str,
     arg: &'static str,
@@ -98,6 +102,7 @@ fn run_script(
 
 /// kube-apiserver 1.20 and etcd, built from Debian's sources on first use (about 8 minutes of a
 /// 2-core machine, once; cached under `~/.cache/nats-operators`).
+#[cfg(feature = "kube")]
 pub fn apiserver(progress: &mut dyn FnMut(&str)) -> Result<(), EnsureError> {
     if apiserver::binaries().is_ok() {
         return Ok(());
@@ -120,6 +125,7 @@ pub fn apiserver(progress: &mut dyn FnMut(&str)) -> Result<(), EnsureError> {
 }
 
 /// kubectl 1.20 (Debian's `kubernetes-client`), downloaded on first use (seconds).
+#[cfg(feature = "kube")]
 pub fn kubectl(progress: &mut dyn FnMut(&str)) -> Result<PathBuf, EnsureError> {
     if let Some(path) = apiserver::kubectl() {
         return Ok(path);

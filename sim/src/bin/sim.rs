@@ -73,6 +73,27 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// `sim up` and `sim down` run the Kubernetes harnesses, which this sim was built without.
+#[cfg(not(feature = "kube"))]
+fn without_harnesses(command: &str) -> ExitCode {
+    eprintln!(
+        "sim {command}: this sim was built without the Kubernetes harnesses (kube-apiserver and the \
+         controllers); build it with them: `cargo run -p sim --features kube -- {command}` \
+         (`just {command}`)"
+    );
+    ExitCode::FAILURE
+}
+
+#[cfg(not(feature = "kube"))]
+fn up(_dir: Option<PathBuf>, _system_connection: String) -> ExitCode {
+    without_harnesses("up")
+}
+
+#[cfg(not(feature = "kube"))]
+fn down(_dir: Option<PathBuf>) -> ExitCode {
+    without_harnesses("down")
+}
+
 fn runtime(what: &str) -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Runtime::new() {
         Ok(r) => Some(r),
@@ -83,6 +104,7 @@ fn runtime(what: &str) -> Option<tokio::runtime::Runtime> {
     }
 }
 
+#[cfg(feature = "kube")]
 fn up(dir: Option<PathBuf>, system_connection: String) -> ExitCode {
     let mut progress = |line: &str| say(&format!("[install] {line}"));
     let ready = sim::ensure::nats_server(&mut progress)
@@ -108,6 +130,7 @@ fn up(dir: Option<PathBuf>, system_connection: String) -> ExitCode {
     }
 }
 
+#[cfg(feature = "kube")]
 fn down(dir: Option<PathBuf>) -> ExitCode {
     let dir = dir.unwrap_or_else(sim::up::default_dir);
     match sim::up::down(&dir) {
@@ -222,12 +245,22 @@ async fn run_scenario(
             return ExitCode::FAILURE;
         }
     };
+    #[cfg(not(feature = "kube"))]
+    if s.needs_harnesses() {
+        eprintln!(
+            "sim scenario {name}: {}",
+            scenario::without_harnesses("this scenario")
+        );
+        return ExitCode::FAILURE;
+    }
     // What the scenario needs, installed on first use with a line each.
     let mut install = |line: &str| say(&format!("[install] {line}"));
-    let mut ready = sim::ensure::nats_server(&mut install).map(|_| ());
-    if ready.is_ok() && s.needs_host() {
-        ready = sim::ensure::apiserver(&mut install);
-    }
+    let ready = sim::ensure::nats_server(&mut install).map(|_| ());
+    #[cfg(feature = "kube")]
+    let ready = match ready {
+        Ok(()) if s.needs_host() => sim::ensure::apiserver(&mut install),
+        other => other,
+    };
     if let Err(e) = ready {
         eprintln!("sim scenario {name}: {e}");
         return ExitCode::FAILURE;

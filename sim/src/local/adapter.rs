@@ -14,11 +14,12 @@ use cluster_controller::server_lifecycle::{
 };
 use nats_api::cluster::{Endpoints, NatsCluster};
 
-use super::events::{LocalEvent, log};
+use super::events::log;
 use super::files::{missing_tls_files, read_plan, write_server_files};
 use super::layout::LOCAL_HOST;
 use super::pod_process::{Entry, start, stop};
 use super::{LocalServerLifecycle, failed, key};
+use crate::server::events::LocalEvent;
 use crate::server::server_process::CONFIG_FILE;
 
 /// How long observing a server waits for a lock another holder has: longer than a config write

@@ -18,7 +18,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::LocalServerLifecycle;
-use super::events::{LocalEvent, log};
+use super::events::log;
+use crate::server::events::LocalEvent;
 use crate::server::server_process::signal_command;
 
 /// How long a collected server may take to exit after SIGTERM before SIGKILL: well inside the

@@ -32,10 +32,10 @@ use cluster_controller::render::ServerPlan;
 use cluster_controller::server_lifecycle::ServerLifecycleError;
 use nats_api::cluster::NatsCluster;
 
-pub use self::events::{LocalEvent, ServerLifecycleEvent};
 pub use self::files::PLAN_FILE;
 pub use self::layout::{LOCAL_HOST, LocalLayout};
 pub use self::pod_process::{EXIT_DEADLINE, START_DEADLINE};
+pub use crate::server::events::{LocalEvent, ServerLifecycleEvent};
 pub use crate::server::server_process::{CONFIG_FILE, LOG_FILE};
 
 use self::events::EventLog;

@@ -9,9 +9,10 @@ use std::time::Duration;
 use cluster_controller::rollout::volume::ClaimShape;
 use cluster_controller::server_lifecycle::ServerLifecycleError;
 
-use super::events::{EventLog, LocalEvent, log};
+use super::events::{EventLog, log};
 use super::failed;
 use super::layout::LOCAL_HOST;
+use crate::server::events::LocalEvent;
 use crate::server::server_process::{
     LOG_FILE, NotStarted, Process, SpawnError, log_tail, signal_command,
 };

@@ -278,6 +278,15 @@ impl Action {
         )
     }
 
+    /// Whether the step reads the NATS system through the JetStream controller's view of it
+    /// (`jetstream_controller::system_view`): the moves by hand an evacuation is measured against.
+    pub fn reads_as_the_controller(&self) -> bool {
+        matches!(
+            self,
+            Action::MoveByHand { .. } | Action::WaitGroupsSettled { .. }
+        )
+    }
+
     /// The client a step names, if any.
     pub fn client(&self) -> Option<&str> {
         match self {

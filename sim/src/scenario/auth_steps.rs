@@ -8,7 +8,7 @@ use async_nats::{ConnectErrorKind, ConnectOptions};
 use serde_json::Value;
 
 use super::Action;
-use super::clients::ClientRun;
+use super::client_run::ClientRun;
 use super::deployed::{Deployed, Done};
 use super::step_context::{StepContext, resolve};
 use crate::control_plane::ObjectRef;

@@ -2,11 +2,13 @@
 //! below every step module and the context they share.
 
 use crate::backend::Deployment;
+#[cfg(feature = "kube")]
 use crate::topology::Topology;
 
 /// The running topology: a sim topology on this machine (the steps on an auth plane read its
 /// servers' directories), or any other deployment.
 pub(super) enum Deployed {
+    #[cfg(feature = "kube")]
     Local(Box<Topology>),
     Other(Box<dyn Deployment>),
 }
@@ -14,6 +16,7 @@ pub(super) enum Deployed {
 impl Deployed {
     pub(super) fn dep(&self) -> &dyn Deployment {
         match self {
+            #[cfg(feature = "kube")]
             Deployed::Local(t) => t.as_ref(),
             Deployed::Other(d) => d.as_ref(),
         }
@@ -21,11 +24,13 @@ impl Deployed {
 
     pub(super) fn dep_mut(&mut self) -> &mut dyn Deployment {
         match self {
+            #[cfg(feature = "kube")]
             Deployed::Local(t) => t.as_mut(),
             Deployed::Other(d) => d.as_mut(),
         }
     }
 
+    #[cfg(feature = "kube")]
     pub(super) fn topology(&self) -> Option<&Topology> {
         match self {
             Deployed::Local(t) => Some(t),
@@ -34,6 +39,7 @@ impl Deployed {
     }
 
     /// Every hub server with its client URL, in the deployment's order.
+    #[cfg(feature = "kube")]
     pub(super) fn client_urls_by_server(&self) -> Vec<(String, String)> {
         match self {
             Deployed::Local(t) => t

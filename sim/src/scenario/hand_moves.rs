@@ -13,20 +13,11 @@ use nats_wire::monitor::JszOptions;
 use nats_wire::{Collect, Wire};
 
 use super::deployed::Done;
+use super::system_access::SystemAccess;
 
 /// How often a move's wait reads the servers: a quarter of a second, so the floor is within
 /// that of each move's own time, and the servers are not kept busy answering.
 const MOVE_POLL: Duration = Duration::from_millis(250);
-
-/// How the steps reach the system account: the servers' URLs (a config account's user and
-/// password in them) and, under signed trust roots, the system user's creds.
-#[derive(Clone, Default)]
-pub(super) struct SystemAccess {
-    pub(super) urls: Vec<String>,
-    pub(super) creds: Option<String>,
-    /// How many servers answer a ping.
-    pub(super) servers: usize,
-}
 
 impl SystemAccess {
     async fn connect(&self) -> Result<Wire, String> {
@@ -204,27 +195,6 @@ pub(super) async fn wait_groups_settled(
         target: Some(format!("{count} groups settled in {cluster}")),
         value: Some(count as u64),
         ..Done::default()
-    })
-}
-
-/// The client URLs as the system user of a sim topology's config accounts (`${sys_servers}`:
-/// what a NatsConnection of an evacuation or balancer names); None for other topologies.
-pub(super) fn system_urls(
-    scenario: &super::Scenario,
-    deployed: &super::deployed::Deployed,
-) -> Option<Vec<String>> {
-    let t = &scenario.topology;
-    let accounts = t.trust.is_none()
-        && t.nats_clusters.is_empty()
-        && t.to_spec().auth == crate::topology::Auth::Accounts;
-    accounts.then(|| {
-        let (user, password) = crate::topology::SYS_USER;
-        deployed
-            .dep()
-            .client_urls()
-            .iter()
-            .map(|u| u.replacen("nats://", &format!("nats://{user}:{password}@"), 1))
-            .collect()
     })
 }
 

@@ -8,13 +8,20 @@
 //! NatsCluster, and `html` draws it all.
 
 mod action;
+#[cfg(feature = "kube")]
 mod auth_plane;
+#[cfg(feature = "kube")]
 mod auth_steps;
+#[cfg(feature = "kube")]
+mod client_run;
 mod clients;
 mod compare;
 mod deployed;
 mod fleet;
+#[cfg(feature = "kube")]
 mod hand_moves;
+#[cfg(feature = "kube")]
+mod host_steps;
 pub mod html;
 mod leader_count;
 mod leaders;
@@ -30,6 +37,8 @@ pub mod status_watch;
 mod step_context;
 mod steps;
 mod store_faults;
+#[cfg(feature = "kube")]
+mod system_access;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -65,8 +74,34 @@ pub use report::{
     StepOutcome, TIMING_FIGURES, figure, judges_timings, rollout_figure, rollout_steps,
     set_judge_timings, step_figures, undrained_unless,
 };
-pub use run::{run, run_at, run_on_node};
+#[cfg(feature = "kube")]
+pub use run::run_on_node;
+pub use run::{run, run_at};
 pub use store_faults::CorruptKind;
+
+/// The controllers a scenario may name (`controllers:`, `replicas:`, the controller steps): the
+/// host's (`control_plane::controllers`, whose keys a test holds to this list).
+pub const CONTROLLER_NAMES: [&str; 3] = ["auth", "cluster", "jetstream"];
+
+/// The kube-apiserver and controllers a run's steps reach (feature `kube`).
+#[cfg(feature = "kube")]
+pub(crate) type HostPlane = crate::control_plane::ControlPlane;
+
+/// Built without the Kubernetes harnesses (feature `kube`), a run has no host and nothing can
+/// make one: a scenario that needs one is refused before it starts ([`Scenario::needs_harnesses`]).
+#[cfg(not(feature = "kube"))]
+#[derive(Clone)]
+pub(crate) enum HostPlane {}
+
+/// Why a sim built without the Kubernetes harnesses refuses `what`, and how to build it with them.
+#[cfg(not(feature = "kube"))]
+pub fn without_harnesses(what: &str) -> String {
+    format!(
+        "{what} needs the Kubernetes harnesses (kube-apiserver and the controllers), which this sim \
+         was built without: build it with `--features kube` (`cargo run -p sim --features kube -- \
+         scenario NAME`, or `just scenario NAME`)"
+    )
+}
 
 /// The `server` of a `wait_server_restarted` step that any server satisfies.
 pub const ANY_SERVER: &str = "any";
@@ -297,6 +332,16 @@ impl Scenario {
             || !self.clients.is_empty()
             || self.steps.iter().any(|s| s.action.needs_controllers())
     }
+
+    /// Whether the scenario needs the Kubernetes harnesses built in (feature `kube`): a host, or
+    /// a step that reads the system as the JetStream controller does (the moves by hand).
+    pub fn needs_harnesses(&self) -> bool {
+        self.needs_host()
+            || self
+                .steps
+                .iter()
+                .any(|s| s.action.reads_as_the_controller())
+    }
 }
 
 /// The directory a scenario's manifest paths are relative to: the workspace root.
@@ -305,6 +350,7 @@ pub fn workspace_root() -> PathBuf {
     sim_dir.parent().unwrap_or(sim_dir).to_path_buf()
 }
 
+#[cfg(feature = "kube")]
 fn manifest_path(path: &str) -> PathBuf {
     let p = Path::new(path);
     if p.is_absolute() {

@@ -1,9 +1,11 @@
 //! Where a scenario runs ([`Place`]): a backend the run starts its own host on, or the sim's node
 //! with the chart installed.
 
+#[cfg(feature = "kube")]
 use std::sync::Arc;
 
 use crate::backend::Backend;
+#[cfg(feature = "kube")]
 use crate::control_plane::NodeHost;
 
 /// Where a run's servers and controllers are.
@@ -12,9 +14,11 @@ pub enum Place<'a> {
     Backend(&'a dyn Backend),
     /// The sim's node with the chart installed: the controllers its pods, the scenario's
     /// NatsClusters run by the kubelet (NatsCluster topologies only).
+    #[cfg(feature = "kube")]
     Node(Arc<NodeHost>),
 }
 
+#[cfg(feature = "kube")]
 impl Place<'_> {
     pub(super) fn name(&self) -> &'static str {
         match self {

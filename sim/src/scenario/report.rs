@@ -344,8 +344,8 @@ pub struct RolloutStep {
 }
 
 /// The rollout steps from the server lifecycle's log, as (at_ms, server, event) in time order.
-pub fn rollout_steps(log: &[(u64, String, crate::local::LocalEvent)]) -> Vec<RolloutStep> {
-    use crate::local::LocalEvent;
+pub fn rollout_steps(log: &[(u64, String, crate::server::events::LocalEvent)]) -> Vec<RolloutStep> {
+    use crate::server::events::LocalEvent;
     let mut out: Vec<RolloutStep> = Vec::new();
     let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
     for (at, server, event) in log {

@@ -1,36 +1,38 @@
 //! Running a scenario, phase by phase: the host when it needs one, the topology, the workload
 //! (JetStream traffic and clients), the steps in time order, then the report.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::action::default_cluster_wait;
-use super::auth_plane::{self, Plane};
+#[cfg(feature = "kube")]
+use self::host::{client_reports, server_events};
+#[cfg(not(feature = "kube"))]
+use self::without_host::{Plane, client_reports, server_events};
+#[cfg(feature = "kube")]
+use super::auth_plane::Plane;
 use super::deployed::Deployed;
-use super::hand_moves::{SystemAccess, system_urls};
 use super::leaders::{END_SPREAD, count_stream_leaders, judge_leader_expectations};
 use super::place::Place;
 use super::progress::{Progress, line};
 use super::report::ratios;
 use super::report::{finish, judge_rollout_expectations, judge_step_figures};
 use super::status_steps::{judge_counts, status_figures};
-use super::status_watch::StatusWatch;
 use super::step_context::StepContext;
 use super::steps::run_step;
-use super::timeline::{
-    ControllerEvent, ServerChange, ServerEvent, controller_events, server_events_of_steps,
-    server_timeline,
-};
+use super::timeline::{ServerChange, ServerEvent, server_events_of_steps, server_timeline};
 use super::workload::{Traffic, TrafficCreds};
 use super::{
-    Action, LeaderCount, Report, Scenario, ScenarioError, Step, StepOutcome, TrustDecl, clients,
-    judges_timings, manifest_path, rollout_steps, step_figures,
+    Action, LeaderCount, Report, Scenario, ScenarioError, Step, StepOutcome, TrustDecl,
+    judges_timings, rollout_steps, step_figures,
 };
 use crate::backend::Backend;
-use crate::control_plane::{ControlPlane, Host, NodeHost};
-use crate::controlled::Controlled;
+#[cfg(feature = "kube")]
+use crate::control_plane::NodeHost;
 use crate::ledger::Ledger;
+
+#[cfg(feature = "kube")]
+mod host;
+#[cfg(not(feature = "kube"))]
+mod without_host;
 
 /// What every phase of one run shares: the scenario, its ledger (whose clock the progress lines
 /// read) and where those lines go.
@@ -62,9 +64,10 @@ pub async fn run(
 
 /// Runs a scenario whose topology is NatsClusters on the node `host` (its controllers the
 /// chart's pods); the report says whether it passed, and that the node ran it.
+#[cfg(feature = "kube")]
 pub async fn run_on_node(
     scenario: &Scenario,
-    host: Arc<NodeHost>,
+    host: std::sync::Arc<NodeHost>,
     progress: Progress<'_>,
 ) -> Result<Report, ScenarioError> {
     run_at(scenario, Place::Node(host), progress).await
@@ -100,10 +103,7 @@ pub async fn run_at(
     let meta = run
         .topology_ready(&deployed, system_creds, &mut ctx)
         .await?;
-    let status_watch = ctx
-        .host
-        .clone()
-        .map(|h| StatusWatch::start(h.client(), run.ledger.clone()));
+    let status_watch = run.watch_status(&ctx);
     let mut traffic = run
         .start_workload(&deployed, &creds, plane.as_ref(), &mut ctx)
         .await?;
@@ -121,13 +121,10 @@ pub async fn run_at(
         .stream_leaders(&deployed, &mut ctx, &steps, &mut failures)
         .await;
     let cluster_status = status_watch.map(|w| w.stop()).unwrap_or_default();
-    let mut client_reports = Vec::new();
-    for (_, c) in std::mem::take(&mut ctx.clients) {
-        client_reports.push(c.stop().await);
-    }
+    let client_reports = client_reports(&mut ctx).await;
     let backend_name = deployed.dep().backend();
     let restarts = ctx.restarts().await;
-    let (restart_order, log, mut servers) = server_timeline(ctx.host.as_ref(), &run.ledger);
+    let (restart_order, log, mut servers) = server_timeline(server_events(&ctx), &run.ledger);
     let controller_events = run.controller_events(&ctx, run_start).await;
     drop(deployed);
     let mut report = finish(
@@ -230,129 +227,8 @@ impl Run<'_, '_> {
         out
     }
 
-    /// The Events the controllers published during the run, when there is a host.
-    async fn controller_events(
-        &mut self,
-        ctx: &StepContext,
-        run_start: chrono::DateTime<chrono::Utc>,
-    ) -> Vec<ControllerEvent> {
-        let Some(host) = &ctx.host else {
-            return Vec::new();
-        };
-        let api: kube::Api<k8s_openapi::api::events::v1::Event> = kube::Api::all(host.client());
-        match api.list(&Default::default()).await {
-            Ok(list) => {
-                let json: Vec<serde_json::Value> = list
-                    .items
-                    .iter()
-                    .filter_map(|e| serde_json::to_value(e).ok())
-                    .collect();
-                controller_events(&json, run_start)
-            }
-            Err(e) => {
-                self.say(&format!("the controllers' Events could not be listed: {e}"));
-                Vec::new()
-            }
-        }
-    }
-
-    /// The kube-apiserver and the controllers, when the scenario needs them: started in-process
-    /// on the local backend, the node's as they are.
-    async fn start_host(
-        &mut self,
-        place: &Place<'_>,
-    ) -> Result<Option<ControlPlane>, ScenarioError> {
-        let scenario = self.scenario;
-        if let Place::Node(host) = place {
-            return self.node_host(host).await.map(Some);
-        }
-        if !scenario.needs_host() {
-            return Ok(None);
-        }
-        let backend = place.name();
-        if backend != "local" {
-            return Err(self.host_err()(format!(
-                "controller steps and NatsCluster topologies run on the local and node backends, not {backend}"
-            )));
-        }
-        let namespaces: Vec<&str> = if scenario.namespaces.is_empty() {
-            vec![crate::control_plane::DEFAULT_NAMESPACE]
-        } else {
-            scenario.namespaces.iter().map(String::as_str).collect()
-        };
-        let known = crate::control_plane::controllers();
-        let mut controllers: Vec<&str> = match &scenario.controllers {
-            Some(c) => c.iter().map(String::as_str).collect(),
-            None => known.keys().copied().collect(),
-        };
-        if scenario.topology.trust == Some(TrustDecl::Auth) {
-            // The auth plane starts its own, with the system connection.
-            controllers.retain(|c| *c != "auth");
-        }
-        let mut named: Vec<&str> = controllers.clone();
-        if scenario.topology.trust == Some(TrustDecl::Auth) {
-            named.push("auth (with a system connection, once the servers run)");
-        }
-        self.say(&format!(
-            "starting kube-apiserver and the {} controller(s) in-process",
-            named.join(", ")
-        ));
-        let host = Host::start(&namespaces, &controllers)
-            .await
-            .map_err(|e| self.host_err()(e.to_string()))?;
-        for (name, count) in &scenario.replicas {
-            self.say(&format!(
-                "running {count} replicas of {name} under leader election"
-            ));
-            host.elect(name, *count)
-                .await
-                .map_err(|e| self.host_err()(e.to_string()))?;
-        }
-        Ok(Some(ControlPlane::Local(Arc::new(host))))
-    }
-
-    /// The node's control plane, for a scenario it can run: NatsClusters as the topology, under
-    /// no auth plane, the controllers one pod each.
-    async fn node_host(&mut self, host: &Arc<NodeHost>) -> Result<ControlPlane, ScenarioError> {
-        let scenario = self.scenario;
-        let host_err = self.host_err();
-        let refuse = |why: &str| {
-            Err(host_err(format!(
-                "scenario {} cannot run on the node backend: {why}",
-                scenario.name
-            )))
-        };
-        if scenario.topology.nats_clusters.is_empty() {
-            return refuse(
-                "its topology is not NatsClusters (the node runs what the cluster controller renders)",
-            );
-        }
-        if scenario.topology.trust == Some(TrustDecl::Auth) {
-            return refuse("an auth plane (trust: auth) runs the auth controller in-process");
-        }
-        for (name, count) in &scenario.replicas {
-            let runs = host
-                .controller_replicas(name)
-                .await
-                .map_err(|e| host_err(e.to_string()))?;
-            if runs != *count {
-                return refuse(&format!(
-                    "it asks for {count} replicas of {name}, and the chart runs {runs}"
-                ));
-            }
-            self.say(&format!(
-                "the chart runs {runs} replicas of {name} under leader election"
-            ));
-        }
-        let fit = host.fit().describe();
-        self.say(&format!(
-            "on the node: the controllers are the chart's pods; {fit}"
-        ));
-        Ok(ControlPlane::Node(host.clone()))
-    }
-
-    /// The topology: the auth plane's NATS cluster, a topology of the backend, or the scenario's
-    /// NatsClusters applied to the host.
+    /// The topology: a topology of the backend, or the auth plane's NATS cluster or the scenario's
+    /// NatsClusters on the host.
     async fn deploy(
         &mut self,
         place: &Place<'_>,
@@ -360,24 +236,7 @@ impl Run<'_, '_> {
     ) -> Result<Deployment, ScenarioError> {
         let topology = &self.scenario.topology;
         if topology.trust == Some(TrustDecl::Auth) {
-            let host = ctx
-                .host()
-                .and_then(|h| h.local("an auth plane (trust: auth)"))
-                .map_err(self.host_err())?
-                .clone();
-            let host_err = self.host_err();
-            let ledger = self.ledger.clone();
-            let progress = &mut *self.progress;
-            let mut say = |text: &str| progress(&line(ledger.now_ms(), text));
-            let (topology, plane) = auth_plane::boot(&host, topology, &ctx.vars, &mut say)
-                .await
-                .map_err(host_err)?;
-            return Ok(Deployment {
-                deployed: Deployed::Local(Box::new(topology)),
-                plane: Some(plane),
-                creds: TrafficCreds::default(),
-                system_creds: None,
-            });
+            return self.deploy_on_host(ctx).await;
         }
         if let (true, Place::Backend(backend)) = (topology.nats_clusters.is_empty(), place) {
             let mut spec = topology.to_spec();
@@ -423,68 +282,7 @@ impl Run<'_, '_> {
                 system_creds,
             });
         }
-        self.deploy_nats_clusters(ctx).await
-    }
-
-    /// The scenario's NatsClusters, under trust roots the sim signs when it asks for them: every
-    /// one's ports reserved first (so one manifest can name another's), then each applied, then
-    /// each waited for until every server runs.
-    async fn deploy_nats_clusters(
-        &mut self,
-        ctx: &mut StepContext,
-    ) -> Result<Deployment, ScenarioError> {
-        let host_err = self.host_err();
-        let host = ctx.host.clone().ok_or_else(|| host_err("no host".into()))?;
-        let mut creds = TrafficCreds::default();
-        if self.scenario.topology.trust == Some(TrustDecl::Generated) {
-            let trust = crate::trust::generate().map_err(&host_err)?;
-            ctx.vars.extend(trust.vars.clone());
-            creds.default = Some(trust.workload_creds);
-            self.say("trust roots signed: operator, system account, workload account APP");
-        }
-        let mut applied = Vec::new();
-        let paths: Vec<PathBuf> = self
-            .scenario
-            .topology
-            .nats_clusters
-            .iter()
-            .map(|p| manifest_path(p))
-            .collect();
-        for p in &paths {
-            applied.extend(ctx.reserve(p).map_err(|e| host_err(e.to_string()))?);
-        }
-        for p in &paths {
-            self.say(&format!("applying NatsCluster manifest {}", p.display()));
-            host.apply_manifest(p, &ctx.vars)
-                .await
-                .map_err(|e| host_err(e.to_string()))?;
-        }
-        for (ns, n) in &applied {
-            host.wait_servers(ns, n, default_cluster_wait())
-                .await
-                .map_err(&host_err)?;
-            self.say(&format!("NatsCluster {ns}/{n}: every server running"));
-        }
-        let servers: Box<dyn crate::backend::Deployment> = match host {
-            ControlPlane::Local(h) => {
-                Box::new(Controlled::new(h, &applied).await.map_err(&host_err)?)
-            }
-            ControlPlane::Node(h) => Box::new(
-                crate::node::servers::PodServers::new(
-                    h.client(),
-                    &applied,
-                    h.containers().cloned(),
-                )
-                .await
-                .map_err(&host_err)?,
-            ),
-        };
-        Ok(Deployment {
-            deployed: Deployed::Other(servers),
-            plane: None,
-            creds,
-            system_creds: None,
-        })
+        self.deploy_on_host(ctx).await
     }
 
     /// Names the servers for the steps (`${servers}`), tells them how to reach the system
@@ -495,29 +293,11 @@ impl Run<'_, '_> {
         system_creds: Option<String>,
         ctx: &mut StepContext,
     ) -> Result<String, ScenarioError> {
-        let servers = deployed.dep().server_names().len();
-        if let Some(creds) = system_creds {
-            ctx.system = Some(SystemAccess {
-                urls: deployed.dep().client_urls(),
-                creds: Some(creds),
-                servers,
-            });
-        }
         ctx.vars.insert(
             "servers".into(),
             serde_json::to_string(&deployed.dep().client_urls()).unwrap_or_default(),
         );
-        if let Some(urls) = system_urls(self.scenario, deployed) {
-            ctx.vars.insert(
-                "sys_servers".into(),
-                serde_json::to_string(&urls).unwrap_or_default(),
-            );
-            ctx.system = Some(SystemAccess {
-                urls,
-                creds: None,
-                servers,
-            });
-        }
+        self.record_system_access(deployed, system_creds, ctx);
         let meta = deployed
             .dep()
             .meta_leader(Duration::from_secs(30))
@@ -559,50 +339,10 @@ impl Run<'_, '_> {
             self.say(l);
         }
         if let Some(p) = plane {
-            let host = ctx
-                .host()
-                .and_then(|h| h.local("an auth plane"))
-                .map_err(&workload_err)?
-                .clone();
-            ctx.account_keys = auth_plane::account_keys(&host, p).await;
-            if let Some(topo) = deployed.topology() {
-                ctx.resolver_held = auth_plane::resolver_held(topo, &ctx.account_keys);
-            }
+            self.record_plane(p, deployed, ctx).await?;
         }
         self.start_clients(deployed, ctx).await?;
         Ok(traffic)
-    }
-
-    /// Every client of the scenario, publishing to its server (or to every server).
-    async fn start_clients(
-        &mut self,
-        deployed: &Deployed,
-        ctx: &mut StepContext,
-    ) -> Result<(), ScenarioError> {
-        let workload_err = self.workload_err();
-        for c in &self.scenario.clients {
-            let host = ctx.host().map_err(&workload_err)?.clone();
-            let urls = match &c.server {
-                Some(s) => vec![
-                    deployed
-                        .client_urls_by_server()
-                        .into_iter()
-                        .find(|(n, _)| n == s)
-                        .map(|(_, u)| u)
-                        .ok_or_else(|| workload_err(format!("client {}: no server {s}", c.name)))?,
-                ],
-                None => deployed.dep().client_urls(),
-            };
-            let run = clients::start(c, &host, urls, &self.ledger, Duration::from_secs(60))
-                .await
-                .map_err(&workload_err)?;
-            self.say(&format!(
-                "client {} ({}) publishing {} msg/s to {}",
-                c.name, run.user_key, c.rate, c.subject
-            ));
-            ctx.clients.insert(c.name.clone(), run);
-        }
-        Ok(())
     }
 
     /// Every step at its time after `workload_start`; a failed step is a failure of the run, and

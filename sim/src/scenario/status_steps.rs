@@ -6,13 +6,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+#[cfg(feature = "kube")]
 use serde_json::Value;
 
+#[cfg(feature = "kube")]
 use super::deployed::Done;
 use super::report::{ROLLOUT_FIGURES, figure};
+#[cfg(feature = "kube")]
 use super::step_context::StepContext;
 use super::timeline::ControllerEvent;
 use super::{Action, Report, Rule, Scenario, ScenarioError, Step, StepOutcome};
+#[cfg(feature = "kube")]
 use crate::control_plane::ObjectRef;
 use crate::ledger::Figures;
 
@@ -20,6 +24,7 @@ use crate::ledger::Figures;
 pub const EVENTS_PREFIX: &str = "events.";
 
 /// Carries out a `wait_status` step: the object read until its status field meets the rule.
+#[cfg(feature = "kube")]
 pub(super) async fn run(action: &Action, ctx: &StepContext) -> Result<Done, String> {
     let Action::WaitStatus {
         object,
@@ -53,6 +58,7 @@ pub(super) async fn run(action: &Action, ctx: &StepContext) -> Result<Done, Stri
 
 /// `status.<field>` of an object as a count: a number, or a list's length (`requested`); a
 /// dotted field reaches deeper (`transfer.moved`). None when absent or of another type.
+#[cfg(feature = "kube")]
 pub fn status_count(obj: &Value, field: &str) -> Option<u64> {
     let mut v = obj.get("status")?;
     for part in field.split('.') {
@@ -190,10 +196,11 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
+    #[cfg(feature = "kube")]
     #[test]
     fn a_status_count_is_a_number_or_a_list_length_at_a_dotted_field() {
+        use serde_json::json;
         let obj = json!({"status": {
             "moved": 2, "inFlight": 0, "requested": [{"stream": "A"}],
             "transfer": {"moved": 5}, "phase": "Moving", "ratio": -1

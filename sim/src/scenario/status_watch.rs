@@ -4,11 +4,13 @@
 //! change is kept for the report's controller lanes.
 
 use std::sync::{Arc, Mutex};
+#[cfg(feature = "kube")]
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+#[cfg(feature = "kube")]
 use crate::ledger::Ledger;
 
 /// What the controller's status says of one NatsCluster at one moment.
@@ -78,6 +80,7 @@ pub struct StatusWatch {
 
 impl StatusWatch {
     /// Samples every NatsCluster `client` reaches every 500 ms, timed by `ledger`.
+    #[cfg(feature = "kube")]
     pub fn start(client: kube::Client, ledger: Ledger) -> StatusWatch {
         let changes: Arc<Mutex<Vec<StatusChange>>> = Arc::default();
         let out = changes.clone();

@@ -1,35 +1,47 @@
 //! What the steps share ([`StepContext`]) and how a step's server selector resolves
 //! ([`resolve`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+#[cfg(feature = "kube")]
+use std::collections::BTreeSet;
+#[cfg(feature = "kube")]
 use std::path::Path;
 use std::time::Duration;
 
-use super::clients::ClientRun;
+use super::HostPlane;
+#[cfg(feature = "kube")]
+use super::client_run::ClientRun;
 use crate::backend::Deployment;
+#[cfg(feature = "kube")]
 use crate::control_plane::ControlPlane;
+#[cfg(feature = "kube")]
 use crate::controlled;
 
 /// What the steps share: the host, the manifests' variables, the NatsClusters applied, the
 /// clients and the account keys recorded when the workload started.
 #[derive(Default)]
 pub(super) struct StepContext {
-    pub(super) host: Option<ControlPlane>,
+    pub(super) host: Option<HostPlane>,
     pub(super) vars: BTreeMap<String, String>,
     /// (namespace, name) of every NatsCluster the scenario applied.
+    #[cfg(feature = "kube")]
     pub(super) clusters: Vec<(String, String)>,
     /// The clients of `clients:`, by name, once the workload started.
+    #[cfg(feature = "kube")]
     pub(super) clients: BTreeMap<String, ClientRun>,
     /// `Kind/namespace/name` of every NatsAccount of the auth plane → its public key.
+    #[cfg(feature = "kube")]
     pub(super) account_keys: BTreeMap<String, String>,
     /// Per account key, the sim servers whose resolver directory held its JWT then.
+    #[cfg(feature = "kube")]
     pub(super) resolver_held: BTreeMap<String, BTreeSet<String>>,
     /// The workload's streams: what `record_leader_spread` counts the leaders of.
     pub(super) streams: Vec<String>,
     /// What each `record_leader_spread` step counted, by its name: stream leaders per server.
     pub(super) leader_counts: BTreeMap<String, BTreeMap<String, u64>>,
     /// How the steps through the system account reach it, where the topology has one.
-    pub(super) system: Option<super::hand_moves::SystemAccess>,
+    #[cfg(feature = "kube")]
+    pub(super) system: Option<super::system_access::SystemAccess>,
     /// Stops every publisher of `publishers` (`stop_publishers`).
     pub(super) publishers_stop: Option<tokio::sync::watch::Sender<bool>>,
     /// The ledger of each publisher, by the stream it publishes to (`audit_stream`).
@@ -43,19 +55,22 @@ pub(super) struct StepContext {
 }
 
 impl StepContext {
-    pub(super) fn host(&self) -> Result<&ControlPlane, String> {
+    #[cfg(feature = "kube")]
+    pub(super) fn host(&self) -> Result<&HostPlane, String> {
         self.host
             .as_ref()
             .ok_or_else(|| "the host is not running".to_string())
     }
 
-    pub(super) fn system_access(&self) -> Result<&super::hand_moves::SystemAccess, String> {
+    #[cfg(feature = "kube")]
+    pub(super) fn system_access(&self) -> Result<&super::system_access::SystemAccess, String> {
         self.system
             .as_ref()
             .ok_or_else(|| "this topology gives the steps no system account".to_string())
     }
 
     /// Reserves the ports of the manifest's NatsClusters and records them and their variables.
+    #[cfg(feature = "kube")]
     pub(super) fn reserve(&mut self, path: &Path) -> Result<Vec<(String, String)>, String> {
         let found = match self.host()? {
             ControlPlane::Local(host) => {
@@ -75,6 +90,7 @@ impl StepContext {
     }
 
     /// Per server of every NatsCluster applied, its restarts; per controller, its restarts.
+    #[cfg(feature = "kube")]
     pub(super) async fn restarts(&self) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
         use cluster_controller::server_lifecycle::ServerLifecycle;
         let mut servers = BTreeMap::new();
@@ -102,6 +118,13 @@ impl StepContext {
             controllers.insert(c.clone(), host.controller_restarts(&c).unwrap_or(0));
         }
         (servers, controllers)
+    }
+
+    /// Without the harnesses there is no host, and no server lifecycle or controller counts
+    /// restarts: both empty, as for any run without a host.
+    #[cfg(not(feature = "kube"))]
+    pub(super) async fn restarts(&self) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
+        (BTreeMap::new(), BTreeMap::new())
     }
 }
 
@@ -152,6 +175,7 @@ pub(super) async fn resolve(
     Err(format!("no server matches {selector:?}"))
 }
 
+#[cfg(feature = "kube")]
 /// The NatsClusters of the manifest at `path` on the node, with the variable naming each one's
 /// client Service (`<name>.client`, `<name>.clients`): the node's servers have no ports to
 /// reserve, and a gateway or leaf URL is not named (topologies of several NatsClusters run on the

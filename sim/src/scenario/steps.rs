@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
-use super::{Action, manifest_path};
+use super::Action;
 use crate::backend::{Deployment, Fault};
-use crate::control_plane::{ControlPlane, ObjectRef};
 
 use super::deployed::{Deployed, Done};
+#[cfg(feature = "kube")]
+use super::host_steps::host_step;
 use super::step_context::{StepContext, resolve};
+
 /// Carries out one step.
 pub(super) async fn run_step(
     deployed: &mut Deployed,
@@ -17,6 +19,7 @@ pub(super) async fn run_step(
     ctx: &mut StepContext,
 ) -> Result<Done, String> {
     match action {
+        #[cfg(feature = "kube")]
         Action::Delete { .. }
         | Action::WaitGone { .. }
         | Action::WipeStatus { .. }
@@ -26,14 +29,21 @@ pub(super) async fn run_step(
         | Action::WaitAccountAbsent { .. } => {
             super::auth_steps::run(deployed, action, last_faulted, ctx).await
         }
+        #[cfg(feature = "kube")]
         Action::WaitStatus { .. } => super::status_steps::run(action, ctx).await,
+        #[cfg(feature = "kube")]
         Action::MoveByHand { from, to, timeout } => {
             let access = ctx.system_access()?;
             super::hand_moves::move_by_hand(access, from, to, *timeout).await
         }
+        #[cfg(feature = "kube")]
         Action::WaitGroupsSettled { cluster, timeout } => {
             let access = ctx.system_access()?;
             super::hand_moves::wait_groups_settled(access, cluster, *timeout).await
+        }
+        #[cfg(not(feature = "kube"))]
+        a if a.needs_controllers() || a.client().is_some() || a.reads_as_the_controller() => {
+            Err(super::without_harnesses(&a.describe()))
         }
         Action::StopPublishers {} => {
             let stop = ctx
@@ -250,95 +260,8 @@ async fn wait_stream_leader(
     }
 }
 
-/// A step on the host: a manifest applied, a NatsCluster applied and waited for, an object
-/// annotated or waited on, a controller restarted, a server's restart by the controller awaited.
-async fn host_step(action: &Action, ctx: &mut StepContext) -> Result<Option<String>, String> {
-    match action {
-        Action::ApplyManifest { path } => {
-            let applied = ctx
-                .host()?
-                .apply_manifest(&manifest_path(path), &ctx.vars)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Some(applied.join(", ")))
-        }
-        Action::ApplyNatsCluster { path, timeout } => {
-            let p = manifest_path(path);
-            let clusters = ctx.reserve(&p)?;
-            if clusters.is_empty() {
-                return Err(format!("{} holds no NatsCluster", p.display()));
-            }
-            let host = ctx.host()?.clone();
-            host.apply_manifest(&p, &ctx.vars)
-                .await
-                .map_err(|e| e.to_string())?;
-            for (ns, n) in &clusters {
-                host.wait_servers(ns, n, *timeout).await?;
-            }
-            let names: Vec<String> = clusters.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
-            Ok(Some(names.join(", ")))
-        }
-        Action::WaitServerRestarted { server, timeout } => {
-            wait_server_restarted(ctx.host()?, server, *timeout).await?;
-            Ok(Some(server.clone()))
-        }
-        Action::Annotate { object, annotation } => {
-            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
-            ctx.host()?
-                .annotate(&r, annotation)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Some(r.to_string()))
-        }
-        Action::WaitCondition {
-            object,
-            condition,
-            message,
-            timeout,
-        } => {
-            let r = ObjectRef::parse(object).map_err(|e| e.to_string())?;
-            ctx.host()?
-                .wait_condition_saying(&r, condition, message.as_deref(), *timeout)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Some(r.to_string()))
-        }
-        Action::RestartController { controller } => {
-            ctx.host()?.restart_controller(controller).await?;
-            Ok(Some(controller.clone()))
-        }
-        Action::KillLeader { controller } => ctx
-            .host()?
-            .kill_leader(controller)
-            .await
-            .map(Some)
-            .map_err(|e| e.to_string()),
-        _ => not_a_server_step(action),
-    }
-}
-
-/// Waits until `server` was restarted (a rollout step the controller took).
-async fn wait_server_restarted(
-    host: &ControlPlane,
-    server: &str,
-    timeout: Duration,
-) -> Result<(), String> {
-    use crate::local::LocalEvent;
-    crate::wait::poll(
-        &format!("the controller restarting {server}"),
-        timeout,
-        || async {
-            let done = host.server_events().iter().any(|e| {
-                (server == super::ANY_SERVER || e.server == server)
-                    && e.event == LocalEvent::Restarted
-            });
-            if done {
-                Ok(Some(()))
-            } else {
-                Err(format!("{server} not restarted yet"))
-            }
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())
+/// Without the Kubernetes harnesses there is no host to take a step on.
+#[cfg(not(feature = "kube"))]
+async fn host_step(action: &Action, _: &mut StepContext) -> Result<Option<String>, String> {
+    Err(super::without_harnesses(&action.describe()))
 }

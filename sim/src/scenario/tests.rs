@@ -57,7 +57,7 @@ fn unknown_fields_actions_and_figures_are_refused() {
 
 #[test]
 fn rollout_steps_pair_lame_duck_and_restart_and_measure_the_gate() {
-    use crate::local::LocalEvent::*;
+    use crate::server::events::LocalEvent::*;
     let log = vec![
         (100, "demo-0".to_string(), Started),
         (1000, "demo-2".to_string(), LameDuck),
@@ -364,6 +364,7 @@ fn step_figures_are_timings_judged_only_where_timings_are() {
     );
 }
 
+#[cfg(feature = "kube")]
 #[test]
 fn the_shipped_auth_plane_names_its_trust_operator_controller_user_and_accounts() {
     let docs: Vec<serde_json::Value> = ["01-trust-roots", "02-system-users", "03-accounts"]
@@ -430,6 +431,7 @@ fn the_shipped_auth_plane_names_its_trust_operator_controller_user_and_accounts(
     assert!(auth_plane::read_plane(&no_trust).is_err());
 }
 
+#[cfg(feature = "kube")]
 #[test]
 fn an_account_jwt_revokes_a_user_issued_at_or_before_its_revocation() {
     use nats_claims::{AccountClaims, KeyKind, NKey};
@@ -512,4 +514,11 @@ fn replicas_name_a_running_controller_two_or_three_times_and_kill_leader_needs_t
         let err = scenario(extra).expect_err(extra).to_string();
         assert!(err.contains(want), "{extra}: {err}");
     }
+}
+
+#[cfg(feature = "kube")]
+#[test]
+fn the_controllers_a_scenario_may_name_are_the_ones_the_host_runs() {
+    let host: Vec<&str> = crate::control_plane::controllers().into_keys().collect();
+    assert_eq!(host, CONTROLLER_NAMES);
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Action, Step, StepOutcome};
 use crate::ledger::Event;
-use crate::local::LocalEvent;
+use crate::server::events::LocalEvent;
 
 /// What happened to one server, for its lane on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,35 +257,33 @@ pub(super) type ServerTimeline = (
     Vec<ServerEvent>,
 );
 
-/// The servers' lives on the local server lifecycle, put into the timeline beside the steps and the
-/// traffic.
+/// The servers' lives on the host's server lifecycle (`events`), put into the timeline beside the
+/// steps and the traffic.
 pub(super) fn server_timeline(
-    host: Option<&crate::control_plane::ControlPlane>,
+    events: Vec<crate::server::events::ServerLifecycleEvent>,
     ledger: &crate::ledger::Ledger,
 ) -> ServerTimeline {
     let mut restart_order = Vec::new();
     let mut log = Vec::new();
     let mut changes = Vec::new();
-    if let Some(host) = host {
-        for e in host.server_events() {
-            let at_ms = ledger
-                .now_ms()
-                .saturating_sub(e.at.elapsed().as_millis() as u64);
-            ledger.record(Event::Step {
-                at_ms,
-                text: format!("server {} {:?}", e.server, e.event),
-            });
-            if e.event == LocalEvent::Restarted {
-                restart_order.push(e.server.clone());
-            }
-            changes.push(ServerEvent {
-                at_ms,
-                server: e.server.clone(),
-                change: server_change(e.event),
-                revision: e.revision,
-            });
-            log.push((at_ms, e.server, e.event));
+    for e in events {
+        let at_ms = ledger
+            .now_ms()
+            .saturating_sub(e.at.elapsed().as_millis() as u64);
+        ledger.record(Event::Step {
+            at_ms,
+            text: format!("server {} {:?}", e.server, e.event),
+        });
+        if e.event == LocalEvent::Restarted {
+            restart_order.push(e.server.clone());
         }
+        changes.push(ServerEvent {
+            at_ms,
+            server: e.server.clone(),
+            change: server_change(e.event),
+            revision: e.revision,
+        });
+        log.push((at_ms, e.server, e.event));
     }
     (restart_order, log, changes)
 }

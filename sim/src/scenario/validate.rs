@@ -26,11 +26,10 @@ impl Scenario {
         }
         self.validate_leader_spreads()?;
         self.validate_topology()?;
-        if let Some(c) = &self.controllers {
-            let known = crate::control_plane::controllers();
-            if let Some(bad) = c.iter().find(|c| !known.contains_key(c.as_str())) {
-                return Err(self.invalid(format!("no controller named {bad:?}")));
-            }
+        if let Some(c) = &self.controllers
+            && let Some(bad) = c.iter().find(|c| !CONTROLLER_NAMES.contains(&c.as_str()))
+        {
+            return Err(self.invalid(format!("no controller named {bad:?}")));
         }
         self.validate_replicas()?;
         self.validate_fleet()
@@ -41,7 +40,7 @@ impl Scenario {
     fn validate_replicas(&self) -> Result<(), ScenarioError> {
         let runs = |c: &str| match &self.controllers {
             Some(list) => list.iter().any(|n| n == c),
-            None => crate::control_plane::controllers().contains_key(c),
+            None => CONTROLLER_NAMES.contains(&c),
         };
         for (c, n) in &self.replicas {
             if !runs(c) {

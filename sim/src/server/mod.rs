@@ -2,6 +2,7 @@
 //! store, config edit + reload. Its process ([`server_process`], shared with the local server
 //! server lifecycle) is killed by PID when this value drops (also on panic).
 
+pub mod events;
 pub mod server_process;
 
 use std::path::{Path, PathBuf};
