@@ -69,7 +69,8 @@ release VERSION *FLAGS:
 # Run one scripted scenario and print its report, e.g. `just scenario baseline`. `--backend node`
 # runs it on the sim's real node with the chart installed (root, after `just node-install`; add
 # `--local` for the local backend's run first and the per-step times side by side); `--backend
-# k3s` on k3s (Docker, `--features k3s`). docs/scenarios.md, docs/node.md.
+# k3s` on k3s (Docker, `--features k3s`). docs/scenarios.md, docs/node.md. The sim is built with the
+# Kubernetes harnesses (`--features kube`), so any scenario runs; the README's main job builds it without.
 scenario NAME *FLAGS:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -78,7 +79,7 @@ scenario NAME *FLAGS:
         local=""; [[ $flags == *" --local "* ]] && local="--local"
         exec cargo run -q -p e2e --features node --bin node-scenario -- {{NAME}} $local
     fi
-    exec cargo run -q -p sim --bin sim -- scenario {{NAME}} {{FLAGS}}
+    exec cargo run -q -p sim --features kube --bin sim -- scenario {{NAME}} {{FLAGS}}
 
 # The conformance run: every story of docs/stories applied in story order on the sim's real node,
 # the chart Helm-installed, each step's status examples reached; a line per story says pass, FAIL, NOT RUN YET
@@ -91,11 +92,11 @@ conformance *ARGS:
 # Try the controllers without a cluster: a kube-apiserver with the CRDs and the three controllers
 # (NatsClusters as local nats-server processes) to drive with kubectl, until Ctrl-C (docs/try-it.md).
 up:
-    cargo run -q -p sim --bin sim -- up
+    cargo run -q -p sim --features kube --bin sim -- up
 
 # Stop a `just up` running in the background.
 down:
-    cargo run -q -p sim --bin sim -- down
+    cargo run -q -p sim --features kube --bin sim -- down
 
 # The performance figures, each against its floor measured in the same run: target/bench/summary.json and
 # the table of docs/performance.md (`just bench --only render` runs one group and leaves the docs).

@@ -1,5 +1,5 @@
 //! Brings the node up, lists its Node, takes it down and prints what still differs on the host.
-//! `cargo run -p sim --example node_up` as root; `NODE_HOLD=1` keeps it up until Ctrl-C.
+//! `cargo run -p sim --features kube --example node_up` as root; `NODE_HOLD=1` keeps it up until Ctrl-C.
 
 use std::path::PathBuf;
 
