@@ -66,10 +66,16 @@ enum Command {
     Report { path: PathBuf },
 }
 
+/// Prints `line` and a newline; a closed stdout (`sim list | head`) is not an error of the sim's.
 fn say(line: &str) {
+    show(&format!("{line}\n"));
+}
+
+/// Prints `text` as it is, a closed stdout ignored as in [`say`].
+fn show(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
 
@@ -167,7 +173,7 @@ fn main() -> ExitCode {
         Command::Install => match sim::install::install_all() {
             Ok(done) => {
                 for (v, p) in done {
-                    println!("nats-server {v}: {}", p.display());
+                    say(&format!("nats-server {v}: {}", p.display()));
                 }
                 ExitCode::SUCCESS
             }
@@ -181,7 +187,7 @@ fn main() -> ExitCode {
             match scenario::list(&dir) {
                 Ok(all) => {
                     for (name, s) in all {
-                        println!("{name:<20} {}", s.description);
+                        say(&format!("{name:<20} {}", s.description));
                     }
                     ExitCode::SUCCESS
                 }
@@ -198,7 +204,7 @@ fn main() -> ExitCode {
         Command::Down { dir } => down(dir),
         Command::Report { path } => match scenario::html::rerender(&path) {
             Ok(page) => {
-                println!("{}", page.display());
+                say(&page.display().to_string());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -248,8 +254,9 @@ async fn run_scenario(
     #[cfg(not(feature = "kube"))]
     if s.needs_harnesses() {
         eprintln!(
-            "sim scenario {name}: {}",
-            scenario::without_harnesses("this scenario")
+            "sim scenario {name}: this scenario needs the Kubernetes harnesses (kube-apiserver and \
+             the controllers), which this sim was built without; run it with them: `cargo run -p \
+             sim --features kube -- scenario {name}` (or `just scenario {name}`)"
         );
         return ExitCode::FAILURE;
     }
@@ -294,11 +301,11 @@ async fn run_scenario(
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", report.summary());
+    show(&report.summary());
     match report.write(reports) {
         Ok(path) => {
-            println!("report: {}", path.join("report.json").display());
-            println!("page: {}", path.join("report.html").display());
+            say(&format!("report: {}", path.join("report.json").display()));
+            say(&format!("page: {}", path.join("report.html").display()));
         }
         Err(e) => {
             eprintln!("sim scenario {name}: {e}");
