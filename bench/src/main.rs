@@ -13,6 +13,7 @@ mod apply;
 mod auth;
 mod clusters;
 mod cpu;
+mod gauge;
 mod history;
 mod render;
 mod rollout;

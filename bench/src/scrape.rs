@@ -37,6 +37,21 @@ pub fn per_object(before: &str, after: &str, kind: &str, count: usize, noun: &st
     ]
 }
 
+/// How many objects of `kind` whose name passes `named` hold condition `type_` True, as the
+/// binary's condition gauge reads (`nats_operator_condition{kind,namespace,name,type,reason} 1`).
+pub fn holding(body: &str, kind: &str, type_: &str, named: impl Fn(&str) -> bool) -> usize {
+    let prefix = format!("{}{{", controller_kit::metrics::CONDITION);
+    body.lines()
+        .filter_map(|l| l.strip_prefix(&prefix)?.rsplit_once(' '))
+        .filter(|(labels, value)| {
+            *value == "1"
+                && label(labels, "kind") == kind
+                && label(labels, "type") == type_
+                && named(label(labels, "name"))
+        })
+        .count()
+}
+
 /// The apiserver's own /metrics (empty when it cannot be read).
 pub async fn apiserver_metrics(client: &kube::Client) -> String {
     let Ok(req) = http::Request::get("/metrics").body(Vec::new()) else {
@@ -173,6 +188,31 @@ mod tests {
                         nats_operator_reconcile_total{controller=\"NatsStream\"} 2050\n\
                         nats_operator_kube_requests_total{verb=\"GET\"} 10\n\
                         nats_operator_kube_requests_total{verb=\"PUT\"} 5\n";
+
+    #[test]
+    fn holding_counts_the_objects_whose_condition_reads_true() {
+        let series = |kind: &str, name: &str, type_: &str, v: u8| {
+            format!(
+                "nats_operator_condition{{kind=\"{kind}\",namespace=\"nats\",name=\"{name}\",type=\"{type_}\",reason=\"R\"}} {v}"
+            )
+        };
+        let body = [
+            "# TYPE nats_operator_condition gauge".to_string(),
+            series("NatsUser", "u0", "Ready", 1),
+            series("NatsUser", "u1", "Ready", 0),
+            series("NatsUser", "u2", "Ready", 1),
+            series("NatsUser", "u2", "Synced", 1),
+            series("NatsUser", "other", "Ready", 1),
+            series("NatsAccount", "u3", "Ready", 1),
+        ]
+        .join("\n");
+        let numbered = |n: &str| n.starts_with('u') && n[1..].parse::<u32>().is_ok();
+        assert_eq!(holding(&body, "NatsUser", "Ready", numbered), 2);
+        assert_eq!(holding(&body, "NatsUser", "Ready", |_| true), 3);
+        assert_eq!(holding(&body, "NatsUser", "Synced", numbered), 1);
+        assert_eq!(holding(&body, "NatsAccount", "Ready", numbered), 1);
+        assert_eq!(holding(&body, "NatsStream", "Ready", |_| true), 0);
+    }
 
     #[test]
     fn passes_and_requests_are_read_off_the_binarys_counters() {

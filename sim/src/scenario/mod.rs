@@ -2,10 +2,15 @@
 //! expectations; a runner that prints a progress line per step; a report (human summary + JSON).
 //!
 //! This module holds the format and its checks; [`run`] runs a scenario, `steps` carries out the
-//! steps on servers and links, `auth_steps` the steps on objects and clients of an auth plane
-//! (`auth_plane` boots one, `clients` connects its users), `report` judges and writes, `timeline`
-//! derives what the report's page draws, `status_watch` samples the controller's view of each
-//! NatsCluster, and `html` draws it all.
+//! steps on servers and links, `host_steps` the steps on the host, `auth_steps` the steps on
+//! objects and clients of an auth plane (`auth_plane` boots one, `client_run` connects its users),
+//! `report` judges and writes, `timeline` derives what the report's page draws, `status_watch`
+//! samples the controller's view of each NatsCluster, and `html` draws it all.
+//!
+//! What runs on a host (kube-apiserver and the controllers) builds with the sim's `kube` feature:
+//! `run/host.rs` and the step modules it names; without it `run/without_host.rs` refuses a
+//! scenario that needs one ([`Scenario::needs_harnesses`]), and the format, its checks and the
+//! report build all the same (sim/README.md).
 
 mod action;
 #[cfg(feature = "kube")]
