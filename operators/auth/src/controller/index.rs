@@ -75,6 +75,11 @@
 //!   store has not seen refuses for one wake (a condition, then a wake when it arrives); a
 //!   withdrawal not yet seen lets one more push through, which a LIST-based pass could do as
 //!   well: the deletion voids confirmations of a push after it ([`crate::deletions::Pushes`]).
+//! - The `--system-connection`, for dialing it ([`super::nats::system_wire`]): a spec one event
+//!   behind is dialed once more before the change reaches the store, as a GET read just before
+//!   the change would have been; the next dial finds the new spec and dials again (its material
+//!   changed). One the store lacks (its namespace not watched, not listed yet) is read from the
+//!   apiserver. Its Secrets are read from the apiserver as before.
 //! - A NatsOperator's status (deletedAccounts, its JWT, the system account JWT it signed,
 //!   RevocationsUnrecovered): deletedAccounts only grows until entries expire, so an older copy
 //!   holds an account's finalizer longer and never releases it early. The system account pass
@@ -495,6 +500,11 @@ impl Index {
     /// The NatsAccounts that `keep`.
     pub fn accounts_where(&self, keep: impl Fn(&NatsAccount) -> bool) -> Vec<Arc<NatsAccount>> {
         listed(&self.accounts, keep)
+    }
+
+    /// NatsConnection `namespace`/`name`.
+    pub fn connection(&self, namespace: &str, name: &str) -> Option<Arc<NatsConnection>> {
+        named(&self.connections, namespace, name)
     }
 
     /// The NatsConnections of `namespace`, each with the creds Secret it names.

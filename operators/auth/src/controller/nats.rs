@@ -60,12 +60,22 @@ pub(crate) async fn system_wire(ctx: &Context) -> Result<Option<Wire>, String> {
     let Some(sc) = &ctx.settings.system_connection else {
         return Ok(None);
     };
-    let conns: Api<NatsConnection> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
-    let conn = conns
-        .get_opt(&sc.name)
-        .await
-        .map_err(|e| format!("reading NatsConnection {}/{}: {e}", sc.namespace, sc.name))?
-        .ok_or_else(|| format!("NatsConnection {}/{} not found", sc.namespace, sc.name))?;
+    // From the index's watch of NatsConnections, read from the apiserver where it holds none
+    // (the index's doc says why a copy one event behind does no harm).
+    let conn =
+        match ctx.index.connection(&sc.namespace, &sc.name) {
+            Some(conn) => conn,
+            None => {
+                let conns: Api<NatsConnection> =
+                    Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
+                let read = conns.get_opt(&sc.name).await.map_err(|e| {
+                    format!("reading NatsConnection {}/{}: {e}", sc.namespace, sc.name)
+                })?;
+                std::sync::Arc::new(read.ok_or_else(|| {
+                    format!("NatsConnection {}/{} not found", sc.namespace, sc.name)
+                })?)
+            }
+        };
     let secrets: Api<Secret> = Api::namespaced(ctx.shared.client.clone(), &sc.namespace);
     let read = async |name: &str, key: &str| -> Result<Vec<u8>, String> {
         let s = secrets
@@ -328,6 +338,8 @@ pub(crate) async fn spread(
 
 /// What the servers hold for an account before it is signed.
 pub(crate) struct Holding {
+    /// The system connection they were asked over: the push of the same pass goes over it.
+    pub wire: Wire,
     /// The roster with memory: the servers that answered STATSZ and the recorded silent ones.
     pub roster: Roster,
     /// How many servers answered CLAIMS.LOOKUP.
@@ -368,6 +380,7 @@ pub(crate) async fn holding(
     };
     let (roster, answers) = ask(ctx, &wire, operator, account, recorded).await?;
     Ok(Some(Holding {
+        wire,
         // A lookup answer carries no server identity: counted, never past the roster.
         answered: answers.len().min(roster.len()),
         roster,
@@ -394,7 +407,12 @@ where
     K: kube::Resource<DynamicType = ()>,
 {
     use nats_api::auth::{condition::DISTRIBUTED, event, reason};
-    let wire = match system_wire(ctx).await {
+    // The connection the servers were just asked over, else dialed (or shared) now.
+    let dialed = match asked {
+        Some(h) => Ok(Some(h.wire.clone())),
+        None => system_wire(ctx).await,
+    };
+    let wire = match dialed {
         Ok(Some(w)) => w,
         Ok(None) => {
             let (status, reason) = crate::gates::distributed_without_connection(false)
