@@ -13,6 +13,7 @@
 
 mod kick;
 mod kick_work;
+mod ready;
 pub mod scale;
 mod usable;
 mod work;
@@ -361,10 +362,10 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let all_done = crate::gauge::reaching(
         port,
         "every NatsUser Ready, the account Distributed",
-        GAUGE_POLL,
+        ready::GAUGE_POLL,
         Duration::from_secs(600),
-        |body| ready_in(body) >= COUNT && distributed_in(body),
-        |body| format!("{} Ready", ready_in(body)),
+        |body| ready::ready_in(body) >= COUNT && ready::distributed_in(body),
+        |body| format!("{} Ready", ready::ready_in(body)),
     );
     let started = Instant::now();
     crate::apply::create_all(&users, docs, "NatsUser").await?;
@@ -374,7 +375,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let mut ready_then = Vec::new();
     for (name, conn) in kicked.iter().zip(&conns).skip(KICKED) {
         let body = sim::testkit::metrics(port).await.unwrap_or_default();
-        ready_then.push(ready_in(&body));
+        ready_then.push(ready::ready_in(&body));
         after_apply.push(kick::deleted(&users, name, conn).await?);
     }
     println!("  the {COUNT} applied in {:.2} s", applied.as_secs_f64());
@@ -384,26 +385,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     );
     let gauge_done = all_done.await?.duration_since(started);
     // What the gauge read, checked once against the apiserver (waited for, should it lag).
-    let (users_ref, accounts_ref) = (&users, &accounts);
-    sim::wait::poll(
-        "every user Ready, every creds Secret written, the account distributed",
-        Duration::from_secs(600),
-        || async move {
-            let ready = ready_users(users_ref).await?;
-            let written = secrets_written(secrets, "u").await?;
-            let acc = accounts_ref.get(ACCOUNT).await.map_err(|e| e.to_string())?;
-            let distributed =
-                serde_json::to_value(&acc).is_ok_and(|v| has(&v, "Distributed", "True"));
-            if ready == COUNT && written == COUNT && distributed {
-                Ok(Some(()))
-            } else {
-                Err(format!(
-                    "{ready} Ready, {written} creds written, distributed: {distributed}"
-                ))
-            }
-        },
-    )
-    .await?;
+    ready::checked(&users, secrets, &accounts).await?;
     let checked = started.elapsed();
     // The gauge is set once the apiserver answered the status write: the apiserver holds what it
     // read by then, and the check above finds it so unless something undid it since.
@@ -427,7 +409,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     notes.push(format!(
         "every user Ready and the account Distributed {:.2} s after the first apply, as the controller's condition gauge read them (set once the apiserver answered each status write), polled every {} ms; every creds Secret written and both found so by the apiserver at {:.2} s",
         users_done.as_secs_f64(),
-        GAUGE_POLL.as_millis(),
+        ready::GAUGE_POLL.as_millis(),
         checked.as_secs_f64()
     ));
     notes.extend(crate::scrape::per_object(
@@ -614,35 +596,6 @@ fn refused_note(refused: &[String]) -> String {
         None => String::new(),
         Some(first) => format!("; {} floor rounds given up ({first})", refused.len()),
     }
-}
-
-/// How often the users' figures scrape the controller's /metrics for its condition gauge.
-const GAUGE_POLL: Duration = Duration::from_millis(100);
-
-/// The NatsUsers `u<i>` the controller's condition gauge reads Ready in a scrape of its /metrics.
-fn ready_in(body: &str) -> usize {
-    crate::scrape::holding(body, "NatsUser", "Ready", |n| numbered(n, "u"))
-}
-
-/// Whether the controller's condition gauge reads the account [`ACCOUNT`] Distributed.
-fn distributed_in(body: &str) -> bool {
-    crate::scrape::holding(body, "NatsAccount", "Distributed", |n| n == ACCOUNT) == 1
-}
-
-/// The NatsUsers `u<i>` reading Ready.
-async fn ready_users(users: &Api<DynamicObject>) -> Result<usize, String> {
-    let list = users
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .iter()
-        .filter(|u| {
-            serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True"))
-                && u.metadata.name.as_deref().is_some_and(|n| numbered(n, "u"))
-        })
-        .count())
 }
 
 /// The floor of `users.distributed_<count>`: `count` user JWTs signed by an account key and their

@@ -8,20 +8,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::super::action::default_cluster_wait;
-use super::super::auth_plane::{self, Plane};
-use super::super::deployed::Deployed;
-use super::super::place::Place;
-use super::super::progress::line;
-use super::super::status_watch::StatusWatch;
-use super::super::step_context::StepContext;
-use super::super::system_access::{SystemAccess, system_urls};
-use super::super::timeline::{ControllerEvent, controller_events};
-use super::super::workload::TrafficCreds;
-use super::super::{ClientReport, ScenarioError, TrustDecl, client_run, manifest_path};
 use super::{Deployment, Run};
 use crate::control_plane::{ControlPlane, Host, NodeHost};
 use crate::controlled::Controlled;
+use crate::scenario::action::default_cluster_wait;
+use crate::scenario::auth_plane::{self, Plane};
+use crate::scenario::deployed::Deployed;
+use crate::scenario::place::Place;
+use crate::scenario::progress::line;
+use crate::scenario::status_watch::StatusWatch;
+use crate::scenario::step_context::StepContext;
+use crate::scenario::system_access::{SystemAccess, system_urls};
+use crate::scenario::timeline::{ControllerEvent, controller_events};
+use crate::scenario::workload::TrafficCreds;
+use crate::scenario::{ClientReport, ScenarioError, TrustDecl, client_run, manifest_path};
 use crate::server::events::ServerLifecycleEvent;
 
 impl Run<'_, '_> {

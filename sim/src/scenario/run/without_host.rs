@@ -3,13 +3,13 @@
 //! what a host would have added to the report (clients, the NatsClusters' status, the controllers'
 //! Events, the server lifecycle's log) is empty. `host.rs` holds the phases with the feature.
 
-use super::super::deployed::Deployed;
-use super::super::place::Place;
-use super::super::status_watch::StatusWatch;
-use super::super::step_context::StepContext;
-use super::super::timeline::ControllerEvent;
-use super::super::{ClientReport, HostPlane, ScenarioError, without_harnesses};
 use super::{Deployment, Run};
+use crate::scenario::deployed::Deployed;
+use crate::scenario::place::Place;
+use crate::scenario::status_watch::StatusWatch;
+use crate::scenario::step_context::StepContext;
+use crate::scenario::timeline::ControllerEvent;
+use crate::scenario::{ClientReport, HostPlane, ScenarioError, without_harnesses};
 use crate::server::events::ServerLifecycleEvent;
 
 /// No auth plane boots without a host.
