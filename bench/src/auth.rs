@@ -357,8 +357,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let docs: Vec<DynamicObject> = (0..COUNT)
         .map(|i| serde_json::from_value(user_doc(&format!("u{i}"))))
         .collect::<Result<_, _>>()?;
-    // Read off the controller's condition gauge, not the apiserver: a watch of the 1,000 beside
-    // the burst was closed by the loaded apiserver and relisted 20 to 45 times a run (crate::gauge).
+    // Read off the controller's condition gauge, not the apiserver (crate::gauge says why).
     let all_done = crate::gauge::reaching(
         port,
         "every NatsUser Ready, the account Distributed",
