@@ -35,7 +35,8 @@ enum Command {
         #[arg(long, env = "SIM_SCENARIOS")]
         dir: Option<PathBuf>,
     },
-    /// Run one scenario and write its report.
+    /// Run one scenario and write its report (one with controllers needs the sim built with
+    /// `--features kube`).
     Scenario {
         name: String,
         #[arg(long, env = "SIM_SCENARIOS")]
@@ -47,7 +48,8 @@ enum Command {
         backend: BackendChoice,
     },
     /// Run a kube-apiserver with the CRDs and the three controllers (NatsClusters as local
-    /// nats-server processes) to drive with kubectl, until Ctrl-C.
+    /// nats-server processes) to drive with kubectl, until Ctrl-C (the sim built with
+    /// `--features kube`).
     Up {
         /// Where everything lives (pid file, kubeconfig, etcd data, servers); default
         /// target/sim-up of the checkout.
