@@ -131,21 +131,27 @@ fn numbered(name: &str, prefix: &str) -> bool {
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-async fn secrets_written(secrets: &Api<Secret>, prefix: &str) -> Result<usize, String> {
-    let list = secrets
+/// How many objects a LIST of `api` returns that `keep`.
+async fn count<K>(api: &Api<K>, keep: impl Fn(&K) -> bool) -> Result<usize, String>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let list = api
         .list(&Default::default())
         .await
         .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .iter()
-        .filter(|s| {
-            s.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| numbered(n, prefix) && n.ends_with("-creds"))
-        })
-        .count())
+    Ok(list.items.iter().filter(|o| keep(o)).count())
+}
+
+/// The creds Secrets of the users `<prefix><n>` written so far.
+async fn secrets_written(secrets: &Api<Secret>, prefix: &str) -> Result<usize, String> {
+    count(secrets, |s| {
+        s.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| numbered(n, prefix) && n.ends_with("-creds"))
+    })
+    .await
 }
 
 /// The NatsUsers whose deletion the kick figures time: five at rest, five right after the 1,000.
@@ -388,7 +394,6 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     let checked = started.elapsed();
     // The gauge is set once the apiserver answered the status write: the apiserver holds what it
     // read by then, and the check above finds it so unless something undid it since.
-    let users_done = gauge_done;
     let all = gauge_done;
     println!("  {COUNT} users done in {:.1} s", all.as_secs_f64());
     let loaded = sim::testkit::memory::rss_kib(child.0.id()).unwrap_or(0) as f64 / 1024.0;
@@ -407,7 +412,7 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
     ];
     notes.push(format!(
         "every user Ready and the account Distributed {:.2} s after the first apply, as the controller's condition gauge read them (set once the apiserver answered each status write), polled every {} ms; every creds Secret written and both found so by the apiserver at {:.2} s",
-        users_done.as_secs_f64(),
+        all.as_secs_f64(),
         ready::GAUGE_POLL.as_millis(),
         checked.as_secs_f64()
     ));

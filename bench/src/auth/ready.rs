@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 
-use super::{ACCOUNT, COUNT, has, numbered, secrets_written};
+use super::{ACCOUNT, COUNT, count, has, numbered, secrets_written};
 
 /// How often the users' figures scrape the controller's /metrics for its condition gauge.
 pub(super) const GAUGE_POLL: Duration = Duration::from_millis(100);
@@ -23,18 +23,11 @@ pub(super) fn distributed_in(body: &str) -> bool {
 
 /// The NatsUsers `u<i>` reading Ready.
 async fn ready_users(users: &Api<DynamicObject>) -> Result<usize, String> {
-    let list = users
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .iter()
-        .filter(|u| {
-            serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True"))
-                && u.metadata.name.as_deref().is_some_and(|n| numbered(n, "u"))
-        })
-        .count())
+    count(users, |u| {
+        serde_json::to_value(u).is_ok_and(|v| has(&v, "Ready", "True"))
+            && u.metadata.name.as_deref().is_some_and(|n| numbered(n, "u"))
+    })
+    .await
 }
 
 /// What the gauge read, checked once against the apiserver: every NatsUser `u<i>` Ready, every

@@ -78,15 +78,10 @@ pub async fn figures(binary: &Path) -> anyhow::Result<Vec<Figure>> {
         Duration::from_millis(500),
         || async move {
             let written = super::secrets_written(secrets_ref, "u").await?;
-            let list = accounts_ref
-                .list(&Default::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let distributed = list
-                .items
-                .iter()
-                .filter(|a| serde_json::to_value(a).is_ok_and(|v| has(&v, "Distributed", "True")))
-                .count();
+            let distributed = super::count(accounts_ref, |a| {
+                serde_json::to_value(a).is_ok_and(|v| has(&v, "Distributed", "True"))
+            })
+            .await?;
             if written == COUNT && distributed >= ACCOUNTS {
                 Ok(Some(()))
             } else {
