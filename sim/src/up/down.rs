@@ -48,7 +48,18 @@ pub fn running(dir: &Path) -> Option<u32> {
     (pid != std::process::id() && alive(pid)).then_some(pid)
 }
 
-/// Every other process whose command line names `dir`.
+/// Whether the command line `cmdline` (NUL-separated arguments) names a path inside `dir`:
+/// `dir/` and more of the path after it. What `sim up` started names its files there (a server's
+/// config, etcd's data, the apiserver's certificates); a command naming `dir` itself, such as the
+/// `sim down --dir DIR` (or the `cargo run` around it) that asked this run to stop, is not one.
+fn names_inside(cmdline: &[u8], dir: &[u8]) -> bool {
+    let prefix: Vec<u8> = dir.iter().copied().chain([b'/']).collect();
+    cmdline
+        .windows(prefix.len() + 1)
+        .any(|w| w.starts_with(&prefix) && w[prefix.len()] != 0)
+}
+
+/// Every other process whose command line names a path inside `dir`.
 pub fn left_behind(dir: &Path) -> Vec<u32> {
     let needle = dir.as_os_str().as_encoded_bytes().to_vec();
     let me = std::process::id();
@@ -60,7 +71,7 @@ pub fn left_behind(dir: &Path) -> Vec<u32> {
         .filter(|pid| *pid != me)
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmd| cmd.windows(needle.len()).any(|w| w == needle.as_slice()))
+                .is_ok_and(|cmd| names_inside(&cmd, &needle))
         })
         .filter(|pid| alive(*pid))
         .collect();
@@ -119,4 +130,25 @@ pub fn absolute(dir: &Path) -> Result<PathBuf, UpError> {
         path: dir.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_inside;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::a_server_config(b"nats-server\0-c\0/t/up/servers/demo-0/nats.conf\0", true)]
+    #[case::a_flag_with_the_path(b"etcd\0--data-dir=/t/up/etcd\0", true)]
+    #[case::sim_down_naming_the_dir(b"sim\0down\0--dir\0/t/up\0", false)]
+    #[case::the_dir_with_a_trailing_slash(b"sim\0down\0--dir\0/t/up/\0", false)]
+    #[case::cargo_run_naming_the_dir(b"cargo\0run\0--\0down\0--dir\0/t/up", false)]
+    #[case::a_sibling_dir(b"nats-server\0-c\0/t/upper/nats.conf\0", false)]
+    #[case::elsewhere(b"bash\0-c\0true\0", false)]
+    fn a_process_is_left_behind_when_it_names_a_path_inside_the_dir(
+        #[case] cmdline: &[u8],
+        #[case] inside: bool,
+    ) {
+        assert_eq!(names_inside(cmdline, b"/t/up"), inside);
+    }
 }
