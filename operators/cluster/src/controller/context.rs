@@ -19,6 +19,9 @@ pub const RECHECK: Duration = Duration::from_secs(5);
 pub const IDLE_RECHECK: Duration = Duration::from_secs(60);
 /// How often a Settled NatsCluster is looked at again.
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// How often a rollout holding at its gate, with servers still to step, is looked at again
+/// ([`crate::pace`]).
+pub const GATE_RECHECK: Duration = Duration::from_secs(1);
 
 /// Settings of a controller process.
 #[derive(Clone, Debug)]
@@ -36,6 +39,8 @@ pub struct Settings {
     pub idle_recheck: Duration,
     /// The wait before looking again once Settled.
     pub resync: Duration,
+    /// The wait before looking again while a rollout holds at its gate ([`crate::pace`]).
+    pub gate_recheck: Duration,
     /// `--watch-namespaces` and `--concurrency`.
     pub scope: controller_kit::scope::Scope,
 }
@@ -49,6 +54,7 @@ impl Default for Settings {
             recheck: RECHECK,
             idle_recheck: IDLE_RECHECK,
             resync: RESYNC,
+            gate_recheck: GATE_RECHECK,
             scope: controller_kit::scope::Scope::default(),
         }
     }

@@ -1,9 +1,10 @@
 //! Phase 9, write status: the pass as `NatsCluster.status`, by server-side apply on the status
 //! subresource under the controller's field manager; the condition and rollout gauges follow.
 //! `status.rollout.gate.since` and `status.removals` carry the rollout across controller
-//! restarts. Returns when to look again: after a backoff while failing, at the recheck pace
-//! while anything is not as it should be (the idle pace while no server is Ready to ask and a
-//! watch delivers their readiness, [`crate::pace`]), at the resync pace once all is.
+//! restarts. Returns when to look again: after a backoff while failing, at the gate pace while a
+//! rollout holds at its gate, at the recheck pace while anything else is not as it should be (the
+//! idle pace while no server is Ready to ask and a watch delivers their readiness,
+//! [`crate::pace`]), at the resync pace once all is.
 
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use super::plan_servers::Planned;
 use super::written::Written;
 use crate::conditions::ready::ready_count;
 use crate::observation::{meta_leader, oldest_version};
-use crate::pace::{Paces, look_again};
+use crate::pace::{Left, Paces, gate_held, look_again};
 use crate::quantity;
 use crate::server_lifecycle::ServerLifecycle;
 
@@ -80,13 +81,18 @@ pub async fn write_status<L: ServerLifecycle>(
         recheck: ctx.settings.recheck,
         idle: ctx.settings.idle_recheck,
         resync: ctx.settings.resync,
+        gate: ctx.settings.gate_recheck,
     };
-    Ok(look_again(
-        paces,
-        verdicts.busy(),
+    let left = Left {
+        busy: verdicts.busy(),
         any_ready,
-        L::READINESS_WATCHED,
-    ))
+        readiness_watched: L::READINESS_WATCHED,
+        gate_held: status
+            .rollout
+            .as_ref()
+            .and_then(|r| gate_held(r, &conditions::now())),
+    };
+    Ok(look_again(paces, left))
 }
 
 /// The conditions after this pass: `previous` with each verdict set; GatewaysConnected and
