@@ -3,16 +3,21 @@
 //! lame-duck restarts issued by hand on a 3-server sim cluster under the same workload (the
 //! floor): lame duck signalled, exit awaited, started again, and the next step only once every
 //! server answers /healthz, the meta group has a leader seeing every peer current and the R3
-//! stream's replicas are current. Both are read the same way: from the first lame duck to the
-//! last server up again, divided by the servers restarted (the gates between steps included).
+//! stream's replicas are current. Both run the scenario's workload (its stream, publisher and
+//! consumers), and on both it sits on the meta leader's server, which both restart last: its
+//! connection made there and its stream's and consumers' leaders moved there, so one lame-duck
+//! grace and one round of leader transfers a run, both at the last step, and the ratio is the
+//! controller's steps and gates, not where a client or a leader happened to sit. Both are read
+//! the same way: from the first lame duck to the last server up again, divided by the servers
+//! restarted (the gates between steps included).
 
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use sim::backend::LocalBackend;
 use sim::ledger::Ledger;
-use sim::scenario::{self, RolloutStep};
-use sim::traffic::{PublisherSpec, spawn_publisher};
+use sim::scenario::{self, Home, RolloutStep, Scenario};
+use sim::traffic::{Group, consumer_leader, lead_on, spawn_consumer, spawn_publisher};
 use sim::{Topology, TopologySpec};
 
 use crate::stats;
@@ -56,10 +61,18 @@ pub fn hand_order(mut names: Vec<String>, meta_leader: &str) -> Vec<String> {
     names
 }
 
-async fn controller_driven() -> anyhow::Result<(Vec<Step>, u64)> {
-    let s = scenario::find(&scenario::scenarios_dir(), "rolling-restart")?;
+/// The rolling-restart scenario with its workload on the meta leader's server, restarted last:
+/// its connection there and its stream's and consumers' leaders, so one lame-duck grace and one
+/// round of leader transfers a run (at the last step), as by hand below.
+fn rolling_restart() -> anyhow::Result<Scenario> {
+    let mut s = scenario::find(&scenario::scenarios_dir(), "rolling-restart")?;
+    s.workload.home = Home::MetaLeader;
+    Ok(s)
+}
+
+async fn controller_driven(s: &Scenario) -> anyhow::Result<(Vec<Step>, u64)> {
     let mut progress = |l: &str| println!("  rolling-restart {l}");
-    let report = scenario::run(&s, &LocalBackend, &mut progress).await?;
+    let report = scenario::run(s, &LocalBackend, &mut progress).await?;
     let dir = crate::workspace().join("target").join("bench");
     if let Ok(out) = report.write(&dir) {
         println!("  report: {}", out.display());
@@ -80,31 +93,65 @@ async fn controller_driven() -> anyhow::Result<(Vec<Step>, u64)> {
     ))
 }
 
-async fn by_hand() -> anyhow::Result<Vec<Step>> {
+/// The scenario's workload (its one stream, publisher and consumers) on a sim cluster of 3,
+/// everything on the meta leader's server as the controller's run has it: the servers stepped
+/// before it hold no client and lead nothing.
+async fn by_hand(s: &Scenario) -> anyhow::Result<Vec<Step>> {
+    let [stream] = s.streams().try_into().map_err(|v: Vec<_>| {
+        anyhow::anyhow!("rolling-restart declares {} streams, not 1", v.len())
+    })?;
+    let publisher = s
+        .workload
+        .publisher
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("rolling-restart declares no publisher"))?;
     let mut topo = Topology::start(TopologySpec::cluster(3).with_extra_config(LAME_DUCK)).await?;
     let meta = topo.wait_meta_leader(WAIT).await?;
-    let js = jetstream::new(topo.connect().await?);
+    let client = async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .connect(topo.server(&meta)?.client_url())
+        .await?;
+    let js = jetstream::new(client.clone());
     js.create_stream(jetstream::stream::Config {
-        name: "ORDERS".into(),
-        subjects: vec!["orders.>".into()],
-        num_replicas: 3,
+        name: stream.name.clone(),
+        subjects: stream.subjects.clone(),
+        num_replicas: stream.replicas,
         ..Default::default()
     })
     .await?;
-    topo.wait_stream_current("ORDERS", WAIT).await?;
+    topo.wait_stream_current(&stream.name, WAIT).await?;
+    let leader = || async {
+        topo.wait_stream_leader(&stream.name, WAIT)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    lead_on(
+        client.clone(),
+        Group::Stream(&stream.name),
+        &meta,
+        WAIT,
+        leader,
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
     let ledger = Ledger::new();
-    let publisher = spawn_publisher(
-        js,
-        PublisherSpec {
-            subject: "orders.new".into(),
-            rate: 200,
-            duration: Duration::from_secs(300),
-            ack_timeout: Duration::from_secs(2),
-            give_up_after: Duration::from_secs(60),
-            payload_bytes: 128,
-        },
-        ledger,
-    );
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::new();
+    for c in &s.workload.consumers {
+        tasks.push(spawn_consumer(js.clone(), c.clone(), ledger.clone(), stop_rx.clone()).await?);
+        let (stream, consumer) = (c.stream.as_str(), c.name.as_str());
+        let leader = || consumer_leader(&js, stream, consumer);
+        lead_on(
+            client.clone(),
+            Group::Consumer { stream, consumer },
+            &meta,
+            WAIT,
+            leader,
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    tasks.push(spawn_publisher(js.clone(), publisher.spec, ledger));
     // As the scenario does: ten seconds of traffic before the first step.
     let warm = Instant::now() + Duration::from_secs(10);
     sim::wait::poll("ten seconds of traffic", WAIT, || async move {
@@ -134,7 +181,9 @@ async fn by_hand() -> anyhow::Result<Vec<Step>> {
         topo.wait_meta_leader(WAIT).await?;
         topo.wait_stream_current("ORDERS", WAIT).await?;
     }
-    publisher.abort();
+    for t in tasks {
+        t.abort();
+    }
     Ok(steps)
 }
 
@@ -156,10 +205,11 @@ pub async fn figure() -> anyhow::Result<Figure> {
             .join("/")
     };
     let (mut values, mut floors, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+    let s = rolling_restart()?;
     for run in 1..=RUNS {
         println!("  run {run} of {RUNS}");
-        let (controller, ack_timeouts) = controller_driven().await?;
-        let hand = by_hand().await?;
+        let (controller, ack_timeouts) = controller_driven(&s).await?;
+        let hand = by_hand(&s).await?;
         let value = per_step_ms(&controller).unwrap_or(f64::NAN) / 1000.0;
         let floor = per_step_ms(&hand).unwrap_or(f64::NAN) / 1000.0;
         notes.push(format!(

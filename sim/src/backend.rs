@@ -41,6 +41,17 @@ pub trait Deployment: Send + Sync {
     fn server_names(&self) -> Vec<String>;
     /// Client URLs of the hub servers.
     fn client_urls(&self) -> Vec<String>;
+    /// The client URL of one hub server: by default the one at its place in `server_names`
+    /// (a backend whose lists differ in length or order says otherwise). A Service's URL
+    /// where the backend reaches servers through one.
+    fn client_url_of(&self, server: &str) -> Option<String> {
+        let names = self.server_names();
+        let urls = self.client_urls();
+        (names.len() == urls.len())
+            .then(|| names.iter().position(|n| n == server))
+            .flatten()
+            .and_then(|i| urls.get(i).cloned())
+    }
     /// (server name, monitoring URL) of the hub servers, where the sim can reach them: what the
     /// meta leader watch asks. None by default.
     fn monitor_urls(&self) -> Vec<(String, String)> {
@@ -202,6 +213,9 @@ impl Deployment for Topology {
     }
     fn client_urls(&self) -> Vec<String> {
         Topology::client_urls(self)
+    }
+    fn client_url_of(&self, server: &str) -> Option<String> {
+        self.server(server).ok().map(|s| s.client_url())
     }
     fn monitor_urls(&self) -> Vec<(String, String)> {
         Topology::monitor_urls(self)

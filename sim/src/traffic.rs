@@ -433,3 +433,93 @@ mod tests {
         assert_eq!(parse_msg_id("m-"), None);
     }
 }
+
+/// How long one stepdown toward a server is given to land before it is asked again.
+const LEADER_MOVE_WAIT: Duration = Duration::from_secs(5);
+
+/// A raft group of the workload whose leader can be moved: a stream's, or a consumer's.
+#[derive(Debug, Clone, Copy)]
+pub enum Group<'a> {
+    Stream(&'a str),
+    Consumer { stream: &'a str, consumer: &'a str },
+}
+
+impl std::fmt::Display for Group<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Group::Stream(s) => write!(f, "stream {s}"),
+            Group::Consumer { stream, consumer } => write!(f, "consumer {consumer} of {stream}"),
+        }
+    }
+}
+
+/// Moves `group`'s leader to `server` before the traffic runs (a leader stepdown with it as
+/// the preferred placement, asked again while another leads), `leader` reading who leads now:
+/// so a run starts with its leaders where it says, not where an election happened to put them.
+pub async fn lead_on<F, Fut>(
+    client: async_nats::Client,
+    group: Group<'_>,
+    server: &str,
+    timeout: Duration,
+    leader: F,
+) -> Result<(), String>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<String, String>>,
+{
+    let wire = nats_wire::Wire::new(client);
+    let placement = nats_wire::monitor::Placement {
+        preferred: server.to_string(),
+        ..Default::default()
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let now = leader().await?;
+        if now == server {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "{group}'s leader is {now}, not {server}, after {timeout:?}"
+            ));
+        }
+        let asked = match group {
+            Group::Stream(stream) => wire.stream_leader_stepdown(stream, Some(&placement)).await,
+            Group::Consumer { stream, consumer } => {
+                wire.consumer_leader_stepdown(stream, consumer, Some(&placement))
+                    .await
+            }
+        };
+        asked.map_err(|e| format!("{group}'s leader stepdown toward {server}: {e}"))?;
+        let what = format!("{group} led by {server}");
+        let leader = &leader;
+        let landed = wait::poll(&what, LEADER_MOVE_WAIT, || async move {
+            Ok((leader().await? == server).then_some(()))
+        })
+        .await;
+        if landed.is_ok() {
+            return Ok(());
+        }
+    }
+}
+
+/// Who leads consumer `consumer` of `stream`, as its info says.
+pub async fn consumer_leader(
+    js: &jetstream::Context,
+    stream: &str,
+    consumer: &str,
+) -> Result<String, String> {
+    let s = js
+        .get_stream(stream)
+        .await
+        .map_err(|e| format!("stream {stream}: {e}"))?;
+    let info = s
+        .consumer_info(consumer)
+        .await
+        .map_err(|e| format!("consumer {consumer} of {stream}: {e}"))?;
+    info.cluster
+        .as_ref()
+        .and_then(|c| c.leader.clone())
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| format!("consumer {consumer} of {stream} has no leader"))
+}

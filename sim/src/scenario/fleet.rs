@@ -24,6 +24,29 @@ pub struct Workload {
     /// Several publishers, each with its own ledger (instead of `publisher`).
     #[serde(default)]
     pub publishers: Vec<PublisherLane>,
+    /// The server the workload sits on when its traffic starts: its connections are made to it
+    /// (discovery then finds the others) and each replicated stream of `streams` is led by it.
+    /// None by default: the client picks among every hub server, elections place the leaders.
+    #[serde(default, skip_serializing_if = "Home::is_any")]
+    pub home: Home,
+}
+
+/// Where a workload sits when its traffic starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Home {
+    /// Nowhere in particular: any hub server, whichever leaders the elections chose.
+    #[default]
+    Any,
+    /// The meta leader's server: a rollout that restarts the meta leader last then steps every
+    /// other server with no client and no leader of the workload on it, whoever runs it.
+    MetaLeader,
+}
+
+impl Home {
+    fn is_any(&self) -> bool {
+        *self == Home::Any
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -67,7 +67,7 @@ pub use action::Action;
 pub use clients::{ClientDecl, ClientReport};
 pub use compare::side_by_side;
 pub use fleet::{
-    BucketDecl, INDEX, PublisherDecl, PublisherLane, PublisherReport, StreamDecl, Workload,
+    BucketDecl, Home, INDEX, PublisherDecl, PublisherLane, PublisherReport, StreamDecl, Workload,
 };
 pub use leader_count::{LeaderCount, leader_spread, leaders_per_server};
 pub use leaders::{LEADER_FIGURES, leader_figure};

@@ -198,3 +198,21 @@ fn a_ratio_is_one_recorded_figure_over_another() {
     assert!(report::ratios(&declared, &zero).is_empty());
     assert!(report::ratios(&declared, &Default::default()).is_empty());
 }
+
+#[test]
+fn a_workload_connects_to_any_server_unless_it_names_the_meta_leader() {
+    let with = |connect: &str| {
+        format!(
+            "name: c\ntopology: {{ clusters: 1, servers: 3 }}\nworkload:\n  streams: [{{ name: S, \
+             subjects: [s], replicas: 3 }}]\n{connect}steps: []\n"
+        )
+    };
+    let any = Scenario::from_yaml(Path::new("c.yaml"), &with("")).unwrap();
+    assert_eq!(any.workload.home, Home::Any);
+    let leader = Scenario::from_yaml(Path::new("c.yaml"), &with("  home: meta_leader\n")).unwrap();
+    assert_eq!(leader.workload.home, Home::MetaLeader);
+    let err = Scenario::from_yaml(Path::new("c.yaml"), &with("  home: leader\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("home"), "{err}");
+}

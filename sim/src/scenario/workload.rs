@@ -12,10 +12,14 @@ use tokio::task::JoinHandle;
 
 use super::deployed::Deployed;
 use super::progress::line;
-use super::{BucketDecl, DRAIN_DEADLINE, Scenario, StreamDecl, undrained_unless};
+use super::{BucketDecl, DRAIN_DEADLINE, Home, Scenario, StreamDecl, undrained_unless};
 use crate::backend::Deployment;
 use crate::ledger::{Event, Figures, Ledger};
 use crate::traffic;
+
+/// How long the traffic waits for its home server to be known, and for its streams' leaders
+/// to move there.
+const HOME_DEADLINE: Duration = Duration::from_secs(60);
 
 /// One publisher of `publishers`: its ledger and consumers.
 pub(super) struct Lane {
@@ -88,6 +92,57 @@ impl Contexts<'_> {
     }
 }
 
+/// The server `home` names, with its client URL; `None` for [`Home::Any`].
+async fn home_server(home: Home, dep: &dyn Deployment) -> Result<Option<(String, String)>, String> {
+    match home {
+        Home::Any => Ok(None),
+        Home::MetaLeader => {
+            let leader = dep
+                .meta_leader(HOME_DEADLINE)
+                .await
+                .map_err(|e| format!("workload.home: meta_leader: {e}"))?;
+            let url = dep.client_url_of(&leader).ok_or_else(|| {
+                format!("workload.home: meta_leader: no client URL of server {leader}")
+            })?;
+            Ok(Some((leader, url)))
+        }
+    }
+}
+
+/// Moves `group`'s leader to the workload's home `server`; the progress line saying so.
+async fn lead_home<F, Fut>(
+    js: &jetstream::Context,
+    group: traffic::Group<'_>,
+    server: &str,
+    leader: F,
+) -> Result<String, String>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<String, String>>,
+{
+    traffic::lead_on(js.client(), group, server, HOME_DEADLINE, leader)
+        .await
+        .map_err(|e| format!("workload.home: {e}"))?;
+    Ok(format!("{group} now led by {server}"))
+}
+
+/// [`lead_home`] for a consumer of the workload (one of an R1 stream leads where it is).
+async fn lead_consumer_home(
+    js: &jetstream::Context,
+    c: &traffic::ConsumerSpec,
+    server: &str,
+) -> Result<String, String> {
+    let (stream, consumer) = (c.stream.as_str(), c.name.as_str());
+    let leader = || traffic::consumer_leader(js, stream, consumer);
+    lead_home(
+        js,
+        traffic::Group::Consumer { stream, consumer },
+        server,
+        leader,
+    )
+    .await
+}
+
 impl Traffic {
     pub(super) async fn start(
         scenario: &Scenario,
@@ -96,19 +151,42 @@ impl Traffic {
         ledger: &Ledger,
     ) -> Result<Traffic, String> {
         let dep = deployed.dep();
+        let mut t = Traffic::default();
+        let home = home_server(scenario.workload.home, dep).await?;
+        let urls = match &home {
+            None => dep.client_urls(),
+            Some((server, url)) => {
+                t.lines
+                    .push(format!("the workload sits on the meta leader {server}"));
+                vec![url.clone()]
+            }
+        };
+        // The home server of a replicated stream's groups (an R1 stream's lead where it is).
+        let streams = scenario.streams();
+        let home_of = |stream: &str| {
+            let replicated = streams.iter().any(|s| s.name == stream && s.replicas > 1);
+            home.as_ref()
+                .map(|(server, _)| server.as_str())
+                .filter(|_| replicated)
+        };
         let mut js = Contexts {
-            addrs: dep
-                .client_urls()
-                .iter()
-                .filter_map(|u| u.parse().ok())
-                .collect(),
+            addrs: urls.iter().filter_map(|u| u.parse().ok()).collect(),
             creds,
             by_account: BTreeMap::new(),
         };
-        let mut t = Traffic::default();
-        for st in scenario.streams() {
+        for st in &streams {
             let ctx = js.of(&scenario.account_of(&st.account)).await?;
-            t.lines.push(create_stream(&ctx, dep, &st).await?);
+            t.lines.push(create_stream(&ctx, dep, st).await?);
+            if let Some(server) = home_of(&st.name) {
+                let name = st.name.as_str();
+                let leader = || async move {
+                    dep.stream_leader(name, HOME_DEADLINE)
+                        .await
+                        .map_err(|e| e.to_string())
+                };
+                t.lines
+                    .push(lead_home(&ctx, traffic::Group::Stream(name), server, leader).await?);
+            }
         }
         for b in &scenario.workload.key_values {
             let ctx = js.of(&scenario.account_of(&b.account)).await?;
@@ -134,6 +212,9 @@ impl Traffic {
             .map_err(|e| e.to_string())?;
             t.consumers.push(h);
             t.consumer_names.push(c.name.clone());
+            if let Some(server) = home_of(&c.stream) {
+                t.lines.push(lead_consumer_home(&default, c, server).await?);
+            }
         }
         let monitors = dep.monitor_urls();
         if !monitors.is_empty() {
@@ -178,6 +259,9 @@ impl Traffic {
                 .await
                 .map_err(|e| e.to_string())?;
                 t.consumers.push(h);
+                if let Some(server) = home_of(&c.stream) {
+                    t.lines.push(lead_consumer_home(&ctx, &c, server).await?);
+                }
                 names.push(c.name);
             }
             t.watches.push(traffic::spawn_leader_watch(
