@@ -31,10 +31,45 @@ pub fn per_object(before: &str, after: &str, kind: &str, count: usize, noun: &st
             (passes(after, kind) - passes(before, kind)) / n
         ),
         format!(
-            "{:.2} apiserver requests per {noun}",
-            (requests(after) - requests(before)) / n
+            "{:.2} apiserver requests per {noun} ({})",
+            (requests(after) - requests(before)) / n,
+            by_verb(before, after)
         ),
     ]
+}
+
+/// The requests the binary sent between two scrapes by verb, the most first (`PATCH 2000, GET
+/// 12`): what a figure's requests beyond its floor's were.
+pub fn by_verb(before: &str, after: &str) -> String {
+    let prefix = format!("{}{{", controller_kit::metrics::KUBE_REQUESTS);
+    let counts = |body: &str| -> std::collections::BTreeMap<String, f64> {
+        body.lines()
+            .filter_map(|l| {
+                let (labels, value) = l.strip_prefix(&prefix)?.rsplit_once(' ')?;
+                Some((
+                    label(labels, "verb").to_string(),
+                    value.parse::<f64>().ok()?,
+                ))
+            })
+            .collect()
+    };
+    let was = counts(before);
+    let mut sent: Vec<(String, f64)> = counts(after)
+        .into_iter()
+        .map(|(verb, n)| {
+            let d = n - was.get(&verb).copied().unwrap_or(0.0);
+            (verb, d)
+        })
+        .filter(|(_, d)| *d > 0.0)
+        .collect();
+    sent.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if sent.is_empty() {
+        return "none".into();
+    }
+    sent.iter()
+        .map(|(verb, d)| format!("{verb} {d:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How many objects of `kind` whose name passes `named` hold condition `type_` True, as the
@@ -293,8 +328,29 @@ mod tests {
             per_object(before, BODY, "NatsStream", 1000, "stream"),
             [
                 "2.00 passes per stream",
-                "0.01 apiserver requests per stream"
+                "0.01 apiserver requests per stream (GET 5, PUT 5)"
             ]
         );
+    }
+
+    #[test]
+    fn requests_by_verb_are_the_differences_the_most_first() {
+        let line = |verb: &str, n: u32| {
+            format!("nats_operator_kube_requests_total{{verb=\"{verb}\"}} {n}\n")
+        };
+        let before = [line("GET", 10), line("PATCH", 100)].concat();
+        let after = [
+            line("GET", 22),
+            line("PATCH", 2100),
+            line("POST", 8),
+            line("PUT", 12),
+        ]
+        .concat();
+        assert_eq!(
+            by_verb(&before, &after),
+            "PATCH 2000, GET 12, PUT 12, POST 8"
+        );
+        assert_eq!(by_verb(&after, &after), "none");
+        assert_eq!(by_verb("", &line("GET", 3)), "GET 3");
     }
 }
