@@ -115,7 +115,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::change::{self, Change, Touch};
 use super::error::Error;
-use super::refs::{account_of, operator_of, operator_of_system_account};
+use super::refs::{is_of_account, operator_of, operator_of_system_account};
 use super::user::in_use::CredsReader;
 use crate::grants::{self, Referrer, Target};
 
@@ -480,9 +480,22 @@ impl Index {
 
     /// Every NatsUser of account `kind` `namespace`/`name`.
     pub fn users_of(&self, kind: AccountKind, namespace: &str, name: &str) -> Vec<Arc<NatsUser>> {
+        listed(&self.users, |u| is_of_account(u, kind, namespace, name))
+    }
+
+    /// The NatsUsers of account `kind` `namespace`/`name` whose status holds `public_key`: what
+    /// a user's key is checked against for uniqueness, found without listing the account's
+    /// other users (each pass of 10,000 users of one account would copy and sort them all).
+    pub fn users_holding(
+        &self,
+        kind: AccountKind,
+        namespace: &str,
+        name: &str,
+        public_key: &str,
+    ) -> Vec<Arc<NatsUser>> {
         listed(&self.users, |u| {
-            let (k, ns, n) = account_of(u);
-            k == kind && ns == namespace && n == name
+            let key = u.status.as_ref().and_then(|s| s.public_key.as_deref());
+            key == Some(public_key) && is_of_account(u, kind, namespace, name)
         })
     }
 

@@ -67,7 +67,7 @@ pub(super) fn key_in_use(
     };
     let others: Vec<Holder> = ctx
         .index
-        .users_of(view.kind, &view.namespace, &view.name)
+        .users_holding(view.kind, &view.namespace, &view.name, public_key)
         .iter()
         .filter_map(|o| Some(holder(o, o.status.as_ref()?.public_key.clone()?)))
         .collect();
