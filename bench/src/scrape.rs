@@ -14,11 +14,21 @@ pub fn passes(body: &str, kind: &str) -> f64 {
 
 /// Every request the binary sent to the apiserver, summed over its verbs.
 pub fn requests(body: &str) -> f64 {
+    requests_by_verb(body).values().sum()
+}
+
+/// The requests the binary sent to the apiserver, by verb (the kit's client layer's counter).
+fn requests_by_verb(body: &str) -> std::collections::BTreeMap<String, f64> {
     let prefix = format!("{}{{", controller_kit::metrics::KUBE_REQUESTS);
     body.lines()
-        .filter(|l| l.starts_with(&prefix))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        .filter_map(|l| {
+            let (labels, value) = l.strip_prefix(&prefix)?.rsplit_once(' ')?;
+            Some((
+                label(labels, "verb").to_string(),
+                value.parse::<f64>().ok()?,
+            ))
+        })
+        .collect()
 }
 
 /// What a phase cost per object: passes of `kind` and apiserver requests between `before` and
@@ -41,20 +51,8 @@ pub fn per_object(before: &str, after: &str, kind: &str, count: usize, noun: &st
 /// The requests the binary sent between two scrapes by verb, the most first (`PATCH 2000, GET
 /// 12`): what a figure's requests beyond its floor's were.
 pub fn by_verb(before: &str, after: &str) -> String {
-    let prefix = format!("{}{{", controller_kit::metrics::KUBE_REQUESTS);
-    let counts = |body: &str| -> std::collections::BTreeMap<String, f64> {
-        body.lines()
-            .filter_map(|l| {
-                let (labels, value) = l.strip_prefix(&prefix)?.rsplit_once(' ')?;
-                Some((
-                    label(labels, "verb").to_string(),
-                    value.parse::<f64>().ok()?,
-                ))
-            })
-            .collect()
-    };
-    let was = counts(before);
-    let mut sent: Vec<(String, f64)> = counts(after)
+    let was = requests_by_verb(before);
+    let mut sent: Vec<(String, f64)> = requests_by_verb(after)
         .into_iter()
         .map(|(verb, n)| {
             let d = n - was.get(&verb).copied().unwrap_or(0.0);

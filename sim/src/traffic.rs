@@ -422,18 +422,6 @@ pub fn spawn_meta_leader_watch(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn message_ids_round_trip() {
-        assert_eq!(parse_msg_id("m-42"), Some(42));
-        assert_eq!(parse_msg_id("x-42"), None);
-        assert_eq!(parse_msg_id("m-"), None);
-    }
-}
-
 /// How long one stepdown toward a server is given to land before it is asked again.
 const LEADER_MOVE_WAIT: Duration = Duration::from_secs(5);
 
@@ -474,7 +462,14 @@ where
     };
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let now = leader().await?;
+        // Who leads now; a group just created may have no leader yet: asked again until the
+        // deadline.
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let now = wait::poll(&format!("{group}'s leader"), left, || async {
+            leader().await.map(Some)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
         if now == server {
             return Ok(());
         }
@@ -522,4 +517,16 @@ pub async fn consumer_leader(
         .and_then(|c| c.leader.clone())
         .filter(|l| !l.is_empty())
         .ok_or_else(|| format!("consumer {consumer} of {stream} has no leader"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_ids_round_trip() {
+        assert_eq!(parse_msg_id("m-42"), Some(42));
+        assert_eq!(parse_msg_id("x-42"), None);
+        assert_eq!(parse_msg_id("m-"), None);
+    }
 }
