@@ -21,7 +21,7 @@ pub const IDLE_RECHECK: Duration = Duration::from_secs(60);
 pub const RESYNC: Duration = Duration::from_secs(300);
 /// How often a rollout holding at its gate, with servers still to step, is looked at again
 /// ([`crate::pace`]).
-pub const GATE_RECHECK: Duration = Duration::from_secs(1);
+pub const GATE_RECHECK: Duration = Duration::from_millis(250);
 
 /// Settings of a controller process.
 #[derive(Clone, Debug)]
