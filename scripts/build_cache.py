@@ -12,10 +12,9 @@ fingerprints name the registry's sources and the workspace-relative unit hashes,
 changes) and builds only the workspace.
 
 Files are hard links, not copies, where the cache and the target are on one filesystem: a registry crate's
-files are named by a hash of its version, features and profile, so a build never writes one of them again
-(a changed crate is a new name), and the compiler and the linker replace a file they write rather than
-rewrite it. One cache per Cargo.lock and compiler (the key); `save` replaces it whole and keeps the newest
-two keys, so what a changed Cargo.lock left behind is dropped.
+files are named by a hash of its version, features and profile, so a build that finds one fresh never writes
+it, and a changed crate is built under a new name. One cache per Cargo.lock and compiler (the key); `save`
+replaces it whole and keeps the newest two keys, so what a changed Cargo.lock left behind is dropped.
 
 Where it lives: $NATS_OPERATORS_CACHE/build (default ~/.cache/nats-operators/build, beside the tools'
 caches). NATS_OPERATORS_BUILD_CACHE=off turns both steps into no-ops (a cold build, to measure one).
