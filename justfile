@@ -22,7 +22,8 @@ build:
 
 # The gate's tests as CI runs them: every test under cargo-nextest (profile ci), doc tests, report.
 test:
-    cargo nextest run --workspace --profile ci --no-fail-fast
+    cargo test --workspace --no-run --quiet
+    target/debug/sim apiserver-pool -- cargo nextest run --workspace --profile ci --no-fail-fast
     cargo test --workspace --doc --quiet
     scripts/test-report target/nextest/ci/junit.xml
 

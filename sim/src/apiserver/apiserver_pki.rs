@@ -58,13 +58,12 @@ pub(crate) fn leaf(
     Ok((cert, key))
 }
 
-fn write(path: PathBuf, contents: &str) -> Result<PathBuf, ApiServerError> {
-    std::fs::write(&path, contents).map_err(|source| ApiServerError::Io {
+fn write(path: &Path, contents: &str) -> Result<(), ApiServerError> {
+    std::fs::write(path, contents).map_err(|source| ApiServerError::Io {
         what: "write a PKI file",
-        path: path.clone(),
+        path: path.to_path_buf(),
         source,
-    })?;
-    Ok(path)
+    })
 }
 
 /// A self-signed CA named `common_name`, and its key.
@@ -115,13 +114,28 @@ pub fn generate(dir: &Path) -> Result<Pki, ApiServerError> {
     )?;
     let service_account = KeyPair::generate().map_err(pki_error("service-account key"))?;
 
-    Ok(Pki {
-        ca_cert: write(dir.join("ca.crt"), &ca.pem())?,
-        server_cert: write(dir.join("server.crt"), &server.pem())?,
-        server_key: write(dir.join("server.key"), &server_key.serialize_pem())?,
-        admin_cert: write(dir.join("admin.crt"), &admin.pem())?,
-        admin_key: write(dir.join("admin.key"), &admin_key.serialize_pem())?,
-        service_account_key: write(dir.join("sa.key"), &service_account.serialize_pem())?,
-        service_account_pub: write(dir.join("sa.pub"), &service_account.public_key_pem())?,
-    })
+    let pki = Pki::at(dir);
+    write(&pki.ca_cert, &ca.pem())?;
+    write(&pki.server_cert, &server.pem())?;
+    write(&pki.server_key, &server_key.serialize_pem())?;
+    write(&pki.admin_cert, &admin.pem())?;
+    write(&pki.admin_key, &admin_key.serialize_pem())?;
+    write(&pki.service_account_key, &service_account.serialize_pem())?;
+    write(&pki.service_account_pub, &service_account.public_key_pem())?;
+    Ok(pki)
+}
+
+impl Pki {
+    /// The files of a PKI [`generate`]d into `dir` (a pool's pair lent to a test is read there).
+    pub(crate) fn at(dir: &Path) -> Self {
+        Pki {
+            ca_cert: dir.join("ca.crt"),
+            server_cert: dir.join("server.crt"),
+            server_key: dir.join("server.key"),
+            admin_cert: dir.join("admin.crt"),
+            admin_key: dir.join("admin.key"),
+            service_account_key: dir.join("sa.key"),
+            service_account_pub: dir.join("sa.pub"),
+        }
+    }
 }

@@ -182,18 +182,30 @@ fn parse(text: &str, path: &Path) -> Result<Vec<AuditEvent>, ApiServerError> {
 impl ApiServer {
     /// Every answered request `user` made so far, in order (kube-apiserver 1.20 only: the
     /// standalone server keeps no audit log, and a ServiceAccount cannot log in to it).
+    /// (A pair lent by the pool: what was asked since it was lent.)
     pub fn audit_of(&self, user: &str) -> Result<Vec<AuditEvent>, ApiServerError> {
         let path = log_path(self.root());
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
             // Nothing audited yet: the server creates the file at the first event.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io("read the audit log", &path)(e)),
         };
+        let from = usize::try_from(self.audit_from())
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let text = String::from_utf8_lossy(&bytes[from..]);
         Ok(parse(&text, &path)?
             .into_iter()
             .filter(|e| e.user == user)
             .collect())
+    }
+
+    /// The audit log's length now (bytes; 0 before its first event).
+    pub(crate) fn audit_len(&self) -> u64 {
+        std::fs::metadata(log_path(self.root()))
+            .map(|m| m.len())
+            .unwrap_or(0)
     }
 
     /// The requests of `user` refused as forbidden (403), in order: by the RBAC authorizer

@@ -92,4 +92,8 @@ pub enum ApiServerError {
     CelJudgeRefused(kube::Error),
     #[error("the CEL judge not in force within {waited:?} (last: {last})")]
     CelJudgeNotInForce { waited: Duration, last: String },
+    #[error("the apiserver pool at {}: {what}", socket.display())]
+    Pool { socket: PathBuf, what: String },
+    #[error("resetting the pool's apiserver at {url}: {what}")]
+    Reset { url: String, what: String },
 }

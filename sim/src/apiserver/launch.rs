@@ -18,6 +18,8 @@ use super::{ApiServerError, Flavor, POLL, START_DEADLINE, io};
 pub(super) struct Launched {
     pub(super) etcd: Proc,
     pub(super) server: Proc,
+    /// etcd's client URL (`http://127.0.0.1:<port>`).
+    pub(super) etcd_url: String,
     pub(super) url: String,
     pub(super) kubeconfig: PathBuf,
     pub(super) client: Client,
@@ -51,6 +53,7 @@ pub(super) async fn attempt(
     Ok(Launched {
         etcd,
         server,
+        etcd_url,
         url,
         kubeconfig,
         client,

@@ -18,7 +18,8 @@
 //! [`identity`] a ServiceAccount's token and kubeconfig, to be someone other than the admin;
 //! [`access`] what RBAC allows one, asked of the authorizer; [`audit`] what ServiceAccounts asked
 //! and what they were answered; [`error`] what can go wrong;
-//! [`apiserver_pki`] its certificates; [`child_process`] its child processes.
+//! [`apiserver_pki`] its certificates; [`child_process`] its child processes; [`pool`] the pairs a
+//! test run boots once and lends to its tests one at a time, reset between them.
 
 mod access;
 pub(crate) mod apiserver_pki;
@@ -30,6 +31,7 @@ mod crds;
 mod error;
 mod identity;
 pub(crate) mod launch;
+pub mod pool;
 mod seed;
 #[cfg(test)]
 mod tests;
@@ -84,7 +86,8 @@ impl Flavor {
     }
 }
 
-/// A running etcd + API server pair. Dropping it kills both.
+/// A running etcd + API server pair: its own (dropping it kills both), or one lent by the run's
+/// [`pool`] (dropping it hands the pair back, to be reset for the next test).
 pub struct ApiServer {
     flavor: Flavor,
     client: Client,
@@ -93,9 +96,22 @@ pub struct ApiServer {
     pki: Pki,
     /// kube-apiserver 1.20's stand-in for the CRDs' CEL rules, once CRDs are installed judged.
     judge: tokio::sync::Mutex<Option<cel_judge::CelJudge>>,
+    held: Held,
+}
+
+/// Whose the pair's processes are.
+enum Held {
+    Own(Own),
+    Lent(pool::lease::Lease),
+}
+
+/// A pair this process started.
+struct Own {
     // Field order is drop order: the server goes before its etcd, and both before the directory.
     server: Proc,
     etcd: Proc,
+    /// etcd's client URL.
+    etcd_url: String,
     /// etcd's data directory ([`etcd_data_dir`]).
     etcd_data: PathBuf,
     /// etcd's data in memory ([`etcd_data_dir`]), removed once etcd is gone.
@@ -105,12 +121,20 @@ pub struct ApiServer {
 
 impl std::fmt::Debug for ApiServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (etcd_pid, server_pid) = self.pids();
         f.debug_struct("ApiServer")
             .field("flavor", &self.flavor)
             .field("url", &self.url)
-            .field("server_pid", &self.server.pid())
-            .field("etcd_pid", &self.etcd.pid())
-            .field("etcd_data", &self.etcd_mem.as_ref().map(|d| d.path()))
+            .field("server_pid", &server_pid)
+            .field("etcd_pid", &etcd_pid)
+            .field("lent", &self.is_lent())
+            .field(
+                "etcd_data",
+                &match &self.held {
+                    Held::Own(own) => own.etcd_mem.as_ref().map(|d| d.path()),
+                    Held::Lent(_) => None,
+                },
+            )
             .field("dir", &self.dir())
             .finish()
     }
@@ -118,12 +142,14 @@ impl std::fmt::Debug for ApiServer {
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
-        // A failing test's logs are the evidence: keep the directory and say where it is.
-        if std::thread::panicking()
-            && let Some(dir) = self.dir.take()
+        // A failing test's logs are the evidence: keep the directory and say where it is (a lent
+        // pair's lease does the same through its pool, in its own drop).
+        if let Held::Own(own) = &mut self.held
+            && std::thread::panicking()
+            && let Some(dir) = own.dir.take()
         {
-            self.server.kill();
-            self.etcd.kill();
+            own.server.kill();
+            own.etcd.kill();
             eprintln!(
                 "{} logs kept in {}",
                 self.flavor.name(),
@@ -196,10 +222,30 @@ impl ApiServer {
     ) -> Result<Self, ApiServerError> {
         let apis = launch::kube_120_runtime_config();
         let seed = seed::seed(&binaries()?, &apis, crds, &seed::seeds_root()).await?;
-        Self::launch_in(Flavor::Kube120, parent, Some(&seed.dir)).await
+        match pool::socket() {
+            // The seed stays held until the pool's pair has copied it.
+            Some(socket) => Self::lent(&socket, &seed.dir).await,
+            None => Self::launch_in(Flavor::Kube120, parent, Some(&seed.dir)).await,
+        }
     }
 
-    async fn launch_in(
+    /// A pair over `seed` lent by the pool at `socket` ([`pool`]).
+    async fn lent(socket: &Path, seed: &Path) -> Result<Self, ApiServerError> {
+        let lease = pool::lease::Lease::take(socket, seed).await?;
+        let kubeconfig = lease.root().join("kubeconfig");
+        let client = launch::client_of(&kubeconfig, lease.url()).await?;
+        Ok(Self {
+            flavor: Flavor::Kube120,
+            client,
+            url: lease.url().to_owned(),
+            pki: Pki::at(&lease.root().join("pki")),
+            kubeconfig,
+            judge: tokio::sync::Mutex::new(None),
+            held: Held::Lent(lease),
+        })
+    }
+
+    pub(crate) async fn launch_in(
         flavor: Flavor,
         parent: &Path,
         seed: Option<&Path>,
@@ -231,6 +277,7 @@ impl ApiServer {
                 Ok(Launched {
                     etcd,
                     server,
+                    etcd_url,
                     url,
                     kubeconfig,
                     client,
@@ -242,11 +289,14 @@ impl ApiServer {
                         url,
                         pki,
                         judge: tokio::sync::Mutex::new(None),
-                        server,
-                        etcd,
-                        etcd_data,
-                        etcd_mem,
-                        dir: Some(dir),
+                        held: Held::Own(Own {
+                            server,
+                            etcd,
+                            etcd_url,
+                            etcd_data,
+                            etcd_mem,
+                            dir: Some(dir),
+                        }),
                     });
                 }
                 Err(err) if attempt < PORT_ATTEMPTS && port_taken(&err) => continue,
@@ -285,17 +335,69 @@ impl ApiServer {
 
     /// The instance directory (PKI, kubeconfig, etcd data, logs).
     pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_ref().map(|d| d.path())
+        match &self.held {
+            Held::Own(own) => own.dir.as_ref().map(|d| d.path()),
+            Held::Lent(_) => Some(self.root()),
+        }
     }
 
     /// The instance directory while the server runs (the admin's kubeconfig is written there).
-    fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.kubeconfig.parent().unwrap_or(Path::new("."))
     }
 
     /// PIDs of (etcd, server).
     pub fn pids(&self) -> (u32, u32) {
-        (self.etcd.pid(), self.server.pid())
+        match &self.held {
+            Held::Own(own) => (own.etcd.pid(), own.server.pid()),
+            Held::Lent(lease) => lease.pids(),
+        }
+    }
+
+    /// Stops a pair of this process's own, the server before its etcd, and gives etcd's data
+    /// directory (removed when the `ApiServer` is dropped); `None` for a lent pair.
+    pub(super) fn stop_own(&mut self) -> Option<PathBuf> {
+        match &mut self.held {
+            Held::Own(own) => {
+                own.server.kill();
+                own.etcd.kill();
+                Some(own.etcd_data.clone())
+            }
+            Held::Lent(_) => None,
+        }
+    }
+
+    /// etcd's client URL, for a pair of this process's own.
+    pub(crate) fn etcd_url(&self) -> Option<&str> {
+        match &self.held {
+            Held::Own(own) => Some(&own.etcd_url),
+            Held::Lent(_) => None,
+        }
+    }
+
+    /// Stops a pair of this process's own and keeps its directory (without etcd's data) for
+    /// reading; where it is.
+    pub(crate) fn keep(mut self) -> Option<PathBuf> {
+        let Held::Own(own) = &mut self.held else {
+            return None;
+        };
+        own.server.kill();
+        own.etcd.kill();
+        own.dir.take().map(keep_without_etcd_data)
+    }
+
+    /// Where this server's audit log starts for its holder: 0 for a pair of its own, the log's
+    /// length when lent for a pool's.
+    fn audit_from(&self) -> u64 {
+        match &self.held {
+            Held::Own(_) => 0,
+            Held::Lent(lease) => lease.audit_from(),
+        }
+    }
+
+    /// Whether this pair is lent by the run's [`pool`] (its processes are not this test's to stop).
+    pub fn is_lent(&self) -> bool {
+        matches!(self.held, Held::Lent(_))
     }
 
     /// Creates a namespace (kube-apiserver only); an existing one is fine.

@@ -129,11 +129,13 @@ const DONE: &str = "seeded";
 async fn make(crds: &[CustomResourceDefinition], dir: &Path) -> Result<(), ApiServerError> {
     let mut server = ApiServer::start(Flavor::Kube120).await?;
     server.install_crds_unjudged(crds).await?;
-    let data = server.etcd_data.clone();
     // The server first, so that nothing writes while etcd stops; etcd's data is consistent on
     // disk at any kill (its WAL replays at the next start).
-    server.server.kill();
-    server.etcd.kill();
+    let data = server.stop_own().ok_or_else(|| ApiServerError::Io {
+        what: "make a seed of a pair of its own",
+        path: dir.to_path_buf(),
+        source: std::io::Error::other("the pair is a pool's"),
+    })?;
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io("clear a seed cut short", dir))?;
     }

@@ -66,6 +66,17 @@ enum Command {
     },
     /// Render report.html again from a report.json (the file or its folder); prints its path.
     Report { path: PathBuf },
+    /// Run COMMAND (a test run) with a pool of kube-apiservers its API tests borrow one at a
+    /// time, reset between them (SIM_APISERVER_POOL names its socket); every server is stopped
+    /// when COMMAND ends, and the exit status is COMMAND's (the sim built with `--features kube`).
+    ApiserverPool {
+        /// Where the pool's directory is made (default: the temp directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, required = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
 }
 
 /// Prints `line` and a newline; a closed stdout (`sim list | head`) is not an error of the sim's.
@@ -138,6 +149,33 @@ fn up(dir: Option<PathBuf>, system_connection: String) -> ExitCode {
     }
 }
 
+#[cfg(not(feature = "kube"))]
+fn apiserver_pool(_dir: Option<PathBuf>, _command: Vec<String>) -> ExitCode {
+    without_harnesses("apiserver-pool")
+}
+
+#[cfg(feature = "kube")]
+fn apiserver_pool(dir: Option<PathBuf>, command: Vec<String>) -> ExitCode {
+    let Some(runtime) = runtime("apiserver-pool") else {
+        return ExitCode::FAILURE;
+    };
+    let dir = dir.unwrap_or_else(std::env::temp_dir);
+    match runtime.block_on(sim::apiserver::pool::run(&dir, &command)) {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => {
+            let code = status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1);
+            ExitCode::from(code.max(1))
+        }
+        Err(e) => {
+            eprintln!("sim apiserver-pool: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[cfg(feature = "kube")]
 fn down(dir: Option<PathBuf>) -> ExitCode {
     let dir = dir.unwrap_or_else(sim::up::default_dir);
@@ -204,6 +242,7 @@ fn main() -> ExitCode {
             system_connection,
         } => up(dir, system_connection),
         Command::Down { dir } => down(dir),
+        Command::ApiserverPool { dir, command } => apiserver_pool(dir, command),
         Command::Report { path } => match scenario::html::rerender(&path) {
             Ok(page) => {
                 say(&page.display().to_string());
