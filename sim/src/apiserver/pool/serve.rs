@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep};
 
@@ -23,6 +24,9 @@ const SETTLE_DEADLINE: Duration = Duration::from_secs(20);
 const RESET_TRIES: usize = 3;
 /// How long the pool waits for a borrower to exit after it let go before giving the pair up.
 const EXIT_DEADLINE: Duration = Duration::from_secs(600);
+/// How long a request waits for a pair let go to be reset before booting one: a borrower lets go
+/// as its process exits, so its reset follows at once, unless it let go early and runs on.
+const RETURN_WAIT: Duration = Duration::from_secs(3);
 const POLL: Duration = Duration::from_millis(50);
 
 /// What can stop the pool itself.
@@ -91,6 +95,10 @@ impl View {
 struct Shared {
     root: PathBuf,
     idle: Mutex<Vec<Pooled>>,
+    /// The seeds of the pairs being reset now (their borrowers gone), one entry a pair.
+    resetting: Mutex<Vec<PathBuf>>,
+    /// Told when a reset ends, the pair back or stopped.
+    reset_done: Notify,
     tally: Mutex<Tally>,
 }
 
@@ -110,6 +118,26 @@ impl Shared {
     fn put_back(&self, pooled: Pooled) {
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(pooled);
+        }
+    }
+
+    fn is_resetting(&self, seed: &Path) -> bool {
+        self.resetting
+            .lock()
+            .map(|r| r.iter().any(|s| s == seed))
+            .unwrap_or(false)
+    }
+
+    fn resetting(&self, seed: &Path, now: bool) {
+        if let Ok(mut r) = self.resetting.lock() {
+            if now {
+                r.push(seed.to_path_buf());
+            } else if let Some(i) = r.iter().position(|s| s == seed) {
+                r.swap_remove(i);
+            }
+        }
+        if !now {
+            self.reset_done.notify_waiters();
         }
     }
 }
@@ -179,6 +207,8 @@ impl Pool {
             // The pairs' directories beside the pool's, not in it: a retired pair's is kept.
             root: parent.to_path_buf(),
             idle: Mutex::new(Vec::new()),
+            resetting: Mutex::new(Vec::new()),
+            reset_done: Notify::new(),
             tally: Mutex::new(Tally::default()),
         });
         Ok(Pool {
@@ -307,10 +337,23 @@ async fn lend(conn: UnixStream, pool: Arc<Shared>) {
     }
 }
 
-/// An idle pair booted over `seed`, or one booted now and settled.
+/// An idle pair booted over `seed`; else one let go and being reset, once it is (for at most
+/// [`RETURN_WAIT`]); else one booted now and settled. A reset takes a tenth of a second, a boot
+/// seconds, and each pair booted is one more to keep idle.
 async fn pair_for(pool: &Shared, seed: &Path) -> Result<Pooled, ApiServerError> {
-    if let Some(p) = pool.take_idle(seed) {
-        return Ok(p);
+    let boot_at = Instant::now() + RETURN_WAIT;
+    loop {
+        let reset_done = pool.reset_done.notified();
+        tokio::pin!(reset_done);
+        // Registered before looking, so a reset ending between the look and the wait is heard.
+        reset_done.as_mut().enable();
+        if let Some(p) = pool.take_idle(seed) {
+            return Ok(p);
+        }
+        if !pool.is_resetting(seed) || Instant::now() >= boot_at {
+            break;
+        }
+        let _ = tokio::time::timeout_at(boot_at, reset_done).await;
     }
     let server = ApiServer::launch_in(Flavor::Kube120, &pool.root, Some(seed)).await?;
     let baseline = settled(&server).await?;
@@ -361,10 +404,13 @@ fn etcd_of(server: &ApiServer) -> Result<Etcd, ApiServerError> {
 
 /// Back in the pool once its borrower has exited and it holds its baseline again; else stopped.
 async fn give_back(pool: &Shared, pooled: Pooled, borrower: Option<Borrower>) {
+    let seed = pooled.seed.clone();
+    pool.resetting(&seed, true);
     if let Some(b) = borrower
         && !b.exited_within(EXIT_DEADLINE).await
     {
         pool.count(|t| t.given_up += 1);
+        pool.resetting(&seed, false);
         eprintln!(
             "apiserver pool: a borrower ({}) did not exit; its pair stopped",
             b.pid
@@ -381,6 +427,7 @@ async fn give_back(pool: &Shared, pooled: Pooled, borrower: Option<Borrower>) {
             eprintln!("apiserver pool: a pair stopped, its reset did not hold: {e}");
         }
     }
+    pool.resetting(&seed, false);
 }
 
 /// The reset, tried again while etcd does not read back as the baseline.
