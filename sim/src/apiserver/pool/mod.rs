@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
-pub(crate) use serve::Pool;
+pub(crate) use serve::{Pool, View};
 pub use serve::{PoolError, run};
 
 /// The environment variable that names the pool's socket to the tests.

@@ -70,6 +70,7 @@ struct Tally {
 
 /// A test's view of a pool's counts.
 #[cfg(test)]
+#[derive(Clone)]
 pub(crate) struct View(Arc<Shared>);
 
 #[cfg(test)]

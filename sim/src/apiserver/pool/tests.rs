@@ -14,7 +14,7 @@ use kube::api::{ListParams, ObjectMeta, PostParams};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
-use super::Pool;
+use super::{Pool, View};
 use crate::apiserver::{ApiServer, binaries, launch, seed};
 use crate::wait::poll;
 
@@ -60,17 +60,11 @@ async fn write_what_a_test_writes(
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let client = api.client();
-    let pp = PostParams::default();
-    Api::<Secret>::namespaced(client.clone(), "lent")
-        .create(
-            &pp,
-            &Secret {
-                metadata: meta("left", Some("lent")),
-                ..Secret::default()
-            },
-        )
-        .await
-        .expect("a Secret");
+    let secret = Secret {
+        metadata: meta("left", Some("lent")),
+        ..Secret::default()
+    };
+    create(&client, secret).await;
     let service = Service {
         metadata: meta("holds-an-ip", Some("lent")),
         spec: Some(ServiceSpec {
@@ -82,20 +76,12 @@ async fn write_what_a_test_writes(
         }),
         ..Service::default()
     };
-    Api::<Service>::namespaced(client.clone(), "lent")
-        .create(&pp, &service)
-        .await
-        .expect("a Service with a cluster IP");
-    Api::<ServiceAccount>::namespaced(client.clone(), "lent")
-        .create(
-            &pp,
-            &ServiceAccount {
-                metadata: meta("probe", Some("lent")),
-                ..ServiceAccount::default()
-            },
-        )
-        .await
-        .expect("a ServiceAccount");
+    create(&client, service).await;
+    let account = ServiceAccount {
+        metadata: meta("probe", Some("lent")),
+        ..ServiceAccount::default()
+    };
+    create(&client, account).await;
     let sa = api
         .service_account_identity("lent", "probe")
         .await
@@ -112,6 +98,21 @@ async fn write_what_a_test_writes(
     user
 }
 
+/// Creates `obj` in the namespace `lent`, as the admin.
+async fn create<K>(client: &kube::Client, obj: K)
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), "lent")
+        .create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating a {}: {e}", K::kind(&())));
+}
+
 async fn names<K>(api: Api<K>) -> Vec<String>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
@@ -125,15 +126,45 @@ where
         .collect()
 }
 
+/// A pool served in the test's runtime, in a temp directory of its own, until [`Served::stop`].
+struct Served {
+    socket: PathBuf,
+    view: View,
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
+    parent: tempfile::TempDir,
+}
+
+impl Served {
+    fn start() -> Self {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let pool = Pool::open(parent.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (socket, view) = (pool.socket(), pool.view());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(pool.serve_until(async {
+            let _ = stopped.await;
+        }));
+        Served {
+            socket,
+            view,
+            stop,
+            serving,
+            parent,
+        }
+    }
+
+    /// Stops the pool; its parent directory, which holds what a retired pair kept.
+    async fn stop(self) -> tempfile::TempDir {
+        let _ = self.stop.send(());
+        self.serving.await.expect("the pool served");
+        self.parent
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lent_pair_comes_back_to_the_next_borrower_as_it_was_lent() {
-    let parent = tempfile::tempdir().expect("temp dir");
-    let pool = Pool::open(parent.path()).unwrap_or_else(|e| panic!("{e}"));
-    let (socket, view) = (pool.socket(), pool.view());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(pool.serve_until(async {
-        let _ = stopped.await;
-    }));
+    let pool = Served::start();
+    let (socket, view) = (pool.socket.clone(), pool.view.clone());
     let (seed, crds) = seed_dir().await;
 
     let first = ApiServer::lent(&socket, &seed.dir)
@@ -188,8 +219,7 @@ async fn a_lent_pair_comes_back_to_the_next_borrower_as_it_was_lent() {
     assert_eq!(user_again, user);
     drop(second);
 
-    let _ = stop.send(());
-    serving.await.expect("the pool served");
+    let _parent = pool.stop().await;
     assert_eq!(view.booted(), 1, "one pair for both leases");
     assert!(
         !alive(pids.0) && !alive(pids.1),
@@ -199,13 +229,8 @@ async fn a_lent_pair_comes_back_to_the_next_borrower_as_it_was_lent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_borrowers_pair_is_retired_with_its_logs_kept() {
-    let parent = tempfile::tempdir().expect("temp dir");
-    let pool = Pool::open(parent.path()).unwrap_or_else(|e| panic!("{e}"));
-    let (socket, view) = (pool.socket(), pool.view());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(pool.serve_until(async {
-        let _ = stopped.await;
-    }));
+    let pool = Served::start();
+    let (socket, view) = (pool.socket.clone(), pool.view.clone());
     let (seed, _crds) = seed_dir().await;
 
     let (tx, rx) = std::sync::mpsc::channel::<((u32, u32), PathBuf)>();
@@ -241,8 +266,7 @@ async fn a_panicking_borrowers_pair_is_retired_with_its_logs_kept() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_ne!(next.pids(), pids);
     drop(next);
-    let _ = stop.send(());
-    serving.await.expect("the pool served");
+    let _parent = pool.stop().await;
     assert!(
         root.join("server.log").exists(),
         "kept after the pool ended"
