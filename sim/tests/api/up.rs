@@ -21,6 +21,9 @@ struct Up {
 impl Up {
     fn start(dir: &Path) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+            // `sim up` boots its own kube-apiserver, as a user's does, never the run's pool's:
+            // what it leaves behind when it stops is what these tests check.
+            .env_remove(sim::apiserver::pool::ENV_POOL)
             .arg("up")
             .arg("--dir")
             .arg(dir)
