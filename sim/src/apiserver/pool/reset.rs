@@ -14,6 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{Api, ListParams, VersionMatch};
 use serde_json::{Value, json};
 
@@ -180,9 +181,11 @@ fn number(v: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-/// Waits until the server's watch caches of namespaces and webhook configurations have seen
-/// etcd's `revision` (a list at that revision is answered from the cache once it has): what
-/// the next test does first lands in namespaces, and a deleted judge's webhook must be gone.
+/// Waits until the server's watch caches of namespaces, webhook configurations and role
+/// bindings have seen etcd's `revision` (a list at that revision is answered from the cache once
+/// it has; the admission webhooks and the RBAC authorizer read through those caches): what the
+/// next test does first lands in namespaces, a deleted judge's webhook must be gone, and a
+/// binding the last test made must not let the next one's ServiceAccount do what it may not.
 pub(crate) async fn caught_up(client: &kube::Client, revision: i64) -> Result<(), kube::Error> {
     let at = ListParams {
         resource_version: Some(revision.to_string()),
@@ -194,6 +197,10 @@ pub(crate) async fn caught_up(client: &kube::Client, revision: i64) -> Result<()
     Api::<ValidatingWebhookConfiguration>::all(client.clone())
         .list(&at)
         .await?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .list(&at)
+        .await?;
+    Api::<RoleBinding>::all(client.clone()).list(&at).await?;
     Ok(())
 }
 
