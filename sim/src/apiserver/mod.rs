@@ -119,6 +119,14 @@ struct Own {
     dir: Option<tempfile::TempDir>,
 }
 
+impl Own {
+    /// Kills the server, then its etcd (so that nothing writes while etcd stops), by PID.
+    fn stop(&mut self) {
+        self.server.kill();
+        self.etcd.kill();
+    }
+}
+
 impl std::fmt::Debug for ApiServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (etcd_pid, server_pid) = self.pids();
@@ -148,8 +156,7 @@ impl Drop for ApiServer {
             && std::thread::panicking()
             && let Some(dir) = own.dir.take()
         {
-            own.server.kill();
-            own.etcd.kill();
+            own.stop();
             eprintln!(
                 "{} logs kept in {}",
                 self.flavor.name(),
@@ -359,8 +366,7 @@ impl ApiServer {
     pub(super) fn stop_own(&mut self) -> Option<PathBuf> {
         match &mut self.held {
             Held::Own(own) => {
-                own.server.kill();
-                own.etcd.kill();
+                own.stop();
                 Some(own.etcd_data.clone())
             }
             Held::Lent(_) => None,
@@ -381,8 +387,7 @@ impl ApiServer {
         let Held::Own(own) = &mut self.held else {
             return None;
         };
-        own.server.kill();
-        own.etcd.kill();
+        own.stop();
         own.dir.take().map(keep_without_etcd_data)
     }
 

@@ -28,6 +28,8 @@ const EXIT_DEADLINE: Duration = Duration::from_secs(600);
 /// as its process exits, so its reset follows at once, unless it let go early and runs on.
 const RETURN_WAIT: Duration = Duration::from_secs(3);
 const POLL: Duration = Duration::from_millis(50);
+/// The socket's name in the pool's directory.
+const SOCKET: &str = "pool.sock";
 
 /// What can stop the pool itself.
 #[derive(Debug, thiserror::Error)]
@@ -199,7 +201,7 @@ impl Pool {
                 parent: parent.to_path_buf(),
                 source,
             })?;
-        let socket = dir.path().join("pool.sock");
+        let socket = dir.path().join(SOCKET);
         let listener = UnixListener::bind(&socket).map_err(|source| PoolError::Listen {
             socket: socket.clone(),
             source,
@@ -220,7 +222,7 @@ impl Pool {
     }
 
     pub(crate) fn socket(&self) -> PathBuf {
-        self.dir.path().join("pool.sock")
+        self.dir.path().join(SOCKET)
     }
 
     /// The pool's counts, read while it serves.
