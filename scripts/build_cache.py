@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""The dependencies' build, kept between gate runs on one machine: what `actions/cache` of `target/` is to
-the GitHub gate (.github/workflows/gate.yml), for `.ci/run` on a fresh clone.
+"""The gate's build, kept between gate runs on one machine: what `actions/cache` of `target/` is to the GitHub
+gate (.github/workflows/gate.yml), for `.ci/run` on a fresh clone.
 
 usage: scripts/build_cache.py restore|save [--target-dir DIR] [--cache DIR]
 
-`save` keeps what `target/debug/` holds of the crates from the registry (their `deps/` files, build-script
-outputs and fingerprints), and nothing of the workspace's own packages: a fresh clone's sources are newer
-than any build of them, so cargo would build those again anyway. `restore` puts that back into an empty
-`target/debug/` of a fresh clone, before the first build; cargo then finds the registry crates fresh (their
-fingerprints name the registry's sources and the workspace-relative unit hashes, which no clone's path
-changes) and builds only the workspace.
+`save` keeps every unit `target/debug/` holds (its `deps/` files, build-script outputs and fingerprints), the
+registry crates' and the workspace's own, and beside them the checkout's sources as they were built: each tracked
+file unchanged since its commit, with its git blob id and its modification time. `restore` puts the units back into
+the empty `target/debug/` of a fresh clone, before the first build, and gives each tracked file whose blob is the
+one recorded its recorded modification time. Cargo then finds fresh every unit whose sources did not change (a
+unit's hash and its fingerprint's paths are workspace-relative or the registry's, never the clone's; a workspace
+unit is fresh when no file of its dep-info is newer than its fingerprint) and builds the rest: the crates a commit
+touched and those above them. A fresh clone's files are otherwise all newer than any build, and the whole
+workspace would be built again. What reads the checkout's path at run time does not take it from the build
+(`sim::checkout`, `nats_api::crds::checkout`): a unit kept from an earlier clone is compiled with that clone's path.
 
-Files are hard links, not copies, where the cache and the target are on one filesystem: a registry crate's
-files are named by a hash of its version, features and profile, so a build that finds one fresh never writes
-it, and a changed crate is built under a new name. One cache per Cargo.lock and compiler (the key); `save`
-replaces it whole and keeps the newest two keys, so what a changed Cargo.lock left behind is dropped.
+Files are hard links where the cache and the target are on one filesystem, except what cargo and rustc write in
+place (fingerprints, dep-info `.d` files, build-script directories), which are copied both ways, so a build in one
+clone never changes the cache or another clone: rustc and the linker write a library or an executable to a new file
+and rename it over the old (measured), so a rebuilt unit leaves the linked file alone. One cache per Cargo.lock and
+compiler (the key); `save` replaces it whole and keeps the newest two keys.
 
 Where it lives: $NATS_OPERATORS_CACHE/build (default ~/.cache/nats-operators/build, beside the tools'
 caches). NATS_OPERATORS_BUILD_CACHE=off turns both steps into no-ops (a cold build, to measure one).
@@ -40,27 +45,21 @@ from pathlib import Path
 KEPT_DIRS = ("deps", "build", ".fingerprint")
 UNIT = re.compile(r"^(?:lib)?(?P<name>.+?)-(?P<hash>[0-9a-f]{16})(?:\..*)?$")
 KEEP_KEYS = 2
+# The record of the checkout's sources as they were built, beside the units in a key's directory.
+SOURCES = "sources.json"
 
 
-def normalize(name: str) -> str:
-    """Cargo names a unit by its package (dashes) or its crate (underscores); compare both as one."""
-    return name.replace("-", "_")
+def is_unit(entry: str) -> bool:
+    """An entry of deps/, build/ or .fingerprint/ is a unit's (and kept) when it is named like one."""
+    return bool(UNIT.match(entry))
 
 
-def workspace_names(metadata: dict) -> set[str]:
-    """Every package and target name of the workspace's own packages, normalised."""
-    names: set[str] = set()
-    for package in metadata.get("packages", []):
-        names.add(normalize(package["name"]))
-        for target in package.get("targets", []):
-            names.add(normalize(target["name"]))
-    return names
-
-
-def is_kept(entry: str, workspace: set[str]) -> bool:
-    """An entry of deps/, build/ or .fingerprint/ is cached when it is a unit's and not the workspace's own."""
-    m = UNIT.match(entry)
-    return bool(m) and normalize(m.group("name")) not in workspace
+def written_in_place(rel: Path) -> bool:
+    """Whether cargo, rustc or a build script may write the file at `rel` (under target/debug) in place when its
+    unit is built again: a fingerprint, a dep-info file, a build script's directory. Such files are copied, never
+    linked, or a build in one clone would change the cache and the clones linked to it."""
+    top = rel.parts[0] if rel.parts else ""
+    return top in (".fingerprint", "build") or (top == "deps" and rel.suffix == ".d")
 
 
 def cache_key(rustc_version: str, lockfile: bytes) -> str:
@@ -78,6 +77,50 @@ def stale_keys(keys_by_age: list[str], current: str, keep: int = KEEP_KEYS) -> l
     return others[: max(0, len(others) - (keep - 1))]
 
 
+def parse_ls_files(out: str) -> dict[str, str]:
+    """`git ls-files -s -z`: each tracked path and its blob id ("<mode> <blob> <stage>\t<path>\0")."""
+    blobs: dict[str, str] = {}
+    for record in out.split("\0"):
+        if "\t" not in record:
+            continue
+        meta, path = record.split("\t", 1)
+        fields = meta.split()
+        if len(fields) == 3 and fields[0] != "160000":  # a submodule is no file to stamp
+            blobs[path] = fields[1]
+    return blobs
+
+
+def parse_changed(out: str) -> set[str]:
+    """`git status --porcelain=v1 -z --untracked-files=no`: the tracked paths whose worktree or index differs from
+    the commit (a rename's record carries its source as the next field, which is skipped)."""
+    changed: set[str] = set()
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if len(record) < 4:
+            continue
+        changed.add(record[3:])
+        if record[0] in "RC":
+            i += 1
+    return changed
+
+
+def stamps_to_restore(recorded: dict[str, list], blobs: dict[str, str], changed: set[str]) -> dict[str, int]:
+    """The modification time (ns) to give each file of the checkout: those whose content is what was built (the
+    same blob, unchanged in the worktree) get the time they had then; a changed, new or unrecorded file keeps its
+    own (the clone's, newer than any build: cargo builds what reads it)."""
+    stamps: dict[str, int] = {}
+    for path, blob in blobs.items():
+        was = recorded.get(path)
+        if path in changed or not was or len(was) != 2:
+            continue
+        if was[0] == blob and isinstance(was[1], int):
+            stamps[path] = was[1]
+    return stamps
+
+
 class CacheError(Exception):
     pass
 
@@ -91,16 +134,20 @@ def link_or_copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def link_tree(src: Path, dst: Path) -> int:
-    """dst becomes a tree of links to src's files (copies across filesystems); returns the files linked."""
+def link_tree(src: Path, dst: Path, rel: Path) -> int:
+    """dst becomes a tree of src's files, `rel` being src's path under target/debug: links, but copies of what is
+    written in place (and across filesystems); returns the files placed."""
     n = 0
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_dir() and not src.is_symlink():
         dst.mkdir(parents=True, exist_ok=True)
         for child in src.iterdir():
-            n += link_tree(child, dst / child.name)
+            n += link_tree(child, dst / child.name, rel / child.name)
     elif src.is_symlink():
         os.symlink(os.readlink(src), dst)
+        n = 1
+    elif written_in_place(rel):
+        shutil.copy2(src, dst)
         n = 1
     else:
         link_or_copy(src, dst)
@@ -130,8 +177,44 @@ def current_key(repo: Path) -> str:
     return cache_key(run(["rustc", "-vV"], repo), lockfile)
 
 
+def checkout_state(repo: Path) -> tuple[dict[str, str], set[str]]:
+    """The checkout's tracked files (path → blob) and those changed since its commit."""
+    blobs = parse_ls_files(run(["git", "ls-files", "-s", "-z"], repo))
+    changed = parse_changed(run(["git", "status", "--porcelain=v1", "-z", "--untracked-files=no"], repo))
+    return blobs, changed
+
+
+def record_sources(repo: Path) -> dict[str, list]:
+    """Each tracked file unchanged since the commit: its blob and its modification time (ns), as built."""
+    blobs, changed = checkout_state(repo)
+    recorded: dict[str, list] = {}
+    for path, blob in blobs.items():
+        if path in changed:
+            continue
+        try:
+            recorded[path] = [blob, os.lstat(repo / path).st_mtime_ns]
+        except OSError:
+            continue
+    return recorded
+
+
+def stamp_sources(repo: Path, recorded: dict[str, list]) -> tuple[int, int]:
+    """Gives the checkout's files unchanged since the build their modification times of then, and every other
+    tracked file the time of now: newer than any build the cache holds, even one saved after this clone was made
+    (by another clone's run), so cargo builds what reads it. Returns how many of each."""
+    blobs, changed = checkout_state(repo)
+    stamps = stamps_to_restore(recorded, blobs, changed)
+    now = time.time_ns()
+    for path in blobs:
+        st = os.lstat(repo / path) if os.path.lexists(repo / path) else None
+        if st is None:
+            continue
+        os.utime(repo / path, ns=(st.st_atime_ns, stamps.get(path, now)), follow_symlinks=False)
+    return len(stamps), len(blobs) - len(stamps)
+
+
 def restore_tree(debug: Path, root: Path, key: str) -> str:
-    """Links the cache of `key` into an empty `debug` (target/debug); says what it did."""
+    """Places the cache of `key` into an empty `debug` (target/debug); says what it did."""
     cached = root / key / "debug"
     if not cached.is_dir():
         return f"no cache for key {key} (Cargo.lock and rustc): a cold build"
@@ -139,12 +222,13 @@ def restore_tree(debug: Path, root: Path, key: str) -> str:
     if present:
         return f"{debug} already holds {', '.join(present)}: left as it is (restore fills a fresh clone's)"
     start = time.monotonic()
-    files = sum(link_tree(cached / d, debug / d) for d in KEPT_DIRS if (cached / d).is_dir())
+    files = sum(link_tree(cached / d, debug / d, Path(d)) for d in KEPT_DIRS if (cached / d).is_dir())
     return f"restored {files} files of key {key} in {time.monotonic() - start:.1f} s"
 
 
-def save_tree(debug: Path, root: Path, key: str, workspace: set[str]) -> str:
-    """Replaces the cache of `key` with `debug`'s registry units, drops all but the newest keys; says what."""
+def save_tree(debug: Path, root: Path, key: str, sources: dict[str, list] | None = None) -> str:
+    """Replaces the cache of `key` with `debug`'s units and the record of the `sources` they were built from,
+    drops all but the newest keys; says what it did."""
     if not debug.is_dir():
         return f"{debug} does not exist: nothing to save"
     start = time.monotonic()
@@ -157,8 +241,10 @@ def save_tree(debug: Path, root: Path, key: str, workspace: set[str]) -> str:
         if not src.is_dir():
             continue
         for entry in sorted(os.listdir(src)):
-            if is_kept(entry, workspace):
-                files += link_tree(src / entry, fresh / "debug" / d / entry)
+            if is_unit(entry):
+                files += link_tree(src / entry, fresh / "debug" / d / entry, Path(d) / entry)
+    fresh.mkdir(parents=True, exist_ok=True)
+    (fresh / SOURCES).write_text(json.dumps(sources or {}, sort_keys=True))
     old = root / f".{key}.old.{os.getpid()}"
     if (root / key).exists():
         os.rename(root / key, old)
@@ -170,16 +256,27 @@ def save_tree(debug: Path, root: Path, key: str, workspace: set[str]) -> str:
     for name in dropped:
         shutil.rmtree(root / name, ignore_errors=True)
     tail = f"; dropped {', '.join(dropped)}" if dropped else ""
-    return f"saved {files} files as key {key} in {time.monotonic() - start:.1f} s{tail}"
+    return f"saved {files} files and {len(sources or {})} sources' times as key {key} in " \
+           f"{time.monotonic() - start:.1f} s{tail}"
 
 
 def restore(repo: Path, target: Path, root: Path) -> str:
-    return restore_tree(target / "debug", root, current_key(repo))
+    key = current_key(repo)
+    said = restore_tree(target / "debug", root, key)
+    if not said.startswith("restored"):
+        return said
+    try:
+        recorded = json.loads((root / key / SOURCES).read_text())
+    except (OSError, ValueError):
+        return f"{said}; no record of the sources: the workspace's crates are built again"
+    start = time.monotonic()
+    stamped, kept = stamp_sources(repo, recorded)
+    return f"{said}; {stamped} unchanged sources given their build-time modification times, {kept} changed or " \
+           f"new ({time.monotonic() - start:.1f} s)"
 
 
 def save(repo: Path, target: Path, root: Path) -> str:
-    metadata = json.loads(run(["cargo", "metadata", "--no-deps", "--format-version", "1", "--offline"], repo))
-    return save_tree(target / "debug", root, current_key(repo), workspace_names(metadata))
+    return save_tree(target / "debug", root, current_key(repo), record_sources(repo))
 
 
 def main(argv: list[str]) -> int:

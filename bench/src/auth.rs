@@ -192,7 +192,7 @@ async fn boot(binary: &Path, docs: Vec<Value>) -> anyhow::Result<Plane> {
     }
     let port = sim::ports::free_port();
     let child = sim::testkit::spawn_binary(
-        &binary.display().to_string(),
+        binary,
         api.kubeconfig(),
         &[
             "--metrics-addr",

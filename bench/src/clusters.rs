@@ -107,7 +107,7 @@ async fn run(binary: &Path, count: usize, wait: Duration, floor: bool) -> anyhow
     }
     let port = sim::ports::free_port();
     let child = sim::testkit::spawn_binary(
-        &binary.display().to_string(),
+        binary,
         api.kubeconfig(),
         &[
             "--metrics-addr",

@@ -54,8 +54,7 @@ struct Cli {
 }
 
 fn workspace() -> PathBuf {
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
+    sim::checkout::root()
 }
 
 async fn run(cli: &Cli) -> anyhow::Result<Vec<summary::Figure>> {

@@ -182,7 +182,7 @@ pub async fn figures(binary: &Path, size: &Size) -> anyhow::Result<Vec<Figure>> 
     topo.wait_meta_leader(Duration::from_secs(60)).await?;
     let port = sim::ports::free_port();
     let child = sim::testkit::spawn_binary(
-        &binary.display().to_string(),
+        binary,
         api.kubeconfig(),
         &[
             "--metrics-addr",

@@ -22,9 +22,9 @@ use std::process::{Command, Output};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The workspace root, found from the `e2e` crate's manifest directory.
+/// The workspace root of the checkout the test runs in (`sim::checkout`).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    sim::checkout::root()
 }
 
 /// The chart's directory.

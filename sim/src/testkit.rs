@@ -37,9 +37,9 @@ pub const WAIT: Duration = Duration::from_secs(60);
 /// The field manager [`apply`] applies as: a user's `kubectl apply --server-side`.
 pub const FIELD_MANAGER: &str = "story-test";
 
-/// The workspace root: the directory above the `sim` crate.
+/// The workspace root of the checkout the test runs in ([`crate::checkout::root`]).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    crate::checkout::root()
 }
 
 /// `path` relative to the workspace root (an absolute `path` stays as it is).
@@ -427,13 +427,14 @@ impl Drop for KillOnDrop {
 
 /// Starts the binary `program` with `KUBECONFIG=kubeconfig` and `args`, its output (stdout and
 /// stderr, at `RUST_LOG` or info) kept in a temp file that a failing test prints the end of.
-pub fn spawn_binary(program: &str, kubeconfig: &Path, args: &[&str]) -> KillOnDrop {
+pub fn spawn_binary(program: &Path, kubeconfig: &Path, args: &[&str]) -> KillOnDrop {
+    let name = program.display();
     let log = tempfile::NamedTempFile::new()
-        .unwrap_or_else(|e| panic!("a temp file for {program}'s output: {e}"));
+        .unwrap_or_else(|e| panic!("a temp file for {name}'s output: {e}"));
     let out = |what: &str| {
         log.as_file()
             .try_clone()
-            .unwrap_or_else(|e| panic!("{program}'s {what}: {e}"))
+            .unwrap_or_else(|e| panic!("{name}'s {what}: {e}"))
     };
     let child = std::process::Command::new(program)
         .env("KUBECONFIG", kubeconfig)
@@ -445,7 +446,7 @@ pub fn spawn_binary(program: &str, kubeconfig: &Path, args: &[&str]) -> KillOnDr
         .stdout(out("stdout"))
         .stderr(out("stderr"))
         .spawn()
-        .unwrap_or_else(|e| panic!("starting {program}: {e}"));
+        .unwrap_or_else(|e| panic!("starting {name}: {e}"));
     KillOnDrop(child, Some(log))
 }
 

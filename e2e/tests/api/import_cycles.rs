@@ -589,7 +589,7 @@ fn report(workspace: &Path) -> (Vec<String>, usize) {
 
 #[test]
 fn production_modules_import_no_cycle() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = sim::checkout::root();
     let workspace = workspace.canonicalize().expect("the workspace directory");
     let (found, modules) = report(&workspace);
     assert!(

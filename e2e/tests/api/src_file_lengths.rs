@@ -52,7 +52,7 @@ fn too_long(files: &[(PathBuf, usize)], max: usize) -> Vec<String> {
 
 #[test]
 fn every_src_file_is_at_most_700_lines() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = sim::checkout::root();
     let workspace = workspace.canonicalize().expect("the workspace directory");
     let files = source_files(&workspace);
     assert!(

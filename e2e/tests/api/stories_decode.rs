@@ -232,7 +232,7 @@ fn every_condition_in_a_status_example_is_complete() {
 /// vocabulary lives.
 #[test]
 fn every_condition_type_and_reason_is_in_the_vocabulary_of_its_group() {
-    let api_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../operators/api/src");
+    let api_src = sim::checkout::path("operators/api/src");
     let sources_of = |group: &str| -> &'static [&'static str] {
         match group {
             "nats.mikluko.io" => &["nats.rs", "common.rs"],

@@ -54,7 +54,7 @@ pub fn profile() -> String {
 }
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    sim::checkout::root()
 }
 
 /// Whether `program --version` runs.

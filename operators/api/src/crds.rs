@@ -98,15 +98,34 @@ pub fn rendered() -> Result<Vec<(String, String)>, serde_yaml::Error> {
         .collect()
 }
 
-/// The directory the CRDs are committed in: `deploy/crds/` at the workspace root.
+/// The directory the CRDs are committed in: `deploy/crds/` of [`checkout`].
 pub fn default_dir() -> std::path::PathBuf {
-    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    // operators/api -> the workspace root.
-    manifest_dir
-        .ancestors()
-        .nth(2)
-        .unwrap_or(manifest_dir)
-        .join("deploy/crds")
+    checkout().join("deploy/crds")
+}
+
+/// The checkout this runs in, found at run time: the nearest directory holding `deploy/crds/` above
+/// `CARGO_MANIFEST_DIR` of the process (cargo sets it for a test and `cargo run`), else above the
+/// running executable (`target/debug/crdgen`), else above where this crate was built. Not the
+/// build's path first: the gate keeps the workspace's build between fresh clones, and a `crdgen`
+/// kept from an earlier clone must check this one (the sim's `checkout` module says more).
+pub fn checkout() -> std::path::PathBuf {
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let starts = [
+        std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from),
+        std::env::current_exe().ok(),
+        Some(built.to_path_buf()),
+    ];
+    starts
+        .into_iter()
+        .flatten()
+        .find_map(|start| {
+            start
+                .ancestors()
+                .find(|d| d.join("deploy/crds").is_dir())
+                .map(std::path::Path::to_path_buf)
+        })
+        // operators/api -> the workspace root.
+        .unwrap_or_else(|| built.ancestors().nth(2).unwrap_or(built).to_path_buf())
 }
 
 /// How a committed CRD file differs from what the types generate.

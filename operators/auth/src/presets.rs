@@ -402,10 +402,10 @@ mod tests {
 
     #[test]
     fn permissions_page_matches_the_table() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/permissions.md");
+        let path = sim::checkout::path("docs/permissions.md");
         let page = permissions_page();
         if std::env::var_os("AUTH_PRESETS_UPDATE_DOCS").is_some() {
-            std::fs::write(path, &page).unwrap();
+            std::fs::write(&path, &page).unwrap();
         }
         let on_disk = std::fs::read_to_string(path).unwrap_or_default();
         assert!(

@@ -266,14 +266,7 @@ fn main() -> ExitCode {
             // says not to).
             scenario::set_judge_timings(true);
             let dir = dir.unwrap_or_else(scenario::scenarios_dir);
-            let reports = reports_dir.unwrap_or_else(|| {
-                let sim_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-                sim_dir
-                    .parent()
-                    .unwrap_or(sim_dir)
-                    .join("target")
-                    .join("sim-reports")
-            });
+            let reports = reports_dir.unwrap_or_else(|| sim::checkout::path("target/sim-reports"));
             runtime.block_on(run_scenario(&name, &dir, &reports, backend))
         }
     }

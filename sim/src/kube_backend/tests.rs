@@ -146,9 +146,9 @@ fn the_pinned_k3s_is_at_or_above_the_charts_minimum() {
         .and_then(|rest| rest.split('.').next())
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
-    let chart = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/helm/nats-operators/Chart.yaml"),
-    )
+    let chart = std::fs::read_to_string(crate::checkout::path(
+        "deploy/helm/nats-operators/Chart.yaml",
+    ))
     .unwrap_or_default();
     // Chart.yaml's annotation nats.mikluko.io/minimum-kubernetes ("1.34"): the minimum the
     // CRDs' CEL rules need, which the templates check.

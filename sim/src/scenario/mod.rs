@@ -351,8 +351,7 @@ impl Scenario {
 
 /// The directory a scenario's manifest paths are relative to: the workspace root.
 pub fn workspace_root() -> PathBuf {
-    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sim_dir.parent().unwrap_or(sim_dir).to_path_buf()
+    crate::checkout::root()
 }
 
 #[cfg(feature = "kube")]
@@ -370,8 +369,7 @@ pub fn scenarios_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("SIM_SCENARIOS") {
         return PathBuf::from(d);
     }
-    let sim_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sim_dir.parent().unwrap_or(sim_dir).join("scenarios")
+    crate::checkout::path("scenarios")
 }
 
 /// Every scenario file in `dir`, sorted by name.

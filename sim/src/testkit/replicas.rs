@@ -65,7 +65,7 @@ impl Replica {
     /// `election`'s timings, free metrics and probe ports, then `args`; its output goes to
     /// `log` (a file a failing test can show).
     pub fn spawn(
-        program: &str,
+        program: &Path,
         kubeconfig: &Path,
         namespace: &str,
         name: &str,
@@ -90,8 +90,8 @@ impl Replica {
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err))
             .spawn()
-            .unwrap_or_else(|e| panic!("starting {program}: {e}"));
-        let binary = Path::new(program)
+            .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+        let binary = program
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -200,8 +200,8 @@ pub async fn leader_of(replicas: &[&Replica], within: Duration) -> Result<usize,
 /// One controller binary, for [`prove_takeover`].
 #[derive(Debug, Clone)]
 pub struct Takeover<'a> {
-    /// The binary (`env!("CARGO_BIN_EXE_…")`).
-    pub program: &'a str,
+    /// The binary (`sim::bin_exe!("…")`).
+    pub program: &'a Path,
     /// The kind whose passes are counted (`nats_operator_reconcile_total{controller=kind}`).
     pub kind: &'a str,
     /// Its own flags.

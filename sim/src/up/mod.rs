@@ -71,8 +71,7 @@ pub struct UpOptions {
 
 /// The default directory: `target/sim-up` of the checkout this binary was built from.
 pub fn default_dir() -> PathBuf {
-    let sim = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sim.parent().unwrap_or(sim).join("target").join("sim-up")
+    crate::checkout::path("target/sim-up")
 }
 
 /// Runs `sim up` until Ctrl-C or SIGTERM; `out` takes every line it prints.

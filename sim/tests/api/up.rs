@@ -20,7 +20,7 @@ struct Up {
 
 impl Up {
     fn start(dir: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        let mut child = Command::new(sim::bin_exe!("sim"))
             // `sim up` boots its own kube-apiserver, as a user's does, never the run's pool's:
             // what it leaves behind when it stops is what these tests check.
             .env_remove(sim::apiserver::pool::ENV_POOL)
@@ -105,7 +105,7 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
 }
 
 fn story(file: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/stories");
+    let root = sim::checkout::path("docs/stories");
     let file = if file.contains('/') {
         file.to_string()
     } else {
@@ -380,7 +380,7 @@ async fn sim_up_joins_two_natsclusters_into_a_supercluster_by_service_names() {
     let dir = tmp.path().join("up");
     let mut up = Up::start(&dir);
     let kubeconfig = up.kubeconfig().await;
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/try-it/supercluster.yaml");
+    let manifest = sim::checkout::path("docs/try-it/supercluster.yaml");
     kubectl(
         &kubeconfig,
         &["apply", "-f", &manifest.display().to_string()],

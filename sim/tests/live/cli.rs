@@ -20,7 +20,7 @@ fn sim(
     scenarios: &std::path::Path,
     reports: &std::path::Path,
 ) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
+    Command::new(sim::bin_exe!("sim"))
         .args(args)
         .env("SIM_SCENARIOS", scenarios)
         .env("SIM_REPORTS", reports)

@@ -3,7 +3,6 @@
 //! appears in the doc, in backquotes, so the doc cannot drift from what `/metrics` serves.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use rstest::rstest;
 
@@ -51,7 +50,7 @@ fn a_metric_name_is_a_whole_literal_in_code(#[case] source: &str, #[case] want: 
 
 #[test]
 fn controllers_md_lists_every_series_the_binaries_export() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = nats_api::crds::checkout();
     let mut names = BTreeSet::new();
     for c in SERVERS {
         for e in walkdir::WalkDir::new(root.join("operators").join(c).join("src"))

@@ -23,7 +23,7 @@ const MODULES: &[(&str, &str)] = &[
 const WRITERS: &[&str] = &["auth", "cluster", "jetstream", "kit", "wire"];
 
 fn api_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    nats_api::crds::checkout().join("operators/api")
 }
 
 /// The text from `open` (an opening brace's index) through its matching close.

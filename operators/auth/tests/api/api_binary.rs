@@ -99,7 +99,7 @@ async fn namespaced_trust_roots_in_an_unwatched_namespace_are_left_untouched() {
 
 #[test]
 fn a_system_connection_outside_the_watched_namespaces_exits_2() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_auth-controller"))
+    let out = std::process::Command::new(sim::bin_exe!("auth-controller"))
         .args([
             "--system-connection",
             "nats-system/auth",
@@ -138,7 +138,7 @@ async fn signs_and_serves_metrics(
         "nats-system/auth",
     ];
     args.extend(extra);
-    let child = spawn_binary(env!("CARGO_BIN_EXE_auth-controller"), kubeconfig, &args);
+    let child = spawn_binary(&sim::bin_exe!("auth-controller"), kubeconfig, &args);
     for doc in sim::testkit::story_docs("docs/stories/02-auth-plane/01-trust-roots.yaml") {
         sim::testkit::apply(&api.client(), &doc)
             .await
@@ -217,7 +217,7 @@ async fn signs_and_serves_metrics(
 
 #[test]
 fn a_malformed_system_connection_exits_2() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_auth-controller"))
+    let out = std::process::Command::new(sim::bin_exe!("auth-controller"))
         .args(["--system-connection", "no-namespace"])
         .output()
         .expect("the binary runs");

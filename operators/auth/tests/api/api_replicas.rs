@@ -17,7 +17,7 @@ async fn of_two_replicas_one_signs_and_the_other_takes_over_on_kill_and_on_term(
         rig.api.kubeconfig(),
         rig.api.client(),
         &Takeover {
-            program: env!("CARGO_BIN_EXE_auth-controller"),
+            program: &sim::bin_exe!("auth-controller"),
             kind: "NatsOperator",
             args: &["--system-connection", "nats-system/auth"],
             namespace: NS,

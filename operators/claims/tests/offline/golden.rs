@@ -566,7 +566,7 @@ fn recorded_golden_run_decodes_equal_both_ways() {
 }
 
 fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    sim::checkout::path("operators/claims")
 }
 
 /// Installs the pinned @nats-io/jwt into the cache (once) and returns its node_modules.

@@ -154,12 +154,8 @@ mod tests {
     use serde::Deserialize;
 
     fn story(path: &str) -> NatsCluster {
-        let text = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../docs/stories")
-                .join(path),
-        )
-        .expect("story manifest");
+        let text = std::fs::read_to_string(sim::checkout::path("docs/stories").join(path))
+            .expect("story manifest");
         serde_yaml::Deserializer::from_str(&text)
             .map(serde_yaml::Value::deserialize)
             .map_while(Result::ok)
@@ -243,7 +239,7 @@ mod tests {
 
     #[test]
     fn every_story_natscluster_renders() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/stories");
+        let root = sim::checkout::path("docs/stories");
         let mut seen = 0;
         for dir in std::fs::read_dir(&root).expect("stories").flatten() {
             for f in std::fs::read_dir(dir.path())

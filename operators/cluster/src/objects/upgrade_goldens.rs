@@ -48,11 +48,11 @@ struct ClusterRender {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    sim::checkout::root()
 }
 
 fn renders() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/renders")
+    sim::checkout::path("operators/cluster/testdata/renders")
 }
 
 /// Every story manifest holding a NatsCluster spec (status examples left out), in path order.

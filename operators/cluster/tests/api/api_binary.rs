@@ -31,7 +31,9 @@ fn quickstart() -> serde_json::Value {
     )
 }
 
-const BINARY: &str = env!("CARGO_BIN_EXE_cluster-controller");
+fn binary() -> std::path::PathBuf {
+    sim::bin_exe!("cluster-controller")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_reconciles_with_its_flags_and_serves_metrics() {
@@ -49,7 +51,7 @@ async fn as_its_chart_service_account_nothing_it_asks_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespaced_as_its_chart_service_account_nothing_it_asks_is_refused() {
-    if !serves_watch_namespaces(Path::new(BINARY)) {
+    if !serves_watch_namespaces(&binary()) {
         return;
     }
     let Some(chart) = Installed::namespaced(&[NS], &[]).await else {
@@ -145,7 +147,7 @@ async fn as_its_chart_service_account_a_withdrawn_leaf_grant_takes_the_copied_cr
         "127.0.0.1:0",
     ];
     args.extend(LEADER_ELECTION);
-    let mut child = spawn_binary(BINARY, sa.kubeconfig(), &args);
+    let mut child = spawn_binary(&binary(), sa.kubeconfig(), &args);
     let mut doc = quickstart();
     doc["metadata"]["name"] = json!("edge");
     doc["spec"]["leafRemotes"] = json!([{"connectionRef": {"name": "hub", "namespace": HUBS}}]);
@@ -236,7 +238,7 @@ async fn reconciles_with_its_flags(
         "--allow-gateway-without-tls",
     ];
     args.extend(extra);
-    let child = spawn_binary(BINARY, kubeconfig, &args);
+    let child = spawn_binary(&binary(), kubeconfig, &args);
     let clusters: Api<NatsCluster> = Api::namespaced(api.client(), NS);
     let mut doc = quickstart();
     doc["spec"]["gateway"] = json!({
@@ -317,7 +319,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
     let port = sim::ports::free_port();
     let (cert_arg, key_arg) = (cert.display().to_string(), key.display().to_string());
     let _child = spawn_binary(
-        env!("CARGO_BIN_EXE_cluster-controller"),
+        &sim::bin_exe!("cluster-controller"),
         api.kubeconfig(),
         &[
             "--metrics-addr",
@@ -355,7 +357,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
     let plain = sim::testkit::metrics(port).await.unwrap_or_default();
     assert!(!plain.starts_with("HTTP/1.1 200"), "{plain}");
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cluster-controller"))
+    let out = std::process::Command::new(sim::bin_exe!("cluster-controller"))
         .env("KUBECONFIG", api.kubeconfig())
         .args([
             "--metrics-tls-cert",
@@ -371,7 +373,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
         stderr.contains(&key_arg) && stderr.contains("--metrics-tls-cert"),
         "{stderr}"
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cluster-controller"))
+    let out = std::process::Command::new(sim::bin_exe!("cluster-controller"))
         .args(["--metrics-tls-cert", &cert_arg])
         .output()
         .expect("the binary runs");

@@ -19,7 +19,7 @@ async fn of_two_replicas_one_reconciles_and_the_other_takes_over_on_kill_and_on_
         api.kubeconfig(),
         client.clone(),
         &Takeover {
-            program: env!("CARGO_BIN_EXE_cluster-controller"),
+            program: &sim::bin_exe!("cluster-controller"),
             kind: "NatsCluster",
             args: &["--controller-namespace", RELEASE],
             namespace: RELEASE,

@@ -132,11 +132,7 @@ async fn reconciles_and_serves_metrics(
         "127.0.0.1:0",
     ];
     args.extend(extra);
-    let child = spawn_binary(
-        env!("CARGO_BIN_EXE_jetstream-controller"),
-        kubeconfig,
-        &args,
-    );
+    let child = spawn_binary(&sim::bin_exe!("jetstream-controller"), kubeconfig, &args);
     common::create_demo_connection(api.client(), NS, topo.client_urls()).await;
     let conns: Api<NatsConnection> = Api::namespaced(api.client(), NS);
     wait_for(&conns, "demo", "NatsConnection Ready", |o| {

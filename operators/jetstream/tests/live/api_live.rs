@@ -910,7 +910,7 @@ async fn a_thousand_streams_applied_at_once_all_reach_ready() {
     // Its output is kept: a failing run prints the end of it (the reason a stream is stuck).
     let metrics_addr = format!("127.0.0.1:{}", sim::ports::free_port());
     let child = spawn_binary(
-        env!("CARGO_BIN_EXE_jetstream-controller"),
+        &sim::bin_exe!("jetstream-controller"),
         api.kubeconfig(),
         &[
             "--metrics-addr",

@@ -23,7 +23,7 @@ async fn of_two_replicas_one_reconciles_and_the_other_takes_over_on_kill_and_on_
         api.kubeconfig(),
         client.clone(),
         &Takeover {
-            program: env!("CARGO_BIN_EXE_jetstream-controller"),
+            program: &sim::bin_exe!("jetstream-controller"),
             kind: "NatsConnection",
             args: &["--resync", "10s"],
             namespace: RELEASE,
