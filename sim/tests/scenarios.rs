@@ -22,7 +22,13 @@ async fn run_written(name: &str) -> (Report, std::path::PathBuf) {
         .await
         .unwrap();
     print!("{}", report.summary());
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-reports");
+    // `target/tmp` of this run's build, from the test's executable (`target/debug/deps/…`): not
+    // `env!("CARGO_TARGET_TMPDIR")` alone, which is an earlier clone's if the build was kept.
+    let tmp = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.join("tmp")))
+        .unwrap_or_else(|| env!("CARGO_TARGET_TMPDIR").into());
+    let dir = tmp.join("sim-reports");
     let out = report.write(&dir).unwrap();
     println!("report: {}", out.display());
     (report, out)
