@@ -4,16 +4,17 @@ gate (.github/workflows/gate.yml), for `.ci/run` on a fresh clone.
 
 usage: scripts/build_cache.py restore|save [--target-dir DIR] [--cache DIR]
 
-`save` keeps every unit `target/debug/` holds (its `deps/` files, build-script outputs and fingerprints), the
-registry crates' and the workspace's own, and beside them the checkout's sources as they were built: each tracked
-file unchanged since its commit, with its git blob id and its modification time. `restore` puts the units back into
-the empty `target/debug/` of a fresh clone, before the first build, and gives each tracked file whose blob is the
-one recorded its recorded modification time. Cargo then finds fresh every unit whose sources did not change (a
-unit's hash and its fingerprint's paths are workspace-relative or the registry's, never the clone's; a workspace
-unit is fresh when no file of its dep-info is newer than its fingerprint) and builds the rest: the crates a commit
-touched and those above them. A fresh clone's files are otherwise all newer than any build, and the whole
-workspace would be built again. What reads the checkout's path at run time does not take it from the build
-(`sim::checkout`, `nats_api::crds::checkout`): a unit kept from an earlier clone is compiled with that clone's path.
+`save` keeps every unit `target/debug/` holds (its `deps/` and `examples/` files, build-script outputs and
+fingerprints), the registry crates' and the workspace's own, and beside them the checkout's sources as they were
+built: each tracked file unchanged since its commit, with its git blob id and its modification time. `restore` puts
+the units back into the empty `target/debug/` of a fresh clone, before the first build, and gives each tracked file
+whose blob is the one recorded its recorded modification time. Cargo then finds fresh every unit whose sources did
+not change (a unit's hash and its fingerprint's paths are workspace-relative or the registry's, never the clone's;
+a workspace unit is fresh when no file of its dep-info is newer than its fingerprint) and builds the rest: the
+crates a commit touched and those above them. A fresh clone's files are otherwise all newer than any build, and the
+whole workspace would be built again. What reads the checkout's path at run time does not take it from the build
+(`sim::checkout`, `nats_api::crds::checkout`): a unit kept from an earlier clone is compiled with that clone's
+path.
 
 Files are hard links where the cache and the target are on one filesystem, except what cargo and rustc write in
 place (fingerprints, dep-info `.d` files, build-script directories), which are copied both ways, so a build in one
@@ -42,7 +43,8 @@ import time
 from pathlib import Path
 
 # What cargo keeps per unit under target/<profile>/, each entry named "<name>-<16 hex>" (+ extensions).
-KEPT_DIRS = ("deps", "build", ".fingerprint")
+# (examples/ holds the examples' units: `cargo clippy --all-targets` checks them, `cargo test` builds them.)
+KEPT_DIRS = ("deps", "build", ".fingerprint", "examples")
 UNIT = re.compile(r"^(?:lib)?(?P<name>.+?)-(?P<hash>[0-9a-f]{16})(?:\..*)?$")
 KEEP_KEYS = 2
 # The record of the checkout's sources as they were built, beside the units in a key's directory.
@@ -59,7 +61,7 @@ def written_in_place(rel: Path) -> bool:
     unit is built again: a fingerprint, a dep-info file, a build script's directory. Such files are copied, never
     linked, or a build in one clone would change the cache and the clones linked to it."""
     top = rel.parts[0] if rel.parts else ""
-    return top in (".fingerprint", "build") or (top == "deps" and rel.suffix == ".d")
+    return top in (".fingerprint", "build") or (top in ("deps", "examples") and rel.suffix == ".d")
 
 
 def cache_key(rustc_version: str, lockfile: bytes) -> str:

@@ -42,6 +42,8 @@ class Kept(unittest.TestCase):
             "deps/libsim-0123456789abcdef.rlib": False,
             "deps/libsim-0123456789abcdef.rmeta": False,
             "deps/libtokio_macros-0123456789abcdef.so": False,
+            "examples/node_up-0123456789abcdef": False,
+            "examples/node_up-0123456789abcdef.d": True,
         }
         for rel, want in cases.items():
             self.assertEqual(build_cache.written_in_place(Path(rel)), want, rel)
