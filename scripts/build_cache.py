@@ -123,6 +123,47 @@ def stamps_to_restore(recorded: dict[str, list], blobs: dict[str, str], changed:
     return stamps
 
 
+def rebase_dep_info(data: bytes, old: str, new: str) -> bytes:
+    """A cargo dep-info fingerprint file (`.fingerprint/*/dep-*`) with each path under the checkout `old` moved under
+    `new`. Cargo keeps a path relative where it is under the package or the target directory, and absolute
+    elsewhere: clippy's record of the workspace's `Cargo.toml` is one, so a clippy unit kept from an earlier clone
+    names that clone's manifest, and cargo would check it again once that clone is gone. A path there is its length
+    (u32, little-endian) and its bytes; an occurrence of `old` that does not read as one is left as it is."""
+    old_b = old.rstrip("/").encode() + b"/"
+    new_b = new.rstrip("/").encode() + b"/"
+    out = bytearray()
+    i = 0
+    while (j := data.find(old_b, i)) >= 0:
+        length = int.from_bytes(data[j - 4:j], "little") if j - 4 >= i else 0
+        end = j + length
+        if length >= len(old_b) and end <= len(data) and b"\0" not in data[j:end]:
+            moved = new_b + data[j + len(old_b):end]
+            out += data[i:j - 4] + len(moved).to_bytes(4, "little") + moved
+            i = end
+        else:
+            out += data[i:j + len(old_b)]
+            i = j + len(old_b)
+    out += data[i:]
+    return bytes(out)
+
+
+def rebase_fingerprints(debug: Path, old: str, new: str) -> int:
+    """Moves the paths of every dep-info fingerprint under `debug` from the checkout `old` to `new`, keeping each
+    file's modification time (cargo's reference for the unit's sources); returns the files changed."""
+    if not old or old == new:
+        return 0
+    changed = 0
+    for dep in (debug / ".fingerprint").glob("*/dep-*"):
+        data = dep.read_bytes()
+        moved = rebase_dep_info(data, old, new)
+        if moved != data:
+            st = dep.stat()
+            dep.write_bytes(moved)
+            os.utime(dep, ns=(st.st_atime_ns, st.st_mtime_ns))
+            changed += 1
+    return changed
+
+
 class CacheError(Exception):
     pass
 
@@ -186,8 +227,9 @@ def checkout_state(repo: Path) -> tuple[dict[str, str], set[str]]:
     return blobs, changed
 
 
-def record_sources(repo: Path) -> dict[str, list]:
-    """Each tracked file unchanged since the commit: its blob and its modification time (ns), as built."""
+def record_sources(repo: Path) -> dict:
+    """The checkout's path, and each tracked file unchanged since the commit: its blob and its modification time
+    (ns), as built."""
     blobs, changed = checkout_state(repo)
     recorded: dict[str, list] = {}
     for path, blob in blobs.items():
@@ -197,7 +239,7 @@ def record_sources(repo: Path) -> dict[str, list]:
             recorded[path] = [blob, os.lstat(repo / path).st_mtime_ns]
         except OSError:
             continue
-    return recorded
+    return {"root": str(repo), "files": recorded}
 
 
 def stamp_sources(repo: Path, recorded: dict[str, list]) -> tuple[int, int]:
@@ -228,7 +270,7 @@ def restore_tree(debug: Path, root: Path, key: str) -> str:
     return f"restored {files} files of key {key} in {time.monotonic() - start:.1f} s"
 
 
-def save_tree(debug: Path, root: Path, key: str, sources: dict[str, list] | None = None) -> str:
+def save_tree(debug: Path, root: Path, key: str, sources: dict | None = None) -> str:
     """Replaces the cache of `key` with `debug`'s units and the record of the `sources` they were built from,
     drops all but the newest keys; says what it did."""
     if not debug.is_dir():
@@ -258,7 +300,7 @@ def save_tree(debug: Path, root: Path, key: str, sources: dict[str, list] | None
     for name in dropped:
         shutil.rmtree(root / name, ignore_errors=True)
     tail = f"; dropped {', '.join(dropped)}" if dropped else ""
-    return f"saved {files} files and {len(sources or {})} sources' times as key {key} in " \
+    return f"saved {files} files and {len((sources or {}).get('files', {}))} sources' times as key {key} in " \
            f"{time.monotonic() - start:.1f} s{tail}"
 
 
@@ -268,13 +310,15 @@ def restore(repo: Path, target: Path, root: Path) -> str:
     if not said.startswith("restored"):
         return said
     try:
-        recorded = json.loads((root / key / SOURCES).read_text())
-    except (OSError, ValueError):
+        record = json.loads((root / key / SOURCES).read_text())
+        built_in, recorded = str(record["root"]), dict(record["files"])
+    except (OSError, ValueError, KeyError, TypeError):
         return f"{said}; no record of the sources: the workspace's crates are built again"
     start = time.monotonic()
     stamped, kept = stamp_sources(repo, recorded)
+    rebased = rebase_fingerprints(target / "debug", built_in, str(repo))
     return f"{said}; {stamped} unchanged sources given their build-time modification times, {kept} changed or " \
-           f"new ({time.monotonic() - start:.1f} s)"
+           f"new; {rebased} fingerprints moved from {built_in} ({time.monotonic() - start:.1f} s)"
 
 
 def save(repo: Path, target: Path, root: Path) -> str:

@@ -68,6 +68,32 @@ class Sources(unittest.TestCase):
         self.assertEqual(build_cache.stamps_to_restore(recorded, blobs, {"dirty.rs"}), {"same.rs": 100})
 
 
+def dep_info(*paths: bytes) -> bytes:
+    """A dep-info fingerprint file as cargo 1.95 writes it: a header, the count, then each path's type, its length
+    (u32, little-endian), its bytes and a no-checksum flag; then no env."""
+    body = b"".join(b"\x00" + len(p).to_bytes(4, "little") + p + b"\x00" for p in paths)
+    return b"\x01\x00\x00\x00\xff\x01" + len(paths).to_bytes(4, "little") + body + b"\x00\x00\x00\x00"
+
+
+class Rebase(unittest.TestCase):
+    def test_a_path_under_the_old_checkout_moves_with_its_length(self):
+        data = dep_info(b"src/lib.rs", b"/work/a/c/Cargo.toml", b"src/x.rs")
+        want = dep_info(b"src/lib.rs", b"/work/longer/c/Cargo.toml", b"src/x.rs")
+        self.assertEqual(build_cache.rebase_dep_info(data, "/work/a/c", "/work/longer/c"), want)
+        self.assertEqual(build_cache.rebase_dep_info(want, "/work/longer/c/", "/work/a/c"), data)
+
+    def test_what_is_not_under_it_or_not_a_length_prefixed_path_is_left(self):
+        cases = [
+            dep_info(b"src/lib.rs", b"/home/u/.cargo/registry/x.rs"),
+            dep_info(b"/work/a/cc/Cargo.toml"),  # another directory that starts alike
+            b"garbage /work/a/c/Cargo.toml",  # no length before it
+            b"\xff\xff\xff\x7f/work/a/c/x",  # a length past the end
+            b"",
+        ]
+        for data in cases:
+            self.assertEqual(build_cache.rebase_dep_info(data, "/work/a/c", "/b"), data, data)
+
+
 class Keys(unittest.TestCase):
     def test_the_key_changes_with_the_compiler_and_the_lockfile(self):
         k = build_cache.cache_key("rustc 1.91.0", b"lock")
@@ -100,7 +126,7 @@ class OnDisk(unittest.TestCase):
             built.parent.mkdir(parents=True)
             built.write_bytes(b"o")
             root = tmp / "cache"
-            said = build_cache.save_tree(debug, root, "k", {"src/lib.rs": ["aaaa", 1]})
+            said = build_cache.save_tree(debug, root, "k", {"root": "/a", "files": {"src/lib.rs": ["aaaa", 1]}})
             self.assertIn("saved 5 files and 1 sources' times as key k", said)
             self.assertFalse((root / "k" / "debug" / "deps" / "not-a-unit").exists())
             cached_fp = root / "k" / "debug" / ".fingerprint" / "sim-0123456789abcdef" / "bin-sim"
@@ -152,6 +178,8 @@ class WithCargo(unittest.TestCase):
     finds fresh the crate whose sources did not change and builds the one whose did, and the build of the second
     clone leaves the cache as it was."""
 
+    clippy = subprocess.run(["cargo", "clippy", "--version"], capture_output=True).returncode == 0
+
     def cargo(self, repo: Path, target: Path, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CARGO_TARGET")}
         env.update(CARGO_TARGET_DIR=str(target), CARGO_INCREMENTAL="0", CARGO_TERM_COLOR="never")
@@ -184,7 +212,10 @@ class WithCargo(unittest.TestCase):
             self.git(tmp, "clone", "-q", str(origin), str(first))
             self.assertIn("no cache", build_cache.restore(first, first / "target", root))
             self.assertIn("Compiling top", self.cargo(first, first / "target", "build"))
+            if self.clippy:
+                self.assertIn("Checking top", self.cargo(first, first / "target", "clippy"))
             self.assertIn("saved", build_cache.save(first, first / "target", root))
+            shutil.rmtree(first)  # nothing of it may be needed by the next
 
             (origin / "top" / "src" / "lib.rs").write_text("pub fn m() -> u32 { low::n() + 1 }\n")
             self.git(origin, "commit", "-q", "-am", "two")
@@ -197,6 +228,10 @@ class WithCargo(unittest.TestCase):
             out = self.cargo(second, second / "target", "build")
             self.assertIn("Fresh low", out)
             self.assertIn("Compiling top", out)
+            if self.clippy:
+                out = self.cargo(second, second / "target", "clippy")
+                self.assertIn("Fresh low", out)
+                self.assertIn("Checking top", out)
             self.assertEqual({p: p.read_bytes() for p in root.rglob("*") if p.is_file()}, cached)
 
 
