@@ -319,7 +319,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
     let port = sim::ports::free_port();
     let (cert_arg, key_arg) = (cert.display().to_string(), key.display().to_string());
     let _child = spawn_binary(
-        &sim::bin_exe!("cluster-controller"),
+        &binary(),
         api.kubeconfig(),
         &[
             "--metrics-addr",
@@ -357,7 +357,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
     let plain = sim::testkit::metrics(port).await.unwrap_or_default();
     assert!(!plain.starts_with("HTTP/1.1 200"), "{plain}");
 
-    let out = std::process::Command::new(sim::bin_exe!("cluster-controller"))
+    let out = std::process::Command::new(binary())
         .env("KUBECONFIG", api.kubeconfig())
         .args([
             "--metrics-tls-cert",
@@ -373,7 +373,7 @@ async fn metrics_are_served_over_tls_when_a_serving_certificate_is_given() {
         stderr.contains(&key_arg) && stderr.contains("--metrics-tls-cert"),
         "{stderr}"
     );
-    let out = std::process::Command::new(sim::bin_exe!("cluster-controller"))
+    let out = std::process::Command::new(binary())
         .args(["--metrics-tls-cert", &cert_arg])
         .output()
         .expect("the binary runs");
