@@ -257,17 +257,17 @@ def stamp_sources(repo: Path, recorded: dict[str, list]) -> tuple[int, int]:
     return len(stamps), len(blobs) - len(stamps)
 
 
-def restore_tree(debug: Path, root: Path, key: str) -> str:
-    """Places the cache of `key` into an empty `debug` (target/debug); says what it did."""
+def restore_tree(debug: Path, root: Path, key: str) -> tuple[bool, str]:
+    """Places the cache of `key` into an empty `debug` (target/debug); whether it did, and what it did."""
     cached = root / key / "debug"
     if not cached.is_dir():
-        return f"no cache for key {key} (Cargo.lock and rustc): a cold build"
+        return False, f"no cache for key {key} (Cargo.lock and rustc): a cold build"
     present = [d for d in KEPT_DIRS if (debug / d).exists()]
     if present:
-        return f"{debug} already holds {', '.join(present)}: left as it is (restore fills a fresh clone's)"
+        return False, f"{debug} already holds {', '.join(present)}: left as it is (restore fills a fresh clone's)"
     start = time.monotonic()
     files = sum(link_tree(cached / d, debug / d, Path(d)) for d in KEPT_DIRS if (cached / d).is_dir())
-    return f"restored {files} files of key {key} in {time.monotonic() - start:.1f} s"
+    return True, f"restored {files} files of key {key} in {time.monotonic() - start:.1f} s"
 
 
 def save_tree(debug: Path, root: Path, key: str, sources: dict | None = None) -> str:
@@ -306,8 +306,8 @@ def save_tree(debug: Path, root: Path, key: str, sources: dict | None = None) ->
 
 def restore(repo: Path, target: Path, root: Path) -> str:
     key = current_key(repo)
-    said = restore_tree(target / "debug", root, key)
-    if not said.startswith("restored"):
+    restored, said = restore_tree(target / "debug", root, key)
+    if not restored:
         return said
     try:
         record = json.loads((root / key / SOURCES).read_text())

@@ -135,7 +135,9 @@ class OnDisk(unittest.TestCase):
                              os.stat(debug / "deps" / "sim-0123456789abcdef").st_ino)
 
             other = tmp / "b" / "debug"
-            self.assertIn("restored 5 files of key k", build_cache.restore_tree(other, root, "k"))
+            restored, said = build_cache.restore_tree(other, root, "k")
+            self.assertTrue(restored)
+            self.assertIn("restored 5 files of key k", said)
             self.assertEqual((other / "build" / "ring-0123456789abcdef" / "out" / "x.o").read_bytes(), b"o")
             self.assertEqual(os.stat(other / "deps" / "sim-0123456789abcdef").st_ino,
                              os.stat(debug / "deps" / "sim-0123456789abcdef").st_ino)
@@ -151,8 +153,12 @@ class OnDisk(unittest.TestCase):
             debug = tmp / "debug"
             (debug / "deps").mkdir(parents=True)
             (tmp / "cache" / "k" / "debug" / "deps").mkdir(parents=True)
-            self.assertIn("left as it is", build_cache.restore_tree(debug, tmp / "cache", "k"))
-            self.assertIn("a cold build", build_cache.restore_tree(debug, tmp / "cache", "other"))
+            restored, said = build_cache.restore_tree(debug, tmp / "cache", "k")
+            self.assertFalse(restored)
+            self.assertIn("left as it is", said)
+            restored, said = build_cache.restore_tree(debug, tmp / "cache", "other")
+            self.assertFalse(restored)
+            self.assertIn("a cold build", said)
 
     def test_a_second_save_replaces_the_first_and_drops_the_oldest_key(self):
         with tempfile.TemporaryDirectory() as tmp:
